@@ -1,0 +1,1 @@
+"""The ``kafka-conformance`` command line (placeholder until the CLI module lands)."""

@@ -1,0 +1,61 @@
+"""The codec: message bodies to and from bytes, for any folder of message specs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conformance.protocol.compiler import Compiled, compile_message
+from conformance.protocol.errors import UnknownMessageError
+from conformance.protocol.spec import MessageSpec, SpecSet
+
+KINDS = ("request", "response")
+
+
+class Codec:
+    """Encodes and decodes message bodies; each (message, version) is compiled on first use."""
+
+    def __init__(self, specs: SpecSet) -> None:
+        self.specs = specs
+        self._compiled: dict[tuple[int, str, int], Compiled] = {}
+
+    @classmethod
+    def from_specs(cls, spec_dir: Path | str | None = None, *, strict: bool = True) -> Codec:
+        """The project's own specs by default; any folder of Kafka message specs otherwise."""
+        return cls(SpecSet.load(spec_dir, strict=strict))
+
+    def message(self, api_key: int, kind: str) -> MessageSpec:
+        if kind not in KINDS:
+            raise UnknownMessageError(f"kind must be request or response, not {kind!r}")
+        return self.specs.message(api_key, kind)
+
+    def compiled(self, api_key: int, version: int, kind: str) -> Compiled:
+        key = (api_key, kind, version)
+        unit = self._compiled.get(key)
+        if unit is None:
+            unit = self._compiled[key] = compile_message(self.message(api_key, kind), version)
+        return unit
+
+    def decode(self, api_key: int, version: int, kind: str, raw: bytes) -> dict:
+        """Decode a whole body; raises DecodeError (with field path and offset) when malformed."""
+        unit = self._compiled.get((api_key, kind, version)) or self.compiled(api_key, version, kind)
+        return unit.decode(raw if type(raw) is bytes else bytes(raw))
+
+    def encode(self, api_key: int, version: int, kind: str, body: dict) -> bytes:
+        """Encode a body; fields left out take their defaults. Raises EncodeError."""
+        unit = self._compiled.get((api_key, kind, version)) or self.compiled(api_key, version, kind)
+        return unit.encode(body)
+
+    def header(self, kind: str) -> MessageSpec:
+        """RequestHeader or ResponseHeader."""
+        name = {"request": "RequestHeader", "response": "ResponseHeader"}[kind]
+        try:
+            return self.specs.by_name[name]
+        except KeyError:
+            raise UnknownMessageError(f"no {name} spec in {self.specs.source}") from None
+
+    def compiled_header(self, kind: str, version: int) -> Compiled:
+        key = (-1 if kind == "request" else -2, kind, version)
+        unit = self._compiled.get(key)
+        if unit is None:
+            unit = self._compiled[key] = compile_message(self.header(kind), version)
+        return unit

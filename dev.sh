@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The project's one entry point for set-up and the two jobs README names.
+#   ./dev.sh main    set up, then run the whole suite against the bundled reference cluster
+#   ./dev.sh test    set up, then run the project's own tests
+#   ./dev.sh setup   set up only (idempotent): .venv with the project and its test dependencies
+set -euo pipefail
+cd "$(dirname "$0")"
+VENV=${KC_VENV:-.venv}
+
+setup() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        python3 -m venv "$VENV"
+    fi
+    local stamp="$VENV/.kc-installed"
+    if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+        "$VENV/bin/python" -m pip install --quiet --upgrade pip
+        "$VENV/bin/python" -m pip install --quiet -e '.[test]'
+        touch "$stamp"
+    fi
+    command -v javac >/dev/null || echo "note: javac not found; install Java 17 (openjdk-17-jdk-headless) for the codec oracle tests" >&2
+}
+
+case "${1:-}" in
+    setup) setup ;;
+    main)
+        setup
+        shift
+        exec "$VENV/bin/kafka-conformance" run "$@"
+        ;;
+    test)
+        setup
+        shift
+        exec "$VENV/bin/python" -m pytest "$@"
+        ;;
+    *)
+        echo "usage: ./dev.sh main|test|setup [args...]" >&2
+        exit 2
+        ;;
+esac
