@@ -78,7 +78,7 @@ def _check_schema(obj: Any, file: str) -> None:
         raise SpecError(file, path, rule)
 
 
-def _inline(fs: FieldSpec) -> list[FieldSpec]:
+def inline_fields(fs: FieldSpec) -> list[FieldSpec]:
     """The fields a field declares inline (not those of a commonStruct it refers to)."""
     st = fs.struct
     if st is None or not st.fields or not st.fields[0].json_path.startswith(fs.json_path + "."):
@@ -104,7 +104,7 @@ def _check_tagging(fields: list[FieldSpec], flexible: Versions, file: str) -> No
                     f"{fs.json_path}.taggedVersions",
                     f"tagged versions {tagged} are not within the flexible versions {flex}",
                 )
-        _check_tagging(_inline(fs), flex, file)
+        _check_tagging(inline_fields(fs), flex, file)
 
 
 def check_spec(obj: Any, file: str) -> MessageSpec:
