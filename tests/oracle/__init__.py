@@ -1,0 +1,1 @@
+"""Test-side helpers that are not part of the shipped suite: the Java codec oracle."""

