@@ -120,14 +120,14 @@ class Compiled:
             value, off = self.decode_fast(raw, 0)
             if off == len(raw):
                 return value
-        except Exception:  # noqa: BLE001 - any failure is diagnosed by the checked code
+        except Exception:
             pass
         tr = Trace()
         try:
             value, off = self.decode_checked(raw, 0, tr)
         except Malformed as e:
             raise DecodeError(self.message.name, tr.dotted(), tr.off, str(e)) from None
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise DecodeError(self.message.name, tr.dotted(), tr.off, _describe(e)) from None
         if off != len(raw):
             raise DecodeError(self.message.name, "", off, f"{len(raw) - off} trailing bytes")
@@ -138,13 +138,13 @@ class Compiled:
         try:
             self.encode_fast(body, parts.append)
             return b"".join(parts)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         tr = Trace()
         parts.clear()
         try:
             self.encode_checked(body, parts.append, tr)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             reason = str(e) if isinstance(e, (Malformed, struct.error)) else _describe(e)
             raise EncodeError(self.message.name, tr.dotted(), reason) from None
         return b"".join(parts)  # fast path failed for a reason the checked one accepts
@@ -208,7 +208,9 @@ class _Unit:
         ):
             return repr(value)
         for name, v in self.consts.items():
-            if v is value or (type(v) is type(value) and v == value and not isinstance(v, (list, dict))):
+            if v is value or (
+                type(v) is type(value) and v == value and not isinstance(v, (list, dict))
+            ):
                 return name
         name = f"_k{len(self.consts)}"
         self.consts[name] = value
@@ -357,7 +359,8 @@ class _Unit:
             if f.nullable_in(self.v):
                 s(f"{target} = None")
             else:
-                s(f"raise _Malformed('{what} length ' + str({length}) + ' in a non-nullable field')")
+                reason = f"'{what} length ' + str({length}) + ' in a non-nullable field'"
+                s(f"raise _Malformed({reason})")
         s("else:")
 
     def dec_field(self, f: FieldSpec, target: str) -> None:
@@ -389,7 +392,11 @@ class _Unit:
                         f"+ str(end - off) + ' bytes that remain')"
                     )
                 slice_ = f"buf[off:off + {n}]"
-                s(f"{target} = {slice_}.decode('utf-8')" if t == "string" else f"{target} = {slice_}")
+                s(
+                    f"{target} = {slice_}.decode('utf-8')"
+                    if t == "string"
+                    else f"{target} = {slice_}"
+                )
                 s(f"off += {n}")
             return
         if f.is_array:
@@ -455,7 +462,7 @@ class _Unit:
         self.enter("<tagged fields>")
         cnt = self.tmp("nt")
         self.need("1")
-        s(f"if buf[off] == 0:")
+        s("if buf[off] == 0:")
         with s.indent():
             s("off += 1")
         s("else:")
@@ -707,7 +714,7 @@ def compile_message(msg: MessageSpec, version: int) -> Compiled:
     source = "\n".join(parts)
     ns: dict[str, Any] = dict(_RUNTIME, _UUID=uuid.UUID, **consts)
     code = compile(source, f"<codec {msg.name} v{version}>", "exec")
-    exec(code, ns)  # noqa: S102 - our own generated source
+    exec(code, ns)
     top = msg.struct.name
     return Compiled(
         message=msg,

@@ -31,7 +31,11 @@ def response_header_version(codec: Codec, api_key: int, version: int) -> int:
 
 
 def encode_request(
-    codec: Codec, api_key: int, version: int, correlation_id: int, client_id: str | None,
+    codec: Codec,
+    api_key: int,
+    version: int,
+    correlation_id: int,
+    client_id: str | None,
     body: dict,
 ) -> bytes:
     """Header and body of a request (the 4-byte size prefix is the transport's business)."""
@@ -58,7 +62,9 @@ def decode_request(codec: Codec, raw: bytes) -> tuple[dict, dict]:
     return header, codec.decode(api_key, version, "request", raw[off:])
 
 
-def encode_response(codec: Codec, api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
+def encode_response(
+    codec: Codec, api_key: int, version: int, correlation_id: int, body: dict
+) -> bytes:
     hv = response_header_version(codec, api_key, version)
     header = codec.compiled_header("response", hv).encode({"CorrelationId": correlation_id})
     return header + codec.encode(api_key, version, "response", body)
@@ -75,7 +81,9 @@ def _decode_prefix(unit, raw: bytes) -> tuple[dict, int]:
     raw = bytes(raw)
     try:
         return unit.decode_fast(raw, 0)
-    except Exception:  # noqa: BLE001 - diagnosed below, precisely
+    except Exception:
         pass
     unit.decode(raw)  # raises the DecodeError with path and offset
-    raise AssertionError("unreachable: a header that fails fast decoding must fail checked decoding")
+    raise AssertionError(
+        "unreachable: a header that fails fast decoding must fail checked decoding"
+    )

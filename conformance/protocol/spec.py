@@ -85,10 +85,13 @@ def read_spec_json(path: Path, *, strict: bool = True) -> dict[str, Any]:
     try:
         obj, end = json.JSONDecoder().raw_decode(text.lstrip())
     except json.JSONDecodeError as e:
-        raise SpecError(str(path), "$", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}")
+        where = f"line {e.lineno} column {e.colno}"
+        raise SpecError(str(path), "$", f"not JSON: {e.msg} at {where}") from None
     rest = text.lstrip()[end:].strip()
     if strict and rest:
-        raise SpecError(str(path), "$", f"unexpected content after the top-level object: {rest[:20]!r}")
+        raise SpecError(
+            str(path), "$", f"unexpected content after the top-level object: {rest[:20]!r}"
+        )
     if not isinstance(obj, dict):
         raise SpecError(str(path), "$", "the top level must be an object")
     return obj
@@ -347,9 +350,11 @@ class _Builder:
         if et in PRIMITIVES:
             if "fields" in raw:
                 raise SpecError(file, f"{path}.fields", f"a {fs.type} field cannot have fields")
-            if not fs.nullable_versions.empty and et not in (
-                "string", "bytes", "records"
-            ) and not fs.is_array:
+            if (
+                not fs.nullable_versions.empty
+                and et not in ("string", "bytes", "records")
+                and not fs.is_array
+            ):
                 raise SpecError(file, f"{path}.nullableVersions", f"type {et} cannot be null")
             fs.default = _parse_default(raw.get("default"), fs, file)
         else:

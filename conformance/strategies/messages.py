@@ -52,7 +52,9 @@ def _struct_cached(struct: StructSpec, version: int, flexible: bool, depth: int)
         if version not in f.versions:
             parts[f.name] = st.builds(f.default_value)
         elif f.tagged_in(version):
-            parts[f.name] = st.one_of(st.builds(f.default_value), _field(f, version, flexible, depth))
+            parts[f.name] = st.one_of(
+                st.builds(f.default_value), _field(f, version, flexible, depth)
+            )
         else:
             parts[f.name] = _field(f, version, flexible, depth)
     base = st.fixed_dictionaries(parts)
@@ -87,7 +89,9 @@ def _field(f: FieldSpec, version: int, flexible: bool, depth: int) -> st.SearchS
     if f.is_array:
         size = 3 if depth < 2 else 1
         key = _map_key(f.struct, version) if f.is_struct else None
-        strategy = st.lists(elem, max_size=size, unique_by=key) if key else st.lists(elem, max_size=size)
+        strategy = (
+            st.lists(elem, max_size=size, unique_by=key) if key else st.lists(elem, max_size=size)
+        )
     else:
         strategy = elem
     if f.nullable_in(version):
