@@ -58,7 +58,7 @@ def decode_request(codec: Codec, raw: bytes) -> tuple[dict, dict]:
     api_key, version = _KEY_VERSION.unpack_from(raw, 0)
     hv = request_header_version(codec, api_key, version)
     hdr_unit = codec.compiled_header("request", hv)
-    header, off = _decode_prefix(hdr_unit, raw)
+    header, off = decode_header_prefix(hdr_unit, raw)
     return header, codec.decode(api_key, version, "request", raw[off:])
 
 
@@ -72,11 +72,11 @@ def encode_response(
 
 def decode_response(codec: Codec, api_key: int, version: int, raw: bytes) -> tuple[dict, dict]:
     hv = response_header_version(codec, api_key, version)
-    header, off = _decode_prefix(codec.compiled_header("response", hv), raw)
+    header, off = decode_header_prefix(codec.compiled_header("response", hv), raw)
     return header, codec.decode(api_key, version, "response", raw[off:])
 
 
-def _decode_prefix(unit, raw: bytes) -> tuple[dict, int]:
+def decode_header_prefix(unit, raw: bytes) -> tuple[dict, int]:
     """Decode a header at the start of ``raw``; returns it and where the body starts."""
     raw = bytes(raw)
     try:

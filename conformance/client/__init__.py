@@ -1,0 +1,1 @@
+"""The suite's own Kafka client: wire connection and version negotiation."""

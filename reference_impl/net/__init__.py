@@ -1,0 +1,1 @@
+"""Networking of the reference nodes: listeners that frame, dispatch and answer requests."""

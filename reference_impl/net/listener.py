@@ -1,0 +1,227 @@
+"""A listener of a reference node: Kafka's framing, per-listener API exposure, in-order answers.
+
+What Kafka does, and so what this does:
+- an API that is not exposed on this listener (the spec's ``listeners``), or a version outside
+  the advertised range, closes the connection — except ApiVersions, which answers an unknown
+  version with UNSUPPORTED_VERSION (35) and a v0 body listing what is supported;
+- a frame that does not parse closes that connection; other connections never notice;
+- requests on one connection are answered one at a time, in order;
+- before SASL authentication completes only ApiVersions and the SASL APIs are served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.protocol import Codec, DecodeError
+from conformance.protocol.framing import (
+    decode_header_prefix,
+    encode_response,
+    request_header_version,
+)
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS = 18
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+UNSUPPORTED_VERSION = 35
+_SIZE = struct.Struct(">i")
+_KEY_VERSION = struct.Struct(">hhi")
+
+
+@dataclass
+class Session:
+    """What a connection has established: who it is, and whether SASL has completed."""
+
+    principal: str = "User:ANONYMOUS"
+    authenticated: bool = True
+    mechanism: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RequestContext:
+    listener: Listener
+    api_key: int
+    version: int
+    header: dict
+    session: Session
+    client_address: str
+    #: the raw request (header + body), for forwarding inside an Envelope
+    raw: bytes = b""
+
+
+Handler = Callable[[RequestContext, dict], Awaitable[dict | None]]
+
+
+@dataclass(frozen=True)
+class Api:
+    """A served API: its handler and the versions this node serves (within the spec's range)."""
+
+    key: int
+    handler: Handler
+    min_version: int | None = None
+    max_version: int | None = None
+
+
+class Security:
+    """The listener's authentication hook; the default authenticates everyone as ANONYMOUS."""
+
+    def new_session(self) -> Session:
+        return Session()
+
+
+class Listener:
+    def __init__(
+        self,
+        name: str,
+        listener_type: str,
+        codec: Codec,
+        apis: list[Api],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        security: Security | None = None,
+        max_request_size: int = 100 * 1024 * 1024,
+    ) -> None:
+        self.name, self.listener_type, self.codec = name, listener_type, codec
+        self.host, self.port = host, port
+        self.security = security or Security()
+        self.max_request_size = max_request_size
+        self.served: dict[int, Api] = {}
+        self.ranges: dict[int, tuple[int, int]] = {}
+        if not any(api.key == API_VERSIONS for api in apis):
+            apis = [*apis, Api(API_VERSIONS, self._api_versions)]
+        for api in apis:
+            spec = codec.message(api.key, "request")
+            if listener_type not in spec.listeners:
+                continue
+            lo = max(spec.valid_versions.lo, api.min_version or 0)
+            hi = min(
+                spec.valid_versions.hi, api.max_version if api.max_version is not None else 2**15
+            )
+            if lo <= hi:
+                self.served[api.key] = api
+                self.ranges[api.key] = (lo, hi)
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self.connections = 0
+
+    async def _api_versions(self, ctx: RequestContext, body: dict) -> dict:
+        return {"ErrorCode": 0, "ApiKeys": self.api_versions_body(), "ThrottleTimeMs": 0}
+
+    def api_versions_body(self) -> list[dict]:
+        return [
+            {"ApiKey": k, "MinVersion": lo, "MaxVersion": hi}
+            for k, (lo, hi) in sorted(self.ranges.items())
+        ]
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        self.connections += 1
+        peer = writer.get_extra_info("peername")
+        address = f"{peer[0]}:{peer[1]}" if peer else "unknown"
+        session = self.security.new_session()
+        try:
+            while True:
+                head = await reader.readexactly(4)
+                (size,) = _SIZE.unpack(head)
+                if not 8 <= size <= self.max_request_size:
+                    log.info(
+                        "%s: closing %s: request size %d out of range", self.name, address, size
+                    )
+                    return
+                raw = await reader.readexactly(size)
+                answer = await self._handle(raw, session, address)
+                if answer is _CLOSE:
+                    return
+                if answer is not None:
+                    writer.write(_SIZE.pack(len(answer)) + answer)
+                    await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            return
+        except asyncio.CancelledError:
+            return
+        finally:
+            self.connections -= 1
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _handle(self, raw: bytes, session: Session, address: str) -> bytes | object | None:
+        api_key, version, cid = _KEY_VERSION.unpack_from(raw, 0)
+        rng = self.ranges.get(api_key)
+        if rng is None:
+            log.info(
+                "%s: closing %s: api key %d not served on this listener",
+                self.name,
+                address,
+                api_key,
+            )
+            return _CLOSE
+        if not rng[0] <= version <= rng[1]:
+            if api_key == API_VERSIONS:
+                body = {"ErrorCode": UNSUPPORTED_VERSION, "ApiKeys": self.api_versions_body()}
+                return encode_response(self.codec, API_VERSIONS, 0, cid, body)
+            log.info(
+                "%s: closing %s: api %d version %d not served", self.name, address, api_key, version
+            )
+            return _CLOSE
+        if not session.authenticated and api_key not in (
+            API_VERSIONS,
+            SASL_HANDSHAKE,
+            SASL_AUTHENTICATE,
+        ):
+            log.info("%s: closing %s: api %d before authentication", self.name, address, api_key)
+            return _CLOSE
+        try:
+            hv = request_header_version(self.codec, api_key, version)
+            header, off = decode_header_prefix(self.codec.compiled_header("request", hv), raw)
+            body = self.codec.decode(api_key, version, "request", raw[off:])
+        except DecodeError as e:
+            return self._refuse(address, str(e))
+        ctx = RequestContext(self, api_key, version, header, session, address, raw)
+        response = await self.served[api_key].handler(ctx, body)
+        if response is None:
+            return None
+        if response is CLOSE:
+            return _CLOSE
+        return encode_response(self.codec, api_key, version, cid, response)
+
+    def _refuse(self, address: str, reason: str) -> object:
+        log.info("%s: closing %s: %s", self.name, address, reason)
+        return _CLOSE
+
+
+_BEFORE_AUTH = (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE)
+
+
+class _Close:
+    def __repr__(self) -> str:
+        return "CLOSE"
+
+
+#: A handler returns CLOSE to have the connection closed without an answer.
+CLOSE: Any = _Close()
+_CLOSE = CLOSE

@@ -1,0 +1,140 @@
+"""The listener's contract: exposure per listener type, version refusal, malformed frames."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+
+from conformance.client.wire import Connection, ConnectionClosed
+from conformance.protocol import Codec
+from conformance.protocol.framing import decode_response, encode_request
+from reference_impl.net.listener import Api, Listener
+
+CODEC = Codec.from_specs()
+METADATA, BROKER_REGISTRATION, API_VERSIONS = 3, 62, 18
+
+
+async def _metadata(ctx, body):
+    return {"Brokers": [], "ClusterId": "c", "ControllerId": -1, "Topics": []}
+
+
+async def _registration(ctx, body):
+    return {"ErrorCode": 0, "BrokerEpoch": 1}
+
+
+def _head(api_key: int, version: int) -> bytes:
+    """A request header v1 start: api key, version, correlation id 1 (client id follows)."""
+    return struct.pack(">hhi", api_key, version, 1)
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+async def _with_listener(listener_type, test):
+    listener = Listener(
+        "test",
+        listener_type,
+        CODEC,
+        [Api(METADATA, _metadata), Api(BROKER_REGISTRATION, _registration)],
+    )
+    port = await listener.start()
+    try:
+        return await test(port)
+    finally:
+        await listener.stop()
+
+
+def test_api_versions_lists_only_what_the_listener_type_exposes() -> None:
+    async def test(port):
+        async with await Connection.open("127.0.0.1", port, codec=CODEC) as conn:
+            return await conn.api_versions()
+
+    broker = run(_with_listener("zkBroker", test))
+    controller = run(_with_listener("controller", test))
+    assert set(broker) == {API_VERSIONS, METADATA}
+    assert set(controller) == {API_VERSIONS, BROKER_REGISTRATION}
+    assert broker[METADATA] == (0, 12)
+
+
+def test_unknown_api_versions_version_gets_unsupported_version_with_a_v0_body() -> None:
+    async def test(port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        frame = encode_request(CODEC, API_VERSIONS, 3, 7, "t", {})
+        frame = frame[:2] + struct.pack(">h", 99) + frame[4:]
+        writer.write(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        raw = await reader.readexactly(size)
+        writer.close()
+        return decode_response(CODEC, API_VERSIONS, 0, raw)
+
+    header, body = run(_with_listener("zkBroker", test))
+    assert header["CorrelationId"] == 7
+    assert body["ErrorCode"] == 35
+    assert {k["ApiKey"] for k in body["ApiKeys"]} == {API_VERSIONS, METADATA}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param(
+            struct.pack(">hhi", BROKER_REGISTRATION, 0, 1) + b"\x00\x00", id="api-not-on-listener"
+        ),
+        pytest.param(struct.pack(">hhi", METADATA, 13, 1) + b"\x00\x00", id="version-out-of-range"),
+        pytest.param(struct.pack(">hhi", 999, 0, 1) + b"\x00\x00", id="unknown-api-key"),
+        pytest.param(
+            struct.pack(">hhih", METADATA, 1, 1, 0) + b"\x7f\xff\xff\xff", id="huge-array"
+        ),
+    ],
+)
+def test_bad_requests_close_that_connection_only(bad: bytes) -> None:
+    async def test(port):
+        other = await Connection.open("127.0.0.1", port, codec=CODEC)
+        victim = await Connection.open("127.0.0.1", port, codec=CODEC)
+        await victim.send_raw(struct.pack(">i", len(bad)) + bad)
+        closed = await victim.wait_closed_by_peer(5)
+        response = await other.request(METADATA, 1, {"Topics": None})
+        await other.close()
+        await victim.close()
+        return closed, response.body
+
+    closed, body = run(_with_listener("zkBroker", test))
+    assert closed
+    assert body["ClusterId"] is None  # v1 has no cluster id; the other connection still works
+
+
+def test_oversized_frame_closes_the_connection() -> None:
+    async def test(port):
+        conn = await Connection.open("127.0.0.1", port, codec=CODEC)
+        await conn.send_raw(struct.pack(">i", 2**31 - 1) + b"\x00" * 16)
+        closed = await conn.wait_closed_by_peer(5)
+        await conn.close()
+        return closed
+
+    assert run(_with_listener("zkBroker", test))
+
+
+def test_pipelined_requests_are_answered_in_order() -> None:
+    async def test(port):
+        async with await Connection.open("127.0.0.1", port, codec=CODEC) as conn:
+            results = await asyncio.gather(
+                *(conn.request(METADATA, v % 13, {"Topics": []}) for v in range(40))
+            )
+            return [r.correlation_id for r in results]
+
+    ids = run(_with_listener("zkBroker", test))
+    assert ids == sorted(ids) and len(set(ids)) == 40
+
+
+def test_a_closed_connection_fails_pending_requests() -> None:
+    async def test(port):
+        conn = await Connection.open("127.0.0.1", port, codec=CODEC)
+        await conn.send_raw(struct.pack(">i", 12) + struct.pack(">hhi", 999, 0, 1) + b"\0\0")
+        with pytest.raises(ConnectionClosed):
+            await conn.request(METADATA, 1, {"Topics": None}, timeout=5)
+        await conn.close()
+        return True
+
+    assert run(_with_listener("zkBroker", test))
