@@ -1,1 +1,204 @@
-"""The ``kafka-conformance`` command line (placeholder until the CLI module lands)."""
+"""The ``kafka-conformance`` command line (also ``python -m conformance``).
+
+Each subcommand is one ``add_<command>(subparsers)`` function that builds its parser and sets
+``handler`` to a function taking the parsed arguments and returning the exit code. ``COMMANDS``
+lists them; ``run``, ``serve`` and ``matrix`` (see DESIGN.md) join the list the same way when
+they exist.
+
+Exit codes: 0 success, 1 the checked thing is bad (``specs check`` found errors), 2 the command
+could not do its work (bad arguments, unknown API or version, malformed input). Errors of the
+last kind are one line on stderr, ``kafka-conformance: error: ...``, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from conformance.protocol.codec import Codec
+from conformance.protocol.errors import DecodeError, EncodeError, SpecError, UnknownMessageError
+from conformance.protocol.jsonform import JsonFormError, from_json, to_json
+from conformance.protocol.spec import SPEC_DIR, SpecSet
+from conformance.protocol.spec_check import check_spec_dir
+
+PROG = "kafka-conformance"
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class CliError(Exception):
+    """A failure the user can fix; printed as one line, exit code 2."""
+
+
+#: The failures printed as ``kafka-conformance: error: <message>`` with exit code 2.
+USER_ERRORS = (CliError, SpecError, UnknownMessageError, DecodeError, EncodeError)
+
+
+def _spec_dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--spec-dir",
+        type=Path,
+        default=SPEC_DIR,
+        metavar="DIR",
+        help="folder of Kafka message specs (default: the project's own specs/messages)",
+    )
+
+
+# --- specs ---------------------------------------------------------------------------------
+
+
+def add_specs(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("specs", help="check or list a folder of message specs")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="check|list")
+    check = actions.add_parser("check", help="validate every file; one line per bad file")
+    _spec_dir_option(check)
+    check.add_argument(
+        "--lenient",
+        action="store_true",
+        help="ignore content after a file's top-level object, as Kafka's generator does",
+    )
+    check.set_defaults(handler=specs_check)
+    listing = actions.add_parser("list", help="a table of the APIs the specs define")
+    _spec_dir_option(listing)
+    listing.set_defaults(handler=specs_list)
+
+
+def specs_check(args: argparse.Namespace) -> int:
+    if not Path(args.spec_dir).is_dir():
+        raise CliError(f"{args.spec_dir}: not a folder of message specs")
+    errors = check_spec_dir(args.spec_dir, strict=not args.lenient)
+    for error in errors:
+        print(error)
+    if errors:
+        return 1
+    print(f"ok: {len(list(Path(args.spec_dir).glob('*.json')))} files")
+    return 0
+
+
+def specs_list(args: argparse.Namespace) -> int:
+    specs = SpecSet.load(args.spec_dir, strict=False)
+    header = ("API KEY", "NAME", "VALID", "FLEXIBLE", "LISTENERS")
+    rows = [
+        (
+            str(key),
+            spec.name.removesuffix("Request"),
+            str(spec.valid_versions),
+            str(spec.flexible_versions),
+            ",".join(spec.listeners) or "-",
+        )
+        for (key, kind), spec in sorted(specs.by_key.items())
+        if kind == "request"
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+# --- codec ---------------------------------------------------------------------------------
+
+
+def add_codec(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "codec",
+        help="decode a message body to JSON, or encode JSON to a body",
+        description="decode: hex (whitespace allowed) or, with --binary, raw bytes in; JSON out. "
+        "encode: JSON in; hex out, or raw bytes with --binary. The JSON form is the one "
+        "documented in conformance.protocol.jsonform (bytes as hex, uuid as 8-4-4-4-12).",
+    )
+    parser.add_argument("direction", choices=("decode", "encode"))
+    parser.add_argument("--api", type=int, required=True, metavar="K", help="api key")
+    parser.add_argument("--version", type=int, required=True, metavar="V", help="api version")
+    parser.add_argument("--kind", choices=("request", "response"), required=True)
+    _spec_dir_option(parser)
+    parser.add_argument(
+        "--input", default="-", metavar="FILE", help="read from FILE (default: stdin, also '-')"
+    )
+    parser.add_argument("--binary", action="store_true", help="raw bytes instead of hex")
+    parser.set_defaults(handler=codec_command)
+
+
+def _read_input(name: str, binary: bool) -> bytes | str:
+    try:
+        if name == "-":
+            return sys.stdin.buffer.read() if binary else sys.stdin.read()
+        path = Path(name)
+        return path.read_bytes() if binary else path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CliError(f"cannot read {name}: {e}") from None
+
+
+def parse_hex(text: str) -> bytes:
+    """Bytes from hex digits; any whitespace (line breaks, spaces between bytes) is ignored."""
+    digits = "".join(text.split())
+    try:
+        return bytes.fromhex(digits)
+    except ValueError:
+        bad = next((i for i, c in enumerate(digits) if c not in "0123456789abcdefABCDEF"), None)
+        if bad is not None:
+            raise CliError(f"malformed hex: {digits[bad]!r} at digit {bad}") from None
+        raise CliError(f"malformed hex: odd number of digits ({len(digits)})") from None
+
+
+def codec_command(args: argparse.Namespace) -> int:
+    codec = Codec.from_specs(args.spec_dir, strict=False)
+    spec = codec.message(args.api, args.kind)
+    spec.check_version(args.version)
+    data = _read_input(args.input, args.binary and args.direction == "decode")
+    if args.direction == "decode":
+        raw = data if isinstance(data, bytes) else parse_hex(data)
+        value = codec.decode(args.api, args.version, args.kind, raw)
+        print(json.dumps(to_json(spec, value), indent=2))
+        return 0
+    try:
+        obj: Any = json.loads(data)
+    except json.JSONDecodeError as e:
+        raise CliError(f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    try:
+        value = from_json(spec, obj)
+    except JsonFormError as e:
+        raise CliError(f"invalid {spec.name} JSON at {e}") from None
+    raw = codec.encode(args.api, args.version, args.kind, value)
+    if args.binary:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(raw)
+        sys.stdout.buffer.flush()
+    else:
+        print(raw.hex())
+    return 0
+
+
+# --- entry point ---------------------------------------------------------------------------
+
+#: The subcommands, in help order. run, serve and matrix are added here as they are written.
+COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_specs, add_codec]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Conformance suite for the Apache Kafka wire protocol."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (argparse's own errors included)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, or a usage error argparse has already printed
+        return e.code if isinstance(e.code, int) else 2
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except USER_ERRORS as e:
+        message = " ".join(str(e).split("\n"))
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 2
