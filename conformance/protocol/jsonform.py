@@ -84,8 +84,6 @@ def _field(f: FieldSpec, value: Any, path: str, element: Callable[..., Any]) -> 
 
 
 def _element_to_json(f: FieldSpec, value: Any, path: str) -> Any:
-    if value is None:
-        return None
     if f.is_struct:
         return _struct_to_json(f.struct.fields, value, path)
     t = f.element_type
@@ -126,8 +124,6 @@ def _unknown_from_json(obj: Any, path: str) -> dict[int, bytes]:
 
 
 def _element_from_json(f: FieldSpec, obj: Any, path: str) -> Any:
-    if obj is None:
-        return None
     if f.is_struct:
         return _struct_from_json(f.struct.fields, obj, path)
     t = f.element_type
