@@ -85,8 +85,15 @@ def decompress(
             raise CorruptRecordError(f"unknown compression codec {int(compression)}")
     except CorruptRecordError:
         raise
-    except (ValueError, RuntimeError, EOFError, OSError, zlib.error, zstandard.ZstdError) as e:
-        # the libraries' own errors: cramjam.DecompressionError, lz4's RuntimeError, ...
+    except (
+        cramjam.DecompressionError,
+        ValueError,
+        RuntimeError,
+        EOFError,
+        OSError,
+        zlib.error,
+        zstandard.ZstdError,
+    ) as e:  # the libraries' own errors (lz4 raises RuntimeError)
         raise CorruptRecordError(f"{compression.name} decompression failed: {e}") from e
     if compression != Compression.NONE and len(out) > max_size:
         raise _too_big(compression, max_size)
@@ -130,7 +137,13 @@ XERIAL_BLOCK_SIZE = 32 * 1024  # SnappyOutputStream's default block size
 
 
 def xerial_snappy_compress(data: bytes) -> bytes:
-    """xerial framing: header, then one raw snappy block per 32 KiB of input."""
+    """xerial framing: header, then one raw snappy block per 32 KiB of input.
+
+    Like SnappyOutputStream, which writes its header with the first block, empty input gives
+    empty output.
+    """
+    if not data:
+        return b""
     out = bytearray(_XERIAL_HEADER)
     view = memoryview(data)
     for i in range(0, len(data), XERIAL_BLOCK_SIZE):
@@ -143,6 +156,8 @@ def xerial_snappy_compress(data: bytes) -> bytes:
 def snappy_decompress(data: bytes, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
     """xerial-framed or raw snappy (detected by the xerial magic), output capped."""
     data = bytes(data)
+    if not data:  # what SnappyOutputStream writes for no input
+        return b""
     if not (len(data) >= 16 and data.startswith(XERIAL_MAGIC)):
         return _raw_snappy(data, max_size, 0)
     # version and compatible-version words are not checked: some producers write them
@@ -228,8 +243,8 @@ def _lz4_decompress(data: bytes, max_size: int, *, fix_header_checksum: bool) ->
 # -- zstd ---------------------------------------------------------------------------------------
 
 # zstd can expand one input byte into ~32 KiB, so input is fed in small steps and the output
-# checked after each: the overshoot past the cap stays bounded (~32 MiB for 1 KiB steps).
-_ZSTD_STEP = 1024
+# checked after each: the overshoot past the cap stays bounded (~8 MiB for 256-byte steps).
+_ZSTD_STEP = 256
 
 
 def _unzstd(data: bytes, max_size: int) -> bytes:
