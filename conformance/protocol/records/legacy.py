@@ -100,7 +100,10 @@ class LegacyMessage:
         ts_type = self.timestamp_type if self.magic == 1 else None
         if self.compression == Compression.NONE:
             return [LogRecord(self.offset, self.timestamp, ts_type, self.key, self.value)]
-        shift = self.offset - self.inner[-1].offset if self.magic == 1 and self.inner else 0
+        # magic 1 inner offsets are relative to a base derived from the wrapper's offset; as in
+        # the Java reader, a negative base (a producer's unassigned offsets) leaves them as-is
+        base = self.offset - self.inner[-1].offset if self.magic == 1 and self.inner else -1
+        shift = max(base, 0)
         append_time = self.magic == 1 and self.timestamp_type == TimestampType.LOG_APPEND_TIME
         return [
             LogRecord(
