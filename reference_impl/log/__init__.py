@@ -1,0 +1,17 @@
+"""The data plane's storage: one PartitionLog per partition replica (see partition_log)."""
+
+from reference_impl.log.batches import BatchHeader, parse_header
+from reference_impl.log.config import LogConfig
+from reference_impl.log.errors import Errors, KafkaError
+from reference_impl.log.partition_log import AppendResult, PartitionLog, TimestampOffset
+
+__all__ = [
+    "AppendResult",
+    "BatchHeader",
+    "Errors",
+    "KafkaError",
+    "LogConfig",
+    "PartitionLog",
+    "TimestampOffset",
+    "parse_header",
+]

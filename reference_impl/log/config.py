@@ -1,0 +1,53 @@
+"""Per-log settings, named after Kafka's topic configs (``segment.bytes`` → ``segment_bytes``).
+
+The flush policy: Kafka's ``flush.messages`` / ``flush.ms`` (fsync after that many messages or
+that much time), plus ``flush_on_acks_all`` (default on): an acks=all produce is answered only
+once its batch is written and fsynced on the leader and on every in-sync follower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+_DAY_MS = 24 * 60 * 60 * 1000
+
+#: topic config name -> LogConfig attribute
+TOPIC_CONFIGS = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "retention.bytes": "retention_bytes",
+    "retention.ms": "retention_ms",
+    "segment.index.bytes": None,
+    "index.interval.bytes": "index_interval_bytes",
+    "max.message.bytes": "max_message_bytes",
+    "flush.messages": "flush_messages",
+    "flush.ms": "flush_ms",
+    "min.insync.replicas": "min_insync_replicas",
+}
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * _DAY_MS
+    retention_bytes: int = -1
+    retention_ms: int = 7 * _DAY_MS
+    index_interval_bytes: int = 4096
+    max_message_bytes: int = 1024 * 1024 + 12
+    flush_messages: int = 2**63 - 1
+    flush_ms: int = 2**63 - 1
+    flush_on_acks_all: bool = True
+    min_insync_replicas: int = 1
+
+    def with_topic_configs(self, configs: dict[str, str | None]) -> LogConfig:
+        """This config overridden by a topic's configs (unknown names are ignored)."""
+        changes: dict[str, int] = {}
+        for name, value in configs.items():
+            attr = TOPIC_CONFIGS.get(name)
+            if attr is not None and value is not None:
+                changes[attr] = int(value)
+        return replace(self, **changes)
+
+    @classmethod
+    def attribute_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]

@@ -1,0 +1,449 @@
+"""The log of one partition replica: segments, recovery, appends, reads, truncation, retention.
+
+Offsets are contiguous: every batch starts where the previous one ended. The leader stamps a
+client's batch with its base offset and leader epoch (the only bytes it changes, both outside
+the CRC) and stores it; a follower stores the leader's batches byte for byte. Reads return the
+stored bytes, cut at batch boundaries. Nothing here decodes records, except a timestamp lookup
+that has to look inside the one batch the answer lies in.
+
+On open, every segment whose indexes do not agree with it, and always the last segment, is
+scanned batch by batch (length, magic, offset order, CRC-32C); the file is cut at the first
+batch that fails (a torn or corrupted tail) and any later segment is removed. The leader-epoch
+cache and the producer state are then rebuilt from the batch headers that remain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from bisect import bisect_right
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from conformance.protocol.records import CorruptRecordError, decode_batch
+from reference_impl.log.batches import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    crc_ok,
+    offset_and_length,
+    parse_header,
+    stamp,
+)
+from reference_impl.log.config import LogConfig
+from reference_impl.log.epochs import LeaderEpochCache
+from reference_impl.log.errors import CorruptMessage, OffsetOutOfRange
+from reference_impl.log.producer_state import ProducerStateManager
+from reference_impl.log.segment import Segment
+
+_MAX_RELATIVE = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    first_offset: int
+    last_offset: int
+    log_start_offset: int
+    #: the batch repeated one already stored (idempotent retry): nothing was written
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampOffset:
+    offset: int
+    timestamp: int
+
+
+class PartitionLog:
+    def __init__(
+        self, directory: Path, config: LogConfig | None = None, *, start_offset: int = 0
+    ) -> None:
+        self.dir = Path(directory)
+        self.config = config or LogConfig()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.segments: list[Segment] = []
+        self.epochs = LeaderEpochCache(self.dir)
+        self.producers = ProducerStateManager()
+        #: bytes cut from the tail (or from a damaged middle segment) during recovery
+        self.recovery_truncated_bytes = 0
+        self._unflushed_messages = 0
+        self._last_flush = time.monotonic()
+        self._flushing: asyncio.Future | None = None
+        self._load(start_offset)
+        self.flushed_offset = self.log_end_offset
+
+    # -- recovery --------------------------------------------------------------------------
+
+    def _load(self, start_offset: int) -> None:
+        bases = sorted(int(p.stem) for p in self.dir.glob("*.log") if p.stem.isdigit())
+        for p in self.dir.iterdir():  # index files whose segment is gone
+            if p.suffix in (".index", ".timeindex") and p.stem.isdigit():
+                if int(p.stem) not in bases:
+                    p.unlink()
+        interval = self.config.index_interval_bytes
+        segments = [Segment(self.dir, b, interval) for b in bases]
+        kept: list[Segment] = []
+        for i, seg in enumerate(segments):
+            last = i == len(segments) - 1
+            damaged = False
+            if last or not seg.load():
+                cut, _ = seg.recover()
+                self.recovery_truncated_bytes += cut
+                damaged = cut > 0
+            if kept and seg.base_offset != kept[-1].next_offset:
+                drop = segments[i:]  # does not continue the log: neither it nor what follows
+            elif damaged and not last:
+                kept.append(seg)
+                drop = segments[i + 1 :]  # damage in the middle: nothing after it is trusted
+            else:
+                kept.append(seg)
+                continue
+            for later in drop:
+                self.recovery_truncated_bytes += later.size
+                later.delete()
+            break
+        # an empty segment other than the last one serves no purpose
+        self.segments = [s for s in kept[:-1] if s.size] + kept[-1:]
+        for s in kept[:-1]:
+            if not s.size:
+                s.delete()
+        if not self.segments:
+            self.segments = [self._new_segment(start_offset)]
+        for seg in self.segments[:-1]:
+            seg.seal()
+        self.epochs.load(self.log_start_offset, self.log_end_offset)
+        self._rebuild_from_headers(True)
+
+    def _rebuild_from_headers(self, epochs_too: bool) -> None:
+        """Producer state (and the epoch cache when its checkpoint was lost) from the log."""
+        self.producers.truncate()
+        for seg in self.segments:
+            for h in seg.headers_from(0):
+                self.producers.update(h, h.base_offset)
+                if epochs_too:
+                    self.epochs.assign(h.leader_epoch, h.base_offset)
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    @property
+    def active(self) -> Segment:
+        return self.segments[-1]
+
+    def latest_epoch(self) -> int:
+        return self.epochs.latest_epoch
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append_as_leader(
+        self, batch: bytes | bytearray | memoryview, header: BatchHeader, leader_epoch: int
+    ) -> AppendResult:
+        """Append one validated client batch: dedupe/sequence-check it, stamp it, store it."""
+        dup = self.producers.check(header)
+        if dup is not None:
+            return AppendResult(dup.first_offset, dup.last_offset, self.log_start_offset, True)
+        base = self.log_end_offset
+        buf = bytearray(batch)
+        stamp(buf, base, leader_epoch)
+        self.epochs.assign(leader_epoch, base)
+        h = replace(header, position=0, base_offset=base, leader_epoch=leader_epoch)
+        self._write(buf, [h])
+        self.producers.update(h, base)
+        return AppendResult(base, h.last_offset, self.log_start_offset)
+
+    def append_as_follower(self, records: bytes | memoryview) -> int:
+        """Append the leader's batches as they are; returns how many were appended.
+
+        A trailing partial batch is ignored. Batches must be v2 with a valid CRC and continue
+        the log; anything else raises CorruptMessage and appends nothing.
+        """
+        data = memoryview(records)
+        headers: list[BatchHeader] = []
+        pos, n, expect = 0, len(data), self.log_end_offset
+        while pos + HEADER_SIZE <= n:
+            h = parse_header(data, pos)
+            if h.length < HEADER_SIZE:
+                raise CorruptMessage(f"batch at byte {pos} has length {h.length - LOG_OVERHEAD}")
+            if pos + h.length > n:
+                break
+            if h.magic != 2 or not crc_ok(data, h):
+                raise CorruptMessage(f"batch at offset {h.base_offset} is corrupt")
+            if h.base_offset < expect:
+                raise CorruptMessage(
+                    f"batch at offset {h.base_offset} does not continue the log at {expect}"
+                )
+            headers.append(h)
+            expect = h.next_offset
+            pos += h.length
+        if not headers:
+            return 0
+        for h in headers:
+            self.epochs.assign(h.leader_epoch, h.base_offset)
+            self.producers.update(h, h.base_offset)
+        self._write(data[:pos], headers)
+        return len(headers)
+
+    def _write(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> None:
+        """Write batches (their headers say where each starts in ``data``), rolling as needed."""
+        view = memoryview(data)
+        i = 0
+        while i < len(headers):
+            self._maybe_roll(headers[i].length, headers[i].base_offset)
+            room = self.config.segment_bytes - self.active.size
+            j = i + 1
+            total = headers[i].length
+            while (
+                j < len(headers)
+                and total + headers[j].length <= room
+                and (headers[j].last_offset - self.active.base_offset <= _MAX_RELATIVE)
+            ):
+                total += headers[j].length
+                j += 1
+            start = headers[i].position
+            max_ts = max(h.max_timestamp for h in headers[i:j])
+            first, last = headers[i], headers[j - 1]
+            self.active.append(view[start : start + total], first, last, max_ts)
+            self._unflushed_messages += sum(h.count for h in headers[i:j])
+            i = j
+
+    def _maybe_roll(self, incoming: int, base_offset: int) -> None:
+        seg = self.active
+        if seg.size == 0:
+            if seg.base_offset != base_offset:  # empty active segment at a stale base
+                seg.delete()
+                self.segments[-1] = self._new_segment(base_offset)
+            return
+        age_ms = (time.time() - seg.created) * 1000
+        if (
+            seg.size + incoming > self.config.segment_bytes
+            or age_ms >= self.config.segment_ms
+            or base_offset - seg.base_offset > _MAX_RELATIVE - 2**20
+        ):
+            self.roll(base_offset)
+
+    def roll(self, base_offset: int | None = None) -> Segment:
+        """Start a new active segment at the log end (no-op when the active one is empty)."""
+        if self.active.size == 0:
+            return self.active
+        self.active.seal()
+        seg = self._new_segment(self.log_end_offset if base_offset is None else base_offset)
+        self.segments.append(seg)
+        return seg
+
+    def _new_segment(self, base_offset: int) -> Segment:
+        seg = Segment(self.dir, base_offset, self.config.index_interval_bytes)
+        _fsync_dir(self.dir)
+        return seg
+
+    # -- flushing --------------------------------------------------------------------------
+
+    def needs_flush(self) -> bool:
+        """Whether Kafka's flush.messages / flush.ms say it is time to fsync."""
+        if self.flushed_offset >= self.log_end_offset:
+            return False
+        return (
+            self._unflushed_messages >= self.config.flush_messages
+            or (time.monotonic() - self._last_flush) * 1000 >= self.config.flush_ms
+        )
+
+    def flush(self) -> None:
+        """fsync everything written so far (blocking)."""
+        target = self.log_end_offset
+        for seg in self._unflushed_segments():
+            seg.flush()
+        self._flushed(target)
+
+    async def flush_async(self, up_to: int | None = None) -> None:
+        """fsync up to ``up_to`` (default: the log end) off the event loop; concurrent callers
+        share one fsync (group commit)."""
+        target = self.log_end_offset if up_to is None else up_to
+        while self.flushed_offset < target:
+            if self._flushing is None:
+                self._flushing = asyncio.ensure_future(self._flush_in_thread())
+            await asyncio.shield(self._flushing)
+
+    async def _flush_in_thread(self) -> None:
+        target = self.log_end_offset
+        fds = [os.dup(s.fd) for s in self._unflushed_segments()]
+        try:
+            await asyncio.to_thread(_fsync_all, fds)
+            self._flushed(target)
+        finally:
+            self._flushing = None
+
+    def _unflushed_segments(self) -> list[Segment]:
+        i = max(0, bisect_right([s.base_offset for s in self.segments], self.flushed_offset) - 1)
+        return self.segments[i:]
+
+    def _flushed(self, target: int) -> None:
+        self.flushed_offset = max(self.flushed_offset, target)
+        self._unflushed_messages = 0
+        self._last_flush = time.monotonic()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(
+        self, offset: int, max_bytes: int, max_offset: int | None = None, min_one: bool = True
+    ) -> bytes:
+        """Stored batches from the one holding ``offset``, below ``max_offset`` (default the
+        log end), at most ``max_bytes`` — but with ``min_one`` at least one whole batch."""
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise OffsetOutOfRange(f"offset {offset} is outside [{self.log_start_offset}, {leo}]")
+        limit = leo if max_offset is None else min(max_offset, leo)
+        if offset >= limit:
+            return b""
+        i = max(0, bisect_right([s.base_offset for s in self.segments], offset) - 1)
+        for seg in self.segments[i:]:
+            found = seg.position_of(offset)
+            if found is not None:
+                return seg.read(found[0], max_bytes, limit, min_one)
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """The first record with a timestamp >= ``timestamp`` (ListOffsets by time)."""
+        for seg in self.segments:
+            if seg.max_timestamp < timestamp:
+                continue
+            base = seg.find_timestamp(timestamp)
+            if base is None:
+                continue
+            for rec in self._records_at(seg, base):
+                if rec.timestamp is not None and rec.timestamp >= timestamp:
+                    if rec.offset >= self.log_start_offset:
+                        return TimestampOffset(rec.offset, rec.timestamp)
+        return None
+
+    def offset_of_max_timestamp(self) -> TimestampOffset | None:
+        """The record with the largest timestamp (ListOffsets MAX_TIMESTAMP, v7+)."""
+        best = max(self.segments, key=lambda s: s.max_timestamp)
+        if best.max_timestamp < 0:
+            return None
+        for h in best.headers_from(best.offset_index.lookup(0)):
+            if h.max_timestamp == best.max_timestamp:
+                for rec in self._records_at(best, h.base_offset):
+                    if rec.timestamp == best.max_timestamp:
+                        return TimestampOffset(rec.offset, rec.timestamp)
+        return None
+
+    def _records_at(self, seg: Segment, base_offset: int):
+        found = seg.position_of(base_offset)
+        if found is None:
+            return []
+        try:
+            return decode_batch(seg.batch_at(found[0])).log_records()
+        except CorruptRecordError:
+            return []
+
+    # -- cutting ---------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch holding ``offset`` or later (a follower diverged from its
+        leader); returns the new log end offset."""
+        if offset >= self.log_end_offset:
+            return self.log_end_offset
+        if offset <= self.log_start_offset:
+            self.truncate_fully_and_start_at(offset if offset >= 0 else self.log_start_offset)
+            return self.log_end_offset
+        while len(self.segments) > 1 and self.active.base_offset >= offset:
+            self.segments.pop().delete()
+        self.active.truncate_to(offset)
+        self._after_truncation()
+        return self.log_end_offset
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop the whole log and continue from ``offset`` (a follower behind the leader's
+        log start, or a log replaced wholesale)."""
+        for seg in self.segments:
+            seg.delete()
+        self.segments = [self._new_segment(offset)]
+        self.epochs.clear()
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self.epochs.truncate_from_end(self.log_end_offset)
+        self.flushed_offset = min(self.flushed_offset, self.log_end_offset)
+        self._rebuild_from_headers(False)
+
+    def apply_retention(self, high_watermark: int, now_ms: int | None = None) -> int:
+        """Delete old segments by ``retention.ms`` / ``retention.bytes``, never the active one
+        and never one holding offsets at or above the high watermark; returns how many."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        cfg = self.config
+        total = self.size
+        deleted = 0
+        while len(self.segments) > 1:
+            seg = self.segments[0]
+            if seg.next_offset > high_watermark:
+                break
+            newest = seg.max_timestamp if seg.max_timestamp >= 0 else _mtime_ms(seg)
+            by_time = cfg.retention_ms >= 0 and now_ms - newest > cfg.retention_ms
+            by_size = cfg.retention_bytes >= 0 and total - seg.size >= cfg.retention_bytes
+            if not (by_time or by_size):
+                break
+            total -= seg.size
+            self.segments.pop(0).delete()
+            deleted += 1
+        if deleted:
+            self.epochs.truncate_from_start(self.log_start_offset)
+        return deleted
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush and close (a clean shutdown: the indexes are trusted on the next open)."""
+        self.flush()
+        self.active.seal()
+        for seg in self.segments:
+            seg.close()
+
+    def delete(self) -> None:
+        for seg in self.segments:
+            seg.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _fsync_all(fds: list[int]) -> None:
+    try:
+        for fd in fds:
+            os.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _mtime_ms(seg: Segment) -> int:
+    return int(os.fstat(seg.fd).st_mtime * 1000)
+
+
+def batch_offsets(records: bytes) -> list[tuple[int, int]]:
+    """``(base offset, whole length)`` of each complete batch in ``records``."""
+    out, pos = [], 0
+    while pos + LOG_OVERHEAD <= len(records):
+        base, length = offset_and_length(records, pos)
+        if length < HEADER_SIZE or pos + length > len(records):
+            break
+        out.append((base, length))
+        pos += length
+    return out
