@@ -18,6 +18,14 @@ setup() {
         touch "$stamp"
     fi
     command -v javac >/dev/null || echo "note: javac not found; install Java 17 (openjdk-17-jdk-headless) for the codec oracle tests" >&2
+    if ! command -v chromium >/dev/null; then
+        if [ "$(id -u)" = 0 ]; then
+            { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+                echo "note: could not install chromium (Debian package); the HTML report tests need it" >&2
+        else
+            echo "note: chromium not found and not root: install the Debian package chromium for the HTML report tests" >&2
+        fi
+    fi
 }
 
 case "${1:-}" in

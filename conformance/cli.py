@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from conformance.matrix.cli import add_matrix
 from conformance.protocol.codec import Codec
 from conformance.protocol.errors import DecodeError, EncodeError, SpecError, UnknownMessageError
 from conformance.protocol.jsonform import JsonFormError, from_json, to_json
@@ -175,7 +176,7 @@ def codec_command(args: argparse.Namespace) -> int:
 # --- entry point ---------------------------------------------------------------------------
 
 #: The subcommands, in help order. run, serve and matrix are added here as they are written.
-COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_specs, add_codec]
+COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_specs, add_codec, add_matrix]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,192 @@
+"""Reading recorded runs into Spark: validated result records joined with their manifests.
+
+Manifests are few and small: they are read and validated in Python (a bad or missing one is a
+:class:`~conformance.results.schema.RunError`: the run cannot be placed in any matrix). Result
+lines are many: Spark parses them and checks every rule of ``result.schema.json`` as column
+expressions derived from the schema itself, in the same pass that writes the Parquet dataset.
+Only the files holding rejected lines are then re-read in Python, which names each bad line with
+its number and the schema's message; the good lines of those files are still counted.
+
+One difference from the Python reader: Spark reads a JSON number where the schema wants text as
+that number's text, so such a record passes here (the Python reader, ``load_run``, rejects it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from pyspark.sql import Column, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from conformance.results.schema import (
+    RESULTS_FILE,
+    Problem,
+    RunError,
+    iter_results,
+    read_manifest,
+    schema,
+)
+
+CORRUPT = "_corrupt_record"
+#: Manifest facts carried on every record of the dataset.
+RUN_COLUMNS = ("implementation", "version", "started_at")
+
+
+def _types(prop: dict[str, Any]) -> list[str]:
+    kind = prop.get("type")
+    if kind is None:
+        return ["string"] if "enum" in prop or "const" in prop else []
+    return [kind] if isinstance(kind, str) else list(kind)
+
+
+def _spark_type(prop: dict[str, Any]) -> T.DataType:
+    kinds = [k for k in _types(prop) if k != "null"]
+    if kinds == ["integer"]:
+        return T.LongType()
+    if kinds == ["number"]:
+        return T.DoubleType()
+    if kinds == ["boolean"]:
+        return T.BooleanType()
+    return T.StringType()  # strings, enums, and unions such as integer|string (read as text)
+
+
+def record_struct() -> T.StructType:
+    """The Spark schema of a result line, derived from ``result.schema.json``."""
+    props = schema("result")["properties"]
+    fields = [T.StructField(name, _spark_type(prop), True) for name, prop in props.items()]
+    return T.StructType([*fields, T.StructField(CORRUPT, T.StringType(), True)])
+
+
+def _property_ok(col: Column, prop: dict[str, Any]) -> Column:
+    checks: list[Column] = []
+    if "enum" in prop:
+        checks.append(col.isin([v for v in prop["enum"] if v is not None]))
+    if "const" in prop:
+        checks.append(col == F.lit(prop["const"]))
+    if "pattern" in prop:
+        checks.append(col.rlike(prop["pattern"]))
+    if "minLength" in prop:
+        checks.append(F.length(col) >= prop["minLength"])
+    if "minimum" in prop:
+        checks.append(col >= prop["minimum"])
+    if "maximum" in prop:
+        checks.append(col <= prop["maximum"])
+    ok = reduce(lambda a, b: a & b, checks, F.lit(True))
+    nullable = "null" in _types(prop) or None in prop.get("enum", [])
+    return col.isNull() | ok if nullable else col.isNotNull() & ok
+
+
+def record_valid(parsed: Column, keys: Column) -> Column:
+    """True for a line that satisfies ``result.schema.json`` (and the reader's own cross-field
+    rule: api_name is null exactly when api_key is); never null."""
+    spec = schema("result")
+    props: dict[str, Any] = spec["properties"]
+    checks = [parsed[CORRUPT].isNull(), keys.isNotNull()]
+    checks += [F.array_contains(keys, name) for name in spec.get("required", [])]
+    if spec.get("additionalProperties") is False:
+        allowed = F.array(*[F.lit(n) for n in props])
+        checks.append(F.size(F.array_except(keys, allowed)) == 0)
+    checks += [_property_ok(parsed[name], prop) for name, prop in props.items()]
+    checks.append(parsed["api_key"].isNull() == parsed["api_name"].isNull())
+    return F.coalesce(reduce(lambda a, b: a & b, checks), F.lit(False))
+
+
+@dataclass
+class Ingested:
+    """What reading the runs produced: the dataset's location and what was counted or refused."""
+
+    parquet: Path
+    manifests: list[dict[str, Any]]
+    run_dirs: list[Path]
+    total_lines: int = 0
+    bad_lines: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _manifests(run_dirs: list[Path]) -> list[dict[str, Any]]:
+    manifests = [read_manifest(d) for d in run_dirs]
+    seen: dict[str, Path] = {}
+    for folder, manifest in zip(run_dirs, manifests, strict=True):
+        other = seen.setdefault(manifest["run_id"], folder)
+        if other != folder:
+            raise RunError(f"{folder}: run_id {manifest['run_id']!r} is also the id of {other}")
+        if not (folder / RESULTS_FILE).is_file():
+            raise RunError(f"{folder}: no {RESULTS_FILE}")
+    return manifests
+
+
+def _local_path(uri: str) -> Path:
+    return Path(unquote(urlparse(uri).path)).resolve()
+
+
+def ingest(spark: SparkSession, run_dirs: list[Path], parquet: Path) -> Ingested:
+    """Validate every run, write the good records (with their run's implementation, version and
+    start time) as a Parquet dataset partitioned by implementation, and report the bad ones."""
+    run_dirs = [Path(d).resolve() for d in run_dirs]
+    manifests = _manifests(run_dirs)
+    by_dir = dict(zip(run_dirs, manifests, strict=True))
+    raw = spark.read.text([str(d / RESULTS_FILE) for d in run_dirs])
+    files = [
+        (
+            uri,
+            by_dir[_local_path(uri).parent]["run_id"],
+            by_dir[_local_path(uri).parent]["target_name"],
+            by_dir[_local_path(uri).parent]["target_version"],
+            by_dir[_local_path(uri).parent]["started_at"],
+        )
+        for uri in raw.inputFiles()
+    ]
+    runs = (
+        spark.createDataFrame(
+            files,
+            "_file string, _run_id string, implementation string, version string, _started string",
+        )
+        .withColumn("started_at", F.to_timestamp("_started"))
+        .drop("_started")
+    )
+    struct = record_struct()
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    lines = (
+        raw.where(F.trim("value") != "")
+        .withColumn("_file", F.input_file_name())
+        .select(
+            "_file",
+            F.from_json("value", struct, options).alias("r"),
+            F.json_object_keys("value").alias("_keys"),
+        )
+        .join(F.broadcast(runs), "_file")
+    )
+    valid = record_valid(F.col("r"), F.col("_keys")) & (F.col("r.run_id") == F.col("_run_id"))
+    lines = lines.withColumn("_valid", F.coalesce(valid, F.lit(False)))
+    seen = Observation("ingest")
+    observed = lines.observe(
+        seen,
+        F.count(F.lit(1)).alias("total"),
+        F.count_if(~F.col("_valid")).alias("bad"),
+        F.collect_set(F.when(~F.col("_valid"), F.col("_file"))).alias("bad_files"),
+    )
+    names = [f.name for f in struct.fields if f.name != CORRUPT]
+    good = observed.where("_valid").select(*[F.col(f"r.{n}").alias(n) for n in names], *RUN_COLUMNS)
+    good.write.mode("overwrite").partitionBy("implementation").parquet(str(parquet))
+    metrics = seen.get
+    result = Ingested(parquet, manifests, run_dirs, metrics["total"], metrics["bad"])
+    for uri in sorted(metrics["bad_files"]):
+        folder = _local_path(uri).parent
+        path = folder / RESULTS_FILE
+        found = [p for _, _, p in iter_results(path, by_dir[folder]["run_id"]) if p is not None]
+        result.problems.extend(found)
+    if len(result.problems) < result.bad_lines:
+        result.problems.append(
+            Problem(
+                "(bulk check)",
+                0,
+                f"{result.bad_lines - len(result.problems)} more lines "
+                "refused by the Spark check that the line-by-line reader accepts",
+            )
+        )
+    return result

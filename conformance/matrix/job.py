@@ -1,0 +1,327 @@
+"""The matrix job: recorded runs in, the report model (and every rendering of it) out.
+
+Stages, each timed: ``ingest`` (validate the runs, write the Parquet dataset), ``requirements``
+(run verdicts, cells, failure details), ``history`` (flakiness, regressions, per-feature pass
+rates), ``apis`` (the API support matrix), ``diff`` (two runs compared), then ``render`` (the
+report files, outside Spark). The model is plain JSON-able data; the renderers in
+``conformance.report`` read nothing else.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from conformance.matrix import api_support, kips, requirement_matrix, run_diff
+from conformance.matrix.ingest import Ingested, ingest
+from conformance.matrix.versions import order_versions
+from conformance.results.schema import FEATURES, RunError, find_runs
+
+PARQUET_DIR = "results.parquet"
+MODEL_FORMAT = 1
+
+
+@dataclass
+class Timings:
+    stages: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stages[name] = round(time.perf_counter() - start, 3)
+
+
+def _targets(manifests: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    pairs = sorted({(m["target_name"], m["target_version"]) for m in manifests})
+    first: dict[tuple[str, str], str] = {}
+    for m in manifests:
+        key = (m["target_name"], m["target_version"])
+        first[key] = min(first.get(key, m["started_at"]), m["started_at"])
+    ranks = order_versions(pairs, first)
+    return sorted(((i, v, ranks[(i, v)]) for i, v in pairs), key=lambda t: (t[0], t[2]))
+
+
+def _default_diffs(manifests: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Per implementation, its latest run against the run before it."""
+    by_impl: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for m in manifests:
+        by_impl[m["target_name"]].append(m)
+    pairs = []
+    for impl in sorted(by_impl):
+        runs = sorted(by_impl[impl], key=lambda m: (m["started_at"], m["run_id"]))
+        if len(runs) >= 2:
+            pairs.append((runs[-2]["run_id"], runs[-1]["run_id"]))
+    return pairs
+
+
+def _resolve_run(ref: str, manifests: list[dict[str, Any]], dirs: list[Path]) -> str:
+    for m, d in zip(manifests, dirs, strict=True):
+        if ref == m["run_id"] or Path(ref).resolve() == d:
+            return m["run_id"]
+    raise RunError(f"--diff {ref}: not the run id or directory of any run given")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z")
+    if hasattr(value, "asDict"):
+        return {k: _plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def compute(
+    spark: SparkSession,
+    run_paths: Sequence[Path | str],
+    out_dir: Path,
+    *,
+    diff: tuple[str, str] | None = None,
+    kips_dir: Path | None = None,
+    timings: Timings | None = None,
+) -> dict[str, Any]:
+    """Read the runs under ``run_paths``, write ``out_dir/results.parquet``, return the model."""
+    timings = timings or Timings()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with timings.stage("ingest"):
+        run_dirs = find_runs(run_paths)
+        got: Ingested = ingest(spark, run_dirs, out_dir / PARQUET_DIR)
+    manifests = got.manifests
+    targets = _targets(manifests)
+    records = spark.read.parquet(str(got.parquet))
+
+    with timings.stage("requirements"):
+        runs = requirement_matrix.run_verdicts(records).cache()
+        cells_df = requirement_matrix.cells(runs).cache()
+        detail_rows = {
+            tuple(r[k] for k in requirement_matrix.CELL_KEY): r
+            for r in requirement_matrix.details(records).collect()
+        }
+        counts = {r["run_id"]: r["count"] for r in records.groupBy("run_id").count().collect()}
+        cell_rows = cells_df.collect()
+
+    with timings.stage("history"):
+        ranks = spark.createDataFrame(
+            [(i, v, r) for i, v, r in targets], "implementation string, version string, rank int"
+        )
+        regression_rows = requirement_matrix.regressions(cells_df, ranks).collect()
+        summary_rows = requirement_matrix.feature_summary(cells_df).collect()
+
+    with timings.stage("apis"):
+        apis = api_support.api_matrix(
+            manifests, [(i, v) for i, v, _ in targets], api_support.tested(records)
+        )
+
+    with timings.stage("diff"):
+        pairs = (
+            [
+                (
+                    _resolve_run(diff[0], manifests, got.run_dirs),
+                    _resolve_run(diff[1], manifests, got.run_dirs),
+                )
+            ]
+            if diff
+            else _default_diffs(manifests)
+        )
+        diffs = [run_diff.diff_runs(records, a, b) for a, b in pairs]
+    runs.unpersist()
+    cells_df.unpersist()
+
+    requirements = kips.load_requirements(kips_dir)
+    cells_out = []
+    for r in cell_rows:
+        key = tuple(r[k] for k in requirement_matrix.CELL_KEY)
+        d = detail_rows.get(key)
+        cell = {k: _plain(v) for k, v in r.asDict().items()}
+        cell["passes"] = cell.pop("pass")
+        cell["details"] = [
+            {k: v for k, v in _plain(e).items() if k != "_n"} for e in (d["details"] if d else [])
+        ]
+        cell["details_total"] = d["details_total"] if d else 0
+        cells_out.append(cell)
+    rank_of = {(i, v): n for i, v, n in targets}
+    cells_out.sort(
+        key=lambda c: (
+            c["implementation"],
+            rank_of[(c["implementation"], c["version"])],
+            _req_order(c["requirement_id"]),
+        )
+    )
+    seen_ids = {c["requirement_id"]: (c["feature"], c["level"]) for c in cells_out}
+    req_out = {}
+    for rid in sorted(seen_ids, key=_req_order):
+        known = requirements.get(rid)
+        req_out[rid] = {
+            "feature": seen_ids[rid][0],
+            "level": seen_ids[rid][1],
+            "known": known is not None,
+            **(known or {}),
+        }
+    features = [f for f in FEATURES if any(c["feature"] == f for c in cells_out)]
+    summary = _summary(targets, summary_rows, cells_out)
+    run_out = []
+    for m, d in zip(manifests, got.run_dirs, strict=True):
+        run_out.append(
+            {
+                "run_id": m["run_id"],
+                "implementation": m["target_name"],
+                "version": m["target_version"],
+                "started_at": m["started_at"],
+                "ended_at": m["ended_at"],
+                "records": counts.get(m["run_id"], 0),
+                "bad_records": sum(1 for p in got.problems if Path(p.file).parent == d),
+                "suite_version": m["suite_version"],
+                "spec_release": m["spec_release"],
+                "hypothesis_seed": m["hypothesis_seed"],
+                "hypothesis_profile": m["hypothesis_profile"],
+                "bootstrap": m["bootstrap"],
+                "dir": str(d),
+            }
+        )
+    run_out.sort(
+        key=lambda r: (
+            r["implementation"],
+            rank_of[(r["implementation"], r["version"])],
+            r["started_at"],
+        )
+    )
+    return {
+        "format": MODEL_FORMAT,
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "records": {
+            "lines": got.total_lines,
+            "bad": got.bad_lines,
+            "counted": got.total_lines - got.bad_lines,
+        },
+        "runs": run_out,
+        "problems": [{"file": p.file, "line": p.line, "message": p.message} for p in got.problems],
+        "targets": [
+            {
+                "implementation": i,
+                "version": v,
+                "rank": n,
+                "runs": [
+                    r["run_id"] for r in run_out if (r["implementation"], r["version"]) == (i, v)
+                ],
+            }
+            for i, v, n in targets
+        ],
+        "features": features,
+        "requirements": req_out,
+        "cells": cells_out,
+        "flakiness": [
+            {
+                k: c[k]
+                for k in (
+                    "implementation",
+                    "version",
+                    "feature",
+                    "requirement_id",
+                    "level",
+                    "runs",
+                    "scored",
+                    "passes",
+                    "failure_rate",
+                    "lone_failure",
+                    "failing_runs",
+                )
+            }
+            for c in cells_out
+            if c["verdict"] == "FLAKY"
+        ],
+        "regressions": sorted(
+            ({k: v for k, v in r.asDict().items() if k != "rank"} for r in regression_rows),
+            key=lambda r: (r["implementation"], _req_order(r["requirement_id"]), r["to_version"]),
+        ),
+        "api_support": apis,
+        "diffs": diffs,
+        "summary": summary,
+        "timings": timings.stages,
+    }
+
+
+def _req_order(rid: str) -> tuple[str, int]:
+    prefix, _, number = rid.rpartition(".R")
+    return (prefix, int(number) if number.isdigit() else 0)
+
+
+def _summary(targets, summary_rows, cells_out) -> list[dict[str, Any]]:
+    by_target: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, v, _ in targets:
+        verdicts: dict[str, int] = defaultdict(int)
+        for c in cells_out:
+            if (c["implementation"], c["version"]) == (i, v):
+                verdicts[c["verdict"]] += 1
+        by_target[(i, v)] = {
+            "implementation": i,
+            "version": v,
+            "verdicts": dict(sorted(verdicts.items())),
+            "features": {},
+            "must_passed": 0,
+            "must_scored": 0,
+        }
+    for r in summary_rows:
+        entry = by_target[(r["implementation"], r["version"])]
+        entry["features"][r["feature"]] = {
+            "requirements": r["requirements"],
+            "scored": r["scored"],
+            "passed": r["passed"],
+            "pass_rate": (r["passed"] / r["scored"]) if r["scored"] else None,
+        }
+        entry["must_passed"] += r["must_passed"]
+        entry["must_scored"] += r["must_scored"]
+    for entry in by_target.values():
+        entry["features"] = dict(
+            sorted(entry["features"].items(), key=lambda kv: FEATURES.index(kv[0]))
+        )
+    return list(by_target.values())
+
+
+@dataclass
+class MatrixOutput:
+    model: dict[str, Any]
+    files: dict[str, Path]
+
+
+def run_matrix(
+    run_paths: Sequence[Path | str],
+    out_dir: Path | str,
+    *,
+    spark_master: str | None = None,
+    spark: SparkSession | None = None,
+    diff: tuple[str, str] | None = None,
+    kips_dir: Path | None = None,
+    title: str | None = None,
+) -> MatrixOutput:
+    """The whole job: compute the model and render every output into ``out_dir``.
+
+    Uses ``spark`` when given (left running), else starts a session on ``spark_master`` and
+    stops it at the end.
+    """
+    from conformance.matrix.session import spark_session
+    from conformance.report import render_all
+
+    out = Path(out_dir)
+    timings = Timings()
+    own = spark is None
+    session = spark if spark is not None else spark_session(spark_master)
+    try:
+        model = compute(session, run_paths, out, diff=diff, kips_dir=kips_dir, timings=timings)
+    finally:
+        if own:
+            session.stop()
+    with timings.stage("render"):
+        files = render_all(model, out, title=title)
+    model["timings"] = timings.stages
+    return MatrixOutput(model, files)

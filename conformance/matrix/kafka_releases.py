@@ -1,0 +1,178 @@
+"""What each Apache Kafka release supports, per API: the "expected" side of the API matrix.
+
+The facts (api key, name, lowest and highest request version, the listeners a release exposes an
+API on, whether its highest version was still unstable) are derived from the upstream message
+specs of every release (``../shared/kafka-specs/<release>``) by running this module, and kept in
+``kafka_releases.json`` beside it so the matrix needs no upstream checkout::
+
+    python -m conformance.matrix.kafka_releases [SPECS_ROOT]
+
+The best guess of which release a target behaves like compares its advertised ApiVersions with
+each release's, API by API.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from conformance.matrix.versions import version_key
+from conformance.protocol.spec import read_spec_json
+from conformance.protocol.versions import Versions
+
+DATA_FILE = Path(__file__).with_name("kafka_releases.json")
+DEFAULT_SPECS_ROOT = Path(__file__).resolve().parents[3] / "shared" / "kafka-specs"
+#: Listeners on which a broker answers clients (KRaft broker, ZooKeeper-mode broker).
+BROKER_LISTENERS = frozenset({"broker", "zkBroker"})
+
+
+def _release_key(name: str) -> tuple[Any, ...]:
+    # Dated trunk snapshots come after every numbered release.
+    return (1, name) if name.startswith("trunk") else (0, version_key(name))
+
+
+def derive(specs_root: Path) -> dict[str, Any]:
+    """The facts of every release folder under ``specs_root``."""
+    releases = []
+    folders = [p for p in specs_root.iterdir() if p.is_dir() and any(p.glob("*Request.json"))]
+    for folder in sorted(folders, key=lambda p: _release_key(p.name)):
+        apis = []
+        for path in sorted(folder.glob("*Request.json")):
+            obj = read_spec_json(path, strict=False)
+            if obj.get("type") != "request" or "apiKey" not in obj:
+                continue
+            valid = Versions.parse(obj["validVersions"])
+            apis.append(
+                {
+                    "api_key": obj["apiKey"],
+                    "name": obj["name"].removesuffix("Request"),
+                    "min": valid.lo,
+                    "max": valid.hi,
+                    "listeners": obj.get("listeners"),
+                    "latest_unstable": bool(obj.get("latestVersionUnstable", False)),
+                }
+            )
+        apis.sort(key=lambda a: a["api_key"])
+        releases.append({"release": folder.name, "apis": apis})
+    return {
+        "about": "Request versions per API of each Apache Kafka release, derived from its message "
+        "specs by conformance/matrix/kafka_releases.py; listeners is null where a release's "
+        "specs do not name them.",
+        "releases": releases,
+    }
+
+
+@dataclass(frozen=True)
+class ReleaseApi:
+    api_key: int
+    name: str
+    min: int
+    max: int
+    listeners: tuple[str, ...] | None
+    latest_unstable: bool
+
+    @property
+    def broker_facing(self) -> bool:
+        """Whether a broker advertises it to clients (releases without listeners: all APIs)."""
+        return self.listeners is None or bool(BROKER_LISTENERS & set(self.listeners))
+
+    @property
+    def advertised_max(self) -> int:
+        """The highest version a broker of this release advertises by default."""
+        return self.max - 1 if self.latest_unstable and self.max > self.min else self.max
+
+
+@cache
+def load(path: Path = DATA_FILE) -> dict[str, dict[int, ReleaseApi]]:
+    """release -> api key -> facts, releases in release order."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    out: dict[str, dict[int, ReleaseApi]] = {}
+    for release in data["releases"]:
+        out[release["release"]] = {
+            a["api_key"]: ReleaseApi(
+                a["api_key"],
+                a["name"],
+                a["min"],
+                a["max"],
+                tuple(a["listeners"]) if a["listeners"] is not None else None,
+                a["latest_unstable"],
+            )
+            for a in release["apis"]
+        }
+    return out
+
+
+def similarity(
+    advertised: dict[int, tuple[int, int]],
+    release: dict[int, ReleaseApi],
+    keys: set[int] | None = None,
+) -> float:
+    """How alike a target's advertised versions and a release's broker are, from 0 to 1.
+
+    Over the APIs either side has (within ``keys`` when given): an API both have with the same
+    highest version scores 1 (0.5 more when the lowest agrees too, then halved back to 1 at
+    most: exact ranges beat equal maxima), one side only scores 0.
+    """
+    theirs = {k: a for k, a in release.items() if a.broker_facing}
+    union = set(advertised) | set(theirs)
+    if keys is not None:
+        union &= keys
+    if not union:
+        return 0.0
+    score = 0.0
+    for key in union:
+        if key in advertised and key in theirs:
+            lo, hi = advertised[key]
+            api = theirs[key]
+            if hi == api.advertised_max:
+                score += 1.0 if lo == api.min else 0.75
+    return score / len(union)
+
+
+def best_guess(
+    advertised: dict[int, tuple[int, int]], keys: set[int] | None = None
+) -> tuple[str, float] | None:
+    """The release whose broker advertises most nearly what the target does, and the score.
+
+    Ties go to the later release. None when the target advertised nothing.
+    """
+    if not advertised:
+        return None
+    best: tuple[str, float] | None = None
+    for name, apis in load().items():
+        score = similarity(advertised, apis, keys)
+        if best is None or score >= best[1]:
+            best = (name, score)
+    return best
+
+
+def dumps(data: dict[str, Any]) -> str:
+    """The data file's text: one API per line, so a diff between regenerations reads well."""
+    lines = ["{", f' "about": {json.dumps(data["about"])},', ' "releases": [']
+    for i, release in enumerate(data["releases"]):
+        lines.append(f'  {{"release": {json.dumps(release["release"])}, "apis": [')
+        apis = [f"   {json.dumps(a)}" for a in release["apis"]]
+        lines.append(",\n".join(apis))
+        lines.append("  ]}" + ("," if i < len(data["releases"]) - 1 else ""))
+    lines += [" ]", "}", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    root = Path(args[0]) if args else DEFAULT_SPECS_ROOT
+    if not root.is_dir():
+        print(f"{root}: not a folder of Kafka release specs", file=sys.stderr)
+        return 2
+    data = derive(root)
+    DATA_FILE.write_text(dumps(data), encoding="utf-8")
+    print(f"wrote {DATA_FILE} ({len(data['releases'])} releases)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

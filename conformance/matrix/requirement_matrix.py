@@ -1,0 +1,155 @@
+"""The requirement matrix: implementation x version x requirement, one verdict per cell.
+
+Two steps. Within one run, a requirement's records (several tests, several API versions) come to
+one run verdict: the worst scored one (FAIL, ERROR, NONSTRICT, then PASS); when none is scored,
+the not-applicable one (PROPOSAL_ABSENT, UNSUPPORTED, NOT_EXPOSED, SKIP). Across the runs of one
+implementation version, a cell is PASS when every scored run passed, FLAKY when some passed and
+some did not (with the failure rate; a lone failure among at least two passes is flagged), and
+otherwise the worst verdict. Runs that did not apply (UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT,
+SKIP) are never counted as failures: a cell is one of those only when no run was scored.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+#: Precedence of record verdicts within one run (lower wins).
+PRECEDENCE = (
+    "FAIL",
+    "ERROR",
+    "NONSTRICT",
+    "PASS",
+    "PROPOSAL_ABSENT",
+    "UNSUPPORTED",
+    "NOT_EXPOSED",
+    "SKIP",
+)
+NOT_PASSING = ("FAIL", "ERROR", "NONSTRICT")
+NOT_APPLICABLE = ("PROPOSAL_ABSENT", "UNSUPPORTED", "NOT_EXPOSED", "SKIP")
+CELL_KEY = ("implementation", "version", "feature", "requirement_id")
+#: Failure messages kept per cell for the report (the first by severity, then newest).
+DETAILS_PER_CELL = 5
+
+
+def _rank(verdict: Column) -> Column:
+    mapping = F.create_map(
+        *chain.from_iterable((F.lit(v), F.lit(i)) for i, v in enumerate(PRECEDENCE))
+    )
+    return mapping[verdict]
+
+
+def _by_rank(rank: Column) -> Column:
+    return F.array(*[F.lit(v) for v in PRECEDENCE])[rank]
+
+
+def run_verdicts(records: DataFrame) -> DataFrame:
+    """One row per (run, requirement): the run's verdict on that requirement."""
+    return (
+        records.groupBy(*CELL_KEY, "run_id", "started_at")
+        .agg(F.min(_rank(F.col("verdict"))).alias("_rank"), F.max("level").alias("level"))
+        .withColumn("verdict", _by_rank(F.col("_rank")))
+        .drop("_rank")
+    )
+
+
+def cells(runs: DataFrame) -> DataFrame:
+    """One row per cell, with counts, the cell verdict, rates and the not-passing run ids."""
+    counts = [F.count_if(F.col("verdict") == v).alias(v.lower()) for v in PRECEDENCE]
+    grouped = runs.groupBy(*CELL_KEY).agg(
+        F.max("level").alias("level"),
+        F.count(F.lit(1)).alias("runs"),
+        *counts,
+        F.sort_array(
+            F.collect_list(F.when(F.col("verdict").isin(*NOT_PASSING), F.col("run_id")))
+        ).alias("failing_runs"),
+    )
+    scored = F.col("pass") + F.col("fail") + F.col("error") + F.col("nonstrict")
+    not_applicable = F.array_max(
+        F.array(
+            *[
+                F.struct(F.col(v.lower()).alias("n"), F.lit(-i).alias("p"), F.lit(v).alias("v"))
+                for i, v in enumerate(NOT_APPLICABLE)
+            ]
+        )
+    )["v"]
+    worst = (
+        F.when(F.col("fail") > 0, "FAIL").when(F.col("error") > 0, "ERROR").otherwise("NONSTRICT")
+    )
+    verdict = (
+        F.when(scored == 0, not_applicable)
+        .when(F.col("pass") == scored, "PASS")
+        .when(F.col("pass") == 0, worst)
+        .otherwise("FLAKY")
+    )
+    not_passed = scored - F.col("pass")
+    return (
+        grouped.withColumn("scored", scored)
+        .withColumn("verdict", verdict)
+        .withColumn("failure_rate", F.when(scored > 0, not_passed / scored).otherwise(F.lit(None)))
+        .withColumn(
+            "lone_failure",
+            (F.col("verdict") == "FLAKY") & (not_passed == 1) & (F.col("pass") >= 2),
+        )
+    )
+
+
+def details(records: DataFrame) -> DataFrame:
+    """Per cell, the messages of its records that did not pass (worst first, newest first),
+    at most :data:`DETAILS_PER_CELL`, and how many there were in all."""
+    window = Window.partitionBy(*CELL_KEY).orderBy(
+        _rank(F.col("verdict")), F.col("started_at").desc(), "run_id", "test_id"
+    )
+    kept = (
+        records.where(F.col("verdict") != "PASS")
+        .withColumn("_n", F.row_number().over(window))
+        .withColumn("_total", F.count(F.lit(1)).over(Window.partitionBy(*CELL_KEY)))
+        .where(F.col("_n") <= DETAILS_PER_CELL)
+    )
+    entry = F.struct("_n", "run_id", "test_id", "api_version", "verdict", "message", "seed")
+    return kept.groupBy(*CELL_KEY).agg(
+        F.sort_array(F.collect_list(entry)).alias("details"), F.max("_total").alias("details_total")
+    )
+
+
+def regressions(cell_rows: DataFrame, ranks: DataFrame) -> DataFrame:
+    """Cells that fail (FAIL, ERROR, NONSTRICT) at a version of an implementation whose previous
+    scored version of the same requirement passed (PASS, or FLAKY: it passed in some runs).
+
+    ``ranks`` gives each (implementation, version) its place in version order.
+    """
+    ordered = Window.partitionBy("implementation", "requirement_id").orderBy("rank")
+    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
+    scored = ~F.col("verdict").isin(*NOT_APPLICABLE)
+    return (
+        cell_rows.join(ranks, ["implementation", "version"])
+        .withColumn("from_verdict", F.last(F.when(scored, F.col("verdict")), True).over(before))
+        .withColumn("from_version", F.last(F.when(scored, F.col("version")), True).over(before))
+        .where(F.col("verdict").isin(*NOT_PASSING) & F.col("from_verdict").isin("PASS", "FLAKY"))
+        .select(
+            "implementation",
+            "feature",
+            "requirement_id",
+            "level",
+            "from_version",
+            "from_verdict",
+            F.col("version").alias("to_version"),
+            F.col("verdict").alias("to_verdict"),
+            "rank",
+        )
+    )
+
+
+def feature_summary(cell_rows: DataFrame) -> DataFrame:
+    """Per (implementation, version, feature): cells by verdict and the share of scored cells
+    that pass (None where nothing was scored)."""
+    scored = ~F.col("verdict").isin(*NOT_APPLICABLE)
+    return cell_rows.groupBy("implementation", "version", "feature").agg(
+        F.count(F.lit(1)).alias("requirements"),
+        F.count_if(scored).alias("scored"),
+        F.count_if(F.col("verdict") == "PASS").alias("passed"),
+        F.count_if(scored & (F.col("level") == "MUST")).alias("must_scored"),
+        F.count_if((F.col("verdict") == "PASS") & (F.col("level") == "MUST")).alias("must_passed"),
+    )

@@ -1,0 +1,48 @@
+"""The SparkSession the matrix job runs in: local[2] unless told otherwise, loopback only, quiet."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[2]"
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def spark_session(
+    master: str | None = None, *, app_name: str = "kafka-conformance matrix"
+) -> SparkSession:
+    """Start (or reuse) a SparkSession on ``master`` (default ``local[2]``).
+
+    Local masters bind to 127.0.0.1 (``SPARK_LOCAL_IP``); the UI is off and logs are at ERROR,
+    so the job's own output is what a user sees. Shuffles use few partitions: the matrices are
+    small once grouped, and on two cores many tiny tasks cost more than they save.
+    """
+    from pyspark.sql import SparkSession
+
+    master = master or DEFAULT_MASTER
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", os.environ.get("KC_SHUFFLE_PARTITIONS", "8"))
+        .config("spark.driver.memory", os.environ.get("KC_DRIVER_MEMORY", "4g"))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
+        )
+    )
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.host", "127.0.0.1").config(
+            "spark.driver.bindAddress", "127.0.0.1"
+        )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,60 @@
+"""Renderings of the matrix model: HTML, Markdown, JSON, CSV, badges and plots.
+
+Every output is rendered from the one model that ``conformance.matrix.job.compute`` returns, so
+they cannot disagree. ``render_run_report`` is the path a single ``run`` takes: the same job over
+one run directory.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TITLE = "Kafka protocol conformance"
+
+
+def render_all(
+    model: dict[str, Any], out_dir: Path, *, title: str | None = None
+) -> dict[str, Path]:
+    """Write every rendering into ``out_dir``; returns name -> path."""
+    from conformance.report.badges import badge_svgs
+    from conformance.report.html import render_html
+    from conformance.report.markdown import render_markdown
+    from conformance.report.plots import pass_rate_svg
+    from conformance.report.tables import write_csvs
+
+    title = title or DEFAULT_TITLE
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files: dict[str, Path] = {}
+    badges = badge_svgs(model)
+    badge_dir = out_dir / "badges"
+    badge_dir.mkdir(exist_ok=True)
+    for impl, svg in badges.items():
+        files[f"badge_{impl}"] = badge_dir / f"{impl}.svg"
+        files[f"badge_{impl}"].write_text(svg, encoding="utf-8")
+    plot = pass_rate_svg(model)
+    if plot is not None:
+        files["plot"] = out_dir / "pass-rate.svg"
+        files["plot"].write_text(plot, encoding="utf-8")
+    files["html"] = out_dir / "report.html"
+    files["html"].write_text(
+        render_html(model, title=title, plot_svg=plot, badges=badges), encoding="utf-8"
+    )
+    files["markdown"] = out_dir / "report.md"
+    files["markdown"].write_text(render_markdown(model, title=title), encoding="utf-8")
+    files.update(write_csvs(model, out_dir))
+    files["json"] = out_dir / "matrix.json"
+    files["json"].write_text(json.dumps(model, indent=1, default=str) + "\n", encoding="utf-8")
+    return files
+
+
+def render_run_report(
+    run_dir: Path | str, out_dir: Path | str, *, spark_master: str | None = None, spark=None
+) -> Path:
+    """The report of one run, through the same job and renderers as the matrix; returns the
+    HTML file's path."""
+    from conformance.matrix.job import run_matrix
+
+    result = run_matrix([run_dir], out_dir, spark_master=spark_master, spark=spark)
+    return result.files["html"]

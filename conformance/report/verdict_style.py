@@ -1,0 +1,35 @@
+"""How verdicts look in every rendering: one colour each, and the short text of a cell."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: verdict -> (background, text colour); the HTML legend and the badges use the same.
+COLOURS: dict[str, tuple[str, str]] = {
+    "PASS": ("#c8e6c9", "#1b5e20"),
+    "FAIL": ("#ffcdd2", "#b71c1c"),
+    "ERROR": ("#e1bee7", "#4a148c"),
+    "NONSTRICT": ("#ffe0b2", "#8a4b00"),
+    "FLAKY": ("#fff59d", "#6d5d00"),
+    "UNSUPPORTED": ("#e0e0e0", "#424242"),
+    "NOT_EXPOSED": ("#cfd8dc", "#37474f"),
+    "PROPOSAL_ABSENT": ("#bbdefb", "#0d47a1"),
+    "SKIP": ("#f5f5f5", "#616161"),
+}
+ORDER = tuple(COLOURS)
+
+
+def cell_text(cell: dict[str, Any]) -> str:
+    """``PASS 3/3``, ``FLAKY 1/3 failed``, ``UNSUPPORTED``: the verdict and its counts."""
+    verdict = cell["verdict"]
+    scored, passes = cell["scored"], cell["passes"]
+    if verdict == "FLAKY":
+        text = f"FLAKY {scored - passes}/{scored} failed"
+        return text + " (lone failure)" if cell["lone_failure"] else text
+    if scored:
+        return f"{verdict} {passes}/{scored}"
+    return verdict
+
+
+def percent(rate: float | None) -> str:
+    return "-" if rate is None else f"{100 * rate:.0f}%"
