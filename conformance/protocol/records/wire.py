@@ -93,6 +93,11 @@ class Reader:
 
     def varint(self, field: str = "") -> int:
         """A zigzag-encoded signed 32-bit varint (Kafka's ``varint``)."""
+        pos = self.pos
+        if pos < self.end and self.data[pos] < 0x80:  # fast path: one byte (most lengths)
+            self.pos = pos + 1
+            u = self.data[pos]
+            return (u >> 1) ^ -(u & 1)
         u = self._uvarint(5, 32, field)
         return (u >> 1) ^ -(u & 1)
 

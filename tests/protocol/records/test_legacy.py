@@ -110,6 +110,12 @@ def test_record_set_mixes_formats_and_keeps_the_tail() -> None:
     record_set = decode_record_set(wire + tail)
     assert list(record_set.entries) == entries and record_set.partial == tail
     assert [(r.offset, r.value) for r in record_set.log_records()] == [(0, b"1"), (1, b"2")]
+    v2 = RecordBatch(records=(Record(0, 0, None, b"3"),), base_offset=2)
+    assert decode_record_set(wire + encode_record_set([v2])).entries == (v0, v1, v2)
+    unknown = bytearray(encode_record_set([v2]))
+    unknown[16] = 3
+    with pytest.raises(CorruptRecordError, match="unknown magic 3"):
+        decode_record_set(wire + bytes(unknown))
 
 
 # -- corruption ---------------------------------------------------------------------------------
@@ -255,12 +261,12 @@ _items = st.lists(
 def test_we_read_kafka_python_message_sets_identically(magic, compression, items) -> None:
     raw = kafka_python.build(magic, compression, items)
     decoded = decode_message_set(raw)
-    (theirs,) = kafka_python.read_all(raw)
-    assert [m.compression for m in decoded] == [theirs.compression_type] * len(decoded)
+    theirs = kafka_python.read_all(raw)  # one entry per message, or one wrapper
+    assert [m.compression for m in decoded] == [b.compression_type for b in theirs]
     logs = [r for m in decoded for r in m.log_records()]
-    assert [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, []) for r in logs] == (
-        kafka_python.record_tuples(theirs)
-    )
+    assert [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, []) for r in logs] == [
+        t for b in theirs for t in kafka_python.record_tuples(b)
+    ]
     assert [(r.key, r.value) for r in logs] == [(k, v) for _ts, k, v, _h in items]
     if compression == Compression.NONE:
         assert encode_message_set(decoded) == raw
