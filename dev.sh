@@ -7,6 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")"
 VENV=${KC_VENV:-.venv}
 
+# install_deb PACKAGE WHY: install a Debian package when root, else say why it is wanted
+install_deb() {
+    if [ "$(id -u)" = 0 ]; then
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null; } ||
+            echo "note: could not install the Debian package $1 ($2 need it)" >&2
+    else
+        echo "note: not root: install the Debian package $1 ($2 need it)" >&2
+    fi
+}
+
 setup() {
     if [ ! -x "$VENV/bin/python" ]; then
         python3 -m venv "$VENV"
@@ -26,6 +36,8 @@ setup() {
             echo "note: chromium not found and not root: install the Debian package chromium for the HTML report tests" >&2
         fi
     fi
+    # ZooKeeper (Debian package) for the reference cluster's zookeeper:// metadata store tests
+    [ -f /usr/share/java/zookeeper.jar ] || install_deb zookeeper "the ZooKeeper-mode reference tests"
 }
 
 case "${1:-}" in

@@ -1,0 +1,1 @@
+"""The broker node: metadata cache, controller channel, lifecycle, forwarding."""

@@ -1,0 +1,1 @@
+"""The controller node: metadata image, stores, broker lifecycle, propagation."""

@@ -1,0 +1,376 @@
+"""How the controller tells brokers what it decided: LeaderAndIsr, StopReplica, UpdateMetadata.
+
+One sender per registered broker (Kafka's ControllerChannelManager): after every change it
+sends the broker LeaderAndIsr for the partitions it hosts whose state changed since the broker
+last acknowledged them, StopReplica for partitions it no longer hosts, then a full
+UpdateMetadata (live brokers with endpoints, rack and KIP-536 start time; every partition; the
+metadata offset and dynamic configs as the reference's tagged fields). Rounds coalesce: a
+broker that is slow or unreachable gets the latest state when it answers again, and never holds
+up the others. A broker has *acknowledged* an offset when its UpdateMetadata for it succeeded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from conformance.client.wire import Connection, pick_version
+from reference_impl import extensions
+from reference_impl.broker_state import BrokerState
+from reference_impl.controller.image import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    BrokerRegistration,
+    MetadataImage,
+)
+
+if TYPE_CHECKING:
+    from reference_impl.controller.controller import ControllerNode
+
+log = logging.getLogger(__name__)
+
+LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
+FULL = 2
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+class PropagationError(Exception):
+    pass
+
+
+def config_image(image: MetadataImage) -> dict[str, Any]:
+    return {
+        "topics": {n: v for (t, n), v in image.configs.items() if t == TOPIC_RESOURCE},
+        "brokers": {n: v for (t, n), v in image.configs.items() if t == BROKER_RESOURCE},
+        "quotas": [[[list(e) for e in entity], values] for entity, values in image.quotas.items()],
+    }
+
+
+def live_brokers(image: MetadataImage, version: int) -> list[dict[str, Any]]:
+    out = []
+    for reg in image.visible_brokers():
+        entry = {
+            "Id": reg.broker_id,
+            "V0Host": reg.listeners[0]["host"],
+            "V0Port": reg.listeners[0]["port"],
+            "Endpoints": [
+                {
+                    "Port": lst["port"],
+                    "Host": lst["host"],
+                    "Listener": lst["name"],
+                    "SecurityProtocol": SECURITY_PROTOCOLS.get(lst["security_protocol"], 0),
+                }
+                for lst in reg.listeners
+            ],
+            "Rack": reg.rack,
+        }
+        out.append(extensions.with_start_time(entry, reg.start_time_ms, version >= 6))
+    return out
+
+
+def partition_state(
+    image: MetadataImage, name: str, index: int, live: set[int], controller_epoch: int
+) -> dict[str, Any]:
+    p = image.topics[name].partitions[index]
+    return {
+        "TopicName": name,
+        "PartitionIndex": index,
+        "ControllerEpoch": controller_epoch,
+        "Leader": p.leader,
+        "LeaderEpoch": p.leader_epoch,
+        "Isr": list(p.isr),
+        "ZkVersion": p.partition_epoch,
+        "PartitionEpoch": p.partition_epoch,
+        "Replicas": list(p.replicas),
+        "OfflineReplicas": [b for b in p.replicas if b not in live],
+    }
+
+
+class BrokerSender:
+    def __init__(self, controller: ControllerNode, broker_id: int) -> None:
+        self.controller = controller
+        self.broker_id = broker_id
+        self.dirty = asyncio.Event()
+        self.dirty.set()
+        self.acked_offset = -1
+        self.acked_at = 0.0
+        #: partition -> (leader epoch, partition epoch) the broker has acknowledged
+        self.known: dict[tuple[str, int], tuple[int, int]] = {}
+        self.epoch = -1
+        self.conn: Connection | None = None
+        self.versions: dict[int, tuple[int, int]] = {}
+        self.task: asyncio.Task | None = None
+
+    def reset(self) -> None:
+        """The broker registered anew: it remembers nothing we told its previous incarnation."""
+        self.known.clear()
+        self.acked_offset = -1
+        self.dirty.set()
+
+    async def run(self) -> None:
+        backoff = 0.02
+        while True:
+            await self.dirty.wait()
+            self.dirty.clear()
+            try:
+                await self.send_round()
+                backoff = 0.02
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.debug("broker %d: propagation failed: %r", self.broker_id, e)
+                await self.disconnect()
+                self.dirty.set()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 0.5)
+
+    async def disconnect(self) -> None:
+        if self.conn is not None:
+            conn, self.conn = self.conn, None
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+    async def _connect(self, host: str, port: int) -> Connection:
+        if self.conn is None or self.conn.closed:
+            self.conn = await Connection.open(
+                host,
+                port,
+                codec=self.controller.codec,
+                client_id=f"controller-{self.controller.node_id}",
+                timeout=2.0,
+            )
+            self.versions = await self.conn.api_versions()
+        return self.conn
+
+    def _version(self, api_key: int) -> int:
+        v = pick_version(self.versions, self.controller.codec, api_key)
+        if v is None:
+            raise PropagationError(f"broker {self.broker_id} does not serve api {api_key}")
+        return v
+
+    async def send_round(self) -> None:
+        c = self.controller
+        image = c.image
+        if image is None:
+            return
+        reg = image.brokers.get(self.broker_id)
+        if reg is None or reg.state == BrokerState.OFFLINE:
+            return
+        if reg.epoch != self.epoch:
+            self.epoch = reg.epoch
+            self.known.clear()
+        endpoint = c.propagator.endpoint_of(reg)
+        conn = await self._connect(endpoint["host"], endpoint["port"])
+        timeout = 5.0
+        live = {r.broker_id for r in image.visible_brokers()}
+        hosted = {
+            (name, index)
+            for name, topic in image.topics.items()
+            for index, p in topic.partitions.items()
+            if self.broker_id in p.replicas
+        }
+        changed = sorted(
+            key
+            for key in hosted
+            if self.known.get(key)
+            != (
+                image.topics[key[0]].partitions[key[1]].leader_epoch,
+                image.topics[key[0]].partitions[key[1]].partition_epoch,
+            )
+        )
+        if changed:
+            v = self._version(LEADER_AND_ISR)
+            body = self._leader_and_isr(image, changed, live, v, reg.epoch)
+            resp = await conn.request(LEADER_AND_ISR, v, body, timeout=timeout)
+            if resp.body["ErrorCode"]:
+                raise PropagationError(f"LeaderAndIsr: error {resp.body['ErrorCode']}")
+            for key in changed:
+                p = image.topics[key[0]].partitions[key[1]]
+                self.known[key] = (p.leader_epoch, p.partition_epoch)
+        gone = sorted(set(self.known) - hosted)
+        if gone:
+            v = self._version(STOP_REPLICA)
+            body = self._stop_replica(image, gone, v, reg.epoch)
+            resp = await conn.request(STOP_REPLICA, v, body, timeout=timeout)
+            if resp.body["ErrorCode"]:
+                raise PropagationError(f"StopReplica: error {resp.body['ErrorCode']}")
+            for key in gone:
+                self.known.pop(key, None)
+        v = self._version(UPDATE_METADATA)
+        body = self._update_metadata(image, live, v, reg.epoch)
+        resp = await conn.request(UPDATE_METADATA, v, body, timeout=timeout)
+        if resp.body["ErrorCode"]:
+            raise PropagationError(f"UpdateMetadata: error {resp.body['ErrorCode']}")
+        self.acked_offset = image.offset
+        self.acked_at = time.monotonic()
+        c.propagator.acked()
+
+    def _leader_and_isr(
+        self, image: MetadataImage, keys: list[tuple[str, int]], live: set[int], v: int, epoch: int
+    ) -> dict[str, Any]:
+        c = self.controller
+        states: dict[str, list[dict]] = {}
+        leaders = set()
+        for name, index in keys:
+            s = partition_state(image, name, index, live, image.controller_epoch)
+            s["IsNew"] = (name, index) not in self.known and s["PartitionEpoch"] == 0
+            states.setdefault(name, []).append(s)
+            leaders.add(s["Leader"])
+        body: dict[str, Any] = {
+            "ControllerId": c.node_id,
+            "ControllerEpoch": image.controller_epoch,
+            "BrokerEpoch": epoch,
+            "Type": 0,
+            "LiveLeaders": [
+                {
+                    "BrokerId": b,
+                    "HostName": c.propagator.endpoint_of(image.brokers[b])["host"],
+                    "Port": c.propagator.endpoint_of(image.brokers[b])["port"],
+                }
+                for b in sorted(leaders)
+                if b in image.brokers
+            ],
+        }
+        if v >= 2:
+            body["TopicStates"] = [
+                {"TopicName": n, "TopicId": image.topics[n].topic_id, "PartitionStates": ps}
+                for n, ps in states.items()
+            ]
+        else:
+            body["UngroupedPartitionStates"] = [s for ps in states.values() for s in ps]
+        return body
+
+    def _stop_replica(
+        self, image: MetadataImage, keys: list[tuple[str, int]], v: int, epoch: int
+    ) -> dict[str, Any]:
+        by_topic: dict[str, list[int]] = {}
+        for name, index in keys:
+            by_topic.setdefault(name, []).append(index)
+        body: dict[str, Any] = {
+            "ControllerId": self.controller.node_id,
+            "ControllerEpoch": image.controller_epoch,
+            "BrokerEpoch": epoch,
+            "DeletePartitions": True,
+        }
+        if v >= 3:
+            body["TopicStates"] = [
+                {
+                    "TopicName": n,
+                    "PartitionStates": [
+                        {"PartitionIndex": i, "LeaderEpoch": -2, "DeletePartition": True}
+                        for i in idx
+                    ],
+                }
+                for n, idx in by_topic.items()
+            ]
+        elif v >= 1:
+            body["Topics"] = [{"Name": n, "PartitionIndexes": idx} for n, idx in by_topic.items()]
+        else:
+            body["UngroupedPartitions"] = [
+                {"TopicName": n, "PartitionIndex": i} for n, idx in by_topic.items() for i in idx
+            ]
+        return body
+
+    def _update_metadata(
+        self, image: MetadataImage, live: set[int], v: int, epoch: int
+    ) -> dict[str, Any]:
+        states = {
+            name: [
+                partition_state(image, name, i, live, image.controller_epoch)
+                for i in sorted(topic.partitions)
+            ]
+            for name, topic in sorted(image.topics.items())
+        }
+        body: dict[str, Any] = {
+            "ControllerId": self.controller.node_id,
+            "ControllerEpoch": image.controller_epoch,
+            "BrokerEpoch": epoch,
+            "Type": FULL,
+            "LiveBrokers": live_brokers(image, v),
+        }
+        if v >= 5:
+            body["TopicStates"] = [
+                {"TopicName": n, "TopicId": image.topics[n].topic_id, "PartitionStates": ps}
+                for n, ps in states.items()
+            ]
+        else:
+            body["UngroupedPartitionStates"] = [s for ps in states.values() for s in ps]
+        if v >= 6:
+            extensions.put_int64(body, extensions.METADATA_OFFSET_TAG, image.offset)
+            extensions.put_json(body, extensions.CONFIG_IMAGE_TAG, config_image(image))
+        return body
+
+
+class Propagator:
+    def __init__(self, controller: ControllerNode) -> None:
+        self.controller = controller
+        self.senders: dict[int, BrokerSender] = {}
+        self._event = asyncio.Event()
+
+    def endpoint_of(self, reg: BrokerRegistration) -> dict[str, Any]:
+        """The broker's inter-broker listener (by name; its first listener otherwise)."""
+        name = self.controller.config.inter_broker_listener
+        return next((lst for lst in reg.listeners if lst["name"] == name), reg.listeners[0])
+
+    def changed(self) -> None:
+        """The image changed: every registered broker gets a new round."""
+        image = self.controller.image
+        if image is None:
+            return
+        for broker_id, reg in image.brokers.items():
+            sender = self.senders.get(broker_id)
+            if sender is None and reg.state != BrokerState.OFFLINE:
+                sender = self.senders[broker_id] = BrokerSender(self.controller, broker_id)
+                sender.task = self.controller.spawn(sender.run(), f"sender-{broker_id}")
+            if sender is not None:
+                sender.dirty.set()
+        for broker_id in list(self.senders):
+            reg = image.brokers.get(broker_id)
+            if reg is None or reg.state == BrokerState.OFFLINE:
+                self._drop(broker_id)
+        self.acked()
+
+    def registered(self, broker_id: int) -> None:
+        sender = self.senders.get(broker_id)
+        if sender is not None:
+            sender.reset()
+
+    def _drop(self, broker_id: int) -> None:
+        sender = self.senders.pop(broker_id)
+        if sender.task is not None:
+            sender.task.cancel()
+        if sender.conn is not None:
+            self.controller.spawn(sender.disconnect(), f"disconnect-{broker_id}")
+
+    def acked(self) -> None:
+        """Wake the waiters of ``wait_acked`` (an ack arrived, or the set of brokers changed)."""
+        self._event.set()
+        self._event = asyncio.Event()
+
+    def acked_offset(self, broker_id: int) -> int:
+        sender = self.senders.get(broker_id)
+        return sender.acked_offset if sender is not None else -1
+
+    def caught_up(self, offset: int) -> bool:
+        """Every Online broker has acknowledged ``offset``."""
+        image = self.controller.image
+        if image is None:
+            return False
+        return all(self.acked_offset(b) >= offset for b in image.active_brokers())
+
+    async def wait_acked(self, offset: int, timeout: float) -> bool:
+        """Wait until every Online broker has acknowledged ``offset``; False on timeout."""
+        try:
+            async with asyncio.timeout(timeout):
+                while not self.caught_up(offset):
+                    await self._event.wait()
+            return True
+        except TimeoutError:
+            return False
+
+    def stop(self) -> None:
+        for broker_id in list(self.senders):
+            self._drop(broker_id)

@@ -1,0 +1,28 @@
+"""BrokerHeartbeat (63), on the controller listener: liveness, catching up, fencing, shutdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.error_codes import Error
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
+
+KEY = 63
+ROLES = ("controller",)
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
+            return {"ErrorCode": Error.CLUSTER_AUTHORIZATION_FAILED}
+        answer = await node.lifecycle.heartbeat(
+            body["BrokerId"],
+            body["BrokerEpoch"],
+            body["CurrentMetadataOffset"],
+            body["WantFence"],
+            body["WantShutDown"],
+        )
+        return {"ErrorCode": 0, **answer}
+
+    return Api(KEY, handle)

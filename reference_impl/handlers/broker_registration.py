@@ -1,0 +1,44 @@
+"""BrokerRegistration (62), on the controller listener: a broker joins and gets its epoch.
+
+Requires ClusterAction on CLUSTER (broker principals). The KIP-536 start time travels as the
+reference's tagged field (``extensions.START_TIME_TAG``); without it the start time is 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl import extensions
+from reference_impl.error_codes import Error
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
+
+KEY = 62
+ROLES = ("controller",)
+PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
+            return {"ErrorCode": Error.CLUSTER_AUTHORIZATION_FAILED}
+        listeners = [
+            {
+                "name": lst["Name"],
+                "host": lst["Host"],
+                "port": lst["Port"],
+                "security_protocol": PROTOCOLS.get(lst["SecurityProtocol"], "PLAINTEXT"),
+            }
+            for lst in body["Listeners"]
+        ]
+        epoch = await node.lifecycle.register(
+            body["BrokerId"],
+            body["ClusterId"],
+            str(body["IncarnationId"]),
+            listeners,
+            body["Rack"],
+            extensions.start_time(body),
+        )
+        return {"ErrorCode": 0, "BrokerEpoch": epoch}
+
+    return Api(KEY, handle)

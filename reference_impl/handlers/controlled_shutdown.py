@@ -1,0 +1,29 @@
+"""ControlledShutdown (7), on the controller listener: ZooKeeper-era form of WantShutDown.
+
+The broker becomes Stopping and its leaderships move to other Online ISR members; the answer
+lists the partitions it still leads (those without another Online ISR member).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.error_codes import Error
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
+
+KEY = 7
+ROLES = ("controller",)
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
+            return {"ErrorCode": Error.CLUSTER_AUTHORIZATION_FAILED, "RemainingPartitions": []}
+        remaining = await node.lifecycle.controlled_shutdown(body["BrokerId"], body["BrokerEpoch"])
+        return {
+            "ErrorCode": 0,
+            "RemainingPartitions": [{"TopicName": t, "PartitionIndex": p} for t, p in remaining],
+        }
+
+    return Api(KEY, handle)

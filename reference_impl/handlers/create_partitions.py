@@ -1,0 +1,96 @@
+"""CreatePartitions (37): brokers forward it (KIP-590); the controller adds partitions.
+
+A topic can only grow; new partitions get the replication factor of partition 0, spread over
+the Online brokers, or the given assignment (one broker list per new partition).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.broker.forwarding import mutation_api
+from reference_impl.controller.placement import assign_replicas, new_partition
+from reference_impl.error_codes import Error, KafkaError
+from reference_impl.handlers.common import MAX_PARTITIONS
+from reference_impl.net.listener import Api, RequestContext
+
+KEY = 37
+ROLES = ("broker", "controller")
+
+
+def api(node: Any) -> Api:
+    return mutation_api(node, KEY, create_partitions)
+
+
+def _plan(image: Any, t: dict) -> list[list[int]]:
+    topic = image.topics.get(t["Name"])
+    if topic is None:
+        raise KafkaError(Error.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{t['Name']}' does not exist.")
+    current = len(topic.partitions)
+    count = t["Count"]
+    if count == current:
+        raise KafkaError(Error.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+    if count < current:
+        raise KafkaError(
+            Error.INVALID_PARTITIONS,
+            f"Topic currently has {current} partitions, which is higher than the requested "
+            f"{count}.",
+        )
+    if count > MAX_PARTITIONS:
+        raise KafkaError(
+            Error.INVALID_PARTITIONS, f"the reference allows at most {MAX_PARTITIONS} partitions"
+        )
+    added = count - current
+    if t["Assignments"] is not None:
+        if len(t["Assignments"]) != added:
+            raise KafkaError(
+                Error.INVALID_REPLICA_ASSIGNMENT,
+                f"Increasing the number of partitions by {added} but "
+                f"{len(t['Assignments'])} assignments provided.",
+            )
+        out = []
+        for a in t["Assignments"]:
+            ids = a["BrokerIds"]
+            if not ids or len(set(ids)) != len(ids) or any(b not in image.brokers for b in ids):
+                raise KafkaError(Error.INVALID_REPLICA_ASSIGNMENT, f"invalid assignment {ids}")
+            out.append(ids)
+        return out
+    rf = len(topic.partitions[0].replicas) if 0 in topic.partitions else 1
+    active = image.active_brokers()
+    if rf > len(active):
+        raise KafkaError(
+            Error.INVALID_REPLICATION_FACTOR,
+            f"replication factor {rf} with {len(active)} available brokers",
+        )
+    return assign_replicas(active, added, rf, first_partition=current)
+
+
+async def create_partitions(node: Any, ctx: RequestContext, body: dict) -> dict:
+    image = node.require_active()
+    counts: dict[str, int] = {}
+    for t in body["Topics"]:
+        counts[t["Name"]] = counts.get(t["Name"], 0) + 1
+    results = []
+    records: list[dict[str, Any]] = []
+    for t in body["Topics"]:
+        name = t["Name"]
+        result: dict[str, Any] = {"Name": name, "ErrorCode": 0, "ErrorMessage": None}
+        results.append(result)
+        if counts[name] > 1:
+            result.update(ErrorCode=int(Error.INVALID_REQUEST), ErrorMessage="duplicate topic")
+            continue
+        if not node.authorize(ctx.session, "ALTER", ("TOPIC", name)):
+            result.update(ErrorCode=int(Error.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        try:
+            plan = _plan(image, t)
+        except KafkaError as e:
+            result.update(ErrorCode=int(e.code), ErrorMessage=e.message)
+            continue
+        if not body["ValidateOnly"]:
+            first = len(image.topics[name].partitions)
+            records.extend(new_partition(r).record(name, first + i) for i, r in enumerate(plan))
+    if records:
+        offset = await node.commit(records)
+        await node.wait_propagated(offset, body["TimeoutMs"])
+    return {"ThrottleTimeMs": 0, "Results": results}

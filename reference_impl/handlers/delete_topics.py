@@ -1,0 +1,62 @@
+"""DeleteTopics (20): brokers forward it (KIP-590); the controller deletes the topics.
+
+Topics are named (v0-5) or, from v6, named or given by id (not both). The hosting brokers get
+StopReplica with deletion; the answer waits (up to TimeoutMs) until every Online broker has
+dropped the topic from its metadata.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from reference_impl.broker.forwarding import mutation_api
+from reference_impl.error_codes import Error
+from reference_impl.net.listener import Api, RequestContext
+
+KEY = 20
+ROLES = ("broker", "controller")
+NO_ID = uuid.UUID(int=0)
+
+
+def api(node: Any) -> Api:
+    return mutation_api(node, KEY, delete)
+
+
+async def delete(node: Any, ctx: RequestContext, body: dict) -> dict:
+    image = node.require_active()
+    if ctx.version >= 6:
+        wanted = [(t["Name"], t["TopicId"]) for t in body["Topics"]]
+    else:
+        wanted = [(name, NO_ID) for name in body["TopicNames"]]
+    results = []
+    doomed: list[str] = []
+    for name, topic_id in wanted:
+        result: dict[str, Any] = {"Name": name, "TopicId": topic_id, "ErrorCode": 0}
+        results.append(result)
+        if name is not None and topic_id != NO_ID:
+            result.update(ErrorCode=Error.INVALID_REQUEST, ErrorMessage="name or id, not both")
+            continue
+        if name is None:
+            name = image.topic_ids.get(topic_id)
+            if name is None:
+                result.update(ErrorCode=Error.UNKNOWN_TOPIC_ID)
+                continue
+            result["Name"] = name
+        if not node.authorize(ctx.session, "DELETE", ("TOPIC", name)):
+            result.update(ErrorCode=Error.TOPIC_AUTHORIZATION_FAILED)
+            continue
+        topic = image.topics.get(name)
+        if topic is None:
+            result.update(ErrorCode=Error.UNKNOWN_TOPIC_OR_PARTITION)
+            continue
+        result["TopicId"] = topic.topic_id
+        if name not in doomed:
+            doomed.append(name)
+    if doomed:
+        offset = await node.commit([{"type": "remove_topic", "name": n} for n in doomed])
+        await node.wait_propagated(offset, body["TimeoutMs"])
+    for r in results:
+        r.setdefault("ErrorMessage", None)
+        r["ErrorCode"] = int(r["ErrorCode"])
+    return {"ThrottleTimeMs": 0, "Responses": results}

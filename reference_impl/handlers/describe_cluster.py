@@ -1,0 +1,113 @@
+"""DescribeCluster (60): the KIP-78 cluster id and the live brokers, with KIP-536 start times.
+
+On a broker: from its metadata cache, brokers with an endpoint on the request's listener;
+EndpointType CONTROLLER (2) is MISMATCHED_ENDPOINT_TYPE there (clients do not reach the
+controller through brokers). On the controller listener: EndpointType BROKER (1, and v0) lists
+the visible brokers of the controller's image with their inter-broker endpoint (it is how a new
+broker learns the cluster id, and where fenced brokers can be seen missing), CONTROLLER (2)
+lists the controllers. Unknown endpoint types are UNSUPPORTED_ENDPOINT_TYPE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl import extensions
+from reference_impl.error_codes import Error
+from reference_impl.handlers.common import CLUSTER_OPERATIONS, authorized_operations
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.security_hooks import CLUSTER
+
+KEY = 60
+ROLES = ("broker", "controller")
+BROKERS, CONTROLLERS = 1, 2
+MISMATCHED_ENDPOINT_TYPE = 114
+
+
+def api(node: Any) -> Api:
+    if node.role == "broker":
+        return Api(KEY, lambda ctx, body: _broker(node, ctx, body))
+    return Api(KEY, lambda ctx, body: _controller(node, ctx, body))
+
+
+def _error(node: Any, code: int, message: str, endpoint_type: int) -> dict[str, Any]:
+    return {
+        "ErrorCode": code,
+        "ErrorMessage": message,
+        "EndpointType": endpoint_type,
+        "ClusterId": node.cluster_id or "",
+        "ControllerId": -1,
+        "Brokers": [],
+    }
+
+
+def _finish(node: Any, ctx: RequestContext, body: dict, response: dict) -> dict:
+    if body["IncludeClusterAuthorizedOperations"]:
+        response["ClusterAuthorizedOperations"] = authorized_operations(
+            node, ctx.session, CLUSTER, CLUSTER_OPERATIONS
+        )
+    return response
+
+
+async def _broker(node: Any, ctx: RequestContext, body: dict) -> dict:
+    endpoint_type = body["EndpointType"]
+    if endpoint_type == CONTROLLERS:
+        return _error(
+            node, MISMATCHED_ENDPOINT_TYPE, "brokers do not list controllers", endpoint_type
+        )
+    if endpoint_type != BROKERS:
+        return _error(node, Error.UNSUPPORTED_ENDPOINT_TYPE, "unknown endpoint type", endpoint_type)
+    cache = node.metadata_cache
+    brokers = []
+    for broker_id, info in sorted(cache.brokers.items()):
+        endpoint = info.endpoints.get(ctx.listener.name)
+        if endpoint is not None:
+            entry = {
+                "BrokerId": broker_id,
+                "Host": endpoint.host,
+                "Port": endpoint.port,
+                "Rack": info.rack,
+            }
+            brokers.append(extensions.with_start_time(entry, info.start_time_ms, True))
+    response = {
+        "ErrorCode": 0,
+        "EndpointType": endpoint_type,
+        "ClusterId": cache.cluster_id or node.cluster_id,
+        "ControllerId": min(cache.brokers) if cache.brokers else -1,
+        "Brokers": brokers,
+    }
+    return _finish(node, ctx, body, response)
+
+
+async def _controller(node: Any, ctx: RequestContext, body: dict) -> dict:
+    endpoint_type = body["EndpointType"]
+    if endpoint_type not in (BROKERS, CONTROLLERS):
+        return _error(node, Error.UNSUPPORTED_ENDPOINT_TYPE, "unknown endpoint type", endpoint_type)
+    if endpoint_type == CONTROLLERS:
+        brokers = [
+            {"BrokerId": c.node_id, "Host": c.host, "Port": c.port, "Rack": None}
+            for c in node.config.controllers
+        ]
+        controller_id = node.node_id if node.active else -1
+    else:
+        if not node.active or node.image is None:
+            return _error(node, Error.NOT_CONTROLLER, "not the active controller", endpoint_type)
+        brokers = []
+        for reg in node.image.visible_brokers():
+            lst = node.propagator.endpoint_of(reg)
+            entry = {
+                "BrokerId": reg.broker_id,
+                "Host": lst["host"],
+                "Port": lst["port"],
+                "Rack": reg.rack,
+            }
+            brokers.append(extensions.with_start_time(entry, reg.start_time_ms, True))
+        controller_id = node.node_id
+    response = {
+        "ErrorCode": 0,
+        "EndpointType": endpoint_type,
+        "ClusterId": node.cluster_id,
+        "ControllerId": controller_id,
+        "Brokers": brokers,
+    }
+    return _finish(node, ctx, body, response)

@@ -1,0 +1,177 @@
+"""DescribeConfigs (32): a topic's or a broker's configs, with their sources.
+
+Topics list every topic config: the dynamic value (DYNAMIC_TOPIC_CONFIG) or Kafka's default
+(DEFAULT_CONFIG). A broker lists its static settings (read-only) and the dynamic broker
+configs: per-broker value, cluster-wide default ("" resource), or built-in default. A broker
+answers for itself only (another id is INVALID_REQUEST, as in Kafka); the controller answers for
+any broker id from its image. BROKER_LOGGER lists the root logger. Served by brokers from their
+metadata cache, by the controller from its image.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from reference_impl import config as cfg
+from reference_impl.error_codes import Error
+from reference_impl.handlers.common import (
+    BROKER,
+    BROKER_LOGGER,
+    TOPIC,
+    config_entry,
+    topic_config_entries,
+)
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.security_hooks import CLUSTER
+
+KEY = 32
+ROLES = ("broker", "controller")
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        return {
+            "ThrottleTimeMs": 0,
+            "Results": [_resource(node, ctx, body, r) for r in body["Resources"]],
+        }
+
+    return Api(KEY, handle)
+
+
+def _view(node: Any) -> tuple[set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """(topic names, topic configs, broker configs) as this node knows them."""
+    if node.role == "broker":
+        cache = node.metadata_cache
+        return set(cache.topics), cache.topic_configs, cache.broker_configs
+    image = node.require_active()
+    topics = {n: v for (t, n), v in image.configs.items() if t == TOPIC}
+    brokers = {n: v for (t, n), v in image.configs.items() if t == BROKER}
+    return set(image.topics), topics, brokers
+
+
+def _resource(node: Any, ctx: RequestContext, body: dict, r: dict) -> dict[str, Any]:
+    rtype, rname, keys = r["ResourceType"], r["ResourceName"], r["ConfigurationKeys"]
+    synonyms = ctx.version >= 1 and body["IncludeSynonyms"]
+    doc = ctx.version >= 3 and body["IncludeDocumentation"]
+    result: dict[str, Any] = {
+        "ErrorCode": 0,
+        "ErrorMessage": None,
+        "ResourceType": rtype,
+        "ResourceName": rname,
+        "Configs": [],
+    }
+
+    def fail(code: Error, message: str | None = None) -> dict[str, Any]:
+        result.update(ErrorCode=int(code), ErrorMessage=message)
+        return result
+
+    topics, topic_configs, broker_configs = _view(node)
+    if rtype == TOPIC:
+        if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", ("TOPIC", rname)):
+            return fail(Error.TOPIC_AUTHORIZATION_FAILED)
+        if rname not in topics:
+            return fail(Error.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
+        result["Configs"] = topic_config_entries(
+            topic_configs.get(rname, {}), keys, ctx.version, synonyms, doc
+        )
+        return result
+    if rtype in (BROKER, BROKER_LOGGER):
+        if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", CLUSTER):
+            return fail(Error.CLUSTER_AUTHORIZATION_FAILED)
+        own = node.role == "controller" or rname == str(node.node_id)
+        if rtype == BROKER_LOGGER:
+            if not own or rname == "":
+                return fail(Error.INVALID_REQUEST, f"Unexpected broker id {rname!r}")
+            level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+            entry = config_entry(
+                "root",
+                level,
+                DYNAMIC_BROKER_LOGGER_CONFIG,
+                None,
+                read_only=False,
+                synonyms=[],
+                doc=doc,
+            )
+            result["Configs"] = [e for e in [entry] if keys is None or e["Name"] in keys]
+            return result
+        if rname != "" and not own:
+            return fail(
+                Error.INVALID_REQUEST, f"Unexpected broker id, expected {node.node_id} or empty"
+            )
+        if rname != "" and not (rname.isdigit() and rname.isascii()):
+            return fail(Error.INVALID_REQUEST, f"broker id must be an integer: {rname!r}")
+        result["Configs"] = [
+            e
+            for e in _broker_entries(node, rname, broker_configs, ctx.version, synonyms, doc)
+            if keys is None or e["Name"] in keys
+        ]
+        return result
+    return fail(Error.INVALID_REQUEST, f"unsupported resource type {rtype}")
+
+
+def _broker_entries(
+    node: Any,
+    rname: str,
+    dynamic: dict[str, dict[str, str]],
+    version: int,
+    synonyms: bool,
+    doc: bool,
+) -> list[dict[str, Any]]:
+    default = dynamic.get("", {})
+    if rname == "":
+        return [
+            config_entry(
+                k,
+                v,
+                cfg.DYNAMIC_DEFAULT_BROKER_CONFIG,
+                cfg.BROKER_CONFIGS.get(k),
+                read_only=False,
+                synonyms=[],
+                doc=doc,
+            )
+            for k, v in sorted(default.items())
+        ]
+    own = dynamic.get(rname, {})
+    out = []
+    if node.role == "broker":
+        for k, v in sorted(_static(node).items()):
+            out.append(
+                config_entry(
+                    k, v, cfg.STATIC_BROKER_CONFIG, None, read_only=True, synonyms=[], doc=doc
+                )
+            )
+    for name, d in cfg.BROKER_CONFIGS.items():
+        candidates = [
+            (own.get(name), cfg.DYNAMIC_BROKER_CONFIG),
+            (default.get(name), cfg.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (d.default, cfg.DEFAULT_CONFIG),
+        ]
+        present = [(v, s) for v, s in candidates if v is not None or s == cfg.DEFAULT_CONFIG]
+        value, source = present[0]
+        syn = [{"Name": name, "Value": v, "Source": s} for v, s in present] if synonyms else []
+        out.append(config_entry(name, value, source, d, read_only=False, synonyms=syn, doc=doc))
+    return out
+
+
+def _static(node: Any) -> dict[str, str]:
+    c = node.config
+    listeners = ",".join(f"{lst.name}://{lst.host}:{lst.port}" for lst in c.listeners)
+    return {
+        "broker.id": str(c.node_id),
+        "node.id": str(c.node_id),
+        "listeners": listeners,
+        "advertised.listeners": listeners,
+        "listener.security.protocol.map": ",".join(
+            f"{lst.name}:{lst.security_protocol}" for lst in c.listeners
+        ),
+        "log.dirs": c.data_dir,
+        "num.partitions": str(c.num_partitions),
+        "default.replication.factor": str(c.default_replication_factor),
+        "auto.create.topics.enable": str(c.auto_create_topics).lower(),
+        "offsets.topic.replication.factor": str(c.offsets_topic_replication_factor),
+        "broker.heartbeat.interval.ms": str(c.heartbeat_interval_ms),
+        "broker.rack": c.rack or "",
+        "zookeeper.connect": c.zookeeper or "",
+    }

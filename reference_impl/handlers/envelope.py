@@ -1,0 +1,75 @@
+"""Envelope (58), on the controller listener: a forwarded admin mutation (KIP-590).
+
+The envelope itself needs ClusterAction on CLUSTER (broker principals only), else
+CLUSTER_AUTHORIZATION_FAILED and the inner request is not looked at. A node that is not the
+active controller answers NOT_CONTROLLER. Otherwise the inner request (header and body, as the
+client sent it) is served as if the embedded principal had sent it from the embedded address,
+and its response (header and body) travels back in ResponseData.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from conformance.protocol import DecodeError
+from conformance.protocol.framing import decode_request, encode_response
+from reference_impl import principal
+from reference_impl.broker.forwarding import FORWARDED
+from reference_impl.error_codes import Error
+from reference_impl.net.listener import CLOSE, Api, RequestContext, Session
+from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
+
+log = logging.getLogger(__name__)
+
+KEY = 58
+ROLES = ("controller",)
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        metrics = node.metrics
+        if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
+            metrics.envelopes.labels("cluster_authorization_failed").inc()
+            log.warning("Envelope from %s refused: not a broker principal", ctx.session.principal)
+            return {"ErrorCode": Error.CLUSTER_AUTHORIZATION_FAILED}
+        if not node.active:
+            metrics.envelopes.labels("not_controller").inc()
+            return {"ErrorCode": Error.NOT_CONTROLLER}
+        try:
+            embedded = principal.deserialize(body["RequestPrincipal"] or b"")
+        except principal.PrincipalError:
+            metrics.envelopes.labels("principal_deserialization_failure").inc()
+            return {"ErrorCode": Error.PRINCIPAL_DESERIALIZATION_FAILURE}
+        raw = body["RequestData"]
+        try:
+            header, inner = decode_request(node.codec, raw)
+        except (DecodeError, Exception) as e:
+            metrics.envelopes.labels("invalid_request").inc()
+            log.info("Envelope with an undecodable request: %s", e)
+            return {"ErrorCode": Error.INVALID_REQUEST}
+        api_key, version = header["RequestApiKey"], header["RequestApiVersion"]
+        served = ctx.listener.served.get(api_key)
+        lo, hi = ctx.listener.ranges.get(api_key, (1, 0))
+        if api_key not in FORWARDED or served is None or not lo <= version <= hi:
+            metrics.envelopes.labels("invalid_request").inc()
+            return {"ErrorCode": Error.INVALID_REQUEST}
+        address = principal.address_text(body["ClientHostAddress"])
+        inner_ctx = RequestContext(
+            ctx.listener,
+            api_key,
+            version,
+            header,
+            Session(principal=embedded),
+            f"{address}:0",
+            raw,
+        )
+        response = await served.handler(inner_ctx, inner)
+        if response is None or response is CLOSE:
+            metrics.envelopes.labels("invalid_request").inc()
+            return {"ErrorCode": Error.INVALID_REQUEST}
+        metrics.envelopes.labels("ok").inc()
+        data = encode_response(node.codec, api_key, version, header["CorrelationId"], response)
+        return {"ErrorCode": 0, "ResponseData": data}
+
+    return Api(KEY, handle)

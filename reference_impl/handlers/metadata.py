@@ -1,0 +1,178 @@
+"""Metadata (3), served by brokers from their metadata cache.
+
+Brokers: the live (unfenced) ones with an endpoint on the listener the request came in on,
+each with its KIP-536 start time in flexible versions. ClusterId (v2+): the KIP-78 id.
+ControllerId: clients cannot reach the controller (Metadata is not on its listener, and admin
+requests are forwarded, KIP-590), so it names the lowest live broker id, as KRaft brokers name
+a live broker. Unknown topics are created when the request and ``auto_create_topics`` allow
+(through the controller) and answered LEADER_NOT_AVAILABLE meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from reference_impl import extensions
+from reference_impl.error_codes import Error
+from reference_impl.handlers.common import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+    topic_name_error,
+)
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.security_hooks import CLUSTER
+
+log = logging.getLogger(__name__)
+
+KEY = 3
+INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
+NO_ID = uuid.UUID(int=0)
+UNSET = -2147483648
+LISTENER_NOT_FOUND = 72
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        return answer(node, ctx, body)
+
+    return Api(KEY, handle)
+
+
+def answer(node: Any, ctx: RequestContext, body: dict) -> dict:
+    cache = node.metadata_cache
+    v = ctx.version
+    listener = ctx.listener.name
+    brokers = []
+    for broker_id, info in sorted(cache.brokers.items()):
+        endpoint = info.endpoints.get(listener)
+        if endpoint is None:
+            continue
+        entry = {
+            "NodeId": broker_id,
+            "Host": endpoint.host,
+            "Port": endpoint.port,
+            "Rack": info.rack,
+        }
+        brokers.append(extensions.with_start_time(entry, info.start_time_ms, v >= 9))
+    requested = body["Topics"]
+    topics = []
+    if requested is None or (v == 0 and not requested):
+        for name in sorted(cache.topics):
+            if node.authorize(ctx.session, "DESCRIBE", ("TOPIC", name)):
+                topics.append(_topic(node, ctx, name, listener))
+    else:
+        allow_create = v < 4 or body["AllowAutoTopicCreation"]
+        for t in requested:
+            topics.append(_requested(node, ctx, t, listener, allow_create))
+    include_topic_ops = v >= 8 and body["IncludeTopicAuthorizedOperations"]
+    for t in topics:
+        if include_topic_ops and t["ErrorCode"] == 0:
+            t["TopicAuthorizedOperations"] = authorized_operations(
+                node, ctx.session, ("TOPIC", t["Name"]), TOPIC_OPERATIONS
+            )
+    response: dict[str, Any] = {
+        "ThrottleTimeMs": 0,
+        "Brokers": brokers,
+        "ClusterId": cache.cluster_id or node.cluster_id,
+        "ControllerId": min(cache.brokers) if cache.brokers else -1,
+        "Topics": topics,
+    }
+    if 8 <= v <= 10 and body["IncludeClusterAuthorizedOperations"]:
+        response["ClusterAuthorizedOperations"] = authorized_operations(
+            node, ctx.session, CLUSTER, CLUSTER_OPERATIONS
+        )
+    return response
+
+
+def _requested(
+    node: Any, ctx: RequestContext, t: dict, listener: str, allow_create: bool
+) -> dict[str, Any]:
+    cache = node.metadata_cache
+    name = t["Name"]
+    topic_id = t.get("TopicId", NO_ID)
+    if name is None:
+        name = cache.topic_ids.get(topic_id)
+        if name is None or not node.authorize(ctx.session, "DESCRIBE", ("TOPIC", name)):
+            return _error(None, topic_id, Error.UNKNOWN_TOPIC_ID)
+    if not node.authorize(ctx.session, "DESCRIBE", ("TOPIC", name)):
+        return _error(name, NO_ID, Error.TOPIC_AUTHORIZATION_FAILED)
+    if name in cache.topics:
+        return _topic(node, ctx, name, listener)
+    if topic_name_error(name) is not None:
+        return _error(name, NO_ID, Error.INVALID_TOPIC_EXCEPTION)
+    if (
+        allow_create
+        and node.config.auto_create_topics
+        and name not in INTERNAL
+        and node.authorize(ctx.session, "CREATE", ("TOPIC", name))
+    ):
+        _auto_create(node, name)
+        return _error(name, NO_ID, Error.LEADER_NOT_AVAILABLE)
+    return _error(name, NO_ID, Error.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def _auto_create(node: Any, name: str) -> None:
+    live = len(node.metadata_cache.brokers)
+    rf = max(1, min(node.config.default_replication_factor, live))
+
+    async def create() -> None:
+        try:
+            code = await node.create_topic(name, node.config.num_partitions, rf)
+            if code not in (Error.NONE, Error.TOPIC_ALREADY_EXISTS):
+                log.info("auto-creating %s: error %d", name, code)
+        except Exception:
+            log.exception("auto-creating %s", name)
+
+    node.spawn(create(), f"auto-create-{name}")
+
+
+def _error(name: str | None, topic_id: uuid.UUID, code: Error) -> dict[str, Any]:
+    return {
+        "ErrorCode": int(code),
+        "Name": name,
+        "TopicId": topic_id,
+        "IsInternal": False,
+        "Partitions": [],
+        "TopicAuthorizedOperations": UNSET,
+    }
+
+
+def _topic(node: Any, ctx: RequestContext, name: str, listener: str) -> dict[str, Any]:
+    cache = node.metadata_cache
+    topic = cache.topics[name]
+    v0 = ctx.version == 0
+    partitions = []
+    for index, p in sorted(topic.partitions.items()):
+        code = Error.NONE
+        leader = p.leader
+        live_replicas = [b for b in p.replicas if cache.alive(b)]
+        offline = [b for b in p.replicas if not cache.alive(b)]
+        if not cache.alive(leader):
+            code, leader = Error.LEADER_NOT_AVAILABLE, -1
+        elif cache.endpoint(leader, listener) is None:
+            code = Error.LEADER_NOT_AVAILABLE if v0 else LISTENER_NOT_FOUND
+            leader = -1
+        elif v0 and offline:
+            code = Error.REPLICA_NOT_AVAILABLE
+        partitions.append(
+            {
+                "ErrorCode": int(code),
+                "PartitionIndex": index,
+                "LeaderId": leader,
+                "LeaderEpoch": p.leader_epoch,
+                "ReplicaNodes": live_replicas if v0 else list(p.replicas),
+                "IsrNodes": [b for b in p.isr if cache.alive(b)] if v0 else list(p.isr),
+                "OfflineReplicas": offline,
+            }
+        )
+    return {
+        "ErrorCode": 0,
+        "Name": name,
+        "TopicId": topic.topic_id,
+        "IsInternal": name in INTERNAL,
+        "Partitions": partitions,
+        "TopicAuthorizedOperations": UNSET,
+    }

@@ -1,0 +1,22 @@
+"""UnregisterBroker (64), on the controller listener: a broker's registration is removed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.error_codes import Error
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.security_hooks import CLUSTER
+
+KEY = 64
+ROLES = ("controller",)
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        if not node.authorize(ctx.session, "ALTER", CLUSTER):
+            return {"ErrorCode": Error.CLUSTER_AUTHORIZATION_FAILED}
+        await node.lifecycle.unregister(body["BrokerId"])
+        return {"ErrorCode": 0}
+
+    return Api(KEY, handle)

@@ -1,0 +1,22 @@
+"""UpdateMetadata (6), from the controller: the broker's metadata cache becomes what it says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.handlers.common import controller_request_error
+from reference_impl.net.listener import Api, RequestContext
+
+KEY = 6
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        error = controller_request_error(node, ctx, body, broker_epoch_since=5)
+        if error:
+            return {"ErrorCode": error}
+        node.metadata_cache.apply_update_metadata(body, ctx.version)
+        node.metadata_applied()
+        return {"ErrorCode": 0}
+
+    return Api(KEY, handle)

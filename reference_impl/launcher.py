@@ -1,0 +1,416 @@
+"""``kafka-conformance serve``: the reference cluster's processes, started and stopped together.
+
+``Cluster`` writes one JSON config per node into the data dir (``<name>/config.json``), starts
+the controller(s) and the brokers as OS processes on loopback, and waits until every broker is
+Online (it appears, unfenced, in every broker's Metadata). ``stop`` sends SIGTERM to the brokers
+(each goes through the draft's Stopping state), then to the controllers, and waits; what does
+not exit in time is killed. Tests use ``Cluster`` directly (``kill``/``start_node`` for restarts).
+
+Listeners: each broker has a client listener ``PLAINTEXT`` (connections are ``User:ANONYMOUS``)
+and an inter-broker listener ``INTERNAL`` (connections are ``User:broker``); each controller a
+``CONTROLLER`` listener (``User:broker``). Only ``User:broker`` holds ClusterAction, so clients
+cannot send the controller-to-broker RPCs or Envelope (KIP-590). With ``--port-base P``:
+controller k listens on P+k, broker i's client listener on P+100+i, its inter-broker listener on
+P+200+i, and node n's metrics on P+300+n; without it, free ports are picked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reference_impl.config import ControllerAddress, ListenerConfig, NodeConfig
+
+BROKER_PRINCIPAL = "User:broker"
+METADATA, DESCRIBE_CLUSTER = 3, 60
+
+
+class ClusterError(RuntimeError):
+    """The cluster did not come up (the message names the node and its last words)."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class NodeProcess:
+    name: str
+    config: NodeConfig
+    config_path: Path
+    log_path: Path
+    proc: subprocess.Popen | None = None
+    starts: int = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self) -> None:
+        if self.running:
+            raise ClusterError(f"{self.name} is already running")
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", f"reference_impl.{self.config.role}", str(self.config_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        self.starts += 1
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        if self.running:
+            assert self.proc is not None
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, sig)
+
+    def wait(self, timeout: float) -> int | None:
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def last_words(self) -> str:
+        """The node's last error line (its one-line reason when it refused to run)."""
+        try:
+            lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return ""
+        errors = [line for line in lines if ": error: " in line]
+        return (errors or lines or [""])[-1]
+
+    def runtime(self) -> dict[str, Any]:
+        try:
+            return json.loads((Path(self.config.data_dir) / "node.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+
+@dataclass
+class Cluster:
+    data_dir: Path
+    brokers: int = 3
+    controllers: int = 1
+    metadata_store: str = "embedded"
+    host: str = "127.0.0.1"
+    port_base: int | None = None
+    #: NodeConfig fields for every node / for controllers / for brokers
+    overrides: dict[str, Any] = field(default_factory=dict)
+    controller_overrides: dict[str, Any] = field(default_factory=dict)
+    broker_overrides: dict[str, Any] = field(default_factory=dict)
+    nodes: dict[str, NodeProcess] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.data_dir = Path(self.data_dir)
+        if not self.nodes:
+            self._configure()
+
+    # --- configuration -----------------------------------------------------------------
+
+    def _port(self, offset: int) -> int:
+        return self.port_base + offset if self.port_base is not None else free_port(self.host)
+
+    def _configure(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        controllers = [
+            ControllerAddress(k, self.host, self._port(k)) for k in range(self.controllers)
+        ]
+        common = {
+            "controllers": controllers,
+            "metadata_store": self.metadata_store,
+            "inter_broker_listener": "INTERNAL",
+            "broker_principals": [BROKER_PRINCIPAL],
+        }
+        n = 0
+        for c in controllers:
+            listener = ListenerConfig("CONTROLLER", c.port, self.host, principal=BROKER_PRINCIPAL)
+            self._add(
+                f"controller-{c.node_id}",
+                "controller",
+                c.node_id,
+                [listener],
+                n,
+                common,
+                self.controller_overrides,
+            )
+            n += 1
+        for i in range(1, self.brokers + 1):
+            listeners = [
+                ListenerConfig("PLAINTEXT", self._port(100 + i), self.host),
+                ListenerConfig(
+                    "INTERNAL", self._port(200 + i), self.host, principal=BROKER_PRINCIPAL
+                ),
+            ]
+            self._add(
+                f"broker-{i}",
+                "broker",
+                self.controllers + i - 1,
+                listeners,
+                n,
+                common,
+                self.broker_overrides,
+                node_id=i,
+            )
+            n += 1
+
+    def _add(
+        self,
+        name: str,
+        role: str,
+        _index: int,
+        listeners: list[ListenerConfig],
+        n: int,
+        common: dict[str, Any],
+        role_overrides: dict[str, Any],
+        node_id: int | None = None,
+    ) -> None:
+        node_dir = self.data_dir / name
+        node_dir.mkdir(parents=True, exist_ok=True)
+        values: dict[str, Any] = {
+            **common,
+            "role": role,
+            "node_id": node_id if node_id is not None else _index,
+            "data_dir": str(node_dir / "data"),
+            "listeners": listeners,
+            "metrics_port": self._port(300 + n),
+            **self.overrides,
+            **role_overrides,
+        }
+        config = NodeConfig(**values)
+        path = node_dir / "config.json"
+        config.dump(path)
+        self.nodes[name] = NodeProcess(name, config, path, node_dir / "node.log")
+
+    # --- who is where ------------------------------------------------------------------
+
+    def broker_nodes(self) -> list[NodeProcess]:
+        return [p for p in self.nodes.values() if p.config.role == "broker"]
+
+    def controller_nodes(self) -> list[NodeProcess]:
+        return [p for p in self.nodes.values() if p.config.role == "controller"]
+
+    def broker_address(self, node: NodeProcess, listener: str = "PLAINTEXT") -> tuple[str, int]:
+        lc = node.config.listener(listener)
+        return lc.host, lc.port
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{h}:{p}" for h, p in map(self.broker_address, self.broker_nodes()))
+
+    @property
+    def controller(self) -> str:
+        c = self.controller_nodes()[0].config.listeners[0]
+        return f"{c.host}:{c.port}"
+
+    @property
+    def cluster_id(self) -> str | None:
+        for node in self.nodes.values():
+            cid = node.runtime().get("cluster_id")
+            if cid:
+                return cid
+        return None
+
+    def ready_info(self) -> dict[str, Any]:
+        return {
+            "bootstrap_servers": self.bootstrap_servers,
+            "controller": self.controller,
+            "cluster_id": self.cluster_id,
+            "brokers": [
+                {"node_id": b.config.node_id, "host": h, "port": p}
+                for b in self.broker_nodes()
+                for h, p in [self.broker_address(b)]
+            ],
+            "controllers": [c.config.listeners[0].port for c in self.controller_nodes()],
+            "metadata_store": self.metadata_store,
+            "metrics": {n.name: n.config.metrics_port for n in self.nodes.values()},
+            "pids": {n.name: n.pid for n in self.nodes.values()},
+            "data_dir": str(self.data_dir),
+        }
+
+    # --- processes ---------------------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> None:
+        for node in self.controller_nodes():
+            node.start()
+        for node in self.broker_nodes():
+            node.start()
+        try:
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop(timeout=5)
+            raise
+
+    def start_node(self, name: str) -> None:
+        self.nodes[name].start()
+
+    def kill(self, name: str, sig: int = signal.SIGKILL, timeout: float = 10.0) -> None:
+        node = self.nodes[name]
+        node.signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT) and node.wait(timeout) is None:
+            node.signal(signal.SIGKILL)
+            node.wait(timeout)
+
+    def wait_ready(self, timeout: float = 60.0, brokers: list[str] | None = None) -> None:
+        """Until every (named) broker is Online in the Metadata of every running broker."""
+        names = brokers or [b.name for b in self.broker_nodes()]
+        deadline = time.monotonic() + timeout
+        expected = {self.nodes[n].config.node_id for n in names}
+        while True:
+            for node in self.nodes.values():
+                if node.proc is not None and node.proc.poll() is not None and node.name in names:
+                    raise ClusterError(f"{node.name} exited: {node.last_words()}")
+            if asyncio.run(self._all_see(names, expected)):
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"brokers {sorted(expected)} not all Online after {timeout} s")
+            time.sleep(0.05)
+
+    async def _all_see(self, names: list[str], expected: set[int]) -> bool:
+        from conformance.client.wire import Connection
+        from conformance.protocol import Codec
+
+        codec = _codec(Codec)
+        for name in names:
+            host, port = self.broker_address(self.nodes[name])
+            try:
+                async with await Connection.open(host, port, codec=codec, timeout=1) as conn:
+                    resp = await conn.request(METADATA, 9, {"Topics": []}, timeout=1)
+            except (OSError, ConnectionError, TimeoutError):
+                return False
+            if not expected <= {b["NodeId"] for b in resp.body["Brokers"]}:
+                return False
+        return True
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Brokers first (gracefully: Stopping, then Offline), then controllers."""
+        for group in (self.broker_nodes(), self.controller_nodes()):
+            for node in group:
+                node.signal(signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            for node in group:
+                if node.wait(max(deadline - time.monotonic(), 0.1)) is None:
+                    node.signal(signal.SIGKILL)
+                    node.wait(5)
+
+
+_CODEC: list[Any] = []
+
+
+def _codec(cls: Any) -> Any:
+    if not _CODEC:
+        _CODEC.append(cls.from_specs())
+    return _CODEC[0]
+
+
+# --- the serve command --------------------------------------------------------------------
+
+
+def add_serve(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="run the bundled reference cluster until SIGINT/SIGTERM",
+        description="Start one controller and N brokers on loopback; write the ready file once "
+        "every broker is Online; stop gracefully on SIGINT/SIGTERM.",
+    )
+    parser.add_argument("--brokers", type=int, default=3, metavar="N")
+    parser.add_argument(
+        "--metadata-store",
+        default="embedded",
+        metavar="embedded|zookeeper://H:P[/chroot]",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="node data (default: a temporary dir, removed on exit)",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port-base", type=int, default=None, metavar="P")
+    parser.add_argument(
+        "--controllers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="controller processes (more than one needs ZooKeeper)",
+    )
+    parser.add_argument("--ready-file", type=Path, default=None, metavar="FILE")
+    parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout (s)")
+    parser.set_defaults(handler=serve)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from conformance.cli import CliError
+
+    if args.brokers < 1:
+        raise CliError("--brokers must be at least 1")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        raise CliError("the reference cluster listens on loopback only")
+    if args.controllers > 1 and not args.metadata_store.startswith("zookeeper://"):
+        raise CliError("several controllers need --metadata-store zookeeper://H:P")
+    temporary = args.data_dir is None
+    data_dir = Path(tempfile.mkdtemp(prefix="kc-serve-")) if temporary else args.data_dir
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    started = time.monotonic()
+    try:
+        cluster = Cluster(
+            data_dir,
+            brokers=args.brokers,
+            controllers=args.controllers,
+            metadata_store=args.metadata_store,
+            host=args.host,
+            port_base=args.port_base,
+        )
+        try:
+            cluster.start(timeout=args.timeout)
+        except ClusterError as e:
+            raise CliError(str(e)) from None
+        info = cluster.ready_info()
+        info["startup_seconds"] = round(time.monotonic() - started, 3)
+        if args.ready_file is not None:
+            tmp = Path(str(args.ready_file) + ".tmp")
+            tmp.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+            os.replace(tmp, args.ready_file)
+        print(
+            f"ready in {info['startup_seconds']} s: bootstrap {info['bootstrap_servers']}, "
+            f"controller {info['controller']}, cluster id {info['cluster_id']}",
+            flush=True,
+        )
+        while not stop.wait(0.5):
+            for node in cluster.nodes.values():
+                if node.proc is not None and node.proc.poll() is not None and node.starts == 1:
+                    print(f"warning: {node.name} exited: {node.last_words()}", file=sys.stderr)
+                    node.starts += 1
+        cluster.stop()
+        return 0
+    finally:
+        if temporary:
+            shutil.rmtree(data_dir, ignore_errors=True)

@@ -1,0 +1,270 @@
+"""What every reference node process shares: config, data dir, listeners, handlers, metrics, stop.
+
+A node runs until SIGINT/SIGTERM (``request_stop``) or a fatal condition (``fail``): then it
+stops gracefully and, when fatal, the process exits 1 with one line on stderr saying why
+(a port that cannot be bound, a data dir of another cluster or in use by another process …).
+
+Handlers are the modules of ``reference_impl.handlers``: each ``api(node) -> Api | None`` is
+called for the roles in the module's ``ROLES`` (default ``("broker",)``). A handler that raises
+is answered like Kafka answers an unexpected exception (an error response shaped after the
+request, UNKNOWN_SERVER_ERROR), never by a dropped connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import importlib
+import json
+import logging
+import os
+import pkgutil
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from conformance.protocol import Codec
+from reference_impl import handlers as handlers_package
+from reference_impl.config import ConfigError, NodeConfig
+from reference_impl.error_codes import Error, KafkaError
+from reference_impl.error_responses import error_response
+from reference_impl.metrics import NodeMetrics
+from reference_impl.net.listener import CLOSE, Api, Listener, RequestContext, Session
+from reference_impl.security_hooks import authorizer_for, security_for
+
+log = logging.getLogger(__name__)
+
+#: KIP-536: the process start time, taken when the node's code is first imported
+PROCESS_START_MS = int(time.time() * 1000)
+
+
+class NodeFatal(Exception):
+    """The node cannot go on; the message is the one-line reason printed on exit."""
+
+
+class Node:
+    role = ""
+    #: the listener type of the spec's ``listeners`` this node's listeners serve
+    listener_type = ""
+
+    def __init__(self, config: NodeConfig, metrics: NodeMetrics) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.start_time_ms = PROCESS_START_MS
+        self.codec = Codec.from_specs()
+        self.data_dir = Path(config.data_dir)
+        self.metrics = metrics
+        self.metrics.start_time.set(self.start_time_ms)
+        self.authorizer = authorizer_for(config)
+        self.listeners: list[Listener] = []
+        self.cluster_id: str | None = None
+        self.fatal: str | None = None
+        self._stop: asyncio.Event | None = None
+        self._lock_fd: int | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    # --- helpers for subclasses and handlers ---------------------------------------------
+
+    def authorize(self, session: Session, operation: str, resource: tuple[str, str]) -> bool:
+        return self.authorizer.authorize(session, operation, resource)
+
+    def spawn(self, coro: Any, name: str) -> asyncio.Task:
+        """A background task whose unexpected failure is fatal to the node (never silent)."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is None:
+            return
+        if isinstance(exc, NodeFatal):
+            self.fail(str(exc))
+        else:
+            log.error("task %s failed", task.get_name(), exc_info=exc)
+            self.fail(f"internal error in {task.get_name()}: {exc!r}")
+
+    def fail(self, reason: str) -> None:
+        if self.fatal is None:
+            self.fatal = reason
+            log.error("fatal: %s", reason)
+        self.request_stop()
+
+    def request_stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop is not None and self._stop.is_set()
+
+    def lock_data_dir(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.data_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise NodeFatal(f"data dir {self.data_dir} is in use by another process") from None
+        self._lock_fd = fd
+
+    def handler_apis(self) -> list[Api]:
+        apis = []
+        for info in pkgutil.iter_modules(handlers_package.__path__):
+            module = importlib.import_module(f"{handlers_package.__name__}.{info.name}")
+            make = getattr(module, "api", None)
+            if make is None or self.role not in getattr(module, "ROLES", ("broker",)):
+                continue
+            api = make(self)
+            if api is not None:
+                apis.append(Api(api.key, self._guarded(api), api.min_version, api.max_version))
+        return apis
+
+    def _guarded(self, api: Api) -> Callable:
+        inner = self.wrap_handler(api)
+
+        async def handler(ctx: RequestContext, body: dict) -> dict | None:
+            try:
+                return await inner(ctx, body)
+            except asyncio.CancelledError:
+                raise
+            except KafkaError as e:
+                code, message = int(e.code), e.message
+            except Exception:
+                log.exception("api %d v%d failed", ctx.api_key, ctx.version)
+                code, message = int(Error.UNKNOWN_SERVER_ERROR), "internal error"
+            answer = error_response(self.codec, ctx.api_key, ctx.version, body, code, message)
+            return CLOSE if answer is None else answer
+
+        return handler
+
+    def wrap_handler(self, api: Api) -> Callable:
+        """Subclasses may gate handlers (a broker serves clients only once unfenced)."""
+        return api.handler
+
+    def build_listeners(self) -> None:
+        apis = self.handler_apis()
+        for lc in self.config.listeners:
+            self.listeners.append(
+                Listener(
+                    lc.name,
+                    self.listener_type,
+                    self.codec,
+                    apis,
+                    host=lc.host,
+                    port=lc.port,
+                    security=security_for(self.config, lc),
+                )
+            )
+
+    async def start_listeners(self) -> None:
+        for listener in self.listeners:
+            try:
+                await listener.start()
+            except OSError as e:
+                raise NodeFatal(
+                    f"cannot bind listener {listener.name} to {listener.host}:{listener.port}: "
+                    f"{e.strerror or e}"
+                ) from None
+            log.info("listener %s on %s:%d", listener.name, listener.host, listener.port)
+
+    def start_metrics(self) -> None:
+        try:
+            port = self.metrics.start(self.config.metrics_port)
+        except OSError as e:
+            raise NodeFatal(
+                f"cannot bind the metrics port {self.config.metrics_port}: {e.strerror or e}"
+            ) from None
+        log.info("metrics on 127.0.0.1:%d", port)
+
+    def set_cluster_id(self, cluster_id: str) -> None:
+        self.cluster_id = cluster_id
+        self.metrics.set_cluster_id(cluster_id)
+        log.info("cluster id %s", cluster_id)
+
+    def write_runtime_info(self, **extra: Any) -> None:
+        """``node.json`` in the data dir: where this process listens (for tests and tools)."""
+        info = {
+            "pid": os.getpid(),
+            "role": self.role,
+            "node_id": self.node_id,
+            "listeners": {lst.name: lst.port for lst in self.listeners},
+            "metrics_port": self.metrics.port,
+            "start_time_ms": self.start_time_ms,
+            "cluster_id": self.cluster_id,
+            **extra,
+        }
+        tmp = self.data_dir / "node.json.tmp"
+        tmp.write_text(json.dumps(info) + "\n", encoding="utf-8")
+        os.replace(tmp, self.data_dir / "node.json")
+
+    # --- the process ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def shutdown(self) -> None:
+        """Graceful part of stopping (the broker's Stopping state); then ``close``."""
+
+    async def close(self) -> None:
+        for listener in self.listeners:
+            await listener.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.metrics.stop()
+
+    async def run(self) -> None:
+        self._stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.request_stop)
+        try:
+            await self.start()
+            await self._stop.wait()
+            if self.fatal is None:
+                await self.shutdown()
+        except NodeFatal as e:
+            self.fatal = self.fatal or str(e)
+        finally:
+            await self.close()
+        if self.fatal is not None:
+            raise NodeFatal(self.fatal)
+
+
+def main(factory: Callable[[NodeConfig], Node], argv: list[str] | None = None) -> int:
+    """``python -m reference_impl.<role> CONFIG``: run one node; exit 1 with a reason on failure."""
+    args = sys.argv[1:] if argv is None else argv
+    prog = "reference_impl node"
+    if len(args) != 1:
+        print(f"usage: {prog} CONFIG.json", file=sys.stderr)
+        return 2
+    try:
+        config = NodeConfig.load(args[0])
+    except ConfigError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
+    name = f"{config.role} {config.node_id}"
+    logging.basicConfig(
+        level=getattr(logging, config.log_level.upper(), logging.INFO),
+        format=f"%(asctime)s %(levelname)s [{name}] %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    try:
+        node = factory(config)
+        asyncio.run(node.run())
+    except NodeFatal as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
