@@ -1,0 +1,128 @@
+"""Fetch (1), v4+: stored batches as they are, long-polled for MaxWaitMs until MinBytes.
+
+Consumers (ReplicaId -1) read up to the high watermark (read_uncommitted) or the last stable
+offset (read_committed: the same here, since no transaction is ever open); followers
+(ReplicaId = their broker id, in ReplicaState from v15, ClusterAction required) read up to
+the log end and get a DivergingEpoch when their LastFetchedEpoch shows they hold records the
+leader never had. Per-partition and per-request byte limits are honoured, except that the
+first batch is always returned whole so a consumer can make progress (KIP-74).
+
+Fetch sessions (KIP-227) are not kept: every answer has SessionId 0, which tells a client to
+send full requests; an incremental request (SessionEpoch > 0) gets FETCH_SESSION_ID_NOT_FOUND.
+Versions below 4 are not served, as in Kafka 4.0.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from reference_impl.handlers.data_common import current_leader, node_endpoints
+from reference_impl.log.errors import Errors
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.replica.manager import FetchPartition, FetchResult
+from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
+
+KEY = 1
+MIN_VERSION = 4
+TOPIC_AUTHORIZATION_FAILED = 29
+_LEADER_HINT = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        return await fetch(node, ctx, body)
+
+    return Api(KEY, handle, min_version=MIN_VERSION)
+
+
+async def fetch(node: Any, ctx: RequestContext, body: dict) -> dict:
+    v = ctx.version
+    replica_id = body["ReplicaId"] if v <= 14 else body["ReplicaState"]["ReplicaId"]
+    if body["SessionEpoch"] > 0:
+        return {
+            "ThrottleTimeMs": 0,
+            "ErrorCode": int(Errors.FETCH_SESSION_ID_NOT_FOUND),
+            "SessionId": 0,
+            "Responses": [],
+        }
+    cache = node.metadata_cache
+    follower_ok = replica_id < 0 or node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER)
+    order: list[tuple[str | None, uuid.UUID, list[int]]] = []
+    fixed: dict[tuple[Any, int], FetchResult] = {}
+    wanted: list[FetchPartition] = []
+    for t in body["Topics"]:
+        topic_id = t.get("TopicId", uuid.UUID(int=0)) if v >= 13 else uuid.UUID(int=0)
+        name = cache.topic_ids.get(topic_id) if v >= 13 else t["Topic"]
+        indexes = [p["Partition"] for p in t["Partitions"]]
+        order.append((name, topic_id, indexes))
+        key_name = name if name is not None else topic_id
+        if name is None:
+            error = Errors.UNKNOWN_TOPIC_ID
+        elif not follower_ok or (
+            replica_id < 0 and not node.authorize(ctx.session, "READ", ("TOPIC", name))
+        ):
+            error = TOPIC_AUTHORIZATION_FAILED
+        else:
+            error = None
+        for p in t["Partitions"]:
+            if error is not None:
+                fixed[(key_name, p["Partition"])] = FetchResult(int(error))
+                continue
+            wanted.append(
+                FetchPartition(
+                    name,
+                    p["Partition"],
+                    p["FetchOffset"],
+                    p["PartitionMaxBytes"],
+                    p.get("CurrentLeaderEpoch", -1),
+                    p.get("LastFetchedEpoch", -1),
+                )
+            )
+    if wanted:
+        results = await node.replica_manager.fetch(
+            replica_id,
+            body["MaxWaitMs"],
+            body["MinBytes"],
+            body["MaxBytes"],
+            body["IsolationLevel"],
+            wanted,
+        )
+        for r, res in zip(wanted, results, strict=True):
+            fixed[(r.topic, r.partition)] = res
+    read_committed = body["IsolationLevel"] == 1
+    leaders: set[int] = set()
+    responses = []
+    for name, topic_id, indexes in order:
+        key_name = name if name is not None else topic_id
+        parts = []
+        for index in indexes:
+            res = fixed[(key_name, index)]
+            entry: dict[str, Any] = {
+                "PartitionIndex": index,
+                "ErrorCode": res.error,
+                "HighWatermark": res.high_watermark,
+                "LastStableOffset": res.last_stable_offset,
+                "LogStartOffset": res.log_start_offset,
+                "AbortedTransactions": [] if read_committed else None,
+                "PreferredReadReplica": -1,
+                "Records": res.records,
+            }
+            if res.diverging is not None:
+                entry["DivergingEpoch"] = {"Epoch": res.diverging[0], "EndOffset": res.diverging[1]}
+            if res.error in _LEADER_HINT and v >= 12 and name is not None:
+                leader = current_leader(node, name, index)
+                if leader is not None:
+                    entry["CurrentLeader"] = leader
+                    leaders.add(leader["LeaderId"])
+            parts.append(entry)
+        responses.append({"Topic": name, "TopicId": topic_id, "Partitions": parts})
+    response: dict[str, Any] = {
+        "ThrottleTimeMs": 0,
+        "ErrorCode": 0,
+        "SessionId": 0,
+        "Responses": responses,
+    }
+    if v >= 16 and leaders:
+        response["NodeEndpoints"] = node_endpoints(node, ctx, leaders)
+    return response

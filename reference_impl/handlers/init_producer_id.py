@@ -1,0 +1,79 @@
+"""InitProducerId (22): a producer id for an idempotent producer.
+
+Ids are unique across the cluster without asking anyone: a broker hands out
+``node_id * 2**32 + n``, where ``n`` comes from blocks reserved in ``producer-ids`` in its data
+dir (the block is written and fsynced before any id from it is given out, so a restart never
+repeats an id). As Kafka does for a producer without a transactional id, every request gets a
+new id with epoch 0, also when it names its previous id and epoch (v3+). Transactions are not
+served (there is no transaction coordinator): a transactional id is answered
+COORDINATOR_NOT_AVAILABLE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from reference_impl.log.errors import Errors
+from reference_impl.net.listener import Api, RequestContext
+
+KEY = 22
+BLOCK = 1000
+FILE = "producer-ids"
+
+
+class ProducerIdAllocator:
+    def __init__(self, node_id: int, data_dir: Path) -> None:
+        if not 0 <= node_id < 2**31:
+            raise ValueError(f"node id {node_id} out of range for producer ids")
+        self.base = node_id << 32
+        self.path = Path(data_dir) / FILE
+        self.next = self.limit = self._reserved()
+
+    def _reserved(self) -> int:
+        try:
+            return int(json.loads(self.path.read_text())["next_block"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0
+
+    def _reserve(self) -> None:
+        limit = self.limit + BLOCK
+        if limit >= 2**32:
+            raise RuntimeError("this broker has handed out every producer id it owns")
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump({"version": 1, "next_block": limit}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        self.next, self.limit = self.limit, limit
+
+    def allocate(self) -> int:
+        if self.next >= self.limit:
+            self._reserve()
+        n = self.next
+        self.next += 1
+        return self.base + n
+
+
+def api(node: Any) -> Api:
+    allocator = ProducerIdAllocator(node.node_id, node.data_dir)
+
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        if body["TransactionalId"] is not None:
+            return {
+                "ThrottleTimeMs": 0,
+                "ErrorCode": int(Errors.COORDINATOR_NOT_AVAILABLE),
+                "ProducerId": -1,
+                "ProducerEpoch": -1,
+            }
+        return {
+            "ThrottleTimeMs": 0,
+            "ErrorCode": 0,
+            "ProducerId": allocator.allocate(),
+            "ProducerEpoch": 0,
+        }
+
+    return Api(KEY, handle)

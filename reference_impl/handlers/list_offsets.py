@@ -1,0 +1,73 @@
+"""ListOffsets (2), v1+: earliest (-2), latest (-1), max timestamp (-3, v7+), earliest local
+(-4, v8+: the log start, there being no tiered storage), earliest pending upload (-5, v9+:
+none, -1), or the first record at or after a timestamp (from the time index).
+
+Consumers see up to the high watermark (read_uncommitted) or the last stable offset; a
+replica id >= 0 sees the log end. v0 (a list of segment offsets) is not served, as in Kafka
+4.0. A partition named twice is answered INVALID_REQUEST, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.log.errors import Errors
+from reference_impl.net.listener import Api, RequestContext
+
+KEY = 2
+MIN_VERSION = 1
+TOPIC_AUTHORIZATION_FAILED = 29
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        return list_offsets(node, ctx, body)
+
+    return Api(KEY, handle, min_version=MIN_VERSION)
+
+
+def list_offsets(node: Any, ctx: RequestContext, body: dict) -> dict:
+    rm = node.replica_manager
+    replica_id = body["ReplicaId"]
+    isolation = body["IsolationLevel"] if ctx.version >= 2 else 0
+    seen: dict[tuple[str, int], int] = {}
+    for t in body["Topics"]:
+        for p in t["Partitions"]:
+            key = (t["Name"], p["PartitionIndex"])
+            seen[key] = seen.get(key, 0) + 1
+    topics = []
+    for t in body["Topics"]:
+        name = t["Name"]
+        allowed = node.authorize(ctx.session, "DESCRIBE", ("TOPIC", name))
+        parts = []
+        for p in t["Partitions"]:
+            index = p["PartitionIndex"]
+            entry: dict[str, Any] = {
+                "PartitionIndex": index,
+                "ErrorCode": 0,
+                "Timestamp": -1,
+                "Offset": -1,
+                "LeaderEpoch": -1,
+            }
+            if seen[(name, index)] > 1:
+                entry["ErrorCode"] = int(Errors.INVALID_REQUEST)
+            elif not allowed:
+                entry["ErrorCode"] = TOPIC_AUTHORIZATION_FAILED
+            else:
+                a = rm.list_offset(
+                    replica_id,
+                    isolation,
+                    name,
+                    index,
+                    p.get("CurrentLeaderEpoch", -1),
+                    p["Timestamp"],
+                )
+                entry.update(
+                    ErrorCode=a.error,
+                    Timestamp=a.timestamp,
+                    Offset=a.offset,
+                    LeaderEpoch=a.leader_epoch,
+                )
+            parts.append(entry)
+        topics.append({"Name": name, "Partitions": parts})
+    return {"ThrottleTimeMs": 0, "Topics": topics}

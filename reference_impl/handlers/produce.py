@@ -1,0 +1,100 @@
+"""Produce (0), v3+: one v2 batch per partition, validated, stored as received, acknowledged
+per ``Acks`` (0: no answer, 1: once the leader wrote it, -1: once the ISR has it).
+
+Versions below 3 (legacy message sets) are not served, as in Kafka 4.0. Errors are Kafka's:
+INVALID_REQUIRED_ACKS for acks outside -1/0/1, TOPIC_AUTHORIZATION_FAILED, and per partition
+what the replica manager answers (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER with the
+current leader from v10, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
+NOT_ENOUGH_REPLICAS(_AFTER_APPEND), OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
+REQUEST_TIMED_OUT). Transactions are not served (no transaction coordinator): a transactional
+batch is answered INVALID_TXN_STATE. With acks=0 an error closes the connection instead, as
+Kafka does, since there is no answer to carry it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.handlers.data_common import current_leader, node_endpoints
+from reference_impl.log.errors import Errors
+from reference_impl.net.listener import CLOSE, Api, RequestContext
+
+KEY = 0
+MIN_VERSION = 3
+TOPIC_AUTHORIZATION_FAILED = 29
+INVALID_TXN_STATE = 48
+_TRANSACTIONAL_BIT = 0x10
+_ATTRIBUTES_LOW_BYTE = 22
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict | None:
+        return await produce(node, ctx, body)
+
+    return Api(KEY, handle, min_version=MIN_VERSION)
+
+
+async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
+    v = ctx.version
+    acks = body["Acks"]
+    answers: dict[tuple[str, int], tuple[int, int, int, str | None]] = {}
+    entries = []
+    for t in body["TopicData"]:
+        name = t["Name"]
+        allowed = node.authorize(ctx.session, "WRITE", ("TOPIC", name))
+        for p in t["PartitionData"]:
+            key = (name, p["Index"])
+            records = p["Records"]
+            if acks not in (-1, 0, 1):
+                answers[key] = (int(Errors.INVALID_REQUIRED_ACKS), -1, -1, None)
+            elif not allowed:
+                answers[key] = (TOPIC_AUTHORIZATION_FAILED, -1, -1, None)
+            elif _transactional(records):
+                answers[key] = (INVALID_TXN_STATE, -1, -1, "transactions are not supported")
+            else:
+                entries.append((name, p["Index"], records))
+    if entries:
+        results = await node.replica_manager.append_records(
+            acks, body["TimeoutMs"], entries, produce_version=v
+        )
+        for key, r in results.items():
+            answers[key] = (r.error, r.base_offset, r.log_start_offset, r.message)
+    if acks == 0:
+        return CLOSE if any(a[0] for a in answers.values()) else None
+    leaders: set[int] = set()
+    topics = []
+    for t in body["TopicData"]:
+        parts = []
+        for p in t["PartitionData"]:
+            key = (t["Name"], p["Index"])
+            code, base, start, message = answers[key]
+            entry: dict[str, Any] = {
+                "Index": p["Index"],
+                "ErrorCode": code,
+                "BaseOffset": base,
+                "LogAppendTimeMs": -1,
+                "LogStartOffset": start,
+                "RecordErrors": [],
+                "ErrorMessage": message if code else None,
+            }
+            if code == Errors.NOT_LEADER_OR_FOLLOWER and v >= 10:
+                leader = current_leader(node, *key)
+                if leader is not None:
+                    entry["CurrentLeader"] = leader
+                    leaders.add(leader["LeaderId"])
+            parts.append(entry)
+        topics.append({"Name": t["Name"], "PartitionResponses": parts})
+    response: dict[str, Any] = {"Responses": topics, "ThrottleTimeMs": 0}
+    if v >= 10 and leaders:
+        response["NodeEndpoints"] = node_endpoints(node, ctx, leaders)
+    return response
+
+
+def _transactional(records: bytes | None) -> bool:
+    """A v2 batch with the transactional attribute (the low byte of attributes, bit 4)."""
+    return (
+        records is not None
+        and len(records) > _ATTRIBUTES_LOW_BYTE
+        and records[16] == 2
+        and bool(records[_ATTRIBUTES_LOW_BYTE] & _TRANSACTIONAL_BIT)
+    )

@@ -1,0 +1,225 @@
+"""What a leader checks in a client's ``records`` before appending them (Kafka's LogValidator).
+
+In the order Kafka checks, with the error codes Kafka answers:
+
+- the field must hold exactly one complete v2 batch (Produce v3+); a length claiming more
+  bytes than are there leaves no complete batch — INVALID_RECORD; a trailing partial batch
+  after a complete one is dropped, as Kafka trims it;
+- a length below the batch header, or a CRC-32C that does not match — CORRUPT_MESSAGE;
+- larger than ``max.message.bytes`` — MESSAGE_TOO_LARGE;
+- control batches from clients, a base offset other than 0, an offset range that does not
+  match the record count, a producer id without a sequence — INVALID_RECORD;
+- ZSTD before Produce v7 — UNSUPPORTED_COMPRESSION_TYPE; an unknown codec or a payload that
+  does not decompress — CORRUPT_MESSAGE;
+- every record is walked: its length, varints, key/value/header lengths and offset delta
+  (0, 1, 2 … in order) must be exactly right — INVALID_RECORD.
+
+Nothing is re-encoded: the caller stores the bytes it was given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.protocol.records import CorruptRecordError, decompress
+from conformance.protocol.records.compression import Compression
+from reference_impl.log.batches import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    crc_ok,
+    offset_and_length,
+    parse_header,
+)
+from reference_impl.log.errors import CorruptMessage, InvalidRecord, KafkaError, MessageTooLarge
+from reference_impl.log.errors import Errors as E
+
+_MIN_ENTRY = 14  # the smallest entry any message format can hold
+MAX_DECOMPRESSED = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ValidBatch:
+    header: BatchHeader
+    data: bytes | memoryview
+
+
+def validate_batch(
+    records: bytes | None, *, max_message_bytes: int, produce_version: int = 11
+) -> ValidBatch:
+    """The one batch of a Produce partition, checked; raises KafkaError with Kafka's code."""
+    if not records:
+        raise InvalidRecord("a produce request must hold exactly one record batch")
+    data = memoryview(records)
+    n = len(data)
+    spans = []
+    pos = 0
+    while n - pos >= LOG_OVERHEAD:
+        _, length = offset_and_length(data, pos)
+        if length - LOG_OVERHEAD < _MIN_ENTRY:
+            raise CorruptMessage(f"record size {length - LOG_OVERHEAD} is below the minimum")
+        if pos + length > n:
+            break
+        spans.append((pos, length))
+        pos += length
+    if len(spans) != 1:
+        raise InvalidRecord(
+            f"a produce request must hold exactly one record batch, found {len(spans)}"
+        )
+    _, length = spans[0]
+    if data[16] != 2:
+        raise InvalidRecord(f"record batches must be magic 2, not {data[16]}")
+    if length < HEADER_SIZE:
+        raise CorruptMessage(f"batch length {length - LOG_OVERHEAD} is below the v2 header size")
+    h = parse_header(data, 0)
+    if length > max_message_bytes:
+        raise MessageTooLarge(
+            f"the batch is {length} bytes, more than max.message.bytes {max_message_bytes}"
+        )
+    if not crc_ok(data, h):
+        raise CorruptMessage("the batch CRC-32C does not match its contents")
+    batch = data[:length]
+    _check_header(h, produce_version)
+    _check_records(batch, h)
+    return ValidBatch(h, batch)
+
+
+def validate_internal_batch(records: bytes | None) -> ValidBatch:
+    """A batch the broker itself writes (group coordinator): one v2 batch with a valid CRC."""
+    if not records or len(records) < HEADER_SIZE:
+        raise InvalidRecord("an internal append must hold one record batch")
+    h = parse_header(records, 0)
+    if h.magic != 2 or h.length != len(records) or not crc_ok(records, h):
+        raise CorruptMessage("an internal batch is not one valid v2 batch")
+    return ValidBatch(h, records)
+
+
+def _check_header(h: BatchHeader, produce_version: int) -> None:
+    if h.is_control:
+        raise InvalidRecord("clients may not write control batches")
+    if h.base_offset != 0:
+        raise InvalidRecord(f"the base offset of a produced batch must be 0, not {h.base_offset}")
+    if h.count <= 0:
+        raise InvalidRecord(f"invalid record count {h.count}")
+    if h.last_offset_delta + 1 != h.count:
+        raise InvalidRecord(
+            f"offset range {h.last_offset_delta + 1} does not match the record count {h.count}"
+        )
+    if h.producer_id >= 0 and h.base_sequence < 0:
+        raise InvalidRecord(f"producer id {h.producer_id} without a sequence number")
+    codec = h.attributes & 0x07
+    if codec > 4:
+        raise CorruptMessage(f"unknown compression codec {codec}")
+    if codec == Compression.ZSTD and produce_version < 7:
+        raise KafkaError("ZSTD needs Produce v7 or later", code=E.UNSUPPORTED_COMPRESSION_TYPE)
+
+
+def _check_records(batch: memoryview, h: BatchHeader) -> None:
+    codec = h.attributes & 0x07
+    if codec == Compression.NONE:
+        payload: bytes | memoryview = batch[HEADER_SIZE:]
+    else:
+        try:
+            payload = decompress(
+                Compression(codec), bytes(batch[HEADER_SIZE:]), max_size=MAX_DECOMPRESSED
+            )
+        except CorruptRecordError as e:
+            raise CorruptMessage(f"the compressed payload is corrupt: {e.reason}") from None
+    walk_records(payload, h.count)
+
+
+def walk_records(buf: bytes | memoryview, count: int) -> None:
+    """Check ``count`` records fill ``buf`` exactly, each well-formed, offset deltas 0..n-1.
+
+    Hot path of every produce: varints of one and two bytes (nearly all of them) are decoded
+    inline; longer ones go through ``_uvarint``.
+    """
+    if type(buf) is not bytes:
+        buf = bytes(buf)  # indexing bytes is several times faster than a memoryview
+    n = len(buf)
+    pos = 0
+    i = -1
+    try:
+        for i in range(count):
+            # record length: a zigzag varint, then the record's fields fill exactly that much
+            b = buf[pos]
+            if b < 0x80:
+                u, pos = b, pos + 1
+            elif buf[pos + 1] < 0x80:
+                u, pos = (b & 0x7F) | (buf[pos + 1] << 7), pos + 2
+            else:
+                u, pos = _uvarint(buf, pos, n)
+            length = (u >> 1) ^ -(u & 1)
+            end = pos + length
+            if length <= 0 or end > n:
+                raise InvalidRecord(f"record {i} has an invalid length {length}")
+            # attributes, then the timestamp delta (varlong): skipped
+            p = pos + 1
+            while buf[p] >= 0x80:
+                p += 1
+            p += 1
+            # offset delta
+            b = buf[p]
+            if b < 0x80:
+                u, p = b, p + 1
+            elif buf[p + 1] < 0x80:
+                u, p = (b & 0x7F) | (buf[p + 1] << 7), p + 2
+            else:
+                u, p = _uvarint(buf, p, end)
+            if (u >> 1) ^ -(u & 1) != i:
+                raise InvalidRecord(f"record {i} has offset delta {(u >> 1) ^ -(u & 1)}")
+            # key, value: nullable varint-length bytes
+            for _ in (0, 1):
+                b = buf[p]
+                if b < 0x80:
+                    u, p = b, p + 1
+                elif buf[p + 1] < 0x80:
+                    u, p = (b & 0x7F) | (buf[p + 1] << 7), p + 2
+                else:
+                    u, p = _uvarint(buf, p, end)
+                k = (u >> 1) ^ -(u & 1)
+                if k > 0:
+                    p += k
+                elif k < -1:
+                    raise InvalidRecord(f"record {i} has a key or value of invalid length {k}")
+            # headers
+            b = buf[p]
+            if b < 0x80:
+                u, p = b, p + 1
+            else:
+                u, p = _uvarint(buf, p, end)
+            headers = (u >> 1) ^ -(u & 1)
+            if headers < 0:
+                raise InvalidRecord(f"record {i} has a negative header count")
+            for _ in range(headers):
+                u, p = _uvarint(buf, p, end)
+                k = (u >> 1) ^ -(u & 1)
+                if k < 0:
+                    raise InvalidRecord(f"record {i} has a header key of invalid length {k}")
+                u, p = _uvarint(buf, p + k, end)
+                k = (u >> 1) ^ -(u & 1)
+                if k < -1:
+                    raise InvalidRecord(f"record {i} has a header value of invalid length {k}")
+                p += max(k, 0)
+            if p != end:
+                raise InvalidRecord(
+                    f"record {i} has length {length} but its fields take {p - pos} bytes"
+                )
+            pos = end
+    except IndexError:
+        raise InvalidRecord(f"record {i} runs past the end of the batch") from None
+    if pos != n:
+        raise InvalidRecord(f"{n - pos} bytes follow the {count} declared records")
+
+
+def _uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise InvalidRecord("a varint runs past the end of its record")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
