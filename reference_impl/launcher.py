@@ -43,6 +43,11 @@ class ClusterError(RuntimeError):
     """The cluster did not come up (the message names the node and its last words)."""
 
 
+def controller_id(k: int) -> int:
+    """Controller k's node id: 0, then 1001, 1002 … (brokers are 1..N)."""
+    return 0 if k == 0 else 1000 + k
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -139,7 +144,8 @@ class Cluster:
     def _configure(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         controllers = [
-            ControllerAddress(k, self.host, self._port(k)) for k in range(self.controllers)
+            ControllerAddress(controller_id(k), self.host, self._port(k))
+            for k in range(self.controllers)
         ]
         common = {
             "controllers": controllers,
@@ -147,19 +153,9 @@ class Cluster:
             "inter_broker_listener": "INTERNAL",
             "broker_principals": [BROKER_PRINCIPAL],
         }
-        n = 0
         for c in controllers:
             listener = ListenerConfig("CONTROLLER", c.port, self.host, principal=BROKER_PRINCIPAL)
-            self._add(
-                f"controller-{c.node_id}",
-                "controller",
-                c.node_id,
-                [listener],
-                n,
-                common,
-                self.controller_overrides,
-            )
-            n += 1
+            self._add("controller", c.node_id, [listener], common, self.controller_overrides)
         for i in range(1, self.brokers + 1):
             listeners = [
                 ListenerConfig("PLAINTEXT", self._port(100 + i), self.host),
@@ -167,38 +163,26 @@ class Cluster:
                     "INTERNAL", self._port(200 + i), self.host, principal=BROKER_PRINCIPAL
                 ),
             ]
-            self._add(
-                f"broker-{i}",
-                "broker",
-                self.controllers + i - 1,
-                listeners,
-                n,
-                common,
-                self.broker_overrides,
-                node_id=i,
-            )
-            n += 1
+            self._add("broker", i, listeners, common, self.broker_overrides)
 
     def _add(
         self,
-        name: str,
         role: str,
-        _index: int,
+        node_id: int,
         listeners: list[ListenerConfig],
-        n: int,
         common: dict[str, Any],
         role_overrides: dict[str, Any],
-        node_id: int | None = None,
     ) -> None:
+        name = f"{role}-{node_id}"
         node_dir = self.data_dir / name
         node_dir.mkdir(parents=True, exist_ok=True)
         values: dict[str, Any] = {
             **common,
             "role": role,
-            "node_id": node_id if node_id is not None else _index,
+            "node_id": node_id,
             "data_dir": str(node_dir / "data"),
             "listeners": listeners,
-            "metrics_port": self._port(300 + n),
+            "metrics_port": self._port(300 + len(self.nodes)),
             **self.overrides,
             **role_overrides,
         }

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from conformance.client.wire import Connection
+from conformance.protocol import Codec
 from reference_impl.config import ListenerConfig, NodeConfig
 from reference_impl.net.listener import Security, Session
 
@@ -49,9 +51,29 @@ class ListenerSecurity(Security):
         return Session(principal=self.principal)
 
 
+async def connect(
+    host: str, port: int, *, codec: Codec, client_id: str, timeout: float
+) -> Connection:
+    """A connection to another node (controller channel, propagation, replica fetches),
+    authenticated as this node's broker principal when ``security/inter_node.py`` says so."""
+    try:
+        from reference_impl.security import inter_node
+    except ModuleNotFoundError as e:
+        if e.name is None or not e.name.startswith("reference_impl.security"):
+            raise
+        return await Connection.open(host, port, codec=codec, client_id=client_id, timeout=timeout)
+    return await inter_node.connect(host, port, codec=codec, client_id=client_id, timeout=timeout)
+
+
 def authorizer_for(config: NodeConfig) -> Authorizer:
-    return DefaultAuthorizer(config.broker_principals, config.super_users)
+    from reference_impl.security import node_security
+
+    acl = node_security.authorizer(config)
+    return acl or DefaultAuthorizer(config.broker_principals, config.super_users)
 
 
 def security_for(config: NodeConfig, listener: ListenerConfig) -> Security:
-    return ListenerSecurity(listener.principal)
+    from reference_impl.security import node_security
+
+    sasl = node_security.listener_security(config, listener)
+    return sasl or ListenerSecurity(listener.principal)

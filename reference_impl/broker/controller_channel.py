@@ -18,6 +18,7 @@ from typing import Any
 
 from conformance.client.wire import Connection, Response, pick_version
 from conformance.protocol import Codec
+from reference_impl import security_hooks
 from reference_impl.config import ControllerAddress
 from reference_impl.error_codes import Error
 
@@ -55,7 +56,7 @@ class ControllerChannel:
                     if c.node_id == active:
                         self._index = i
             target = self.controllers[self._index]
-            conn = await Connection.open(
+            conn = await security_hooks.connect(
                 target.host, target.port, codec=self.codec, client_id=self.client_id, timeout=2.0
             )
             try:

@@ -82,14 +82,19 @@ class Forwarder:
         return answer
 
 
+def forwarded_api(node: Any, api_key: int) -> Api:
+    """A broker's Api for a mutation it forwards to the controller."""
+
+    async def forward(ctx: RequestContext, body: dict) -> dict:
+        return await node.forwarder.forward(ctx, body)
+
+    return Api(api_key, forward)
+
+
 def mutation_api(node: Any, api_key: int, serve: Callable[..., Awaitable[dict]]) -> Api:
     """A forwarded mutation's Api: brokers forward it, the controller ``serve``s it."""
     if node.role == "broker":
-
-        async def forward(ctx: RequestContext, body: dict) -> dict:
-            return await node.forwarder.forward(ctx, body)
-
-        return Api(api_key, forward)
+        return forwarded_api(node, api_key)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return await serve(node, ctx, body)

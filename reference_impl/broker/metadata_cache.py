@@ -69,6 +69,8 @@ class MetadataCache:
         self.broker_configs: dict[str, dict[str, str]] = {}
         #: [(entity as ((type, name), ...), {key: value})]
         self.quotas: list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]] = []
+        #: ACL bindings (JSON dicts, ``security/acl.py``'s AclBinding.to_dict)
+        self.acls: list[dict[str, Any]] = []
         self._listeners: list[Callable[[MetadataCache], None]] = []
 
     def add_listener(self, callback: Callable[[MetadataCache], None]) -> None:
@@ -114,6 +116,7 @@ class MetadataCache:
                 (tuple((t, n) for t, n in entity), values)
                 for entity, values in configs.get("quotas", [])
             ]
+            self.acls = configs.get("acls", [])
         if offset >= 0:
             self.offset = offset
         for callback in self._listeners:

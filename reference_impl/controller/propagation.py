@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from conformance.client.wire import Connection, pick_version
-from reference_impl import extensions
+from reference_impl import extensions, security_hooks
 from reference_impl.broker_state import BrokerState
 from reference_impl.controller.image import (
     BROKER_RESOURCE,
@@ -46,6 +46,7 @@ def config_image(image: MetadataImage) -> dict[str, Any]:
         "topics": {n: v for (t, n), v in image.configs.items() if t == TOPIC_RESOURCE},
         "brokers": {n: v for (t, n), v in image.configs.items() if t == BROKER_RESOURCE},
         "quotas": [[[list(e) for e in entity], values] for entity, values in image.quotas.items()],
+        "acls": image.acls,
     }
 
 
@@ -135,7 +136,7 @@ class BrokerSender:
 
     async def _connect(self, host: str, port: int) -> Connection:
         if self.conn is None or self.conn.closed:
-            self.conn = await Connection.open(
+            self.conn = await security_hooks.connect(
                 host,
                 port,
                 codec=self.controller.codec,
