@@ -1,0 +1,145 @@
+"""What the suite runs against: endpoints, how to start and stop it, what it lets the suite do.
+
+A target is started once per run. ``reference``, ``tansu`` and ``docker`` start processes (and
+stop them by pid or container id); ``external`` only names endpoints somebody else runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+from dataclasses import dataclass, field
+
+#: Listener types of a broker's client listener when the target does not say which it is: a
+#: ZooKeeper-mode broker (zkBroker) or a KRaft broker (broker) both serve clients there.
+CLIENT_LISTENER_TYPES = ("zkBroker", "broker")
+
+_HOST_PORT = re.compile(
+    r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9._-]+)):(?P<port>\d{1,5})$"
+)
+
+
+class TargetError(Exception):
+    """The target cannot be used (bad address, unreachable, missing engine): one clear line."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def parse_endpoint(text: str, what: str = "address") -> Endpoint:
+    """``HOST:PORT`` (or ``[v6]:PORT``) to an Endpoint; TargetError names what was malformed."""
+    m = _HOST_PORT.match(text.strip()) if text else None
+    if m is None:
+        raise TargetError(f"malformed {what} {text!r}: expected HOST:PORT")
+    port = int(m.group("port"))
+    if not 0 < port < 65536:
+        raise TargetError(f"malformed {what} {text!r}: port {port} out of range 1-65535")
+    return Endpoint(m.group("v6") or m.group("host"), port)
+
+
+def parse_bootstrap(text: str) -> list[Endpoint]:
+    """A comma-separated bootstrap list."""
+    parts = [p for p in text.split(",") if p.strip()] if text else []
+    if not parts:
+        raise TargetError("malformed bootstrap server '': expected HOST:PORT[,HOST:PORT...]")
+    return [parse_endpoint(p, "bootstrap server") for p in parts]
+
+
+_ZK = re.compile(r"^(?P<hosts>[^/]+)(?P<chroot>/.*)?$")
+
+
+def parse_zookeeper(text: str) -> str:
+    """``H:P[,H:P...][/chroot]`` checked and returned as kazoo takes it."""
+    m = _ZK.match(text.strip()) if text else None
+    if m is None:
+        raise TargetError(f"malformed ZooKeeper connect string {text!r}: expected H:P[/chroot]")
+    for part in m.group("hosts").split(","):
+        parse_endpoint(part, "ZooKeeper address")
+    return text.strip()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(ep: Endpoint, timeout: float) -> bool:
+    """True once a TCP connection to ``ep`` succeeds within ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((ep.host, ep.port), timeout=1.0):
+                return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+
+def stop_process(proc: subprocess.Popen | None, timeout: float = 10.0) -> None:
+    """SIGTERM ``proc`` by its pid, SIGKILL it if it has not exited within ``timeout``."""
+    if proc is None or proc.poll() is not None:
+        return
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
+@dataclass(frozen=True)
+class Sasl:
+    mechanism: str
+    username: str
+    password: str
+
+
+@dataclass
+class Target:
+    """Endpoints and facts of a running target; subclasses start and stop it."""
+
+    kind: str = "external"
+    name: str = "external"
+    version: str = "unknown"
+    bootstrap: list[Endpoint] = field(default_factory=list)
+    controller: Endpoint | None = None
+    zookeeper: str | None = None
+    sasl: Sasl | None = None
+    #: the spec listener types (zkBroker, broker, controller) of the client listener
+    client_listener_types: tuple[str, ...] = CLIENT_LISTENER_TYPES
+    #: node id -> endpoint of each broker the suite can restart (empty: none)
+    restartable: dict[int, Endpoint] = field(default_factory=dict)
+
+    def start(self) -> None:
+        """Start what the target runs (nothing for an external one)."""
+
+    def stop(self) -> None:
+        """Stop everything :meth:`start` started."""
+
+    def restart_broker(self, node_id: int) -> None:
+        """Restart one broker and return once it serves again."""
+        raise TargetError(f"the {self.kind} target cannot restart broker {node_id}")
+
+    def describe(self) -> str:
+        return f"{self.name} {self.version} at {','.join(map(str, self.bootstrap))}"
+
+    def __enter__(self) -> Target:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

