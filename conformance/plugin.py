@@ -1,1 +1,540 @@
-"""pytest plugin entry point."""
+"""pytest plugin (entry point ``pytest11``): runs ``conformance.suite`` against a target.
+
+    pytest --pyargs conformance.suite --bootstrap-server H:P [--strict] [--select EXPR] ...
+
+It takes the options of ``kafka-conformance run``. It is inert in any session that collects no
+suite test (the project's own tests load it too). When suite tests are collected it validates
+their requirement ids, applies ``--select``, starts the target (``--target``) and opens the
+harness; a target that cannot be used is a usage error (one line). Each test's outcome becomes
+one verdict per requirement (``conformance.results.verdicts``); with ``--results-dir`` they are
+recorded with the run's manifest, and with ``--report`` rendered.
+
+pytest's own view follows the verdicts: FAIL and ERROR fail, NONSTRICT shows as xfail (it does
+not fail the session unless ``--strict``), UNSUPPORTED / NOT_EXPOSED / PROPOSAL_ABSENT / SKIP are
+skips whose reason starts with the verdict.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.results.verdicts import NotApplicable, Verdict, verdict_for
+from conformance.suite.meta import MARKER, kebab
+
+#: hypothesis examples per property test of the suite (``--examples``)
+DEFAULT_EXAMPLES = 5
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("kafka-conformance", "Kafka conformance suite (conformance.suite)")
+    g.addoption(
+        "--target",
+        default=None,
+        metavar="KIND",
+        help="reference (default), reference:zookeeper, tansu, external, docker:IMAGE",
+    )
+    g.addoption(
+        "--bootstrap-server",
+        default=None,
+        metavar="H:P[,H:P]",
+        help="an external target's client listener",
+    )
+    g.addoption(
+        "--controller-bootstrap",
+        default=None,
+        metavar="H:P",
+        help="the controller listener (controller tests SKIP without it)",
+    )
+    g.addoption(
+        "--zookeeper",
+        default=None,
+        metavar="H:P[/chroot]",
+        help="the target's ZooKeeper (znode tests SKIP without it)",
+    )
+    g.addoption("--sasl-mechanism", default=None, metavar="M")
+    g.addoption("--sasl-username", default=None, metavar="U")
+    g.addoption("--sasl-password", default=None, metavar="P")
+    g.addoption("--target-name", default=None, metavar="NAME", help="name in results/reports")
+    g.addoption("--target-version", default=None, metavar="V", help="version in results/reports")
+    # --strict is pytest's own flag (strict markers and config); the suite reads it too: a
+    # SHOULD requirement not met is then FAIL instead of NONSTRICT.
+    g.addoption(
+        "--select",
+        default=None,
+        metavar="EXPR",
+        help="run tests whose id, requirement id, KIP, API or level matches "
+        "(and/or/not, parentheses), e.g. 'KIP-78 and MUST'",
+    )
+    g.addoption(
+        "--seed",
+        default=None,
+        type=int,
+        metavar="N",
+        help="hypothesis seed (recorded in the manifest; reproduces a run)",
+    )
+    g.addoption(
+        "--examples",
+        default=DEFAULT_EXAMPLES,
+        type=int,
+        metavar="N",
+        help=f"hypothesis examples per property test (default {DEFAULT_EXAMPLES})",
+    )
+    g.addoption(
+        "--spec-dir",
+        default=None,
+        metavar="DIR",
+        help="message specs to use (default: the project's, Kafka 3.9)",
+    )
+    g.addoption(
+        "--results-dir",
+        default=None,
+        metavar="DIR",
+        help="write results.jsonl and manifest.json of the run here",
+    )
+    g.addoption("--report", default=None, metavar="DIR", help="render the run's report here")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(test_id, requirements, api): a conformance suite test (conformance.suite.meta)",
+    )
+    config.stash[STATE] = State()
+
+
+# --- state -----------------------------------------------------------------------------------
+
+
+@dataclass
+class TestInfo:
+    test_id: str
+    requirements: tuple[str, ...]
+    api: int | None
+
+
+@dataclass
+class Phase:
+    outcome: str
+    exc: BaseException | None
+    duration: float
+    message: str
+
+
+@dataclass
+class State:
+    harness: Any = None
+    target: Any = None
+    recorder: Any = None
+    seed: int | None = None
+    strict: bool = False
+    select: str | None = None
+    spec_release: str = "3.9.0"
+    phases: dict[str, list[tuple[str, Phase]]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    active: bool = False
+
+
+STATE = pytest.StashKey[State]()
+
+
+def info(item: pytest.Item) -> TestInfo | None:
+    return item.stash.get(INFO, None)
+
+
+INFO = pytest.StashKey[TestInfo]()
+
+
+# --- collection --------------------------------------------------------------------------------
+
+
+def _format_id(template: str, item: pytest.Item) -> str:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    try:
+        return template.format(**{k: str(v) for k, v in params.items()})
+    except (KeyError, IndexError) as e:
+        raise pytest.UsageError(
+            f"{item.nodeid}: test id {template!r} names unknown parameter {e}"
+        ) from None
+
+
+def _terms(item: pytest.Item, ti: TestInfo) -> set[str]:
+    """Lower-case names a selection term may match exactly."""
+    from conformance.requirements import requirements
+
+    reqs = requirements()
+    terms = {ti.test_id.lower()}
+    for rid in ti.requirements:
+        r = reqs[rid]
+        terms |= {rid.lower(), r.feature.lower(), r.file.lower(), r.level.lower()}
+        for a in r.apis:
+            terms |= {a.api.lower(), kebab(a.api), f"api:{a.api.lower()}"}
+    return terms
+
+
+def _matcher(item: pytest.Item, ti: TestInfo):
+    terms = _terms(item, ti)
+    tid = ti.test_id.lower()
+
+    def match(name: str, **kwargs: Any) -> bool:
+        n = name.lower()
+        if n in terms:
+            return True
+        if n.startswith("api:") and n[4:] in tid.split("/"):
+            return True
+        return n in tid.split("/") or ("/" in n and n in tid) or tid.startswith(n + "/")
+
+    return match
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list
+) -> None:
+    suite = [i for i in items if i.get_closest_marker(MARKER) is not None]
+    if not suite:
+        return
+    from _pytest.mark.expression import Expression
+
+    from conformance.requirements import requirements
+
+    reqs = requirements()
+    state = config.stash[STATE]
+    for item in suite:
+        mark = item.get_closest_marker(MARKER)
+        unknown = [r for r in mark.kwargs["requirements"] if r not in reqs]
+        if unknown:
+            raise pytest.UsageError(
+                f"{item.nodeid}: unknown requirement id(s) {', '.join(unknown)}"
+            )
+        ti = TestInfo(
+            _format_id(mark.kwargs["test_id"], item),
+            mark.kwargs["requirements"],
+            mark.kwargs.get("api"),
+        )
+        item.stash[INFO] = ti
+        item.extra_keyword_matches.update({ti.test_id, *ti.requirements})
+        item.user_properties.append(("conformance_id", ti.test_id))
+    expr_text = config.getoption("select")
+    if expr_text:
+        try:
+            expr = Expression.compile(expr_text)
+        except SyntaxError as e:
+            raise pytest.UsageError(f"--select {expr_text!r}: {e.msg or e}") from None
+        keep, drop = [], []
+        for item in items:
+            ti = info(item)
+            (keep if ti is None or expr.evaluate(_matcher(item, ti)) else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+        state.select = expr_text
+        if not any(info(i) for i in items):
+            return
+    _open_run(config, state)
+
+
+def _open_run(config: pytest.Config, state: State) -> None:
+    from conformance.protocol import Codec
+    from conformance.protocol.errors import SpecError
+    from conformance.suite.harness import Harness
+    from conformance.targets import TargetError, TargetOptions, make_target
+
+    opts = TargetOptions(
+        target=config.getoption("target"),
+        bootstrap=config.getoption("bootstrap_server"),
+        controller=config.getoption("controller_bootstrap"),
+        zookeeper=config.getoption("zookeeper"),
+        sasl_mechanism=config.getoption("sasl_mechanism"),
+        sasl_username=config.getoption("sasl_username"),
+        sasl_password=config.getoption("sasl_password"),
+        target_name=config.getoption("target_name"),
+        target_version=config.getoption("target_version"),
+    )
+    spec_dir = config.getoption("spec_dir")
+    try:
+        codec = Codec.from_specs(spec_dir, strict=False)
+    except SpecError as e:
+        raise pytest.UsageError(f"--spec-dir: {e}") from None
+    if spec_dir:
+        state.spec_release = Path(spec_dir).resolve().name
+    state.seed = config.getoption("seed")
+    if state.seed is None:
+        state.seed = random.SystemRandom().randrange(2**32)
+    _force_hypothesis_seed(state.seed)
+    state.strict = bool(config.getoption("strict"))
+    try:
+        target = make_target(opts)
+        state.target = target
+        target.start()
+        harness = Harness(
+            target,
+            codec,
+            examples=config.getoption("examples"),
+            seed=state.seed,
+            strict=state.strict,
+        )
+        state.harness = harness
+        harness.open()
+    except TargetError as e:
+        _close_run(state)
+        raise pytest.UsageError(str(e)) from None
+    state.active = True
+    results_dir = config.getoption("results_dir")
+    if results_dir:
+        from conformance.results.recorder import Recorder, new_run_id
+
+        base = Path(results_dir)
+        run_id = new_run_id(target.name)
+        state.recorder = Recorder(base, run_id)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"kafka-conformance: {target.describe()}; seed {state.seed}"
+            f"{'; strict' if state.strict else ''}"
+        )
+
+
+def _force_hypothesis_seed(seed: int) -> None:
+    """Make every property test of the run draw from ``seed`` (what --hypothesis-seed does)."""
+    from hypothesis import core
+
+    core.global_force_seed = seed  # type: ignore[attr-defined]
+
+
+def _close_run(state: State) -> None:
+    if state.harness is not None:
+        state.harness.close()
+        state.harness = None
+    if state.target is not None:
+        state.target.stop()
+
+
+# --- fixtures --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def harness(request: pytest.FixtureRequest):
+    """The run's :class:`conformance.suite.harness.Harness` (target started, versions known)."""
+    state = request.config.stash[STATE]
+    if state.harness is None:
+        raise RuntimeError("the conformance harness is not open (no suite test was collected)")
+    return state.harness
+
+
+# --- outcomes ----------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    ti = info(item)
+    state = item.config.stash[STATE]
+    if ti is None or not state.active:
+        return
+    report: pytest.TestReport = outcome.get_result()
+    exc = call.excinfo.value if call.excinfo is not None else None
+    message = "" if report.passed else _message(report, exc)
+    state.phases.setdefault(item.nodeid, []).append(
+        (call.when, Phase(report.outcome, exc, call.duration, message))
+    )
+    if call.when == "call":
+        _adjust_call_report(item, ti, state, report, exc)
+    if call.when == "teardown":
+        _finish_test(item, ti, state)
+
+
+def _message(report: pytest.TestReport, exc: BaseException | None) -> str:
+    if isinstance(exc, NotApplicable):
+        return exc.reason
+    if exc is not None and not isinstance(exc, pytest.skip.Exception):
+        text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, AssertionError) else str(exc)
+        return " ".join(text.split())[:2000]
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return " ".join(str(report.longrepr or "").split())[-2000:]
+
+
+def _verdicts(ti: TestInfo, state: State, phases: list[tuple[str, Phase]], soft: dict[str, str]):
+    """(requirement id, verdict, message) for each requirement of a finished test."""
+    from conformance.requirements import requirements
+
+    reqs = requirements()
+    setup = next((p for w, p in phases if w == "setup"), None)
+    call = next((p for w, p in phases if w == "call"), None)
+    teardown = next((p for w, p in phases if w == "teardown"), None)
+    out = []
+    for rid in ti.requirements:
+        level = reqs[rid].level
+        if setup is not None and setup.outcome != "passed":
+            if setup.outcome == "skipped":
+                v = verdict_for("skipped", level, exc=setup.exc)
+            else:
+                v = Verdict.ERROR
+            out.append((rid, v, setup.message))
+            continue
+        if call is None:
+            out.append((rid, Verdict.ERROR, "the test did not run"))
+            continue
+        if call.outcome == "failed":
+            named = getattr(call.exc, "req_ids", ())
+            if named and rid not in named:
+                if rid in soft:
+                    v = verdict_for("failed", level, strict=state.strict, exc=AssertionError())
+                    out.append((rid, v, soft[rid]))
+                else:
+                    out.append(
+                        (
+                            rid,
+                            Verdict.SKIP,
+                            f"not evaluated: the test stopped at a failure "
+                            f"of {', '.join(named)}: {call.message}",
+                        )
+                    )
+                continue
+            out.append(
+                (rid, verdict_for("failed", level, strict=state.strict, exc=call.exc), call.message)
+            )
+            continue
+        if call.outcome == "skipped":
+            out.append((rid, verdict_for("skipped", level, exc=call.exc), call.message))
+            continue
+        if rid in soft:
+            v = verdict_for("failed", level, strict=state.strict, exc=AssertionError())
+            out.append((rid, v, soft[rid]))
+            continue
+        if teardown is not None and teardown.outcome == "failed":
+            out.append((rid, Verdict.ERROR, f"teardown: {teardown.message}"))
+            continue
+        out.append((rid, Verdict.PASS, None))
+    return out
+
+
+def _adjust_call_report(item, ti: TestInfo, state: State, report, exc) -> None:
+    """Make pytest's outcome agree with the verdicts (soft failures, NONSTRICT as xfail)."""
+    soft = dict(state.harness.notes.soft) if state.harness else {}
+    phases = [
+        ("setup", Phase("passed", None, 0, "")),
+        ("call", Phase(report.outcome, exc, 0, _message(report, exc) if not report.passed else "")),
+    ]
+    verdicts = {v for _, v, _ in _verdicts(ti, state, phases, soft)}
+    if Verdict.FAIL in verdicts or Verdict.ERROR in verdicts:
+        if report.passed:
+            report.outcome = "failed"
+            report.longrepr = "; ".join(f"{k}: {m}" for k, m in soft.items())
+        return
+    if Verdict.NONSTRICT in verdicts:
+        text = "; ".join(f"{k}: {m}" for k, m in soft.items()) or _message(report, exc)
+        report.outcome = "skipped"
+        report.wasxfail = f"NONSTRICT: {text}"[:500]
+
+
+def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
+    phases = state.phases.pop(item.nodeid, [])
+    harness = state.harness
+    notes = harness.notes if harness is not None else None
+    soft = dict(notes.soft) if notes else {}
+    duration_ms = round(sum(p.duration for _, p in phases) * 1000, 3)
+    from conformance.requirements import requirements
+
+    reqs = requirements()
+    uses_hypothesis = hasattr(getattr(item, "obj", None), "hypothesis") or bool(
+        notes and notes.seeded
+    )
+    for rid, verdict, message in _verdicts(ti, state, phases, soft):
+        state.counts[verdict.value] = state.counts.get(verdict.value, 0) + 1
+        if state.recorder is None:
+            continue
+        api_key = notes.api_key if notes and notes.api_key is not None else ti.api
+        version = notes.api_version if notes and notes.api_key is not None else None
+        name = harness.api_name(api_key) if api_key is not None and harness else None
+        state.recorder.add(
+            {
+                "test_id": ti.test_id,
+                "requirement_id": rid,
+                "level": reqs[rid].level,
+                "feature": reqs[rid].file,
+                "api_key": api_key,
+                "api_name": name,
+                "api_version": version,
+                "verdict": verdict.value,
+                "message": message or None,
+                "duration_ms": duration_ms,
+                "seed": state.seed if uses_hypothesis else None,
+                "listener": (notes.listener if notes and notes.listener else reqs[rid].listener),
+            }
+        )
+    if harness is not None:
+        harness.end_test()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    state = item.config.stash[STATE]
+    if info(item) is not None and state.harness is not None:
+        state.harness.end_test()
+
+
+# --- the end -----------------------------------------------------------------------------------
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash[STATE]
+    if not state.counts:
+        return
+    order = [v.value for v in Verdict]
+    parts = [f"{state.counts[v]} {v}" for v in order if state.counts.get(v)]
+    terminalreporter.write_sep("=", "conformance verdicts")
+    terminalreporter.write_line(", ".join(parts))
+    if state.recorder is not None:
+        terminalreporter.write_line(f"results: {state.recorder.dir}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash[STATE]
+    if not state.active:
+        return
+    try:
+        if state.recorder is not None:
+            _write_manifest(session.config, state)
+            report_dir = session.config.getoption("report")
+            if report_dir:
+                from conformance.results.summary import render_report
+
+                render_report(state.recorder.dir, Path(report_dir))
+    finally:
+        _close_run(state)
+        state.active = False
+
+
+def _write_manifest(config: pytest.Config, state: State) -> None:
+    from conformance.results.recorder import fingerprint
+
+    t, h = state.target, state.harness
+    state.recorder.finish(
+        target_name=t.name,
+        target_version=t.version or "unknown",
+        target_kind=t.kind,
+        bootstrap=",".join(map(str, t.bootstrap)),
+        controller_bootstrap=str(t.controller) if t.controller else None,
+        api_versions=fingerprint(h.advertised),
+        controller_api_versions=fingerprint(h.controller_advertised),
+        suite_version=suite_version(),
+        spec_release=state.spec_release,
+        hypothesis_seed=state.seed,
+        hypothesis_profile=f"suite(max_examples={h.examples})",
+        strict=state.strict,
+        select=state.select,
+    )
+
+
+def suite_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kafka-conformance")
+    except PackageNotFoundError:
+        return "0+unknown"

@@ -1,0 +1,301 @@
+"""The suite's view of a running target: connections, advertised versions, capability checks.
+
+Tests are plain synchronous functions (so hypothesis drives them directly); the asyncio wire
+client runs on one event loop in a background thread that the harness owns, and
+:class:`SyncConnection` hands each call to it. Every connection a test opens is closed when the
+test ends. The capability checks here are the only place that decides NOT_EXPOSED, UNSUPPORTED
+and the missing-listener SKIP, so every test decides them the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from conformance.client.wire import Connection, ConnectionClosed, Response
+from conformance.protocol import Codec, DecodeError
+from conformance.protocol.framing import encode_request
+from conformance.protocol.versions import Versions
+from conformance.results.verdicts import MissingPrecondition, NotExposed, Unsupported
+from conformance.targets.base import Endpoint, Target, TargetError
+
+T = TypeVar("T")
+
+CONTROLLER_TYPES = ("controller",)
+#: seconds to wait for an answer before a request counts as unanswered
+REQUEST_TIMEOUT = 10.0
+
+
+@dataclass
+class TestNotes:
+    """What one test recorded besides its outcome: soft failures per requirement, API used."""
+
+    soft: dict[str, str] = field(default_factory=dict)
+    api_key: int | None = None
+    api_version: int | None = None
+    listener: str | None = None
+    #: whether the test drew hypothesis examples (its records then carry the run's seed)
+    seeded: bool = False
+
+    def fail_soft(self, req_id: str, message: str) -> None:
+        self.soft.setdefault(req_id, message)
+
+
+class SyncConnection:
+    """A wire connection driven from synchronous test code."""
+
+    def __init__(self, harness: Harness, conn: Connection, endpoint: Endpoint) -> None:
+        self.harness, self.conn, self.endpoint = harness, conn, endpoint
+
+    @property
+    def closed(self) -> bool:
+        return self.conn.closed
+
+    def request(
+        self, api_key: int, version: int, body: dict, *, timeout: float = REQUEST_TIMEOUT
+    ) -> Response:
+        return self.harness.call(self.conn.request(api_key, version, body, timeout=timeout))
+
+    def send_frame(self, frame: bytes, api_key: int, version: int, cid: int) -> asyncio.Future:
+        """Send a request frame (header + body, no size) whose answer is decoded as api/version."""
+
+        async def send() -> asyncio.Future:
+            return self.conn.send_frame(frame, api_key, version, cid)
+
+        return self.harness.call(send())
+
+    def wait(self, fut: asyncio.Future, timeout: float = REQUEST_TIMEOUT) -> Response:
+        async def get() -> Response:
+            return await asyncio.wait_for(fut, timeout)
+
+        return self.harness.call(get())
+
+    def send_raw(self, data: bytes) -> None:
+        self.harness.call(self.conn.send_raw(data))
+
+    def closed_by_peer(self, timeout: float) -> bool:
+        return self.harness.call(self.conn.wait_closed_by_peer(timeout))
+
+    def api_versions(self, version: int = 3) -> dict[int, tuple[int, int]]:
+        return self.harness.call(self.conn.api_versions(version))
+
+    def close(self) -> None:
+        self.harness.call(self.conn.close())
+
+
+class Harness:
+    """One per run: owns the event loop thread, the codec and the target's advertised versions."""
+
+    def __init__(
+        self,
+        target: Target,
+        codec: Codec,
+        *,
+        examples: int = 5,
+        seed: int | None = None,
+        strict: bool = False,
+    ) -> None:
+        self.target, self.codec = target, codec
+        self.examples, self.seed, self.strict = examples, seed, strict
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="kc-harness", daemon=True
+        )
+        self._thread.start()
+        self._open: list[SyncConnection] = []
+        self.notes = TestNotes()
+        self.advertised: dict[int, tuple[int, int]] = {}
+        self.controller_advertised: dict[int, tuple[int, int]] | None = None
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float = 120.0) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def connect(
+        self,
+        where: str | Endpoint = "client",
+        *,
+        client_id: str | None = "kafka-conformance",
+        authenticate: bool = True,
+    ) -> SyncConnection:
+        """A new connection to the client bootstrap, the controller, or a given endpoint."""
+        ep = self.endpoint(where)
+        try:
+            conn = self.call(
+                Connection.open(ep.host, ep.port, codec=self.codec, client_id=client_id)
+            )
+        except (OSError, TimeoutError) as e:
+            raise ConnectionClosed(f"cannot connect to {ep}: {e}") from None
+        sync = SyncConnection(self, conn, ep)
+        self._open.append(sync)
+        if authenticate and self.target.sasl is not None:
+            from conformance.client.sasl import authenticate as sasl_authenticate
+
+            sasl = self.target.sasl
+            try:
+                self.call(
+                    sasl_authenticate(
+                        conn,
+                        sasl.mechanism,
+                        sasl.username,
+                        sasl.password,
+                        versions=self.advertised or None,
+                    )
+                )
+            except ConnectionError as e:
+                raise TargetError(f"SASL {sasl.mechanism} authentication failed: {e}") from None
+        return sync
+
+    def endpoint(self, where: str | Endpoint) -> Endpoint:
+        if isinstance(where, Endpoint):
+            return where
+        if where == "client":
+            return self.target.bootstrap[0]
+        if where == "controller":
+            if self.target.controller is None:
+                raise MissingPrecondition("no controller bootstrap (--controller-bootstrap)")
+            return self.target.controller
+        raise ValueError(f"unknown listener {where!r}")
+
+    def end_test(self) -> None:
+        """Close what the test opened and start fresh notes for the next one."""
+        for conn in self._open:
+            try:
+                conn.close()
+            except Exception:
+                pass
+        self._open.clear()
+        self.notes = TestNotes()
+
+    def open(self) -> None:
+        """Fetch what the target advertises; TargetError when it cannot be reached."""
+        self.advertised = self._fetch_advertised("client", str(self.target.bootstrap[0]))
+        if self.target.controller is not None:
+            self.controller_advertised = self._fetch_advertised(
+                "controller", f"the controller listener at {self.target.controller}"
+            )
+
+    def _fetch_advertised(self, listener: str, what: str) -> dict[int, tuple[int, int]]:
+        """ApiVersions at v3, or at v0 for a peer that refuses v3 (it answers in v0 then)."""
+        last: Exception | None = None
+        for version in (3, 0):
+            try:
+                return self.connect(listener).api_versions(version)
+            except (ConnectionError, OSError, TimeoutError, DecodeError) as e:
+                last = e
+            finally:
+                self.end_test()
+        raise TargetError(f"cannot reach the target at {what}: {last}")
+
+    def close(self) -> None:
+        self.end_test()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+        self.loop.close()
+
+    # --- capability -------------------------------------------------------------------------
+
+    def api_name(self, api_key: int) -> str:
+        return self.codec.message(api_key, "request").name.removesuffix("Request")
+
+    def listener_types(self, listener: str) -> tuple[str, ...]:
+        if listener == "controller":
+            return CONTROLLER_TYPES
+        return self.target.client_listener_types
+
+    def advertised_on(self, listener: str) -> dict[int, tuple[int, int]]:
+        if listener == "controller":
+            if self.controller_advertised is None:
+                raise MissingPrecondition("no controller bootstrap (--controller-bootstrap)")
+            return self.controller_advertised
+        return self.advertised
+
+    def exposed(self, api_key: int, listener: str = "client") -> bool:
+        """Whether the spec lists the API for (one of) the listener's types."""
+        spec = self.codec.message(api_key, "request")
+        if not spec.listeners:
+            return True
+        return any(t in spec.listeners for t in self.listener_types(listener))
+
+    def require(self, api_key: int, version: int | None = None, listener: str = "client") -> None:
+        """Raise the verdict that says why ``api_key`` (at ``version``) cannot be checked here."""
+        name = self.api_name(api_key)
+        if not self.exposed(api_key, listener):
+            spec = self.codec.message(api_key, "request")
+            raise NotExposed(
+                f"{name} is not on the {listener} listener "
+                f"(spec listeners: {', '.join(spec.listeners)})"
+            )
+        adv = self.advertised_on(listener)
+        if api_key not in adv:
+            raise Unsupported(f"{name} is not advertised in ApiVersions on the {listener} listener")
+        if version is not None:
+            lo, hi = adv[api_key]
+            if not lo <= version <= hi:
+                raise Unsupported(f"{name} v{version} is not advertised (advertised {lo}-{hi})")
+
+    def pick_version(
+        self, api_key: int, within: Versions | str | None = None, listener: str = "client"
+    ) -> int:
+        """The highest version the target advertises, our specs know, and ``within`` allows."""
+        self.require(api_key, None, listener)
+        lo, hi = self.advertised_on(listener)[api_key]
+        ours = self.codec.message(api_key, "request").valid_versions
+        rng = Versions(max(lo, ours.lo), min(hi, ours.hi))
+        if within is not None:
+            rng = rng.intersect(Versions.parse(within) if isinstance(within, str) else within)
+        if rng.empty:
+            raise Unsupported(
+                f"{self.api_name(api_key)}: no version in {within or ours} is advertised "
+                f"(advertised {lo}-{hi})"
+            )
+        self.note(api_key, rng.hi, listener)
+        return rng.hi
+
+    def note(self, api_key: int, version: int | None, listener: str | None = None) -> None:
+        """Record the API and version a test exercised (kept in its result records)."""
+        self.notes.api_key, self.notes.api_version = api_key, version
+        if listener is not None:
+            self.notes.listener = listener
+
+    def frame(
+        self, api_key: int, version: int, cid: int, body: dict, client_id: str | None = "kc"
+    ) -> bytes:
+        return encode_request(self.codec, api_key, version, cid, client_id, body)
+
+
+def run_property(harness: Harness, strategy, check, *, examples: int | None = None) -> int:
+    """Run ``check(value)`` on values drawn from ``strategy`` (the run's seed, no database).
+
+    Returns how many examples ran; a property that ran none is an error, never a pass.
+    """
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    count = 0
+    harness.notes.seeded = True
+
+    @settings(
+        max_examples=examples or harness.examples,
+        derandomize=False,
+        database=None,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=list(HealthCheck),
+        # no shrinking: each example is a round trip to the target, and a failing example is
+        # reported as drawn (the run's seed reproduces it)
+        phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    )
+    @given(strategy)
+    def prop(value) -> None:
+        nonlocal count
+        count += 1
+        check(value)
+
+    prop()
+    if count == 0:
+        raise RuntimeError("the property ran no example")
+    return count

@@ -1,0 +1,203 @@
+"""Keeping generated requests harmless to the target's own data.
+
+The spec-derived tests send hypothesis-generated valid requests for every API in scope. Against a
+cluster somebody else owns, that must not create, alter or delete anything outside what the suite
+owns. The rules, applied to every generated value before it is sent:
+
+* **Names go into the suite's namespace.** Every string whose spec ``entityType`` is a topic name,
+  group id or transactional id, and every config/ACL/quota resource or entity name, is replaced
+  by ``kc-suite-<hash of the generated text>`` (deterministic, so map keys stay unique).
+* **Admin mutations only validate.** ``ValidateOnly`` is set wherever the version has it
+  (CreateTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs, AlterClientQuotas); in
+  versions without it only suite-named resources can be touched, with small partition counts.
+* **ACL filters and creations are literal**, on suite-named resources only, so no filter can
+  match (and DeleteAcls delete) anybody else's ACLs.
+* **No request waits or poses as a replica**: Fetch and ListOffsets are sent as a consumer
+  (replica id -1) with short waits; Produce uses acks -1 or 1 (acks 0 has no answer) and is not
+  transactional; group timeouts are short.
+* **Inter-broker (cluster action) APIs are never generated**: LeaderAndIsr, StopReplica,
+  UpdateMetadata, ControlledShutdown, AlterPartition, Envelope, BrokerRegistration,
+  BrokerHeartbeat and UnregisterBroker get one fixed, inert request each — stale epochs, unknown
+  broker ids, another cluster id, empty lists — and only the shape of the answer is checked. A
+  target may refuse them from a client by closing the connection.
+* Unknown tagged fields are removed (they have their own test, PROTOCOL.R12).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from typing import Any
+
+from conformance.protocol.compiler import UNKNOWN_TAGS
+from conformance.protocol.framing import encode_request
+from conformance.protocol.records import (
+    LegacyMessage,
+    build_batch,
+    encode_batch,
+    encode_message_set,
+)
+from conformance.protocol.spec import MessageSpec, StructSpec
+
+PREFIX = "kc-suite-"
+NAME_ENTITIES = {"topicName", "groupId", "transactionalId"}
+NAME_FIELDS = {"ResourceName", "ResourceNameFilter", "EntityName"}
+LITERAL = 3
+#: the broker id the inert requests use: one no cluster has
+NO_BROKER = 2147483646
+
+CLUSTER_ACTION = {
+    4: "LeaderAndIsr",
+    5: "StopReplica",
+    6: "UpdateMetadata",
+    7: "ControlledShutdown",
+    56: "AlterPartition",
+    58: "Envelope",
+    62: "BrokerRegistration",
+    63: "BrokerHeartbeat",
+    64: "UnregisterBroker",
+}
+
+
+def suite_name(text: str) -> str:
+    if text.startswith(PREFIX):
+        return text
+    return PREFIX + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _clamp(v: Any, lo: int, hi: int) -> Any:
+    return v if not isinstance(v, int) or isinstance(v, bool) else max(lo, min(hi, v))
+
+
+#: field name -> how to make it harmless, wherever it occurs in a request
+_FIELD_RULES: dict[str, Any] = {
+    "ValidateOnly": lambda v: True,
+    "ReplicaId": lambda v: -1,
+    "MaxWaitMs": lambda v: _clamp(v, 0, 100),
+    "MinBytes": lambda v: _clamp(v, 0, 1),
+    "TimeoutMs": lambda v: _clamp(v, 0, 3000),
+    "SessionTimeoutMs": lambda v: 1000,
+    "RebalanceTimeoutMs": lambda v: 1000,
+    "NumPartitions": lambda v: _clamp(v, -1, 2),
+    "ReplicationFactor": lambda v: _clamp(v, -1, 1),
+    "Count": lambda v: _clamp(v, 0, 3),
+    "Assignments": lambda v: [] if isinstance(v, list) else None,
+    "PatternTypeFilter": lambda v: LITERAL,
+    "ResourcePatternType": lambda v: LITERAL,
+    "TransactionTimeoutMs": lambda v: _clamp(v, 1, 60000),
+}
+
+
+def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
+    """The generated request ``value`` with the rules above applied (a new dict)."""
+    out = _struct(spec.struct, version, value)
+    if spec.api_key == 0:  # Produce
+        if out.get("Acks") not in (-1, 1):
+            out["Acks"] = -1
+        out["TransactionalId"] = None
+        out["TimeoutMs"] = _clamp(out.get("TimeoutMs", 0), 0, 3000)
+        for topic in out.get("TopicData") or []:
+            for part in topic.get("PartitionData") or []:
+                part["Records"] = valid_records(version, part.get("Records"))
+    if spec.api_key == 3:  # Metadata: never auto-create (where the version can say so)
+        out["AllowAutoTopicCreation"] = False
+    return out
+
+
+def valid_records(produce_version: int, payload: bytes | None) -> bytes:
+    """One record holding ``payload``, in the record format of that Produce version (v2
+    batches from v3, magic 1 messages in v2, magic 0 before): a generated request carries
+    records a broker can append rather than bytes it must reject."""
+    value = payload or b""
+    now = int(time.time() * 1000)
+    if produce_version >= 3:
+        return encode_batch(build_batch([(now, None, value)]))
+    if produce_version == 2:
+        return encode_message_set([LegacyMessage(0, None, value, magic=1, timestamp=now)])
+    return encode_message_set([LegacyMessage(0, None, value, magic=0)])
+
+
+def _struct(struct: StructSpec, version: int, value: dict) -> dict:
+    out: dict[str, Any] = {}
+    for f in struct.fields:
+        v = value.get(f.name)
+        if f.is_struct and v is not None:
+            v = (
+                [_struct(f.struct, version, x) for x in v]
+                if f.is_array
+                else _struct(f.struct, version, v)
+            )
+        elif f.element_type == "string" and (
+            f.entity_type in NAME_ENTITIES or f.name in NAME_FIELDS
+        ):
+            if f.is_array and v is not None:
+                v = list(dict.fromkeys(suite_name(x) for x in v))
+            elif isinstance(v, str):
+                v = suite_name(v)
+            elif v is None and f.name in NAME_FIELDS:
+                v = suite_name("")
+        if f.name in _FIELD_RULES and version in f.versions:
+            v = _FIELD_RULES[f.name](v)
+        out[f.name] = v
+    out.pop(UNKNOWN_TAGS, None)
+    return _dedupe_map_keys(struct, version, out)
+
+
+def _dedupe_map_keys(struct: StructSpec, version: int, value: dict) -> dict:
+    """Renaming cannot create duplicates (the hash is injective enough), but clamping can't
+    either; kept as a guard: arrays of structs keyed by a map key keep the first of each key."""
+    for f in struct.fields:
+        items = value.get(f.name)
+        if not (f.is_array and f.is_struct and items):
+            continue
+        keys = [k.name for k in f.struct.fields if k.map_key and version in k.versions]
+        if not keys:
+            continue
+        seen: set = set()
+        kept = []
+        for item in items:
+            k = tuple(item.get(n) for n in keys)
+            if k not in seen:
+                seen.add(k)
+                kept.append(item)
+        value[f.name] = kept
+    return value
+
+
+def inert_request(codec, api_key: int, version: int) -> dict:
+    """The fixed, harmless request of a cluster-action API (see the module's docstring)."""
+    body: dict[str, Any] = {}
+    stale = {"ControllerId": -1, "ControllerEpoch": 0, "BrokerEpoch": 0}
+    if api_key in (4, 5, 6):
+        body.update(stale)
+    elif api_key == 7:
+        body.update({"BrokerId": -1, "BrokerEpoch": 0})
+    elif api_key == 56:
+        body.update({"BrokerId": -1, "BrokerEpoch": 0, "Topics": []})
+    elif api_key == 62:
+        body.update(
+            {
+                "BrokerId": NO_BROKER,
+                "ClusterId": PREFIX + "not-this-cluster",
+                "IncarnationId": uuid.UUID(int=1),
+                "Listeners": [],
+                "Features": [],
+                "Rack": None,
+            }
+        )
+    elif api_key == 63:
+        body.update({"BrokerId": NO_BROKER, "BrokerEpoch": 0})
+    elif api_key == 64:
+        body.update({"BrokerId": NO_BROKER})
+    elif api_key == 58:
+        inner = encode_request(codec, 60, 0, 1, "kc-envelope", {})
+        body.update(
+            {
+                "RequestData": inner,
+                "RequestPrincipal": b"",
+                "ClientHostAddress": bytes([127, 0, 0, 1]),
+            }
+        )
+    spec = codec.message(api_key, "request")
+    return {f.name: body.get(f.name, f.default_value()) for f in spec.struct.fields}
