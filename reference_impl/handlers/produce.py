@@ -22,9 +22,6 @@ from reference_impl.net.listener import CLOSE, Api, RequestContext
 KEY = 0
 MIN_VERSION = 3
 TOPIC_AUTHORIZATION_FAILED = 29
-INVALID_TXN_STATE = 48
-_TRANSACTIONAL_BIT = 0x10
-_ATTRIBUTES_LOW_BYTE = 22
 
 
 def api(node: Any) -> Api:
@@ -49,8 +46,6 @@ async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
                 answers[key] = (int(Errors.INVALID_REQUIRED_ACKS), -1, -1, None)
             elif not allowed:
                 answers[key] = (TOPIC_AUTHORIZATION_FAILED, -1, -1, None)
-            elif _transactional(records):
-                answers[key] = (INVALID_TXN_STATE, -1, -1, "transactions are not supported")
             else:
                 entries.append((name, p["Index"], records))
     if entries:
@@ -88,13 +83,3 @@ async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
     if v >= 10 and leaders:
         response["NodeEndpoints"] = node_endpoints(node, ctx, leaders)
     return response
-
-
-def _transactional(records: bytes | None) -> bool:
-    """A v2 batch with the transactional attribute (the low byte of attributes, bit 4)."""
-    return (
-        records is not None
-        and len(records) > _ATTRIBUTES_LOW_BYTE
-        and records[16] == 2
-        and bool(records[_ATTRIBUTES_LOW_BYTE] & _TRANSACTIONAL_BIT)
-    )

@@ -9,6 +9,7 @@ In the order Kafka checks, with the error codes Kafka answers:
 - larger than ``max.message.bytes`` — MESSAGE_TOO_LARGE;
 - control batches from clients, a base offset other than 0, an offset range that does not
   match the record count, a producer id without a sequence — INVALID_RECORD;
+- a transactional batch — INVALID_TXN_STATE (there is no transaction coordinator);
 - ZSTD before Produce v7 — UNSUPPORTED_COMPRESSION_TYPE; an unknown codec or a payload that
   does not decompress — CORRUPT_MESSAGE;
 - every record is walked: its length, varints, key/value/header lengths and offset delta
@@ -97,6 +98,8 @@ def validate_internal_batch(records: bytes | None) -> ValidBatch:
 def _check_header(h: BatchHeader, produce_version: int) -> None:
     if h.is_control:
         raise InvalidRecord("clients may not write control batches")
+    if h.is_transactional:  # no transaction coordinator: a transaction could never end
+        raise KafkaError("transactions are not supported", code=E.INVALID_TXN_STATE)
     if h.base_offset != 0:
         raise InvalidRecord(f"the base offset of a produced batch must be 0, not {h.base_offset}")
     if h.count <= 0:

@@ -427,9 +427,8 @@ class ReplicaManager:
                 )
         if follower:
             p.record_follower_fetch(replica_id, r.fetch_offset)
-            if replica_id not in p.maximal_isr and p.pending_isr is None:
-                if replica_id in p.ready_to_join():
-                    self._isr_wakeup.set()
+            if p.join_candidates and p.pending_isr is None:
+                self._isr_wakeup.set()
         if follower:
             upper = plog.log_end_offset
         elif isolation == READ_COMMITTED:
@@ -504,7 +503,8 @@ class ReplicaManager:
                 if p.role != LEADER or p.pending_isr is not None:
                     continue
                 out = set(p.out_of_sync(lag))
-                join = set(p.ready_to_join())
+                join = p.join_candidates & set(p.ready_to_join())
+                p.join_candidates = set()
                 if not out and not join:
                     continue
                 isr = tuple(sorted((set(p.isr) - out) | join))

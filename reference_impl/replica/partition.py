@@ -56,6 +56,8 @@ class Partition:
         self.high_watermark = 0
         self.leader_epoch_start_offset = 0
         self.followers: dict[int, FollowerState] = {}
+        #: followers whose last fetch showed them caught up while outside the ISR
+        self.join_candidates: set[int] = set()
         self._acks: list[tuple[int, int, asyncio.Future]] = []
         self._watchers: set[asyncio.Future] = set()
 
@@ -105,6 +107,7 @@ class Partition:
                     del self.followers[b]
         self.pending_isr = None
         self.maximal_isr = self.isr
+        self.join_candidates = set()
         self.maybe_increment_high_watermark()
         self.wake()
 
@@ -167,6 +170,8 @@ class Partition:
         f.last_fetch_leader_leo = leo
         f.last_fetch_ms = t
         self.maybe_increment_high_watermark()
+        if replica_id not in self.maximal_isr and replica_id in self.ready_to_join():
+            self.join_candidates.add(replica_id)
 
     def maybe_increment_high_watermark(self) -> bool:
         if self.role != LEADER:
@@ -196,7 +201,8 @@ class Partition:
         ]
 
     def ready_to_join(self) -> list[int]:
-        """Replicas outside the ISR whose log reaches the high watermark and this epoch."""
+        """Replicas outside the ISR whose log reaches the high watermark and this epoch (only
+        those that fetched since are proposed: see ``join_candidates``)."""
         return [
             b
             for b, f in self.followers.items()
