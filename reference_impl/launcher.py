@@ -10,8 +10,9 @@ Listeners: each broker has a client listener ``PLAINTEXT`` (connections are ``Us
 and an inter-broker listener ``INTERNAL`` (connections are ``User:broker``); each controller a
 ``CONTROLLER`` listener (``User:broker``). Only ``User:broker`` holds ClusterAction, so clients
 cannot send the controller-to-broker RPCs or Envelope (KIP-590). With ``--port-base P``:
-controller k listens on P+k, broker i's client listener on P+100+i, its inter-broker listener on
-P+200+i, and node n's metrics on P+300+n; without it, free ports are picked.
+controller k listens on P+k (its optional client listener on P+50+k), broker i's client
+listener on P+100+i, its inter-broker listener on P+200+i, and node n's metrics on P+300+n;
+without it, free ports are picked. Node ids: controllers 0, 1001, 1002 …; brokers 1..N.
 """
 
 from __future__ import annotations
@@ -125,6 +126,9 @@ class Cluster:
     metadata_store: str = "embedded"
     host: str = "127.0.0.1"
     port_base: int | None = None
+    #: also give each controller an ``EXTERNAL`` listener whose connections are clients
+    #: (``User:ANONYMOUS``, no ClusterAction): where a client's Envelope is refused
+    client_controller_listener: bool = False
     #: NodeConfig fields for every node / for controllers / for brokers
     overrides: dict[str, Any] = field(default_factory=dict)
     controller_overrides: dict[str, Any] = field(default_factory=dict)
@@ -153,9 +157,13 @@ class Cluster:
             "inter_broker_listener": "INTERNAL",
             "broker_principals": [BROKER_PRINCIPAL],
         }
-        for c in controllers:
-            listener = ListenerConfig("CONTROLLER", c.port, self.host, principal=BROKER_PRINCIPAL)
-            self._add("controller", c.node_id, [listener], common, self.controller_overrides)
+        for k, c in enumerate(controllers):
+            listeners = [
+                ListenerConfig("CONTROLLER", c.port, self.host, principal=BROKER_PRINCIPAL)
+            ]
+            if self.client_controller_listener:
+                listeners.append(ListenerConfig("EXTERNAL", self._port(50 + k), self.host))
+            self._add("controller", c.node_id, listeners, common, self.controller_overrides)
         for i in range(1, self.brokers + 1):
             listeners = [
                 ListenerConfig("PLAINTEXT", self._port(100 + i), self.host),

@@ -98,7 +98,7 @@ async def alter(node: Any, ctx: RequestContext, body: dict, *, incremental: bool
             current, defs = resolve(node, ctx, rtype, rname)
             if incremental:
                 _check_lists(defs, r["Configs"])
-                new = apply_ops(r["Configs"], current)
+                new = apply_ops(r["Configs"], current, defs)
             else:
                 new = _replace(r["Configs"])
             check(defs, {k: v for k, v in new.items() if current.get(k) != v})

@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from reference_impl.broker.forwarding import mutation_api
+from reference_impl.config import ConfigDef
 from reference_impl.error_codes import Error, KafkaError
 from reference_impl.handlers.alter_configs import alter
 from reference_impl.net.listener import Api
@@ -24,7 +25,11 @@ def api(node: Any) -> Api:
     return mutation_api(node, KEY, partial(alter, incremental=True))
 
 
-def apply_ops(configs: list[dict], current: dict[str, str]) -> dict[str, str]:
+def apply_ops(
+    configs: list[dict], current: dict[str, str], defs: dict[str, ConfigDef]
+) -> dict[str, str]:
+    """The dynamic configs after the ops; APPEND and SUBTRACT start from the default when the
+    config has no dynamic value (as Kafka does)."""
     names = [c["Name"] for c in configs]
     if len(set(names)) != len(names):
         raise KafkaError(Error.INVALID_REQUEST, "Error due to duplicate config keys")
@@ -38,7 +43,9 @@ def apply_ops(configs: list[dict], current: dict[str, str]) -> dict[str, str]:
         elif op == DELETE:
             new.pop(name, None)
         elif op in (APPEND, SUBTRACT):
-            items = [x for x in new.get(name, "").split(",") if x]
+            d = defs.get(name)
+            base = new.get(name, d.default if d is not None else None) or ""
+            items = [x for x in base.split(",") if x]
             given = [x.strip() for x in (value or "").split(",") if x.strip()]
             if op == APPEND:
                 items += [x for x in given if x not in items]
