@@ -133,7 +133,10 @@ class GroupSummary:
     members: list[MemberSummary]
 
 
+#: a group this coordinator does not know: Kafka describes it as Dead, without error
 DEAD_SUMMARY = GroupSummary("Dead", "", "", [])
+#: what accompanies an error (not the coordinator, loading …): no state at all
+NO_SUMMARY = GroupSummary("", "", "", [])
 
 
 @dataclass
@@ -808,7 +811,7 @@ class GroupCoordinator:
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
         error = self._check(group_id, "describe")
         if error:
-            return error, DEAD_SUMMARY
+            return error, NO_SUMMARY
         group = self.groups.get(group_id)
         if group is None:
             return Errors.NONE, DEAD_SUMMARY

@@ -31,17 +31,19 @@ def encode_records(records: Iterable[KeyValue], timestamp_ms: int, base_offset: 
     return encode_batch(build_batch(items, base_offset=base_offset))
 
 
-def decode_records(data: bytes) -> list[tuple[int, bytes, bytes | None]]:
+def decode_records(data: bytes) -> tuple[list[tuple[int, bytes, bytes | None]], int]:
     """(offset, key, value) of every record in ``data`` (whole v2 batches; a torn tail is
-    ignored), control batches skipped."""
+    ignored; control batches skipped), and the offset after the last whole batch (-1: none)."""
     out: list[tuple[int, bytes, bytes | None]] = []
+    next_offset = -1
     for batch in decode_batches(data, allow_partial=True):
+        next_offset = batch.next_offset
         if batch.is_control:
             continue
         for record in batch.log_records():
             if record.key is not None:
                 out.append((record.offset, record.key, record.value))
-    return out
+    return out, next_offset
 
 
 class MemoryOffsetsStore:
@@ -77,4 +79,4 @@ class MemoryOffsetsStore:
             self._write(partition, records, done)
 
     def read(self, partition: int) -> list[tuple[int, bytes, bytes | None]]:
-        return decode_records(b"".join(self.logs.get(partition, [])))
+        return decode_records(b"".join(self.logs.get(partition, [])))[0]

@@ -1,0 +1,31 @@
+"""DeleteGroups (42): remove Empty groups and their committed offsets (tombstones).
+
+GROUP_ID_NOT_FOUND for unknown groups, NON_EMPTY_GROUP while a group has members.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.handlers.group_common import GROUP_AUTHORIZATION_FAILED, group_allowed, groups
+from reference_impl.net.listener import Api, RequestContext
+
+KEY = 42
+
+
+def api(node: Any) -> Api:
+    service = groups(node)
+
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        names = list(dict.fromkeys(body["GroupsNames"]))
+        denied = {g for g in names if not group_allowed(node, ctx, "DELETE", g)}
+        results = dict.fromkeys(denied, GROUP_AUTHORIZATION_FAILED)
+        permitted = [g for g in names if g not in denied]
+        if permitted:
+            results.update(await service.delete(permitted))
+        return {
+            "ThrottleTimeMs": 0,
+            "Results": [{"GroupId": g, "ErrorCode": int(results[g])} for g in names],
+        }
+
+    return Api(KEY, handle)

@@ -1,0 +1,61 @@
+"""DescribeGroups (15): state, protocol and members of groups (assignments once Stable).
+
+A group this coordinator does not hold is described as "Dead" without error (Kafka before
+v6); a coordinator error comes with an empty state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.groups.coordinator import NO_SUMMARY
+from reference_impl.handlers.common import authorized_operations
+from reference_impl.handlers.group_common import GROUP_AUTHORIZATION_FAILED, group_allowed, groups
+from reference_impl.net.listener import Api, RequestContext
+
+KEY = 15
+UNSET_OPERATIONS = -(2**31)
+GROUP_OPERATIONS = ("READ", "DELETE", "DESCRIBE")
+
+
+def api(node: Any) -> Api:
+    service = groups(node)
+
+    def describe(ctx: RequestContext, group_id: str, with_operations: bool) -> dict:
+        entry: dict = {"GroupId": group_id, "AuthorizedOperations": UNSET_OPERATIONS}
+        if not group_allowed(node, ctx, "DESCRIBE", group_id):
+            error, summary = GROUP_AUTHORIZATION_FAILED, NO_SUMMARY
+        else:
+            error, summary = service.coordinator.describe_group(group_id)
+        if with_operations and not error and hasattr(node, "authorize"):
+            resource = ("GROUP", group_id)
+            entry["AuthorizedOperations"] = authorized_operations(
+                node, ctx.session, resource, GROUP_OPERATIONS
+            )
+        return {
+            **entry,
+            "ErrorCode": int(error),
+            "GroupState": summary.state,
+            "ProtocolType": summary.protocol_type,
+            "ProtocolData": summary.protocol_data,
+            "Members": [
+                {
+                    "MemberId": m.member_id,
+                    "GroupInstanceId": m.group_instance_id,
+                    "ClientId": m.client_id,
+                    "ClientHost": m.client_host,
+                    "MemberMetadata": m.metadata,
+                    "MemberAssignment": m.assignment,
+                }
+                for m in summary.members
+            ],
+        }
+
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        with_operations = ctx.version >= 3 and body["IncludeAuthorizedOperations"]
+        return {
+            "ThrottleTimeMs": 0,
+            "Groups": [describe(ctx, g, with_operations) for g in body["Groups"]],
+        }
+
+    return Api(KEY, handle)

@@ -1,0 +1,35 @@
+"""What the consumer-group handlers share: the node's GroupService, ACL checks, client host."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.groups.service import GroupService, service_for
+from reference_impl.net.listener import RequestContext
+
+GROUP_AUTHORIZATION_FAILED = 30
+TOPIC_AUTHORIZATION_FAILED = 29
+
+
+def groups(node: Any) -> GroupService:
+    return service_for(node)
+
+
+def allowed(node: Any, ctx: RequestContext, operation: str, resource: tuple[str, str]) -> bool:
+    """``node.authorize`` when the node has an authorizer (Kafka's operation names)."""
+    authorize = getattr(node, "authorize", None)
+    return True if authorize is None else authorize(ctx.session, operation, resource)
+
+
+def group_allowed(node: Any, ctx: RequestContext, operation: str, group_id: str) -> bool:
+    return allowed(node, ctx, operation, ("GROUP", group_id))
+
+
+def client_id(ctx: RequestContext) -> str:
+    return ctx.header.get("ClientId") or ""
+
+
+def client_host(ctx: RequestContext) -> str:
+    """As Kafka reports a member's host: the InetAddress string, ``/127.0.0.1``."""
+    host = ctx.client_address.rsplit(":", 1)[0]
+    return f"/{host}"

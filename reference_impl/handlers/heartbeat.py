@@ -1,0 +1,28 @@
+"""Heartbeat (12): a member is alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.handlers.group_common import GROUP_AUTHORIZATION_FAILED, group_allowed, groups
+from reference_impl.net.listener import Api, RequestContext
+
+KEY = 12
+
+
+def api(node: Any) -> Api:
+    service = groups(node)
+
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        if not group_allowed(node, ctx, "READ", body["GroupId"]):
+            error = GROUP_AUTHORIZATION_FAILED
+        else:
+            error = service.coordinator.heartbeat(
+                body["GroupId"],
+                body["GenerationId"],
+                body["MemberId"],
+                body["GroupInstanceId"] if ctx.version >= 3 else None,
+            )
+        return {"ThrottleTimeMs": 0, "ErrorCode": int(error)}
+
+    return Api(KEY, handle)

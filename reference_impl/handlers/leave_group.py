@@ -1,0 +1,38 @@
+"""LeaveGroup (13): members leave (v3+: several, also by group instance id alone).
+
+Before v3 the one member's error is the response's ErrorCode, as Kafka folds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.handlers.group_common import GROUP_AUTHORIZATION_FAILED, group_allowed, groups
+from reference_impl.net.listener import Api, RequestContext
+
+KEY = 13
+
+
+def api(node: Any) -> Api:
+    service = groups(node)
+
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        v = ctx.version
+        if v >= 3:
+            leaving = [(m["MemberId"], m["GroupInstanceId"]) for m in body["Members"]]
+        else:
+            leaving = [(body["MemberId"], None)]
+        if not group_allowed(node, ctx, "READ", body["GroupId"]):
+            top, errors = GROUP_AUTHORIZATION_FAILED, []
+        else:
+            top, errors = service.coordinator.leave_group(body["GroupId"], leaving)
+        if v < 3:
+            folded = top or next((e for e in errors if e), 0)
+            return {"ThrottleTimeMs": 0, "ErrorCode": int(folded), "Members": []}
+        members = [
+            {"MemberId": m, "GroupInstanceId": instance, "ErrorCode": int(e)}
+            for (m, instance), e in zip(leaving, errors, strict=False)
+        ]
+        return {"ThrottleTimeMs": 0, "ErrorCode": int(top), "Members": members}
+
+    return Api(KEY, handle)

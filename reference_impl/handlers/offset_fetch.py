@@ -1,0 +1,84 @@
+"""OffsetFetch (9): a group's committed offsets (v8+: several groups per request).
+
+Nothing committed reads as offset -1 with empty metadata and no error. A null topic list
+(v2+) means every partition the group committed. Group-level errors (NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, GROUP_AUTHORIZATION_FAILED …) are per partition in v0-1, the
+top-level ErrorCode in v2-7 and the group's ErrorCode from v8, as Kafka answers them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.groups.group import OffsetAndMetadata
+from reference_impl.handlers.group_common import (
+    GROUP_AUTHORIZATION_FAILED,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed,
+    group_allowed,
+    groups,
+)
+from reference_impl.net.listener import Api, RequestContext
+
+KEY = 9
+
+
+def api(node: Any) -> Api:
+    service = groups(node)
+
+    def fetch(ctx: RequestContext, group_id: str, topics: list[dict] | None) -> tuple[int, list]:
+        """(group error, [(topic, [(partition, OffsetAndMetadata | None, error)])])."""
+        if not group_allowed(node, ctx, "DESCRIBE", group_id):
+            return GROUP_AUTHORIZATION_FAILED, []
+        wanted = None
+        if topics is not None:
+            wanted = [(t["Name"], i) for t in topics for i in t["PartitionIndexes"]]
+        error, found = service.coordinator.fetch_offsets(group_id, wanted)
+        if error:
+            return error, []
+        by_topic: dict[str, list] = {}
+        for (topic, index), om in found.items():
+            permitted = allowed(node, ctx, "DESCRIBE", ("TOPIC", topic))
+            if wanted is None and not permitted:
+                continue
+            by_topic.setdefault(topic, []).append(
+                (index, om, 0 if permitted else TOPIC_AUTHORIZATION_FAILED)
+            )
+        return 0, list(by_topic.items())
+
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        v = ctx.version
+        if v >= 8:
+            out = []
+            for g in body["Groups"]:
+                error, topics = fetch(ctx, g["GroupId"], g["Topics"])
+                out.append({"GroupId": g["GroupId"], "Topics": _topics(topics), "ErrorCode": error})
+            return {"ThrottleTimeMs": 0, "Groups": out}
+        requested = body["Topics"] if v >= 2 else body["Topics"] or []
+        error, topics = fetch(ctx, body["GroupId"], requested)
+        if error and v < 2:
+            topics = [
+                (t["Name"], [(i, None, error) for i in t["PartitionIndexes"]]) for t in requested
+            ]
+        return {"ThrottleTimeMs": 0, "Topics": _topics(topics), "ErrorCode": error if v >= 2 else 0}
+
+    return Api(KEY, handle)
+
+
+def _topics(topics: list[tuple[str, list[tuple[int, OffsetAndMetadata | None, int]]]]) -> list:
+    return [
+        {
+            "Name": name,
+            "Partitions": [
+                {
+                    "PartitionIndex": index,
+                    "CommittedOffset": om.offset if om is not None and not error else -1,
+                    "CommittedLeaderEpoch": om.leader_epoch if om is not None and not error else -1,
+                    "Metadata": om.metadata if om is not None and not error else "",
+                    "ErrorCode": error,
+                }
+                for index, om, error in partitions
+            ],
+        }
+        for name, partitions in topics
+    ]
