@@ -33,6 +33,7 @@ from reference_impl.error_codes import Error, KafkaError
 from reference_impl.error_responses import error_response
 from reference_impl.metrics import NodeMetrics
 from reference_impl.net.listener import CLOSE, Api, Listener, RequestContext, Session
+from reference_impl.security.authorize import gated
 from reference_impl.security_hooks import authorizer_for, security_for
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ class Node:
             make = getattr(module, "api", None)
             if make is None or self.role not in getattr(module, "ROLES", ("broker",)):
                 continue
-            api = make(self)
+            api = gated(self, make(self))
             if api is not None:
                 apis.append(Api(api.key, self._guarded(api), api.min_version, api.max_version))
         return apis

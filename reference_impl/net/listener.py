@@ -43,6 +43,8 @@ class Session:
     authenticated: bool = True
     mechanism: str | None = None
     state: dict[str, Any] = field(default_factory=dict)
+    #: set by a handler whose answer must be the connection's last (failed SASL, as Kafka)
+    close_after_response: bool = False
 
 
 @dataclass
@@ -160,6 +162,8 @@ class Listener:
                 if answer is not None:
                     writer.write(_SIZE.pack(len(answer)) + answer)
                     await writer.drain()
+                if session.close_after_response:
+                    return
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             return
         except asyncio.CancelledError:

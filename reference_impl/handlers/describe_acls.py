@@ -1,0 +1,74 @@
+"""DescribeAcls (29): the ACL bindings matching a filter, from this node's view of the ACLs.
+
+A broker answers from the ACLs it learned with the metadata, the controller from its image
+(``reference_impl/security/authorizer.py``). DESCRIBE on CLUSTER is required
+(``security/authorize.py``). Without the ACL authorizer the answer is SECURITY_DISABLED, as
+Kafka's; a filter holding UNKNOWN values is INVALID_REQUEST. Versions below 3 cannot express
+USER resources, so those bindings are left out of their answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.security import acl
+from reference_impl.security.authorizer import NodeAclAuthorizer
+
+ROLES = ("broker", "controller")
+KEY = 29
+INVALID_REQUEST = 42
+SECURITY_DISABLED = 54
+NO_AUTHORIZER = "No Authorizer is configured on the broker"
+
+
+def binding_filter(f: dict[str, Any]) -> acl.AclBindingFilter:
+    """The filter of a DescribeAcls request or of one DeleteAcls filter (same field names)."""
+    return acl.AclBindingFilter(
+        acl.resource_type(f["ResourceTypeFilter"]),
+        f["ResourceNameFilter"],
+        acl.pattern_type(f["PatternTypeFilter"]),
+        f["PrincipalFilter"],
+        f["HostFilter"],
+        acl.operation(f["Operation"]),
+        acl.permission_type(f["PermissionType"]),
+    )
+
+
+def describe(authorizer: NodeAclAuthorizer, body: dict, version: int) -> dict[str, Any]:
+    f = binding_filter(body)
+    reason = f.unknown_reason()
+    if reason is not None:
+        return {"ErrorCode": INVALID_REQUEST, "ErrorMessage": reason, "Resources": []}
+    found = [
+        b
+        for b in authorizer.acl.matching(f)
+        if version >= 3 or b.resource_type != acl.ResourceType.USER
+    ]
+    resources = [
+        {
+            "ResourceType": int(rtype),
+            "ResourceName": name,
+            "PatternType": int(ptype),
+            "Acls": [
+                {
+                    "Principal": b.principal,
+                    "Host": b.host,
+                    "Operation": int(b.operation),
+                    "PermissionType": int(b.permission_type),
+                }
+                for b in bindings
+            ],
+        }
+        for (rtype, name, ptype), bindings in acl.group_by_resource(found)
+    ]
+    return {"ErrorCode": 0, "ErrorMessage": None, "Resources": resources}
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        if not isinstance(node.authorizer, NodeAclAuthorizer):
+            return {"ErrorCode": SECURITY_DISABLED, "ErrorMessage": NO_AUTHORIZER, "Resources": []}
+        return describe(node.authorizer, body, ctx.version)
+
+    return Api(KEY, handle)

@@ -1,0 +1,378 @@
+"""Kafka's ACL model and authorizer: bindings, filters, and the allow/deny decision.
+
+The rules are those of Kafka's ``AclAuthorizer`` / ``StandardAuthorizer``:
+
+- a binding is a resource pattern (type, name, LITERAL or PREFIXED) plus an entry (principal,
+  host, operation, ALLOW or DENY);
+- the bindings that apply to a resource are its LITERAL ones, the LITERAL ``*`` ones of its
+  type, and the PREFIXED ones whose name starts the resource's name;
+- super users are allowed everything; otherwise a DENY that matches the principal (exactly or
+  ``User:*``), the host (exactly or ``*``) and the operation (exactly or ALL) wins; then an
+  ALLOW matching the same way, where DESCRIBE is also granted by READ, WRITE, DELETE and ALTER,
+  and DESCRIBE_CONFIGS by ALTER_CONFIGS (implied operations are not denied by a DENY of the
+  implying one); with no binding at all on the resource, ``allow.everyone.if.no.acl.found``
+  decides (false by default);
+- filters (DescribeAcls, DeleteAcls) match with ANY for every field, MATCH for pattern types
+  (a MATCH name selects the bindings that would apply to a resource of that name), and exact
+  principal and host strings.
+
+Codes are Kafka's protocol values. Bindings travel in the metadata as JSON dicts
+(``AclBinding.to_dict``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+WILDCARD_RESOURCE = "*"
+WILDCARD_HOST = "*"
+WILDCARD_PRINCIPAL = "User:*"
+CLUSTER_NAME = "kafka-cluster"
+
+
+class ResourceType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class PatternType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class AclOperation(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+
+
+class PermissionType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
+#: operations an ALLOW of any of which grants the key operation (Kafka's implied operations)
+IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
+    AclOperation.DESCRIBE: frozenset(
+        {
+            AclOperation.DESCRIBE,
+            AclOperation.READ,
+            AclOperation.WRITE,
+            AclOperation.DELETE,
+            AclOperation.ALTER,
+        }
+    ),
+    AclOperation.DESCRIBE_CONFIGS: frozenset(
+        {AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS}
+    ),
+}
+
+
+def _enum(kind: type[IntEnum], value: int | str | IntEnum) -> Any:
+    """A code or name as the enum; codes Kafka does not define are UNKNOWN (as Kafka reads them)."""
+    if isinstance(value, str):
+        return kind[value.upper()]
+    try:
+        return kind(int(value))
+    except ValueError:
+        return kind(0)
+
+
+def resource_type(value: int | str) -> ResourceType:
+    return _enum(ResourceType, value)
+
+
+def pattern_type(value: int | str) -> PatternType:
+    return _enum(PatternType, value)
+
+
+def operation(value: int | str) -> AclOperation:
+    return _enum(AclOperation, value)
+
+
+def permission_type(value: int | str) -> PermissionType:
+    return _enum(PermissionType, value)
+
+
+@dataclass(frozen=True)
+class AclBinding:
+    resource_type: ResourceType
+    resource_name: str
+    pattern_type: PatternType
+    principal: str
+    host: str
+    operation: AclOperation
+    permission_type: PermissionType
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "resource_type": int(self.resource_type),
+            "resource_name": self.resource_name,
+            "pattern_type": int(self.pattern_type),
+            "principal": self.principal,
+            "host": self.host,
+            "operation": int(self.operation),
+            "permission_type": int(self.permission_type),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AclBinding:
+        return cls(
+            resource_type(d["resource_type"]),
+            d["resource_name"],
+            pattern_type(d["pattern_type"]),
+            d["principal"],
+            d["host"],
+            operation(d["operation"]),
+            permission_type(d["permission_type"]),
+        )
+
+    def invalid_reason(self) -> str | None:
+        """Why this binding may not be created (Kafka's checks), or None."""
+        if self.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
+            return f"Invalid resourceType {self.resource_type.name}"
+        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+            return f"Invalid patternType {self.pattern_type.name}"
+        if self.operation in (AclOperation.UNKNOWN, AclOperation.ANY):
+            return f"Invalid operation {self.operation.name}"
+        if self.permission_type not in (PermissionType.ALLOW, PermissionType.DENY):
+            return f"Invalid permissionType {self.permission_type.name}"
+        if not self.resource_name:
+            return "Resource name should not be empty"
+        if self.resource_type == ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
+            return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+        if ":" not in self.principal:
+            return (
+                f"Could not parse principal from `{self.principal}` (no colon is present "
+                "separating the principal type from the principal name)"
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class AclBindingFilter:
+    """A DescribeAcls / DeleteAcls filter; None name, principal or host match anything."""
+
+    resource_type: ResourceType = ResourceType.ANY
+    resource_name: str | None = None
+    pattern_type: PatternType = PatternType.ANY
+    principal: str | None = None
+    host: str | None = None
+    operation: AclOperation = AclOperation.ANY
+    permission_type: PermissionType = PermissionType.ANY
+
+    def unknown_reason(self) -> str | None:
+        """Why the filter cannot be used (it holds UNKNOWN values), or None."""
+        for name in ("resource_type", "pattern_type", "operation", "permission_type"):
+            if getattr(self, name) == 0:
+                return f"Unknown {name} in filter"
+        return None
+
+    def matches_pattern(self, b: AclBinding) -> bool:
+        if self.resource_type != ResourceType.ANY and self.resource_type != b.resource_type:
+            return False
+        if self.pattern_type not in (PatternType.ANY, PatternType.MATCH) and (
+            self.pattern_type != b.pattern_type
+        ):
+            return False
+        if self.resource_name is None:
+            return True
+        if self.pattern_type in (PatternType.ANY, b.pattern_type):
+            return self.resource_name == b.resource_name
+        # MATCH: the bindings that would apply to a resource named resource_name
+        if b.pattern_type == PatternType.LITERAL:
+            return b.resource_name in (self.resource_name, WILDCARD_RESOURCE)
+        return self.resource_name.startswith(b.resource_name)
+
+    def matches_entry(self, b: AclBinding) -> bool:
+        if self.principal is not None and self.principal != b.principal:
+            return False
+        if self.host is not None and self.host != b.host:
+            return False
+        if self.operation != AclOperation.ANY and self.operation != b.operation:
+            return False
+        return self.permission_type in (PermissionType.ANY, b.permission_type)
+
+    def matches(self, b: AclBinding) -> bool:
+        return self.matches_pattern(b) and self.matches_entry(b)
+
+
+def _entry_matches(
+    b: AclBinding, principal: str, host: str, op: AclOperation, permission: PermissionType
+) -> bool:
+    return (
+        b.permission_type == permission
+        and b.principal in (principal, WILDCARD_PRINCIPAL)
+        and b.operation in (op, AclOperation.ALL)
+        and b.host in (host, WILDCARD_HOST)
+    )
+
+
+class AclIndex:
+    """Bindings indexed for the authorizer's question "which apply to this resource?"."""
+
+    def __init__(self, bindings: Iterable[AclBinding] = ()) -> None:
+        self.bindings: list[AclBinding] = []
+        self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        self._prefixed: dict[ResourceType, dict[str, list[AclBinding]]] = {}
+        seen: set[AclBinding] = set()
+        for b in bindings:
+            if b in seen:
+                continue
+            seen.add(b)
+            self.bindings.append(b)
+            if b.pattern_type == PatternType.PREFIXED:
+                self._prefixed.setdefault(b.resource_type, {}).setdefault(
+                    b.resource_name, []
+                ).append(b)
+            else:
+                self._literal.setdefault((b.resource_type, b.resource_name), []).append(b)
+
+    def applying(self, rtype: ResourceType, name: str) -> list[AclBinding]:
+        out = list(self._literal.get((rtype, name), ()))
+        if name != WILDCARD_RESOURCE:
+            out.extend(self._literal.get((rtype, WILDCARD_RESOURCE), ()))
+        prefixes = self._prefixed.get(rtype)
+        if prefixes:
+            if len(prefixes) < len(name):
+                for prefix, bs in prefixes.items():
+                    if name.startswith(prefix):
+                        out.extend(bs)
+            else:
+                for i in range(1, len(name) + 1):
+                    out.extend(prefixes.get(name[:i], ()))
+        return out
+
+    def of_type(self, rtype: ResourceType) -> list[AclBinding]:
+        return [b for b in self.bindings if b.resource_type == rtype]
+
+    def matching(self, f: AclBindingFilter) -> list[AclBinding]:
+        return [b for b in self.bindings if f.matches(b)]
+
+
+class AclAuthorizer:
+    """The decision. ``bindings`` is called on every question and may return a new sequence
+    whenever the ACLs change (the controller's image, a broker's metadata cache); the index is
+    rebuilt only when the sequence object or its length changes."""
+
+    def __init__(
+        self,
+        bindings: Any,
+        *,
+        super_users: Iterable[str] = (),
+        allow_everyone_if_no_acl_found: bool = False,
+    ) -> None:
+        self._source = bindings if callable(bindings) else (lambda: bindings)
+        self.super_users = frozenset(super_users)
+        self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
+        self._seen: tuple[Any, int] | None = None
+        self._index = AclIndex()
+
+    @property
+    def index(self) -> AclIndex:
+        current = self._source()
+        if self._seen is None or self._seen[0] is not current or self._seen[1] != len(current):
+            self._index = AclIndex(
+                b if isinstance(b, AclBinding) else AclBinding.from_dict(b) for b in current
+            )
+            self._seen = (current, len(current))
+        return self._index
+
+    def authorize(
+        self,
+        principal: str,
+        host: str,
+        op: AclOperation | int | str,
+        rtype: ResourceType | int | str,
+        name: str,
+    ) -> bool:
+        if principal in self.super_users:
+            return True
+        op, rtype = operation(op), resource_type(rtype)
+        acls = self.index.applying(rtype, name)
+        if not acls:
+            return self.allow_everyone_if_no_acl_found
+        if any(_entry_matches(b, principal, host, op, PermissionType.DENY) for b in acls):
+            return False
+        allowing = IMPLIED_BY.get(op, frozenset({op}))
+        return any(
+            _entry_matches(b, principal, host, o, PermissionType.ALLOW)
+            for b in acls
+            for o in allowing
+        )
+
+    def authorize_any(
+        self,
+        principal: str,
+        host: str,
+        op: AclOperation | int | str,
+        rtype: ResourceType | int | str,
+    ) -> bool:
+        """Kafka's ``authorizeByResourceType``: could ``op`` be allowed on some resource of the
+        type? An ALLOW (op or ALL) counts unless a DENY's pattern covers it."""
+        if principal in self.super_users:
+            return True
+        op, rtype = operation(op), resource_type(rtype)
+        acls = [
+            b
+            for b in self.index.of_type(rtype)
+            if b.principal in (principal, WILDCARD_PRINCIPAL)
+            and b.host in (host, WILDCARD_HOST)
+            and b.operation in (op, AclOperation.ALL)
+        ]
+        deny = [b for b in acls if b.permission_type == PermissionType.DENY]
+        if any(
+            b.pattern_type == PatternType.LITERAL and b.resource_name == WILDCARD_RESOURCE
+            for b in deny
+        ):
+            return False
+        deny_literal = {b.resource_name for b in deny if b.pattern_type == PatternType.LITERAL}
+        deny_prefix = [b.resource_name for b in deny if b.pattern_type == PatternType.PREFIXED]
+        for b in acls:
+            if b.permission_type != PermissionType.ALLOW:
+                continue
+            if any(b.resource_name.startswith(p) for p in deny_prefix):
+                continue
+            if b.pattern_type == PatternType.LITERAL and b.resource_name in deny_literal:
+                continue
+            return True
+        return self.allow_everyone_if_no_acl_found and not self.index.of_type(rtype)
+
+    def matching(self, f: AclBindingFilter) -> list[AclBinding]:
+        return self.index.matching(f)
+
+
+def group_by_resource(
+    bindings: Sequence[AclBinding],
+) -> list[tuple[tuple[ResourceType, str, PatternType], list[AclBinding]]]:
+    """Bindings grouped by resource pattern, in first-seen order (DescribeAcls' shape)."""
+    groups: dict[tuple[ResourceType, str, PatternType], list[AclBinding]] = {}
+    for b in bindings:
+        groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(b)
+    return list(groups.items())

@@ -1,0 +1,283 @@
+"""SASL on a listener: PLAIN and SCRAM-SHA-256 (via ``scramp``), with Kafka's exchange rules.
+
+A connection to a SASL listener starts unauthenticated as ``User:ANONYMOUS``; the listener then
+serves only ApiVersions, SaslHandshake and SaslAuthenticate (``net/listener.py``). The exchange
+is Kafka's (``SaslServerAuthenticator``):
+
+- SaslHandshake (v1 only: v0, followed by raw tokens outside Kafka's framing, is deprecated and
+  not offered; clients pick v1 from ApiVersions) names the mechanism; one that is not enabled
+  gets UNSUPPORTED_SASL_MECHANISM (33) listing the enabled ones, then the connection is closed;
+  a second handshake during an exchange closes it;
+- SaslAuthenticate carries the mechanism's tokens; a SaslAuthenticate before any handshake
+  closes the connection; wrong credentials get SASL_AUTHENTICATION_FAILED (58) with Kafka's
+  message, then the connection is closed; success makes the session ``User:<username>`` and only
+  then authenticated; v1+ answers carry SessionLifetimeMs (0 unless ``session_lifetime_ms``);
+- with a session lifetime, the session stops counting as authenticated when it expires (the
+  listener then closes on the next request) unless the client re-authenticates (KIP-368: a new
+  handshake with the same mechanism, ending in the same principal);
+- on a listener without SASL, or after authentication without re-authentication enabled, the
+  SASL APIs are answered ILLEGAL_SASL_STATE (34), as Kafka's request handler does.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from scramp import ScramMechanism
+
+from reference_impl.net.listener import CLOSE, Security, Session
+from reference_impl.security.settings import PLAIN, SCRAM_SHA_256, SecuritySettings
+
+ANONYMOUS = "User:ANONYMOUS"
+UNSUPPORTED_SASL_MECHANISM = 33
+ILLEGAL_SASL_STATE = 34
+SASL_AUTHENTICATION_FAILED = 58
+AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authentication"
+
+
+_UNKNOWN_USER = "Authentication failed: Invalid user credentials"
+
+
+class SaslFailure(Exception):
+    """Wrong credentials or a malformed token; the message is what the client is told."""
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+class Credentials:
+    """The users a node knows: PLAIN passwords, and SCRAM credentials derived from them once."""
+
+    def __init__(self, users: dict[str, str], iterations: int = 4096) -> None:
+        self._passwords = {u: p.encode("utf-8") for u, p in users.items()}
+        self.scram_sha_256 = ScramMechanism(SCRAM_SHA_256)
+        self._scram: dict[str, ScramCredential] = {}
+        for user, password in users.items():
+            salt, stored, server, i = self.scram_sha_256.make_auth_info(
+                password, iteration_count=iterations
+            )
+            self._scram[user] = ScramCredential(salt, stored, server, i)
+
+    def check_password(self, username: str, password: bytes) -> bool:
+        expected = self._passwords.get(username)
+        # compare even for unknown users, so that timing says nothing about who exists
+        ok = hmac.compare_digest(expected or b"\0" * 32, password)
+        return expected is not None and ok
+
+    def scram(self, username: str) -> ScramCredential | None:
+        return self._scram.get(username)
+
+
+class MechanismServer:
+    """One exchange of one mechanism: ``step`` takes a client token and returns the server's
+    token; ``username`` is set once the exchange has succeeded."""
+
+    name = ""
+    username: str | None = None
+
+    def step(self, token: bytes) -> bytes:
+        raise NotImplementedError
+
+
+def _credentials_message(mechanism: str) -> str:
+    return (
+        "Authentication failed during authentication due to invalid credentials with SASL "
+        f"mechanism {mechanism}"
+    )
+
+
+class PlainServer(MechanismServer):
+    """RFC 4616: ``[authzid] NUL authcid NUL passwd`` in one token."""
+
+    name = PLAIN
+
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+
+    def step(self, token: bytes) -> bytes:
+        parts = token.split(b"\0")
+        if len(parts) != 3:
+            raise SaslFailure(_credentials_message(PLAIN))
+        try:
+            authzid, username, password = parts[0].decode(), parts[1].decode(), parts[2]
+        except UnicodeDecodeError:
+            raise SaslFailure(_credentials_message(PLAIN)) from None
+        if not username:
+            raise SaslFailure("Authentication failed: username not specified")
+        if not password:
+            raise SaslFailure("Authentication failed: password not specified")
+        if not self.credentials.check_password(username, password):
+            raise SaslFailure("Authentication failed: Invalid username or password")
+        if authzid and authzid != username:
+            raise SaslFailure(
+                "Authentication failed: Client requested an authorization id that is "
+                "different from username"
+            )
+        self.username = username
+        return b""
+
+
+class ScramSha256Server(MechanismServer):
+    """RFC 5802/7677 through scramp: client-first, server-first, client-final, server-final."""
+
+    name = SCRAM_SHA_256
+
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+        self._user: str | None = None
+        self._server = credentials.scram_sha_256.make_server(self._auth_info)
+        self._round = 0
+        self._unknown_user = False
+
+    def _auth_info(self, username: str) -> tuple[bytes, bytes, bytes, int]:
+        cred = self.credentials.scram(username)
+        if cred is None:
+            self._unknown_user = True
+            raise SaslFailure(_UNKNOWN_USER)
+        self._user = username
+        return cred.salt, cred.stored_key, cred.server_key, cred.iterations
+
+    def step(self, token: bytes) -> bytes:
+        self._round += 1
+        try:
+            message = token.decode("utf-8")
+            if self._round == 1:
+                self._server.set_client_first(message)
+                return self._server.get_server_first().encode()
+            if self._round == 2:
+                self._server.set_client_final(message)
+                final = self._server.get_server_final()
+                self.username = self._user
+                return final.encode()
+        except Exception:
+            # scramp may wrap what the credential lookup raised
+            reason = _UNKNOWN_USER if self._unknown_user else _credentials_message(SCRAM_SHA_256)
+            raise SaslFailure(reason) from None
+        raise SaslFailure(_credentials_message(SCRAM_SHA_256))
+
+
+class SaslSession(Session):
+    """A connection of a SASL listener: authenticated only once an exchange has succeeded (and,
+    with a session lifetime, until it expires)."""
+
+    def __init__(self, security: SaslSecurity) -> None:
+        self._authenticated = False
+        super().__init__(principal=ANONYMOUS, authenticated=False)
+        self.security = security
+        self.exchange: MechanismServer | None = None
+        self.expires_at: float | None = None
+        self.reauthenticating = False
+
+    @property  # type: ignore[override]
+    def authenticated(self) -> bool:
+        if not self._authenticated:
+            return False
+        return self.expires_at is None or time.monotonic() < self.expires_at
+
+    @authenticated.setter
+    def authenticated(self, value: bool) -> None:
+        self._authenticated = value
+
+
+class SaslSecurity(Security):
+    """The listener hook of a SASL_PLAINTEXT listener."""
+
+    def __init__(
+        self,
+        mechanisms: Iterable[str],
+        credentials: Credentials,
+        *,
+        session_lifetime_ms: int = 0,
+    ) -> None:
+        self.mechanisms = list(mechanisms)
+        self.credentials = credentials
+        self.session_lifetime_ms = session_lifetime_ms
+
+    @classmethod
+    def from_settings(cls, settings: SecuritySettings) -> SaslSecurity:
+        return cls(
+            settings.sasl_mechanisms,
+            Credentials(settings.users, settings.scram_iterations),
+            session_lifetime_ms=settings.session_lifetime_ms,
+        )
+
+    def new_session(self) -> Session:
+        return SaslSession(self)
+
+    def exchange(self, mechanism: str) -> MechanismServer:
+        if mechanism == PLAIN:
+            return PlainServer(self.credentials)
+        return ScramSha256Server(self.credentials)
+
+
+def _close_after(session: Session) -> None:
+    session.close_after_response = True
+
+
+def handshake(session: Session, body: dict[str, Any]) -> Any:
+    """The SaslHandshake answer (or CLOSE) for ``session``."""
+    if not isinstance(session, SaslSession):
+        return {"ErrorCode": ILLEGAL_SASL_STATE, "Mechanisms": []}
+    security = session.security
+    mechanism = body["Mechanism"]
+    if session.exchange is not None:
+        return CLOSE  # a second handshake in one exchange
+    if session.authenticated:
+        if security.session_lifetime_ms <= 0:
+            return {"ErrorCode": ILLEGAL_SASL_STATE, "Mechanisms": []}
+        if mechanism != session.mechanism:
+            _close_after(session)
+            return {"ErrorCode": ILLEGAL_SASL_STATE, "Mechanisms": list(security.mechanisms)}
+        session.reauthenticating = True
+    if mechanism not in security.mechanisms:
+        _close_after(session)
+        return {"ErrorCode": UNSUPPORTED_SASL_MECHANISM, "Mechanisms": list(security.mechanisms)}
+    session.exchange = security.exchange(mechanism)
+    session.mechanism = mechanism
+    return {"ErrorCode": 0, "Mechanisms": list(security.mechanisms)}
+
+
+def authenticate(session: Session, body: dict[str, Any], version: int) -> Any:
+    """The SaslAuthenticate answer (or CLOSE) for ``session``."""
+    if not isinstance(session, SaslSession):
+        return {"ErrorCode": ILLEGAL_SASL_STATE, "ErrorMessage": AFTER_AUTHENTICATION}
+    exchange = session.exchange
+    if exchange is None:
+        if session.authenticated:
+            return {"ErrorCode": ILLEGAL_SASL_STATE, "ErrorMessage": AFTER_AUTHENTICATION}
+        return CLOSE  # SaslAuthenticate before any handshake
+    try:
+        token = exchange.step(body["AuthBytes"])
+        if exchange.username is not None:
+            principal = f"User:{exchange.username}"
+            if session.reauthenticating and principal != session.principal:
+                raise SaslFailure(
+                    f"Cannot change principals during re-authentication from "
+                    f"{session.principal}: {principal}"
+                )
+    except SaslFailure as e:
+        session.exchange = None
+        session.authenticated = False
+        _close_after(session)
+        return {"ErrorCode": SASL_AUTHENTICATION_FAILED, "ErrorMessage": str(e), "AuthBytes": b""}
+    answer: dict[str, Any] = {"ErrorCode": 0, "ErrorMessage": None, "AuthBytes": token}
+    if exchange.username is None:
+        return answer  # more rounds to come
+    session.exchange = None
+    session.reauthenticating = False
+    session.principal = f"User:{exchange.username}"
+    lifetime = session.security.session_lifetime_ms
+    session.expires_at = time.monotonic() + lifetime / 1000 if lifetime > 0 else None
+    session.authenticated = True
+    if version >= 1:
+        answer["SessionLifetimeMs"] = max(lifetime, 0)
+    return answer

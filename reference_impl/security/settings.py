@@ -1,0 +1,103 @@
+"""The ``security`` section of a node's config (``NodeConfig.settings["security"]``).
+
+JSON form (every key optional)::
+
+    {"sasl_mechanisms": ["PLAIN", "SCRAM-SHA-256"],
+     "users": {"alice": "alice-secret", "broker": "broker-secret"},
+     "scram_iterations": 4096,
+     "session_lifetime_ms": 0,
+     "inter_node": {"mechanism": "SCRAM-SHA-256", "username": "broker",
+                    "password": "broker-secret"},
+     "authorizer": "acl",
+     "allow_everyone_if_no_acl_found": false}
+
+SASL is on for the listeners whose ``security_protocol`` is ``SASL_PLAINTEXT`` (Kafka's names);
+``users`` are the PLAIN passwords, from which SCRAM credentials are derived (random salt) when
+the node starts. ``inter_node`` is what this node authenticates as on other nodes' SASL
+listeners (Kafka's inter-broker JAAS login); its principal belongs in ``broker_principals``.
+``authorizer: "acl"`` turns on the ACL authorizer (``acl.py``); without it the node keeps the
+default one of ``reference_impl/security_hooks.py`` and the ACL APIs answer SECURITY_DISABLED.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from reference_impl.config import ConfigError, NodeConfig
+
+SASL_PLAINTEXT = "SASL_PLAINTEXT"
+PLAIN = "PLAIN"
+SCRAM_SHA_256 = "SCRAM-SHA-256"
+SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256)
+
+
+@dataclass(frozen=True)
+class ClientCredentials:
+    mechanism: str
+    username: str
+    password: str
+
+
+@dataclass
+class SecuritySettings:
+    sasl_mechanisms: list[str] = field(default_factory=lambda: [PLAIN, SCRAM_SHA_256])
+    users: dict[str, str] = field(default_factory=dict)
+    scram_iterations: int = 4096
+    session_lifetime_ms: int = 0
+    inter_node: ClientCredentials | None = None
+    authorizer: str | None = None
+    allow_everyone_if_no_acl_found: bool = False
+
+    @property
+    def acl_enabled(self) -> bool:
+        return self.authorizer == "acl"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> SecuritySettings:
+        data = dict(data or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown security settings: {', '.join(unknown)}")
+        inter = data.pop("inter_node", None)
+        try:
+            settings = cls(**data)
+            if inter is not None:
+                settings.inter_node = ClientCredentials(**inter)
+        except TypeError as e:
+            raise ConfigError(f"security settings: {e}") from None
+        for mech in [*settings.sasl_mechanisms] + (
+            [settings.inter_node.mechanism] if settings.inter_node else []
+        ):
+            if mech not in SUPPORTED_MECHANISMS:
+                raise ConfigError(
+                    f"unsupported SASL mechanism {mech!r} (supported: "
+                    f"{', '.join(SUPPORTED_MECHANISMS)})"
+                )
+        if settings.authorizer not in (None, "acl"):
+            raise ConfigError(f"authorizer must be 'acl' or null, not {settings.authorizer!r}")
+        if settings.scram_iterations < 4096:
+            raise ConfigError("scram_iterations must be at least 4096 (SCRAM-SHA-256's minimum)")
+        return settings
+
+    @classmethod
+    def of(cls, config: NodeConfig) -> SecuritySettings:
+        return cls.from_dict(config.settings.get("security"))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "sasl_mechanisms": list(self.sasl_mechanisms),
+            "users": dict(self.users),
+            "scram_iterations": self.scram_iterations,
+            "session_lifetime_ms": self.session_lifetime_ms,
+            "authorizer": self.authorizer,
+            "allow_everyone_if_no_acl_found": self.allow_everyone_if_no_acl_found,
+        }
+        if self.inter_node is not None:
+            out["inter_node"] = {
+                "mechanism": self.inter_node.mechanism,
+                "username": self.inter_node.username,
+                "password": self.inter_node.password,
+            }
+        return out
