@@ -1,0 +1,169 @@
+"""A consumer group's committed offsets: FindCoordinator, then OffsetCommit / OffsetFetch.
+
+Commits are made as Kafka's "simple" (assign-mode) consumers make them: generation -1 and no
+member id, which a group coordinator accepts for a group with no members. The coordinator is
+looked up again after COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR, and transient errors are
+retried until the timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+
+from conformance.client import errors
+from conformance.client.metadata import ClusterMetadata
+from conformance.client.record_types import OffsetAndMetadata, TopicPartition
+
+FIND_COORDINATOR = 10
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+GROUP_KEY = 0
+
+
+class GroupCoordinator:
+    """The group coordinator of one group, found on first use."""
+
+    def __init__(self, cluster: ClusterMetadata, group_id: str) -> None:
+        self.cluster, self.group_id = cluster, group_id
+        self.node: int | None = None
+
+    async def find(self, timeout: float) -> int:
+        """The coordinator's node id (asked of any broker, retried until ``timeout``)."""
+        if self.node is not None:
+            return self.node
+        deadline = time.monotonic() + timeout
+        while True:
+            err: Exception | None = None
+            for node in self.cluster.any_node():
+                try:
+                    version, body = await self.cluster.request(
+                        node, FIND_COORDINATOR, self._find_request
+                    )
+                except (ConnectionError, TimeoutError) as e:
+                    err = e
+                    continue
+                entry = body["Coordinators"][0] if version >= 4 else body
+                code = entry["ErrorCode"]
+                if code == errors.NONE:
+                    self.cluster.add_node(entry["NodeId"], entry["Host"], entry["Port"])
+                    self.node = entry["NodeId"]
+                    return self.node
+                err = errors.KafkaError(code, entry["ErrorMessage"], context="FindCoordinator")
+                if code not in errors.RETRIABLE:
+                    raise err
+                break
+            if time.monotonic() + self.cluster.retry_backoff > deadline:
+                raise errors.ClientError(f"no coordinator for group {self.group_id!r}: {err}")
+            await asyncio.sleep(self.cluster.retry_backoff)
+
+    def _find_request(self, version: int) -> dict:
+        return {"Key": self.group_id, "KeyType": GROUP_KEY, "CoordinatorKeys": [self.group_id]}
+
+    async def _call(self, api_key: int, build, check, timeout: float):
+        """Send to the coordinator, retrying transient failures; ``check`` raises KafkaError."""
+        deadline = time.monotonic() + timeout
+        while True:
+            node = await self.find(max(deadline - time.monotonic(), 0.1))
+            try:
+                version, body = await self.cluster.request(node, api_key, build)
+                return check(version, body)
+            except (ConnectionError, TimeoutError, errors.KafkaError) as e:
+                if isinstance(e, errors.KafkaError) and not e.retriable:
+                    raise
+                if not isinstance(e, errors.KafkaError) or e.code in errors.STALE_COORDINATOR:
+                    self.node = None
+                if time.monotonic() + self.cluster.retry_backoff > deadline:
+                    raise
+            await asyncio.sleep(self.cluster.retry_backoff)
+
+    async def commit(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        *,
+        generation: int = -1,
+        member_id: str = "",
+        timeout: float = 30.0,
+    ) -> None:
+        """OffsetCommit; raises KafkaError for the first partition the coordinator refused."""
+        topics: dict[str, list[dict]] = {}
+        for tp, om in offsets.items():
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "PartitionIndex": tp.partition,
+                    "CommittedOffset": om.offset,
+                    "CommittedLeaderEpoch": -1 if om.leader_epoch is None else om.leader_epoch,
+                    "CommitTimestamp": -1,
+                    "CommittedMetadata": om.metadata,
+                }
+            )
+
+        def build(version: int) -> dict:
+            return {
+                "GroupId": self.group_id,
+                "GenerationIdOrMemberEpoch": generation,
+                "MemberId": member_id,
+                "GroupInstanceId": None,
+                "RetentionTimeMs": -1,
+                "Topics": [{"Name": t, "Partitions": ps} for t, ps in topics.items()],
+            }
+
+        def check(version: int, body: dict) -> None:
+            for t in body["Topics"]:
+                for p in t["Partitions"]:
+                    tp = f"{t['Name']}-{p['PartitionIndex']}"
+                    errors.raise_for(p["ErrorCode"], context=f"OffsetCommit {tp}")
+
+        await self._call(OFFSET_COMMIT, build, check, timeout)
+
+    async def fetch(
+        self, partitions: list[TopicPartition], *, timeout: float = 30.0
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """OffsetFetch: the committed offset of each partition (None: nothing committed)."""
+        topics: dict[str, list[int]] = {}
+        for tp in partitions:
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        wanted = [{"Name": t, "PartitionIndexes": ps} for t, ps in topics.items()]
+
+        def build(version: int) -> dict:
+            return {
+                "GroupId": self.group_id,
+                "Topics": wanted,
+                "Groups": [
+                    {
+                        "GroupId": self.group_id,
+                        "MemberId": None,
+                        "MemberEpoch": -1,
+                        "Topics": wanted,
+                    }
+                ],
+                "RequireStable": False,
+            }
+
+        def check(version: int, body: dict) -> dict[TopicPartition, OffsetAndMetadata | None]:
+            if version >= 8:
+                group = body["Groups"][0]
+                errors.raise_for(group["ErrorCode"], context="OffsetFetch")
+                answered = group["Topics"]
+            else:
+                if version >= 2:
+                    errors.raise_for(body["ErrorCode"], context="OffsetFetch")
+                answered = body["Topics"]
+            out: dict[TopicPartition, OffsetAndMetadata | None] = {}
+            for t in answered:
+                for p in t["Partitions"]:
+                    tp = TopicPartition(t["Name"], p["PartitionIndex"])
+                    errors.raise_for(p["ErrorCode"], context=f"OffsetFetch {tp}")
+                    off = p["CommittedOffset"]
+                    epoch = p["CommittedLeaderEpoch"]
+                    out[tp] = (
+                        None
+                        if off < 0
+                        else OffsetAndMetadata(
+                            off, p["Metadata"] or "", None if epoch < 0 else epoch
+                        )
+                    )
+            return out
+
+        return await self._call(OFFSET_FETCH, build, check, timeout)

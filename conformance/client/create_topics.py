@@ -1,0 +1,76 @@
+"""CreateTopics from the client: what the produce/consume tests need to set up their topics.
+
+Sent to the controller Metadata names when it is a broker the client can reach (ZooKeeper-mode
+Kafka requires that), otherwise to any broker (KRaft brokers forward it, KIP-590); retried on
+NOT_CONTROLLER. Returns once Metadata shows every partition with a leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+
+from conformance.client import errors
+from conformance.client.metadata import ClusterMetadata
+
+CREATE_TOPICS = 19
+NOT_CONTROLLER = 41
+
+
+async def create_topics(
+    cluster: ClusterMetadata,
+    topics: Mapping[str, int],
+    *,
+    replication_factor: int = -1,
+    configs: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+    exist_ok: bool = False,
+) -> None:
+    """Create ``{name: partitions}``; ``replication_factor`` -1 is the broker's default."""
+    deadline = time.monotonic() + timeout
+    pending = dict(topics)
+    retried = False
+
+    def body(version: int) -> dict:
+        rf = replication_factor if replication_factor > 0 or version >= 4 else 1
+        return {
+            "Topics": [
+                {
+                    "Name": name,
+                    "NumPartitions": n,
+                    "ReplicationFactor": rf,
+                    "Assignments": [],
+                    "Configs": [{"Name": k, "Value": v} for k, v in (configs or {}).items()],
+                }
+                for name, n in pending.items()
+            ],
+            "timeoutMs": int(timeout * 1000),
+            "validateOnly": False,
+        }
+
+    while pending:
+        if not cluster.brokers:
+            await cluster.refresh(())
+        node = cluster.controller_id if cluster.controller_id in cluster.brokers else None
+        nodes = [node] if node is not None else cluster.any_node()
+        _, resp = await cluster.request(nodes[0], CREATE_TOPICS, body)
+        retry = False
+        for t in resp["Topics"]:
+            code = t["ErrorCode"]
+            if code == errors.NONE or (
+                code == errors.TOPIC_ALREADY_EXISTS and (exist_ok or retried)
+            ):
+                pending.pop(t["Name"], None)
+            elif code == NOT_CONTROLLER or code in errors.RETRIABLE:
+                retry = True
+            else:
+                raise errors.KafkaError(code, t["ErrorMessage"], context=f"create {t['Name']!r}")
+        if retry:
+            retried = True
+            if time.monotonic() > deadline:
+                raise errors.ClientError(f"topics {sorted(pending)} not created in {timeout} s")
+            await cluster.refresh(())
+            await asyncio.sleep(cluster.retry_backoff)
+    for name in topics:
+        await cluster.wait_for_topic(name, max(deadline - time.monotonic(), 1.0))
