@@ -25,6 +25,7 @@ from conformance.protocol.errors import DecodeError, EncodeError, SpecError, Unk
 from conformance.protocol.jsonform import JsonFormError, from_json, to_json
 from conformance.protocol.spec import SPEC_DIR, SpecSet
 from conformance.protocol.spec_check import check_spec_dir
+from conformance.run import add_run
 
 PROG = "kafka-conformance"
 
@@ -176,7 +177,12 @@ def codec_command(args: argparse.Namespace) -> int:
 # --- entry point ---------------------------------------------------------------------------
 
 #: The subcommands, in help order. run, serve and matrix are added here as they are written.
-COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_specs, add_codec, add_matrix]
+COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+    add_run,
+    add_specs,
+    add_codec,
+    add_matrix,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -94,7 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--results-dir",
         default=None,
         metavar="DIR",
-        help="write results.jsonl and manifest.json of the run here",
+        help="record the run in DIR/<run id>/ (results.jsonl and manifest.json)",
     )
     g.addoption("--report", default=None, metavar="DIR", help="render the run's report here")
 
@@ -288,9 +288,8 @@ def _open_run(config: pytest.Config, state: State) -> None:
     if results_dir:
         from conformance.results.recorder import Recorder, new_run_id
 
-        base = Path(results_dir)
         run_id = new_run_id(target.name)
-        state.recorder = Recorder(base, run_id)
+        state.recorder = Recorder(Path(results_dir) / run_id, run_id)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(

@@ -85,6 +85,15 @@ class SyncConnection:
     def close(self) -> None:
         self.harness.call(self.conn.close())
 
+    def abort(self) -> None:
+        """Drop the connection abruptly (no FIN handshake wait, pending writes discarded)."""
+
+        async def abort() -> None:
+            self.conn.writer.transport.abort()
+            await self.conn.close()
+
+        self.harness.call(abort())
+
 
 class Harness:
     """One per run: owns the event loop thread, the codec and the target's advertised versions."""
@@ -299,3 +308,27 @@ def run_property(harness: Harness, strategy, check, *, examples: int | None = No
     if count == 0:
         raise RuntimeError("the property ran no example")
     return count
+
+
+def frame_claiming(
+    harness: Harness,
+    api_key: int,
+    claimed: int,
+    body_version: int,
+    body: dict,
+    cid: int,
+    client_id: str | None = "kafka-conformance",
+) -> bytes:
+    """A request whose header claims version ``claimed`` while its body is encoded as
+    ``body_version`` (for versions our specs do not know, or to probe version checks)."""
+    codec = harness.codec
+    flexible = codec.message(api_key, "request").flexible(body_version)
+    header = codec.compiled_header("request", 2 if flexible else 1).encode(
+        {
+            "RequestApiKey": api_key,
+            "RequestApiVersion": claimed,
+            "CorrelationId": cid,
+            "ClientId": client_id,
+        }
+    )
+    return header + codec.encode(api_key, body_version, "request", body)

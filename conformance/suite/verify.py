@@ -112,8 +112,12 @@ def expect_error_or_disconnect(
     error code of the answer) or the connection closed. Returns "closed" or "error"."""
     try:
         resp = conn.wait(fut, timeout)
-    except (ConnectionClosed, ProtocolViolation, DecodeError):
+    except ConnectionClosed:
         return "closed"
+    except (ProtocolViolation, DecodeError) as e:
+        raise Failed(
+            f"{message}: answered with something that is not an error answer ({e})", *req_ids
+        ) from None
     except TimeoutError:
         check(
             conn.closed_by_peer(0.5),

@@ -1,0 +1,1 @@
+"""KIP-590 (forwarding to the controller, Envelope: KIP-590.*)."""

@@ -1,0 +1,1 @@
+"""KIP-78 (cluster id): Metadata v2+, format, stability, DescribeCluster, the /cluster/id znode."""

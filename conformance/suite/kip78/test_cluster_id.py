@@ -1,0 +1,176 @@
+"""KIP-78: the cluster id in Metadata v2+, its format, its stability, and the /cluster/id znode."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import pytest
+
+from conformance.results.verdicts import MissingPrecondition
+from conformance.suite import verify
+from conformance.suite.cases import project_codec
+from conformance.suite.harness import Harness
+from conformance.suite.meta import conformance
+from conformance.targets.base import Endpoint
+
+METADATA, DESCRIBE_CLUSTER = 3, 60
+FORMAT = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def metadata_body(version: int) -> dict:
+    return {"Topics": [], "AllowAutoTopicCreation": False} if version >= 1 else {"Topics": []}
+
+
+def cluster_id(
+    harness: Harness, where: str | Endpoint = "client", version: int | None = None
+) -> str | None:
+    version = version if version is not None else harness.pick_version(METADATA, "2+")
+    conn = harness.connect(where)
+    resp = verify.expect_response(conn, METADATA, version, metadata_body(version))
+    return resp.body["ClusterId"]
+
+
+def served_id(harness: Harness) -> str:
+    """The cluster id, which the remaining checks need: absent is not theirs to report."""
+    cid = cluster_id(harness)
+    if not cid:
+        raise MissingPrecondition("the target serves no cluster id in Metadata (see KIP-78.R1)")
+    return cid
+
+
+def _versions() -> list[int]:
+    return list(project_codec().message(METADATA, "request").valid_versions)
+
+
+@pytest.mark.parametrize("version", [v for v in _versions() if v >= 2])
+@conformance("metadata/v{version}/cluster-id/present", "KIP-78.R1", api=METADATA)
+def test_present_from_v2(harness: Harness, version: int) -> None:
+    harness.require(METADATA, version)
+    harness.note(METADATA, version)
+    cid = cluster_id(harness, version=version)
+    verify.check(cid, f"Metadata v{version} carries cluster id {cid!r}")
+
+
+@pytest.mark.parametrize("version", [v for v in _versions() if v < 2])
+@conformance("metadata/v{version}/cluster-id/absent", "KIP-78.R2", api=METADATA)
+def test_absent_before_v2(harness: Harness, version: int) -> None:
+    harness.require(METADATA, version)
+    harness.note(METADATA, version)
+    conn = harness.connect()
+    resp = verify.expect_response(
+        conn, METADATA, version, metadata_body(version), decoding="KIP-78.R2", served="KIP-78.R2"
+    )
+    verify.check(
+        "ClusterId" not in resp.body or resp.body["ClusterId"] is None,
+        "a v0/v1 answer decoded with a cluster id",
+        "KIP-78.R2",
+    )
+
+
+@conformance("metadata/v2+/cluster-id/format", "KIP-78.R3", api=METADATA)
+def test_format(harness: Harness) -> None:
+    cid = served_id(harness)
+    verify.check(FORMAT.match(cid), f"cluster id {cid!r} has characters outside [a-zA-Z0-9_-]")
+
+
+@conformance("metadata/v2+/cluster-id/base64-uuid", "KIP-78.R4", api=METADATA)
+def test_base64_uuid(harness: Harness) -> None:
+    cid = served_id(harness)
+    verify.check(len(cid) == 22, f"cluster id {cid!r} is {len(cid)} characters, not 22")
+    try:
+        raw = base64.urlsafe_b64decode(cid + "==")
+    except ValueError:
+        raw = b""
+    verify.check(len(raw) == 16, f"cluster id {cid!r} is not URL-safe Base64 of 16 bytes")
+
+
+@conformance("metadata/v2+/cluster-id/same-everywhere", "KIP-78.R5", api=METADATA)
+def test_same_from_every_broker_and_connection(harness: Harness) -> None:
+    version = harness.pick_version(METADATA, "2+")
+    conn = harness.connect()
+    resp = verify.expect_response(conn, METADATA, version, metadata_body(version))
+    first = resp.body["ClusterId"]
+    if not first:
+        raise MissingPrecondition("the target serves no cluster id in Metadata (see KIP-78.R1)")
+    brokers = {Endpoint(b["Host"], b["Port"]) for b in resp.body["Brokers"]}
+    places = sorted(brokers | set(harness.target.bootstrap), key=str)
+    seen: dict[str, str | None] = {}
+    for ep in places:
+        for n in range(2):
+            c = harness.connect(ep)
+            for m in range(2):
+                seen[f"{ep} connection {n} request {m}"] = verify.expect_response(
+                    c, METADATA, version, metadata_body(version)
+                ).body["ClusterId"]
+    lower = harness.pick_version(METADATA, "2")  # the lowest version with the field
+    seen[f"{harness.target.bootstrap[0]} v{lower}"] = cluster_id(harness, version=lower)
+    differ = {k: v for k, v in seen.items() if v != first}
+    verify.check(not differ, f"cluster id {first!r} on the first answer, but: {differ}")
+
+
+@conformance("metadata/v2+/cluster-id/survives-restart", "KIP-78.R6", api=METADATA)
+def test_same_after_a_broker_restart(harness: Harness) -> None:
+    target = harness.target
+    if not target.restartable:
+        raise MissingPrecondition(
+            f"the {target.kind} target does not let the suite restart a broker"
+        )
+    before = served_id(harness)
+    node_id, ep = sorted(target.restartable.items())[-1]
+    harness.end_test()
+    target.restart_broker(node_id)
+    after = {str(e): cluster_id(harness, e) for e in target.restartable.values()}
+    changed = {k: v for k, v in after.items() if v != before}
+    verify.check(
+        not changed,
+        f"cluster id was {before!r}; after restarting broker {node_id} ({ep}): {changed}",
+    )
+
+
+@conformance("describe-cluster/cluster-id/matches-metadata", "KIP-78.R7", api=DESCRIBE_CLUSTER)
+def test_describe_cluster_agrees(harness: Harness) -> None:
+    cid = served_id(harness)
+    version = harness.pick_version(DESCRIBE_CLUSTER)
+    conn = harness.connect()
+    resp = verify.expect_response(
+        conn, DESCRIBE_CLUSTER, version, {"IncludeClusterAuthorizedOperations": False}
+    )
+    verify.expect_error_code(resp.body, 0)
+    verify.check(
+        resp.body["ClusterId"] == cid,
+        f"DescribeCluster says {resp.body['ClusterId']!r}, Metadata says {cid!r}",
+    )
+
+
+@conformance("zookeeper/cluster-id/znode", "KIP-78.R8")
+def test_znode_agrees(harness: Harness) -> None:
+    connect = harness.target.zookeeper
+    if not connect:
+        raise MissingPrecondition("no ZooKeeper connect string (--zookeeper)")
+    cid = served_id(harness)
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoNodeError
+
+    zk = KazooClient(hosts=connect, timeout=10, read_only=True)
+    try:
+        zk.start(timeout=10)
+        try:
+            data, _ = zk.get("/cluster/id")
+        except NoNodeError:
+            raise verify.Failed(f"no /cluster/id znode under {connect}") from None
+    finally:
+        zk.stop()
+        zk.close()
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        raise verify.Failed(f"/cluster/id is not JSON: {data[:100]!r}") from None
+    verify.check(isinstance(obj, dict), f"/cluster/id is not a JSON object: {obj!r}")
+    verify.check(
+        obj.get("id") == cid, f"/cluster/id holds id {obj.get('id')!r}, Metadata serves {cid!r}"
+    )
+    verify.check(
+        obj.get("version") in (1, "1"), f"/cluster/id version is {obj.get('version')!r}, not 1"
+    )

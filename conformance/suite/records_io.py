@@ -1,0 +1,127 @@
+"""Producing and fetching a few records over the wire, for checks that need acknowledged data.
+
+Minimal on purpose: one partition, acks=-1, record batch v2 (Produce v3+, Fetch v4-12, by topic
+name). The suite's full client with the KIP-42 interceptor chain lives in conformance/client.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from conformance.protocol.records import build_batch, decode_batches, encode_batch
+from conformance.results.verdicts import MissingPrecondition
+from conformance.suite.harness import Harness, SyncConnection
+from conformance.targets.base import Endpoint
+
+PRODUCE, FETCH, METADATA, CREATE_TOPICS = 0, 1, 3, 19
+TOPIC_ALREADY_EXISTS = 36
+
+
+@dataclass(frozen=True)
+class Acked:
+    offset: int
+    value: bytes
+
+
+def create_topic(harness: Harness, name: str, partitions: int = 1) -> None:
+    """Create a suite-owned topic (already existing is fine)."""
+    version = harness.pick_version(CREATE_TOPICS)
+    conn = harness.connect()
+    topic = {
+        "Name": name,
+        "NumPartitions": partitions,
+        "ReplicationFactor": -1 if version >= 4 else 1,
+        "Assignments": [],
+        "Configs": [],
+    }
+    resp = conn.request(
+        CREATE_TOPICS, version, {"Topics": [topic], "TimeoutMs": 10000, "ValidateOnly": False}
+    )
+    code = resp.body["Topics"][0]["ErrorCode"]
+    if code not in (0, TOPIC_ALREADY_EXISTS):
+        raise MissingPrecondition(f"cannot create the suite's topic {name}: error {code}")
+
+
+def leader(harness: Harness, topic: str, partition: int = 0, timeout: float = 15.0) -> Endpoint:
+    """The client endpoint of the partition's leader, once Metadata names one."""
+    version = harness.pick_version(METADATA, "1+")
+    deadline = time.monotonic() + timeout
+    conn = harness.connect()
+    while True:
+        body = {"Topics": [{"Name": topic}], "AllowAutoTopicCreation": False}
+        resp = conn.request(METADATA, version, body)
+        brokers = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in resp.body["Brokers"]}
+        for t in resp.body["Topics"]:
+            for p in t["Partitions"]:
+                if (
+                    t["Name"] == topic
+                    and p["PartitionIndex"] == partition
+                    and p["LeaderId"] in brokers
+                ):
+                    return brokers[p["LeaderId"]]
+        if time.monotonic() > deadline:
+            raise MissingPrecondition(f"no leader for {topic}-{partition} after {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+def produce(harness: Harness, topic: str, values: list[bytes]) -> list[Acked]:
+    """Produce ``values`` with acks=-1 (one batch); returns what was acknowledged."""
+    version = harness.pick_version(PRODUCE, "3+")
+    conn = harness.connect(leader(harness, topic))
+    now = int(time.time() * 1000)
+    batch = encode_batch(build_batch([(now, None, v) for v in values]))
+    body = {
+        "TransactionalId": None,
+        "Acks": -1,
+        "TimeoutMs": 10000,
+        "TopicData": [{"Name": topic, "PartitionData": [{"Index": 0, "Records": batch}]}],
+    }
+    resp = conn.request(PRODUCE, version, body)
+    part = resp.body["Responses"][0]["PartitionResponses"][0]
+    if part["ErrorCode"] != 0:
+        raise MissingPrecondition(
+            f"cannot produce to the suite's topic {topic}: error {part['ErrorCode']}"
+        )
+    base = part["BaseOffset"]
+    return [Acked(base + i, v) for i, v in enumerate(values)]
+
+
+def fetch_all(harness: Harness, topic: str, conn: SyncConnection | None = None) -> dict[int, bytes]:
+    """Every record of partition 0 from offset 0: offset -> value."""
+    version = harness.pick_version(FETCH, "4-12")
+    conn = conn or harness.connect(leader(harness, topic))
+    out: dict[int, bytes] = {}
+    offset = 0
+    for _ in range(50):
+        part = {
+            "Partition": 0,
+            "FetchOffset": offset,
+            "PartitionMaxBytes": 1 << 20,
+            "CurrentLeaderEpoch": -1,
+            "LogStartOffset": -1,
+            "LastFetchedEpoch": -1,
+        }
+        body = {
+            "ReplicaId": -1,
+            "MaxWaitMs": 200,
+            "MinBytes": 1,
+            "MaxBytes": 1 << 20,
+            "IsolationLevel": 0,
+            "SessionId": 0,
+            "SessionEpoch": -1,
+            "Topics": [{"Topic": topic, "Partitions": [part]}],
+            "ForgottenTopicsData": [],
+            "RackId": "",
+        }
+        resp = conn.request(FETCH, version, body)
+        parts = [p for t in resp.body["Responses"] for p in t["Partitions"]]
+        records = (parts[0]["Records"] if parts else None) or b""
+        batches = decode_batches(records, allow_partial=True)
+        new = [r for b in batches for r in b.log_records() if r.offset >= offset]
+        if not new:
+            break
+        for r in new:
+            out[r.offset] = r.value or b""
+        offset = max(out) + 1
+    return out

@@ -1,0 +1,98 @@
+"""Request headers and connection ordering: null client ids (PROTOCOL.R13), unknown tagged
+fields ignored in header and body (R12), pipelined requests answered in order (R2)."""
+
+from __future__ import annotations
+
+from conformance.client.wire import ProtocolViolation
+from conformance.protocol.compiler import UNKNOWN_TAGS
+from conformance.suite import verify
+from conformance.suite.harness import Harness
+from conformance.suite.meta import conformance
+
+API_VERSIONS, METADATA, DESCRIBE_CLUSTER = 18, 3, 60
+AV_BODY = {"ClientSoftwareName": "kafka-conformance", "ClientSoftwareVersion": "0.1.0"}
+
+
+def _metadata_body(version: int) -> dict:
+    return {"Topics": [], "AllowAutoTopicCreation": False} if version >= 1 else {"Topics": []}
+
+
+@conformance("headers/null-client-id", "PROTOCOL.R13", api=METADATA)
+def test_null_client_id_is_answered(harness: Harness) -> None:
+    version = harness.pick_version(METADATA, "1-8")  # header v1: ClientId nullable, not compact
+    conn = harness.connect(client_id=None)
+    resp = verify.expect_response(
+        conn, METADATA, version, _metadata_body(version), served="PROTOCOL.R13"
+    )
+    verify.check(resp.body["Brokers"], "Metadata with a null client id lists no broker")
+
+
+def _stable(body: dict) -> dict:
+    return {k: v for k, v in body.items() if k != "ThrottleTimeMs"}
+
+
+@conformance("headers/unknown-tagged-fields-ignored", "PROTOCOL.R12", api=METADATA)
+def test_unknown_tagged_fields_are_ignored(harness: Harness) -> None:
+    version = harness.pick_version(METADATA, "9+")
+    conn = harness.connect()
+    plain = verify.expect_response(conn, METADATA, version, _metadata_body(version))
+    # in the body
+    tagged_body = {**_metadata_body(version), UNKNOWN_TAGS: {90: b"kc", 7000: b""}}
+    resp = verify.expect_response(
+        conn, METADATA, version, tagged_body, served="PROTOCOL.R12", decoding="PROTOCOL.R12"
+    )
+    verify.check(
+        _stable(resp.body) == _stable(plain.body),
+        f"unknown body tags changed the answer: {_stable(resp.body)} vs {_stable(plain.body)}",
+        "PROTOCOL.R12",
+    )
+    # in the header
+    codec = harness.codec
+    header = codec.compiled_header("request", 2).encode(
+        {
+            "RequestApiKey": METADATA,
+            "RequestApiVersion": version,
+            "CorrelationId": 4242,
+            "ClientId": "kafka-conformance",
+            UNKNOWN_TAGS: {77: b"\x00\x01", 500: b"x"},
+        }
+    )
+    frame = header + codec.encode(METADATA, version, "request", _metadata_body(version))
+    fut = conn.send_frame(frame, METADATA, version, 4242)
+    try:
+        got = conn.wait(fut, 10)
+    except Exception as e:
+        raise verify.Failed(
+            f"unknown header tags: no valid answer ({type(e).__name__}: {e})", "PROTOCOL.R12"
+        ) from None
+    verify.check(
+        _stable(got.body) == _stable(plain.body),
+        f"unknown header tags changed the answer: {_stable(got.body)} vs {_stable(plain.body)}",
+        "PROTOCOL.R12",
+    )
+
+
+@conformance("connection/pipelined-answers-in-order", "PROTOCOL.R2", api=API_VERSIONS)
+def test_pipelined_requests_answered_in_order(harness: Harness) -> None:
+    av = harness.pick_version(API_VERSIONS)
+    md = harness.pick_version(METADATA)
+    conn = harness.connect()
+    futs = []
+    for i in range(1, 9):
+        api, version, body = (
+            (API_VERSIONS, av, AV_BODY) if i % 2 else (METADATA, md, _metadata_body(md))
+        )
+        frame = harness.frame(api, version, 1000 + i, body)
+        futs.append((i, conn.send_frame(frame, api, version, 1000 + i)))
+    for i, fut in futs:
+        try:
+            resp = conn.wait(fut, 10)
+        except ProtocolViolation as e:
+            raise verify.Failed(f"pipelined request {i}: {e}") from None
+        except Exception as e:
+            raise verify.Failed(
+                f"pipelined request {i}: no answer ({type(e).__name__}: {e})"
+            ) from None
+        verify.check(
+            resp.correlation_id == 1000 + i, f"request {i} got correlation id {resp.correlation_id}"
+        )
