@@ -1,0 +1,110 @@
+"""KIP-42 interceptors of the suite's own client, exercised against the target.
+
+Hypothesis draws interceptor chains (passing, modifying, re-keying, raising, returning junk)
+and records; each example produces through the chain and reads back what was stored (see
+``scenarios``). The audit test produces a few thousand records through an auditing interceptor
+pair and proves each acknowledged record is read back exactly once with its checksum. The
+ClusterResourceListener test (KIP-78.R9) lives here too: it is checked with the same client.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import strategies as st
+
+from conformance.suite import verify
+from conformance.suite.harness import Harness, run_property
+from conformance.suite.kip42 import scenarios as sc
+from conformance.suite.meta import conformance
+
+PRODUCE, FETCH, METADATA, OFFSET_COMMIT = 0, 1, 3, 8
+#: records of the audited round trip
+AUDIT_RECORDS = 2000
+
+
+@conformance(
+    "kip-42/producer/interceptor-chain",
+    "KIP-42.R1",
+    "KIP-42.R2",
+    "KIP-42.R5",
+    "KIP-42.R6",
+    api=PRODUCE,
+)
+def test_producer_chain(harness: Harness) -> None:
+    env = sc.harness_env(harness)
+    topic = harness.call(env.new_topic())
+    run_property(
+        harness,
+        st.tuples(sc.chains(sc.PRODUCER_BEHAVIOURS), sc.items()),
+        lambda v: harness.call(sc.producer_chain(env, topic, *v)),
+    )
+
+
+@conformance(
+    "kip-42/producer/send-errors",
+    "KIP-42.R1",
+    "KIP-42.R2",
+    "KIP-42.R5",
+    "KIP-42.R6",
+    api=PRODUCE,
+)
+def test_send_errors(harness: Harness) -> None:
+    env = sc.harness_env(harness)
+    topic = harness.call(env.new_topic())
+    run_property(
+        harness,
+        st.tuples(sc.chains(sc.PRODUCER_BEHAVIOURS), st.sampled_from(sc.ERROR_KINDS)),
+        lambda v: harness.call(sc.producer_errors(env, topic, *v)),
+    )
+
+
+@conformance("kip-42/consumer/interceptor-chain", "KIP-42.R3", "KIP-42.R5", "KIP-42.R6", api=FETCH)
+def test_consumer_chain(harness: Harness) -> None:
+    env = sc.harness_env(harness)
+    topic = harness.call(env.new_topic())
+    values = st.lists(st.lists(st.integers(0, 99), max_size=3), min_size=1, max_size=6)
+    run_property(
+        harness,
+        st.tuples(sc.chains(sc.CONSUMER_BEHAVIOURS), values),
+        lambda v: harness.call(sc.consumer_chain(env, topic, *v)),
+    )
+
+
+@conformance("kip-42/consumer/on-commit", "KIP-42.R4", "KIP-42.R5", "KIP-42.R6", api=OFFSET_COMMIT)
+def test_on_commit(harness: Harness) -> None:
+    env = sc.harness_env(harness, commits=True)
+    harness.pick_version(OFFSET_COMMIT)
+    topic = harness.call(env.new_topic())
+    values = st.lists(st.lists(st.integers(0, 99), max_size=2), min_size=1, max_size=4)
+    run_property(
+        harness,
+        st.tuples(sc.chains(sc.CONSUMER_BEHAVIOURS), values),
+        lambda v: harness.call(sc.commits(env, topic, *v, f"kc-kip42-{uuid.uuid4().hex[:8]}")),
+    )
+
+
+@conformance("kip-42/record-metadata/checksum-and-sizes", "KIP-42.R7", api=PRODUCE)
+def test_checksum_and_sizes(harness: Harness) -> None:
+    env = sc.harness_env(harness)
+    topic = harness.call(env.new_topic())
+    run_property(harness, sc.raw_records(), lambda v: harness.call(sc.checksums(env, topic, v)))
+
+
+@conformance("kip-42/audit/exactly-once", "KIP-42.R8", api=FETCH)
+def test_audited_round_trip(harness: Harness) -> None:
+    env = sc.harness_env(harness)
+    harness.notes.seeded = True
+    topic = harness.call(env.new_topic())
+    harness.call(
+        sc.audited_round_trip(env, topic, AUDIT_RECORDS, seed=harness.seed or 0), timeout=300
+    )
+
+
+@conformance("kip-78/client/cluster-resource-listener", "KIP-78.R9", api=METADATA)
+def test_cluster_resource_listener(harness: Harness) -> None:
+    env = sc.harness_env(harness)
+    version = harness.pick_version(METADATA, "2+")
+    body = {"Topics": [], "AllowAutoTopicCreation": False}
+    resp = verify.expect_response(harness.connect(), METADATA, version, body)
+    harness.call(sc.cluster_resource(env, resp.body["ClusterId"]))
