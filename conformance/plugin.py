@@ -105,6 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(test_id, requirements, api): a conformance suite test (conformance.suite.meta)",
     )
     config.stash[STATE] = State()
+    config.pluginmanager.register(_Selection(), "kafka-conformance-selection")
 
 
 # --- state -----------------------------------------------------------------------------------
@@ -191,19 +192,17 @@ def _matcher(item: pytest.Item, ti: TestInfo):
     return match
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list
 ) -> None:
+    """Before pytest's own -k/-m: give every suite test its id and requirement keywords."""
     suite = [i for i in items if i.get_closest_marker(MARKER) is not None]
     if not suite:
         return
-    from _pytest.mark.expression import Expression
-
     from conformance.requirements import requirements
 
     reqs = requirements()
-    state = config.stash[STATE]
     for item in suite:
         mark = item.get_closest_marker(MARKER)
         unknown = [r for r in mark.kwargs["requirements"] if r not in reqs]
@@ -219,6 +218,25 @@ def pytest_collection_modifyitems(
         item.stash[INFO] = ti
         item.extra_keyword_matches.update({ti.test_id, *ti.requirements})
         item.user_properties.append(("conformance_id", ti.test_id))
+
+
+class _Selection:
+    """Registered as a second plugin: a module cannot implement one hook twice."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list
+    ) -> None:
+        _select_and_open(config, items)
+
+
+def _select_and_open(config: pytest.Config, items: list) -> None:
+    """After pytest's own selection: apply --select, then start the target for what is left."""
+    if not any(info(i) for i in items):
+        return
+    from _pytest.mark.expression import Expression
+
+    state = config.stash[STATE]
     expr_text = config.getoption("select")
     if expr_text:
         try:
@@ -235,6 +253,8 @@ def pytest_collection_modifyitems(
         state.select = expr_text
         if not any(info(i) for i in items):
             return
+    if config.option.collectonly:
+        return
     _open_run(config, state)
 
 

@@ -1,0 +1,47 @@
+"""Helpers for the tests of the suite: run ``kafka-conformance run`` and read what it recorded."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.results.schema import load_run
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", "run", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def only_run(results: Path):
+    runs = [p for p in results.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return load_run(runs[0])
+
+
+def verdicts(run) -> dict[tuple[str, str], str]:
+    return {(r["test_id"], r["requirement_id"]): r["verdict"] for r in run.records}
+
+
+def failing(run) -> set[tuple[str, str]]:
+    return {k for k, v in verdicts(run).items() if v == "FAIL"}
+
+
+@pytest.fixture
+def cli(tmp_path: Path):
+    def go(*args: str, timeout: float = 300):
+        results = tmp_path / f"results-{len(list(tmp_path.glob('results-*')))}"
+        proc = run_cli("--no-report", "--results-dir", str(results), *args, cwd=tmp_path,
+                       timeout=timeout)
+        run = only_run(results) if results.exists() and any(results.iterdir()) else None
+        return proc, run
+
+    return go

@@ -1,0 +1,107 @@
+"""The requirement files: schema-valid, ids unique and prefixed, APIs named as in the specs,
+and every suite test naming only requirement ids that exist."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.protocol import Codec
+from conformance.protocol.errors import SpecError
+from conformance.requirements import KIPS_DIR, load_feature, load_requirements, requirements
+
+FILES = ("protocol", "kip-78", "broker-registration", "kip-42", "kip-536", "kip-590")
+
+
+def test_every_feature_file_loads() -> None:
+    reqs = load_requirements()
+    assert {f.path.stem for f in reqs.features.values()} >= set(FILES)
+    assert len(reqs) >= 50
+    levels = {r.level for r in reqs}
+    assert levels <= {"MUST", "SHOULD", "MAY"} and "MUST" in levels and "SHOULD" in levels
+
+
+def test_apis_are_named_and_numbered_as_in_the_specs() -> None:
+    codec = Codec.from_specs()
+    for r in requirements():
+        for a in r.apis:
+            spec = codec.message(a.key, "request")
+            assert spec.name == f"{a.api}Request", (r.id, a)
+            assert not a.versions.intersect(spec.valid_versions).empty, (r.id, a)
+
+
+def test_proposals_are_marked() -> None:
+    for r in requirements():
+        assert r.proposal == (r.feature == "KIP-536"), r.id
+
+
+def test_each_reading_of_seed_versus_kafka_is_documented() -> None:
+    reqs = requirements()
+    for name in ("KIP-78", "BROKER-REG", "KIP-536"):
+        readings = reqs.features[name].raw["readings"]
+        assert readings and all(r["checked"] and r["why"] for r in readings)
+    assert "string" in json.dumps(reqs.features["KIP-78"].raw["readings"])
+
+
+def _write(tmp: Path, obj: dict) -> Path:
+    path = tmp / "x.json"
+    path.write_text(json.dumps(obj))
+    return path
+
+
+def _good() -> dict:
+    return {
+        "feature": "KIP-1",
+        "title": "t",
+        "status": "adopted",
+        "source": "s.txt",
+        "requirements": [
+            {"id": "KIP-1.R1", "level": "MUST", "statement": "something holds always",
+             "basis": "seed: Section", "apis": [], "listener": "client"}
+        ],
+    }
+
+
+def test_a_good_file_loads(tmp_path: Path) -> None:
+    feature, reqs = load_feature(_write(tmp_path, _good()))
+    assert feature.name == "KIP-1" and reqs[0].id == "KIP-1.R1" and reqs[0].file == "x"
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda o: o["requirements"][0].update(level="OUGHT"), "level"),
+        (lambda o: o["requirements"][0].pop("basis"), "basis"),
+        (lambda o: o["requirements"][0].update(id="KIP-1-R1"), "id"),
+        (lambda o: o["requirements"][0].update(id="KIP-2.R1"), "does not start with"),
+        (lambda o: o["requirements"][0].update(listener="anywhere"), "listener"),
+    ],
+)
+def test_a_bad_file_is_refused_with_its_path(tmp_path: Path, change, where) -> None:
+    obj = _good()
+    change(obj)
+    with pytest.raises(SpecError) as e:
+        load_feature(_write(tmp_path, obj))
+    assert "x.json" in str(e.value) and where in str(e.value)
+
+
+def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(_good()))
+    with pytest.raises(SpecError, match="already defined"):
+        load_requirements(tmp_path)
+
+
+def test_the_suite_names_only_known_requirements() -> None:
+    """Collecting the suite validates every test's ids (the plugin refuses unknown ones)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "--collect-only", "-q",
+         "-p", "no:cacheprovider"],
+        capture_output=True, text=True, timeout=120, cwd=KIPS_DIR.parent.parent,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "tests collected" in proc.stdout or " collected" in proc.stdout
