@@ -445,7 +445,7 @@ async def producer_errors(env: ClientEnv, topic: str, behaviours: Sequence[str],
             raise ValueError("refused by the test's serializer")
         return json_serializer(t, value)
 
-    producer = env.producer(interceptors=probes, max_block_ms=1000, value_serializer=serializer)
+    producer = env.producer(interceptors=probes, max_block_ms=500, value_serializer=serializer)
     target, value, partition = topic, [kind], None
     if kind == "unknown-topic":
         target = f"{topic}-absent"
