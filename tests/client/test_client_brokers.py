@@ -14,10 +14,13 @@ from hypothesis import strategies as st
 
 from conformance.client import errors
 from conformance.client.audit import Audit
+from conformance.client.create_topics import create_topics
+from conformance.client.metadata import ClusterMetadata
 from conformance.client.record_types import TopicPartition
 from conformance.client.wire import Connection
 from conformance.protocol.records import Compression
 from conformance.suite.kip42 import scenarios as sc
+from conformance.targets.reference import ReferenceTarget
 from conformance.targets.tansu import TansuTarget
 
 #: records per audited round trip
@@ -202,5 +205,53 @@ def test_failed_delivery_reaches_on_acknowledgement(codec) -> None:
             assert [e[1] for e in trace.of("close")] == [0, 1]
 
         asyncio.run(run())
+    finally:
+        target.stop()
+
+
+def test_leader_restart_mid_stream_loses_and_duplicates_nothing(codec) -> None:
+    """The partition leaders' broker restarts while an idempotent producer streams: the client
+    refreshes metadata on NOT_LEADER_OR_FOLLOWER / lost connections and retries, and the audit
+    still finds every acknowledged record exactly once."""
+    target = ReferenceTarget()
+    target.start()
+    try:
+        env = sc.ClientEnv(target.bootstrap, codec)
+
+        async def run() -> Audit:
+            cluster = ClusterMetadata(target.bootstrap, codec=codec)
+            await cluster.start()
+            topic = f"kc-failover-{uuid.uuid4().hex[:8]}"
+            await create_topics(cluster, {topic: 3}, replication_factor=3)
+            leader = cluster.leader(TopicPartition(topic, 0))
+            await cluster.close()
+            audit = Audit()
+            producer = env.producer(
+                interceptors=[audit.producer_interceptor()], enable_idempotence=True
+            )
+            async with producer:
+                futures = []
+                for i in range(AUDITED):
+                    if i == AUDITED // 3:
+                        restart = asyncio.create_task(
+                            asyncio.to_thread(target.restart_broker, leader)
+                        )
+                    futures.append(await producer.send(topic, f"k{i % 11}", [i]))
+                    if i % 50 == 0:
+                        await asyncio.sleep(0.02)
+                await restart
+                await asyncio.gather(*futures)
+            assert not audit.failed, audit.failed[:3]
+            consumer = env.consumer(interceptors=[audit.consumer_interceptor()])
+            async with consumer:
+                tps = [TopicPartition(topic, p) for p in range(3)]
+                consumer.assign(tps)
+                while sum(len(v) for v in audit.consumed.values()) < AUDITED:
+                    await consumer.poll(1000)
+            return audit
+
+        audit = asyncio.run(run())
+        assert audit.verify().ok, audit.verify()
+        assert len(audit.acknowledged) == AUDITED
     finally:
         target.stop()
