@@ -1,0 +1,152 @@
+"""The whole suite against tansu: its known behaviours are reported (not hidden), the run is
+recorded per the schemas, a recorded seed reproduces a failure, --strict and empty selections
+behave."""
+
+from __future__ import annotations
+
+import re
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conformance.results.schema import load_run
+from tests.suite.conftest import only_run, run_cli
+
+
+@pytest.fixture(scope="module")
+def tansu_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tansu-run")
+    started = time.monotonic()
+    proc = run_cli(
+        "--target",
+        "tansu",
+        "--no-report",
+        "--results-dir",
+        str(tmp / "results"),
+        "--junit-xml",
+        str(tmp / "junit.xml"),
+        cwd=tmp,
+    )
+    wall = time.monotonic() - started
+    print(f"full suite against tansu: {wall:.1f} s wall")
+    return proc, only_run(tmp / "results"), tmp, wall
+
+
+def test_run_is_recorded_per_the_schemas(tansu_run) -> None:
+    proc, run, tmp, _ = tansu_run
+    assert not run.problems, run.problems[:3]
+    m = run.manifest
+    assert (m["target_name"], m["target_version"], m["target_kind"]) == ("tansu", "0.6.0", "tansu")
+    assert m["bootstrap"].startswith("127.0.0.1:")
+    assert m["api_versions"]["18"][0] == 0 and "3" in m["api_versions"]
+    assert isinstance(m["hypothesis_seed"], int) and m["spec_release"] == "3.9.0"
+    assert proc.stdout.count("[100%]") == 1  # progress was shown
+    assert f"results: {run.dir}" in proc.stdout
+    cases = ET.parse(tmp / "junit.xml").getroot().iter("testcase")
+    assert sum(1 for _ in cases) > 200
+
+
+def test_exit_code_says_a_must_failed(tansu_run) -> None:
+    proc, run, _, _ = tansu_run
+    assert any(r["verdict"] == "FAIL" and r["level"] == "MUST" for r in run.records)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+
+
+def test_the_suite_never_broke(tansu_run) -> None:
+    _, run, _, _ = tansu_run
+    errors = [(r["test_id"], r["message"]) for r in run.records if r["verdict"] == "ERROR"]
+    assert not errors
+
+
+def test_every_test_recorded_each_of_its_requirements(tansu_run) -> None:
+    _, run, _, _ = tansu_run
+    by_test: dict[str, set[str]] = {}
+    for r in run.records:
+        by_test.setdefault(r["test_id"], set()).add(r["requirement_id"])
+    assert by_test["spec/metadata/v12/well-formed"] == {
+        f"PROTOCOL.R{n}" for n in (1, 2, 3, 4, 5, 9)
+    }
+    assert len(by_test) > 280
+    assert len(run.records) == sum(len(v) for v in by_test.values())  # one per (test, req)
+
+
+@pytest.mark.parametrize(
+    ("test_id", "requirement", "verdict", "why"),
+    [
+        # tansu answers versions above its advertised maximum (DESIGN.md, observed facts)
+        ("versions/metadata/outside-advertised-refused", "PROTOCOL.R10", "FAIL", "Metadata v13"),
+        # it does not answer a too-new ApiVersions in v0 with UNSUPPORTED_VERSION
+        ("api-versions/newer-than-server/v0-error-answer", "PROTOCOL.R7", "FAIL", "ApiVersions v5"),
+        # its default cluster id is tansu_cluster: allowed characters, not a Base64 UUID
+        ("metadata/v2+/cluster-id/format", "KIP-78.R3", "PASS", None),
+        ("metadata/v2+/cluster-id/base64-uuid", "KIP-78.R4", "NONSTRICT", "tansu_cluster"),
+        ("metadata/v2+/cluster-id/same-everywhere", "KIP-78.R5", "PASS", None),
+        ("metadata/v2+/cluster-id/survives-restart", "KIP-78.R6", "PASS", None),
+        ("describe-cluster/cluster-id/matches-metadata", "KIP-78.R7", "PASS", None),
+        ("zookeeper/cluster-id/znode", "KIP-78.R8", "SKIP", "--zookeeper"),
+        # a 2 GiB size field is not refused by closing the connection
+        ("robustness/size-over-the-limit", "PROTOCOL.R15", "FAIL", "2 GiB"),
+        ("robustness/disconnect-mid-request/body", "PROTOCOL.R16", "PASS", None),
+        ("robustness/acknowledged-kept", "PROTOCOL.R17", "PASS", None),
+        ("api-versions/self-consistent", "PROTOCOL.R8", "PASS", None),
+        ("spec/describe-cluster/v1/well-formed", "PROTOCOL.R3", "PASS", None),
+        # APIs tansu does not advertise, or that are not on a client listener
+        ("spec/alter-configs/v0/well-formed", "PROTOCOL.R9", "UNSUPPORTED", "not advertised"),
+        ("spec/broker-registration/v0/well-formed", "PROTOCOL.R9", "NOT_EXPOSED", "controller"),
+    ],
+)
+def test_known_tansu_behaviours_are_reported(tansu_run, test_id, requirement, verdict, why) -> None:
+    _, run, _, _ = tansu_run
+    record = next(
+        r for r in run.records if r["test_id"] == test_id and r["requirement_id"] == requirement
+    )
+    assert record["verdict"] == verdict, record
+    if why:
+        assert why in record["message"]
+
+
+def _mask(message: str) -> str:
+    """What differs between two runs of the same example: record bytes carry a timestamp."""
+    return re.sub(r'"Records":"[0-9a-f]*"', '"Records":"…"', message or "")
+
+
+def test_a_recorded_seed_reproduces_a_failure(tansu_run, cli) -> None:
+    _, run, _, _ = tansu_run
+    failed = next(
+        r
+        for r in run.records
+        if r["verdict"] == "FAIL"
+        and r["seed"] is not None
+        and r["test_id"].startswith("spec/describe-configs/")
+    )
+    proc, again = cli(
+        "--target", "tansu", "--seed", str(failed["seed"]), "--select", failed["test_id"]
+    )
+    assert again.manifest["hypothesis_seed"] == failed["seed"]
+    same = next(r for r in again.records if r["requirement_id"] == failed["requirement_id"])
+    assert same["verdict"] == "FAIL" and _mask(same["message"]) == _mask(failed["message"])
+    assert proc.returncode == 1
+
+
+def test_strict_turns_a_should_into_a_failure(cli) -> None:
+    select = ("--select", "metadata/v2+/cluster-id/base64-uuid")
+    proc, run = cli("--target", "tansu", *select)
+    assert [r["verdict"] for r in run.records] == ["NONSTRICT"] and proc.returncode == 0
+    assert run.manifest["strict"] is False
+    proc, run = cli("--target", "tansu", "--strict", *select)
+    assert [r["verdict"] for r in run.records] == ["FAIL"] and proc.returncode == 1
+    assert run.manifest["strict"] is True and run.manifest["select"] == select[1]
+
+
+def test_a_run_that_selects_nothing_is_an_error(cli) -> None:
+    proc, run = cli("--target", "tansu", "--select", "no-such-test")
+    assert proc.returncode == 1 and run is None
+    assert "no test selected by 'no-such-test'" in proc.stderr
+
+
+def test_results_dir_holds_one_run_per_invocation(tansu_run) -> None:
+    _, run, tmp, _ = tansu_run
+    assert load_run(run.dir).run_id == run.run_id == run.manifest["run_id"]
+    assert Path(run.dir).parent == tmp / "results"
