@@ -279,13 +279,22 @@ class Consumer:
             return_exceptions=True,
         )
         out: list[ConsumerRecord] = []
+        lost = False
         for r in results:
             if isinstance(r, BaseException):
-                if isinstance(r, ConnectionError | TimeoutError):
-                    log.info("fetch failed: %s", r)
-                    continue
-                raise r
+                if not isinstance(r, ConnectionError | TimeoutError):
+                    raise r
+                log.info("fetch failed: %s", r)
+                lost = True
+                continue
             out.extend(r)
+        if lost:
+            # the leader may have moved: learn where before the next fetch
+            try:
+                await self.metadata.refresh({tp.topic for tp in self._assigned})
+            except ConnectionError as e:
+                log.info("metadata refresh failed: %s", e)
+                await asyncio.sleep(self.metadata.retry_backoff)
         return out
 
     def _fetch_request(self, version: int, tps: list[TopicPartition], wait: float) -> dict:

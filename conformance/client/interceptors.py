@@ -10,9 +10,9 @@ the points the seed names:
 * ``ProducerInterceptor.on_acknowledgement(metadata, exception)`` once per record: with the
   record's metadata and no exception when the broker acknowledged it, with ``None`` and the
   exception when it failed (also when ``send()`` itself raises, before anything was sent).
-  Following the seed, metadata is ``None`` on error; the exception says what is known (for
-  :class:`conformance.client.errors.KafkaError` from the broker, the producer adds the topic
-  and partition as ``exception.topic_partition``).
+  Following the seed, metadata is ``None`` on error; the producer tells the exception which
+  partition it concerns as ``exception.topic_partition`` (partition -1 when the failure came
+  before one was chosen), the partial information released Kafka puts in its metadata.
 * ``ConsumerInterceptor.on_consume(records)`` in ``poll()``, just before it returns; poll
   returns what the last interceptor returned.
 * ``ConsumerInterceptor.on_commit(offsets)`` once the group coordinator acknowledged a commit.

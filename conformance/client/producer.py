@@ -95,6 +95,15 @@ class _Batch:
     encoded: bytes | None = None
 
 
+def _label(exc: BaseException, tp: TopicPartition) -> None:
+    """Tell a send failure's exception which partition it concerns (metadata is None then).
+
+    The partition is -1 when the failure came before one was chosen."""
+    if getattr(exc, "topic_partition", None) is None:
+        with contextlib.suppress(AttributeError):
+            exc.topic_partition = tp  # type: ignore[attr-defined]
+
+
 class Producer:
     """An asyncio Kafka producer (use ``async with Producer(...) as p`` or start/close)."""
 
@@ -273,6 +282,8 @@ class Producer:
                     f"{self.max_request_size}"
                 )
         except Exception as e:
+            part = -1 if record.partition is None else record.partition
+            _label(e, TopicPartition(record.topic, part))
             self.interceptors.on_acknowledgement(None, e)
             raise
         self._append(TopicPartition(record.topic, partition), pending)
@@ -310,9 +321,7 @@ class Producer:
             self._finish(r, md, None)
 
     def _fail(self, batch: _Batch, exc: BaseException) -> None:
-        if getattr(exc, "topic_partition", None) is None:
-            with contextlib.suppress(AttributeError):
-                exc.topic_partition = batch.tp  # type: ignore[attr-defined]
+        _label(exc, batch.tp)
         for r in batch.records:
             self._finish(r, None, exc)
 

@@ -202,6 +202,7 @@ def test_failed_delivery_reaches_on_acknowledgement(codec) -> None:
                 (1, None, raised.value),
             ]
             assert order == ["cb"]
+            assert raised.value.topic_partition == TopicPartition(topic, 0)
             assert [e[1] for e in trace.of("close")] == [0, 1]
 
         asyncio.run(run())
