@@ -31,6 +31,7 @@ API_VERSIONS = 18
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
 UNSUPPORTED_VERSION = 35
+FAILED_AUTHENTICATION_CLOSE_DELAY = 0.1
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hhi")
 
@@ -163,6 +164,9 @@ class Listener:
                     writer.write(_SIZE.pack(len(answer)) + answer)
                     await writer.drain()
                 if session.close_after_response:
+                    # Kafka's connection.failed.authentication.delay.ms: the client reads the
+                    # answer before the close (closing on unread bytes would reset it away)
+                    await asyncio.sleep(FAILED_AUTHENTICATION_CLOSE_DELAY)
                     return
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             return

@@ -21,6 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from conformance.client.wire import Connection, pick_version
+from reference_impl import security_hooks
 from reference_impl.log.epochs import UNDEFINED_EPOCH
 from reference_impl.log.errors import Errors, KafkaError
 from reference_impl.replica.partition import FOLLOWER, Partition
@@ -132,7 +133,7 @@ class ReplicaFetcher:
         endpoint = self.manager.endpoint_of(self.leader_id)
         if endpoint is None:
             raise ConnectionError(f"no endpoint known for broker {self.leader_id}")
-        conn = await Connection.open(
+        conn = await security_hooks.connect(
             endpoint[0],
             endpoint[1],
             codec=self.manager.codec,
