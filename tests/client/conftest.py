@@ -6,6 +6,7 @@ Each is started once per session on free loopback ports and stopped by pid at th
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -47,3 +48,9 @@ def env(request: pytest.FixtureRequest, codec: Codec) -> ClientEnv:
     """A ClientEnv on each broker in turn."""
     target = request.getfixturevalue(request.param)
     return ClientEnv(target.bootstrap, codec)
+
+
+@pytest.fixture
+def topic(env: ClientEnv) -> str:
+    """A new topic of PARTITIONS partitions on the broker under test."""
+    return asyncio.run(env.new_topic())

@@ -29,11 +29,6 @@ AUDITED = 3000
 per_test = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture
-def topic(env: sc.ClientEnv) -> str:
-    return asyncio.run(env.new_topic())
-
-
 @per_test
 @given(sc.chains(sc.PRODUCER_BEHAVIOURS), sc.items())
 def test_producer_chain(env, topic, behaviours, sent) -> None:
