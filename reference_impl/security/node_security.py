@@ -11,15 +11,25 @@ SCRAM credentials derived from the configured passwords when the listener is bui
 
 from __future__ import annotations
 
-from reference_impl.config import ListenerConfig, NodeConfig
+from reference_impl.config import ConfigError, ListenerConfig, NodeConfig
 from reference_impl.security import inter_node
 from reference_impl.security.authorizer import NodeAclAuthorizer
 from reference_impl.security.sasl import SaslSecurity
 from reference_impl.security.settings import SASL_PLAINTEXT, SecuritySettings
 
 
+def _settings(config: NodeConfig) -> SecuritySettings:
+    """The node's security settings; a bad section stops the node with a one-line reason."""
+    try:
+        return SecuritySettings.of(config)
+    except ConfigError as e:
+        from reference_impl.node import NodeFatal
+
+        raise NodeFatal(str(e)) from None
+
+
 def authorizer(config: NodeConfig) -> NodeAclAuthorizer | None:
-    settings = SecuritySettings.of(config)
+    settings = _settings(config)
     inter_node.configure(settings.inter_node)
     if not settings.acl_enabled:
         return None
@@ -29,4 +39,4 @@ def authorizer(config: NodeConfig) -> NodeAclAuthorizer | None:
 def listener_security(config: NodeConfig, listener: ListenerConfig) -> SaslSecurity | None:
     if listener.security_protocol != SASL_PLAINTEXT:
         return None
-    return SaslSecurity.from_settings(SecuritySettings.of(config))
+    return SaslSecurity.from_settings(_settings(config))

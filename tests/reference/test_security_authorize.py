@@ -169,3 +169,35 @@ def test_a_refused_envelope_is_an_unknown_server_error_for_the_client() -> None:
     from reference_impl.principal import deserialize
 
     assert [(k, deserialize(p)) for k, p in sent] == [(58, "User:alice")]
+
+
+@pytest.mark.parametrize(
+    ("security", "reason"),
+    [
+        ({"sasl_mechanisms": ["GSSAPI"]}, "unsupported SASL mechanism 'GSSAPI'"),
+        ({"authorizer": "ranger"}, "authorizer must be 'acl' or null"),
+        ({"userz": {}}, "unknown security settings: userz"),
+    ],
+)
+def test_a_bad_security_section_stops_the_node_with_one_line(tmp_path, capsys, security, reason):
+    from reference_impl.broker.broker import main as broker_main
+    from reference_impl.config import ControllerAddress, ListenerConfig, NodeConfig
+
+    config = NodeConfig(
+        "broker",
+        1,
+        str(tmp_path / "data"),
+        [ListenerConfig("PLAINTEXT", 0, security_protocol="SASL_PLAINTEXT")],
+        controllers=[ControllerAddress(0, "127.0.0.1", 1)],
+        settings={"security": security},
+    )
+    config.dump(tmp_path / "config.json")
+    import sys
+
+    argv, sys.argv = sys.argv, ["broker", str(tmp_path / "config.json")]
+    try:
+        assert broker_main() == 1
+    finally:
+        sys.argv = argv
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("broker 1: error: ") and reason in err[-1]
