@@ -20,6 +20,8 @@ owns. The rules, applied to every generated value before it is sent:
   BrokerHeartbeat and UnregisterBroker get one fixed, inert request each — stale epochs, unknown
   broker ids, another cluster id, empty lists — and only the shape of the answer is checked. A
   target may refuse them from a client by closing the connection.
+* Values the spec allows but Kafka documents as not to be sent are not sent: Metadata v10-11
+  topics always carry a name (topic-id lookups arrived with v12).
 * Unknown tagged fields are removed (they have their own test, PROTOCOL.R12).
 """
 
@@ -102,6 +104,10 @@ def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
                 part["Records"] = valid_records(version, part.get("Records"))
     if spec.api_key == 3:  # Metadata: never auto-create (where the version can say so)
         out["AllowAutoTopicCreation"] = False
+        if version < 12:  # null names are for topic-id lookups, which v10-11 must not use
+            for i, topic in enumerate(out.get("Topics") or []):
+                if topic.get("Name") is None:
+                    topic["Name"] = suite_name(f"unnamed-{i}")
     return out
 
 

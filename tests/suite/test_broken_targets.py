@@ -1,0 +1,106 @@
+"""Deliberately broken targets: a faulty proxy in front of a good target makes exactly the
+expected requirements fail (compared with the same selection and seed through a transparent
+proxy).
+
+* in front of tansu, a proxy that drops a field (ThrottleTimeMs) from Metadata v3+ responses:
+  PROTOCOL.R3 fails for exactly those versions;
+* in front of the reference cluster, a proxy that advertises DescribeCluster 0-0 while the broker
+  behind it still answers v1 as if supported: PROTOCOL.R10 fails for DescribeCluster, and v1 of
+  its spec-derived test becomes UNSUPPORTED (not FAIL).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.protocol import Codec
+from conformance.targets.reference import ReferenceTarget
+from conformance.targets.tansu import TansuTarget
+from tests.suite.conftest import failing, verdicts
+from tests.suite.proxies import FaultyProxy, passthrough
+
+METADATA, API_VERSIONS, DESCRIBE_CLUSTER = 3, 18, 60
+SEED = "20261122"
+CODEC = Codec.from_specs()
+
+
+def drop_throttle_time(api: int, version: int, frame: bytes) -> bytes:
+    if api != METADATA or not 3 <= version <= 12:
+        return frame
+    header = 5 if version >= 9 else 4  # correlation id (+ empty tagged fields from v9)
+    return frame[:header] + frame[header + 4 :]
+
+
+def advertise_describe_cluster_v0_only(api: int, version: int, frame: bytes) -> bytes:
+    if api != API_VERSIONS or version > CODEC.message(API_VERSIONS, "response").valid_versions.hi:
+        return frame
+    body = CODEC.decode(API_VERSIONS, version, "response", frame[4:])
+    for key in body["ApiKeys"]:
+        if key["ApiKey"] == DESCRIBE_CLUSTER:
+            key["MaxVersion"] = key["MinVersion"]
+    return frame[:4] + CODEC.encode(API_VERSIONS, version, "response", body)
+
+
+@pytest.fixture(scope="module")
+def tansu():
+    target = TansuTarget()
+    target.start()
+    yield target
+    target.stop()
+
+
+@pytest.fixture(scope="module")
+def reference():
+    target = ReferenceTarget()
+    target.start()
+    yield target
+    target.stop()
+
+
+def run_through(cli, target, fault, select: str):
+    ep = target.bootstrap[0]
+    with FaultyProxy((ep.host, ep.port), fault) as proxy:
+        proc, run = cli(
+            "--bootstrap-server",
+            proxy.address,
+            "--target-name",
+            "proxied",
+            "--seed",
+            SEED,
+            "--select",
+            select,
+        )
+    assert run is not None, proc.stderr[-2000:]
+    assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]
+    return run, proxy.rewritten
+
+
+def test_a_dropped_field_fails_exactly_the_decoding_requirement(cli, tansu) -> None:
+    select = "spec and metadata"
+    baseline, _ = run_through(cli, tansu, passthrough, select)
+    faulty, rewritten = run_through(cli, tansu, drop_throttle_time, select)
+    assert rewritten > 0
+    broken = {(f"spec/metadata/v{v}/well-formed", "PROTOCOL.R3") for v in range(3, 13)}
+    before, after = failing(baseline), failing(faulty)
+    assert after - before == broken - before
+    # what failed before in those versions may now stop at the decoding failure; nothing else moves
+    assert {t for t, _ in before - after} <= {t for t, _ in broken}
+    v = verdicts(faulty)
+    assert v[("spec/metadata/v2/well-formed", "PROTOCOL.R3")] == "PASS"
+    assert v[("spec/metadata/v12/well-formed", "PROTOCOL.R1")] == "SKIP"  # not evaluated
+
+
+def test_an_unadvertised_version_answered_fails_exactly_the_version_requirement(
+    cli, reference
+) -> None:
+    select = "versions/describe-cluster or spec/describe-cluster"
+    baseline, _ = run_through(cli, reference, passthrough, select)
+    faulty, rewritten = run_through(cli, reference, advertise_describe_cluster_v0_only, select)
+    assert rewritten > 0
+    assert failing(baseline) == set()
+    assert failing(faulty) == {
+        ("versions/describe-cluster/outside-advertised-refused", "PROTOCOL.R10")
+    }
+    v = verdicts(faulty)
+    assert v[("spec/describe-cluster/v1/well-formed", "PROTOCOL.R9")] == "UNSUPPORTED"
+    assert v[("spec/describe-cluster/v0/well-formed", "PROTOCOL.R9")] == "PASS"
