@@ -21,6 +21,7 @@ from typing import Any
 from conformance.client import errors
 from conformance.client.checksum import record_checksum, serialized_size
 from conformance.client.coordinator import GroupCoordinator
+from conformance.client.group import REJOIN, GroupMembership
 from conformance.client.interceptors import (
     ClusterResourceListeners,
     ConsumerInterceptors,
@@ -77,6 +78,10 @@ class Consumer:
         request_timeout_ms: float = 30000,
         retry_backoff_ms: float = 100,
         default_api_timeout_ms: float = 60000,
+        session_timeout_ms: float = 10000,
+        rebalance_timeout_ms: float = 30000,
+        heartbeat_interval_ms: float = 1000,
+        commit_on_rebalance: bool = True,
         sasl: SaslSettings | None = None,
     ) -> None:
         if auto_offset_reset not in RESETS:
@@ -114,6 +119,11 @@ class Consumer:
         self._assigned: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
         self._reset: dict[TopicPartition, int | None] = {}
+        self.session_timeout = session_timeout_ms / 1000
+        self.rebalance_timeout = rebalance_timeout_ms / 1000
+        self.heartbeat_interval = heartbeat_interval_ms / 1000
+        self.commit_on_rebalance = commit_on_rebalance
+        self.membership: GroupMembership | None = None
         self._closed = False
 
     # --- life cycle ----------------------------------------------------------------------------
@@ -129,16 +139,61 @@ class Consumer:
         await self.close()
 
     async def close(self) -> None:
-        """Close the interceptors (once) and the connections."""
+        """Leave the group (committing first with ``commit_on_rebalance``), close the
+        interceptors (once) and the connections."""
         if self._closed:
             return
-        self._closed = True
-        self.interceptors.close()
-        await self.metadata.close()
+        try:
+            if self.membership is not None:
+                await self._revoke()
+                await self.membership.leave()
+        finally:
+            self._closed = True
+            self.interceptors.close()
+            await self.metadata.close()
 
     # --- assignment and positions --------------------------------------------------------------
 
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Join the consumer group (``group_id``) for ``topics``; partitions come from the
+        group's assignment, on the next poll."""
+        if self.coordinator is None:
+            raise errors.ClientError("subscribe needs a group_id")
+        self.membership = GroupMembership(
+            self.coordinator,
+            topics,
+            session_timeout=self.session_timeout,
+            rebalance_timeout=self.rebalance_timeout,
+            heartbeat_interval=self.heartbeat_interval,
+        )
+        self._set_assignment([])
+
+    async def _rejoin(self) -> None:
+        assert self.membership is not None
+        await self._revoke()
+        # eager rebalancing: every partition is given up; positions come from commits again
+        self._positions.clear()
+        self._reset.clear()
+        self._set_assignment(await self.membership.join(self.rebalance_timeout + self.api_timeout))
+
+    async def _revoke(self) -> None:
+        """Before giving partitions up: commit their positions (``commit_on_rebalance``)."""
+        if not (self.commit_on_rebalance and self._positions and self.membership):
+            return
+        if not self.membership.member_id:
+            return
+        try:
+            await self.commit_sync(dict(self._positions))
+        except errors.ClientError as e:
+            log.info("commit before rebalance failed: %s", e)
+
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Take these partitions (no group membership)."""
+        if self.membership is not None:
+            raise errors.ClientError("assign() on a consumer that subscribed to a group")
+        self._set_assignment(partitions)
+
+    def _set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
         self._assigned = list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
         keep = set(self._assigned)
         self._positions = {tp: o for tp, o in self._positions.items() if tp in keep}
@@ -257,10 +312,17 @@ class Consumer:
         """
         if self._closed:
             raise errors.ClientError("the consumer is closed")
-        if not self._assigned:
+        if not self._assigned and self.membership is None:
             raise errors.ClientError("no partition is assigned")
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
+            if self.membership is not None and self.membership.needs_join:
+                await self._rejoin()
+            if not self._assigned:
+                await asyncio.sleep(min(max(deadline - time.monotonic(), 0.0), 0.1))
+                if time.monotonic() >= deadline:
+                    return ConsumerRecords()
+                continue
             await self._ensure_positions()
             wait = min(max(deadline - time.monotonic(), 0.0), self.fetch_max_wait)
             records = await self._fetch_once(wait)
@@ -434,7 +496,18 @@ class Consumer:
             for tp, om in offsets.items()
         }
         if committed:
-            await self.coordinator.commit(committed, timeout=timeout or self.api_timeout)
+            group = self.membership
+            try:
+                await self.coordinator.commit(
+                    committed,
+                    generation=group.generation if group else -1,
+                    member_id=group.member_id if group else "",
+                    timeout=timeout or self.api_timeout,
+                )
+            except errors.KafkaError as e:
+                if group is not None and e.code in REJOIN:
+                    group.needs_join = True
+                raise
         self.interceptors.on_commit(committed)
         return committed
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from conformance.client import errors
 from conformance.client.metadata import ClusterMetadata
@@ -20,6 +21,8 @@ FIND_COORDINATOR = 10
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 GROUP_KEY = 0
+
+T = TypeVar("T")
 
 
 class GroupCoordinator:
@@ -61,13 +64,25 @@ class GroupCoordinator:
     def _find_request(self, version: int) -> dict:
         return {"Key": self.group_id, "KeyType": GROUP_KEY, "CoordinatorKeys": [self.group_id]}
 
-    async def _call(self, api_key: int, build, check, timeout: float):
-        """Send to the coordinator, retrying transient failures; ``check`` raises KafkaError."""
+    async def call(
+        self,
+        api_key: int,
+        build: Callable[[int], dict],
+        check: Callable[[int, dict], T],
+        timeout: float,
+        *,
+        request_timeout: float | None = None,
+    ) -> T:
+        """Send ``build(version)`` to the coordinator; ``check(version, body)`` gives the result
+        or raises KafkaError. Connection failures and retriable codes are retried (the
+        coordinator looked up again when it moved) until ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
             node = await self.find(max(deadline - time.monotonic(), 0.1))
             try:
-                version, body = await self.cluster.request(node, api_key, build)
+                version, body = await self.cluster.request(
+                    node, api_key, build, timeout=request_timeout
+                )
                 return check(version, body)
             except (ConnectionError, TimeoutError, errors.KafkaError) as e:
                 if isinstance(e, errors.KafkaError) and not e.retriable:
@@ -115,7 +130,7 @@ class GroupCoordinator:
                     tp = f"{t['Name']}-{p['PartitionIndex']}"
                     errors.raise_for(p["ErrorCode"], context=f"OffsetCommit {tp}")
 
-        await self._call(OFFSET_COMMIT, build, check, timeout)
+        await self.call(OFFSET_COMMIT, build, check, timeout)
 
     async def fetch(
         self, partitions: list[TopicPartition], *, timeout: float = 30.0
@@ -166,4 +181,4 @@ class GroupCoordinator:
                     )
             return out
 
-        return await self._call(OFFSET_FETCH, build, check, timeout)
+        return await self.call(OFFSET_FETCH, build, check, timeout)
