@@ -39,6 +39,8 @@ from reference_impl.log.producer_state import ProducerStateManager
 from reference_impl.log.segment import Segment
 
 _MAX_RELATIVE = 2**31 - 1
+#: baseOffset, batchLength, partitionLeaderEpoch: the bytes a leader rewrites (outside the CRC)
+_STAMPED = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,11 +158,14 @@ class PartitionLog:
         if dup is not None:
             return AppendResult(dup.first_offset, dup.last_offset, self.log_start_offset, True)
         base = self.log_end_offset
-        buf = bytearray(batch)
-        stamp(buf, base, leader_epoch)
+        head = bytearray(memoryview(batch)[:_STAMPED])
+        stamp(head, base, leader_epoch)
         self.epochs.assign(leader_epoch, base)
         h = replace(header, position=0, base_offset=base, leader_epoch=leader_epoch)
-        self._write(buf, [h])
+        self._maybe_roll(h.length, base)
+        # only the first 16 bytes change: write them and the rest of the batch as they are
+        self.active.append([head, memoryview(batch)[_STAMPED : h.length]], h, h, h.max_timestamp)
+        self._unflushed_messages += h.count
         self.producers.update(h, base)
         return AppendResult(base, h.last_offset, self.log_start_offset)
 

@@ -120,25 +120,24 @@ class Segment:
 
     def append(
         self,
-        data: bytes | bytearray | memoryview,
+        data: bytes | bytearray | memoryview | list,
         first: BatchHeader,
         last: BatchHeader,
         max_timestamp: int,
     ) -> None:
-        """Append whole batches (``first``..``last`` are the first and last of them)."""
+        """Append whole batches (``first``..``last`` are the first and last of them); ``data``
+        may be a list of buffers, written with one writev."""
         position = self.size
-        view = memoryview(data)
-        written = 0
-        while written < len(view):
-            written += os.write(self.fd, view[written:])
-        self.size += len(view)
+        parts = data if isinstance(data, list) else [data]
+        total = sum(len(memoryview(x)) for x in parts)
+        written = os.writev(self.fd, parts)
+        if written < total:  # a short write: finish the rest the slow way
+            rest = memoryview(b"".join(bytes(x) for x in parts))[written:]
+            while rest:
+                rest = rest[os.write(self.fd, rest) :]
+        self.size += total
         self._indexed(
-            position,
-            first.base_offset,
-            last.next_offset,
-            len(view),
-            max_timestamp,
-            last.base_offset,
+            position, first.base_offset, last.next_offset, total, max_timestamp, last.base_offset
         )
 
     def _indexed(

@@ -120,6 +120,10 @@ def _check_header(h: BatchHeader, produce_version: int) -> None:
 def _check_records(batch: memoryview, h: BatchHeader) -> None:
     codec = h.attributes & 0x07
     if codec == Compression.NONE:
+        whole = batch.obj
+        if type(whole) is bytes and batch.nbytes == h.length:  # no copy: walk it in place
+            walk_records(whole, h.count, HEADER_SIZE, h.length)
+            return
         payload: bytes | memoryview = batch[HEADER_SIZE:]
     else:
         try:
@@ -131,16 +135,19 @@ def _check_records(batch: memoryview, h: BatchHeader) -> None:
     walk_records(payload, h.count)
 
 
-def walk_records(buf: bytes | memoryview, count: int) -> None:
-    """Check ``count`` records fill ``buf`` exactly, each well-formed, offset deltas 0..n-1.
+def walk_records(
+    buf: bytes | memoryview, count: int, start: int = 0, stop: int | None = None
+) -> None:
+    """Check ``count`` records fill ``buf[start:stop]`` exactly, each well-formed, offset
+    deltas 0..n-1.
 
     Hot path of every produce: varints of one and two bytes (nearly all of them) are decoded
     inline; longer ones go through ``_uvarint``.
     """
     if type(buf) is not bytes:
         buf = bytes(buf)  # indexing bytes is several times faster than a memoryview
-    n = len(buf)
-    pos = 0
+    n = len(buf) if stop is None else stop
+    pos = start
     i = -1
     try:
         for i in range(count):
@@ -213,6 +220,8 @@ def walk_records(buf: bytes | memoryview, count: int) -> None:
         raise InvalidRecord(f"record {i} runs past the end of the batch") from None
     if pos != n:
         raise InvalidRecord(f"{n - pos} bytes follow the {count} declared records")
+    if n > len(buf):
+        raise InvalidRecord("the records run past the end of the batch")
 
 
 def _uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:

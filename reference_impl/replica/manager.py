@@ -337,9 +337,10 @@ class ReplicaManager:
         flush = self.log_defaults.flush_on_acks_all
 
         async def settle(p: Partition, offset: int) -> int:
-            code = await p.wait_committed(offset)
-            if code == Errors.NONE and flush:
-                await p.log.flush_async(offset)
+            if flush:  # fsync on the leader while the followers fetch, not after
+                code, _ = await asyncio.gather(p.wait_committed(offset), p.log.flush_async(offset))
+            else:
+                code = await p.wait_committed(offset)
             if code == Errors.NONE and len(p.maximal_isr) < p.log.config.min_insync_replicas:
                 return int(Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
             return int(code)

