@@ -21,6 +21,29 @@ def run_cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Completed
     )
 
 
+def collect(*args: str) -> tuple[int, list[str], str]:
+    """``pytest --pyargs conformance.suite --collect-only``: exit code, node ids, output."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "conformance.suite",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    ids = [line for line in proc.stdout.splitlines() if "::" in line]
+    return proc.returncode, ids, proc.stdout + proc.stderr
+
+
 def only_run(results: Path):
     runs = [p for p in results.iterdir() if p.is_dir()]
     assert len(runs) == 1, runs
@@ -39,8 +62,9 @@ def failing(run) -> set[tuple[str, str]]:
 def cli(tmp_path: Path):
     def go(*args: str, timeout: float = 300):
         results = tmp_path / f"results-{len(list(tmp_path.glob('results-*')))}"
-        proc = run_cli("--no-report", "--results-dir", str(results), *args, cwd=tmp_path,
-                       timeout=timeout)
+        proc = run_cli(
+            "--no-report", "--results-dir", str(results), *args, cwd=tmp_path, timeout=timeout
+        )
         run = only_run(results) if results.exists() and any(results.iterdir()) else None
         return proc, run
 

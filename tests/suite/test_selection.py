@@ -3,20 +3,9 @@ through the keywords the plugin adds); run with --collect-only, so no target is 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-
-def collect(*args: str) -> tuple[int, list[str], str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "--collect-only", "-q",
-         "-p", "no:cacheprovider", *args],
-        capture_output=True, text=True, timeout=120,
-    )
-    ids = [line for line in proc.stdout.splitlines() if "::" in line]
-    return proc.returncode, ids, proc.stdout + proc.stderr
+from tests.suite.conftest import collect
 
 
 def test_by_requirement_id() -> None:
