@@ -297,6 +297,8 @@ def run_property(harness: Harness, strategy, check, *, examples: int | None = No
         # no shrinking: each example is a round trip to the target, and a failing example is
         # reported as drawn (the run's seed reproduces it)
         phases=(Phase.explicit, Phase.reuse, Phase.generate),
+        # one failure, with the requirement it names, rather than a group of them
+        report_multiple_bugs=False,
     )
     @given(strategy)
     def prop(value) -> None:

@@ -23,9 +23,16 @@ def test_pass_is_pass_at_every_level() -> None:
         assert verdict_for("passed", level, strict=True) is Verdict.PASS
 
 
-@pytest.mark.parametrize("exc", [AssertionError("x"), ConnectionClosed("x"),
-                                 ProtocolViolation("x"), TimeoutError(),
-                                 DecodeError("M", "f", 3, "bad")])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        AssertionError("x"),
+        ConnectionClosed("x"),
+        ProtocolViolation("x"),
+        TimeoutError(),
+        DecodeError("M", "f", 3, "bad"),
+    ],
+)
 def test_target_faults_fail_a_must_and_are_nonstrict_for_a_should(exc) -> None:
     assert verdict_for("failed", "MUST", exc=exc) is Verdict.FAIL
     assert verdict_for("failed", "SHOULD", exc=exc) is Verdict.NONSTRICT
