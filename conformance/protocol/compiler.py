@@ -87,6 +87,26 @@ def _wuv(n: int) -> bytes:
     return bytes(out)
 
 
+class CountStructs(dict):
+    """``Struct`` objects for "n items of one format", made on first use of each n.
+
+    Arrays of fixed-size elements are packed and unpacked in one call; small counts are
+    cached, large ones (which may come from untrusted input) are built and not kept.
+    """
+
+    CACHED = 256
+
+    def __init__(self, template: str) -> None:
+        super().__init__()
+        self.template = template
+
+    def __missing__(self, n: int) -> struct.Struct:
+        made = struct.Struct(self.template % n)
+        if n <= self.CACHED:
+            self[n] = made
+        return made
+
+
 def _uuid(raw: bytes) -> uuid.UUID:
     return uuid.UUID(bytes=raw)
 
@@ -97,8 +117,6 @@ _RUNTIME: dict[str, Any] = {
     "_UV": _UV,
     "_uuid": _uuid,
     "_Malformed": Malformed,
-    "_unpack_from": struct.unpack_from,
-    "_pack": struct.pack,
     "_UNKNOWN": UNKNOWN_TAGS,
 }
 
@@ -187,12 +205,16 @@ class _Indent:
 class _Unit:
     """Generates every function one (message, version) needs, in one mode."""
 
+    #: How many levels of struct-array elements the fast decoder writes inline.
+    INLINE_DEPTH = 1
+
     def __init__(self, msg: MessageSpec, version: int, checked: bool, consts: dict) -> None:
         self.msg, self.v, self.checked = msg, version, checked
         self.flex = msg.flexible(version)
         self.src = _Src()
         self.consts = consts
         self.mode = "checked" if checked else "fast"
+        self.inlined = 0
         self.done: dict[tuple[int, str], str] = {}
         self.todo: list[tuple[StructSpec, str, str]] = []
         self.n = 0
@@ -214,6 +236,12 @@ class _Unit:
                 return name
         name = f"_k{len(self.consts)}"
         self.consts[name] = value
+        return name
+
+    def counted(self, template: str) -> str:
+        """A CountStructs for ``template`` (with %d for the count), as a namespace name."""
+        name = "_A_" + template.replace(">", "").replace("%d", "n").replace("?", "Z")
+        self.consts.setdefault(name, CountStructs(template))
         return name
 
     def fmt(self, fmt: str) -> str:
@@ -265,39 +293,44 @@ class _Unit:
     # --- decode -----------------------------------------------------------------------------
 
     def gen_decode(self, st: StructSpec, name: str) -> None:
-        s, v = self.src, self.v
+        s = self.src
         args = "buf, off, tr" if self.checked else "buf, off"
         s(f"def {name}({args}):")
         with s.indent():
             s("end = len(buf)")
-            present = [f for f in st.fields if v in f.versions and not f.tagged_in(v)]
-            tagged = [f for f in st.fields if f.tagged_in(v)]
-            var = {f.name: f"v_{i}" for i, f in enumerate(st.fields)}
-            run: list[FieldSpec] = []
-            for f in present:
-                if f.type in FIXED and not self.checked:
-                    run.append(f)
-                    continue
-                self.dec_fixed_run(run, var)
-                run = []
-                self.dec_field(f, var[f.name])
-            self.dec_fixed_run(run, var)
-            for f in tagged:
-                s(f"{var[f.name]} = {self.default_expr(f)}")
-            unknown = None
-            if self.flex:
-                unknown = self.dec_tags(st, tagged, var)
-            items = []
-            for f in st.fields:
-                expr = var[f.name] if v in f.versions else self.default_expr(f)
-                items.append(f"{f.name!r}: {expr}")
-            s(f"o = {{{', '.join(items)}}}")
-            if unknown:
-                s(f"if {unknown}:")
-                with s.indent():
-                    s(f"o[_UNKNOWN] = {unknown}")
+            self.dec_struct_body(st, "o")
             s("return o, off")
         s("")
+
+    def dec_struct_body(self, st: StructSpec, target: str) -> None:
+        """Decode the fields of ``st`` at ``buf[off:]`` into a new dict named ``target``."""
+        s, v = self.src, self.v
+        present = [f for f in st.fields if v in f.versions and not f.tagged_in(v)]
+        tagged = [f for f in st.fields if f.tagged_in(v)]
+        var = {f.name: self.tmp("v") for f in st.fields}
+        run: list[FieldSpec] = []
+        for f in present:
+            if f.type in FIXED and not self.checked:
+                run.append(f)
+                continue
+            self.dec_fixed_run(run, var)
+            run = []
+            self.dec_field(f, var[f.name])
+        self.dec_fixed_run(run, var)
+        for f in tagged:
+            s(f"{var[f.name]} = {self.default_expr(f)}")
+        unknown = None
+        if self.flex:
+            unknown = self.dec_tags(st, tagged, var)
+        items = []
+        for f in st.fields:
+            expr = var[f.name] if v in f.versions else self.default_expr(f)
+            items.append(f"{f.name!r}: {expr}")
+        s(f"{target} = {{{', '.join(items)}}}")
+        if unknown:
+            s(f"if {unknown}:")
+            with s.indent():
+                s(f"{target}[_UNKNOWN] = {unknown}")
 
     def enter(self, label: str | int) -> None:
         if self.checked:
@@ -413,7 +446,7 @@ class _Unit:
                 et = f.element_type
                 if et in FIXED and et != "uuid" and not self.checked:
                     fmt, size = FIXED[et]
-                    s(f"{target} = list(_unpack_from('>%d{fmt}' % {n}, buf, off))")
+                    s(f"{target} = list({self.counted('>%d' + fmt)}[{n}].unpack_from(buf, off))")
                     s(f"off += {n} * {size}")
                     return
                 s(f"{target} = []")
@@ -422,7 +455,12 @@ class _Unit:
                 with s.indent():
                     self.enter_index(i)
                     e = self.tmp("e")
-                    if f.is_struct:
+                    if f.is_struct and not self.checked and self.inlined < self.INLINE_DEPTH:
+                        # elements decoded in the loop itself: no call per element
+                        self.inlined += 1
+                        self.dec_struct_body(f.struct, e)
+                        self.inlined -= 1
+                    elif f.is_struct:
                         fn = self.func(f.struct, "dec")
                         call = f"{fn}(buf, off, tr)" if self.checked else f"{fn}(buf, off)"
                         s(f"{e}, off = {call}")
@@ -461,6 +499,14 @@ class _Unit:
         s(f"{unknown} = None")
         self.enter("<tagged fields>")
         cnt = self.tmp("nt")
+        k = self.tmp("")  # suffix for this section's names
+        tag, size, outer, outer_off, outer_end = (
+            f"tag{k}",
+            f"size{k}",
+            f"outer{k}",
+            f"outer_off{k}",
+            f"outer_end{k}",
+        )
         self.need("1")
         s("if buf[off] == 0:")
         with s.indent():
@@ -470,38 +516,38 @@ class _Unit:
             s(f"{cnt}, off = _ruv(buf, off)")
             s(f"for _ in range({cnt}):")
             with s.indent():
-                s("tag, off = _ruv(buf, off)")
-                s("size, off = _ruv(buf, off)")
-                s("if size > end - off:")
+                s(f"{tag}, off = _ruv(buf, off)")
+                s(f"{size}, off = _ruv(buf, off)")
+                s(f"if {size} > end - off:")
                 with s.indent():
                     s(
-                        "raise _Malformed('tagged field ' + str(tag) + ' claims ' + str(size) "
+                        f"raise _Malformed('tagged field ' + str({tag}) + ' claims ' + str({size}) "
                         "+ ' bytes, ' + str(end - off) + ' remain')"
                     )
                 kw = "if"
                 for f in sorted(tagged, key=lambda f: f.tag):
-                    s(f"{kw} tag == {f.tag}:")
+                    s(f"{kw} {tag} == {f.tag}:")
                     kw = "elif"
                     with s.indent():
                         self.enter(f.name)
-                        s("outer, outer_off, outer_end = buf, off, end")
-                        s("buf, off, end = buf[off:off + size], 0, size")
+                        s(f"{outer}, {outer_off}, {outer_end} = buf, off, end")
+                        s(f"buf, off, end = buf[off:off + {size}], 0, {size}")
                         self.dec_value(f, var[f.name])
-                        s("if off != size:")
+                        s(f"if off != {size}:")
                         with s.indent():
                             s(
                                 f"raise _Malformed('tagged field {f.name} (tag {f.tag}) used ' "
-                                f"+ str(off) + ' of its ' + str(size) + ' bytes')"
+                                f"+ str(off) + ' of its ' + str({size}) + ' bytes')"
                             )
-                        s("buf, off, end = outer, outer_off + size, outer_end")
+                        s(f"buf, off, end = {outer}, {outer_off} + {size}, {outer_end}")
                         self.leave()
                 s(f"{'else' if tagged else 'if True'}:")
                 with s.indent():
                     s(f"if {unknown} is None:")
                     with s.indent():
                         s(f"{unknown} = {{}}")
-                    s(f"{unknown}[tag] = buf[off:off + size]")
-                    s("off += size")
+                    s(f"{unknown}[{tag}] = buf[off:off + {size}]")
+                    s(f"off += {size}")
         self.leave()
         return unknown
 
@@ -552,6 +598,22 @@ class _Unit:
             s(f"ap(_UV[{n} + 1] if {n} < 127 else _wuv({n} + 1))")
         else:
             s(f"ap({self.fmt('i' if wide else 'h')}.pack({n}))")
+
+    def enc_fixed_array(self, x: str, fmt: str, flexible: bool) -> None:
+        """Length and elements of a fixed-size-element array in one ``pack`` call."""
+        s = self.src
+        n = self.tmp("n")
+        s(f"{n} = len({x})")
+        if flexible:
+            s(f"if {n} < 127:")
+            with s.indent():
+                s(f"ap({self.counted('>B%d' + fmt)}[{n}].pack({n} + 1, *{x}))")
+            s("else:")
+            with s.indent():
+                s(f"ap(_wuv({n} + 1))")
+                s(f"ap({self.counted('>%d' + fmt)}[{n}].pack(*{x}))")
+        else:
+            s(f"ap({self.counted('>i%d' + fmt)}[{n}].pack({n}, *{x}))")
 
     def enc_null(self, f: FieldSpec, x: str, flexible: bool, wide: bool) -> bool:
         """Emit the null case; returns True when an ``else:`` block must follow."""
@@ -614,11 +676,11 @@ class _Unit:
                     s(f"if not isinstance({x}, (list, tuple)):")
                     with s.indent():
                         s(f"raise _Malformed('expected a list, got ' + type({x}).__name__)")
-                self.enc_length(f"len({x})", flexible, True)
                 et = f.element_type
                 if et in FIXED and et != "uuid" and not self.checked:
-                    s(f"ap(_pack('>%d{FIXED[et][0]}' % len({x}), *{x}))")
+                    self.enc_fixed_array(x, FIXED[et][0], flexible)
                     return
+                self.enc_length(f"len({x})", flexible, True)
                 e, i = self.tmp("e"), self.tmp("i")
                 s(f"for {i}, {e} in enumerate({x}):" if self.checked else f"for {e} in {x}:")
                 with s.indent():
