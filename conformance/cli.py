@@ -26,6 +26,7 @@ from conformance.protocol.jsonform import JsonFormError, from_json, to_json
 from conformance.protocol.spec import SPEC_DIR, SpecSet
 from conformance.protocol.spec_check import check_spec_dir
 from conformance.run import add_run
+from reference_impl.launcher import add_serve
 
 PROG = "kafka-conformance"
 
@@ -179,6 +180,7 @@ def codec_command(args: argparse.Namespace) -> int:
 #: The subcommands, in help order. run, serve and matrix are added here as they are written.
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_run,
+    add_serve,
     add_specs,
     add_codec,
     add_matrix,

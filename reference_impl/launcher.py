@@ -275,7 +275,7 @@ class Cluster:
         expected = {self.nodes[n].config.node_id for n in names}
         while True:
             for node in self.nodes.values():
-                if node.proc is not None and node.proc.poll() is not None and node.name in names:
+                if node.proc is not None and node.proc.poll() is not None:
                     raise ClusterError(f"{node.name} exited: {node.last_words()}")
             if asyncio.run(self._all_see(names, expected)):
                 return

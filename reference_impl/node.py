@@ -228,14 +228,22 @@ class Node:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop)
+        starting = loop.create_task(self.start(), name="start")
+        stopped = loop.create_task(self._stop.wait(), name="stop")
         try:
-            await self.start()
-            await self._stop.wait()
-            if self.fatal is None:
-                await self.shutdown()
+            await asyncio.wait({starting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if starting.done():
+                starting.result()  # a start-up failure (NodeFatal) ends here
+                await stopped
+                if self.fatal is None:
+                    await self.shutdown()
+            else:  # stopped while starting (still waiting for the controller, say)
+                starting.cancel()
+                await asyncio.gather(starting, return_exceptions=True)
         except NodeFatal as e:
             self.fatal = self.fatal or str(e)
         finally:
+            stopped.cancel()
             await self.close()
         if self.fatal is not None:
             raise NodeFatal(self.fatal)

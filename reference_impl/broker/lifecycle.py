@@ -6,7 +6,8 @@ and at once when that offset reaches its registration; the controller's answer u
 (Online). Without an answer for the session timeout it counts itself Fenced again. A stale
 epoch or an unknown registration makes it register anew. On SIGINT/SIGTERM it is Stopping: its
 heartbeats say WantShutDown until the controller answers ShouldShutDown (or the controlled
-shutdown times out); then the process stops (Offline).
+shutdown times out, or no controller answers for the session timeout); then the process
+stops (Offline).
 """
 
 from __future__ import annotations
@@ -132,6 +133,9 @@ class BrokerLifecycle:
             )
         except TimeoutError:
             if time.monotonic() - self.last_answer > self._timeout():
+                if self.want_shutdown:
+                    log.warning("no controller to move leaderships away: stopping anyway")
+                    return True
                 if self.b.state == BrokerState.ONLINE:
                     log.warning("no heartbeat answer for the session timeout: Fenced")
                     self.set_state(BrokerState.FENCED)

@@ -6,14 +6,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from conformance.targets.zookeeper import ZooKeeperServer
 from reference_impl.launcher import Cluster
-from tests.reference.control_plane import STORES, ZooKeeperServer, new_cluster
+from tests.reference.control_plane import STORES, new_cluster
 
 
 @pytest.fixture(scope="session")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    """One ZooKeeper server for the session (each cluster uses its own chroot)."""
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+def zookeeper() -> Iterator[ZooKeeperServer]:
+    """One ZooKeeper server for the session (each cluster uses its own chroot), stopped by pid."""
+    server = ZooKeeperServer()
     server.start()
     try:
         yield server

@@ -1,10 +1,8 @@
-"""Helpers for the control-plane tests: a real ZooKeeper, clusters, wire calls, metrics.
+"""Helpers for the control-plane tests: clusters, wire calls, metrics.
 
-``ZooKeeperServer`` starts the Debian package's ZooKeeper exactly as DESIGN.md says (standalone,
-``clientPortAddress=127.0.0.1``, ready when ``srvr`` answers ``Mode: standalone``) on a free
-loopback port and stops it by pid. ``start_cluster`` starts a ``reference_impl.launcher.Cluster``
-with short heartbeat and session timings, in either metadata store (each ZooKeeper cluster under
-its own chroot).
+``new_cluster`` makes a ``reference_impl.launcher.Cluster`` with short heartbeat and session
+timings, in either metadata store (each ZooKeeper-mode cluster under its own chroot of the
+session's ZooKeeper, ``conformance.targets.zookeeper.ZooKeeperServer``).
 """
 
 from __future__ import annotations
@@ -12,9 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import signal
-import socket
-import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
@@ -25,17 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conformance.client.wire import Connection
 from conformance.protocol import Codec
-from reference_impl.launcher import Cluster, free_port
+from conformance.targets.zookeeper import ZooKeeperServer
+from reference_impl.launcher import Cluster
 
 CODEC = Codec.from_specs()
-ZK_CLASSPATH = ":".join(
-    [
-        "/etc/zookeeper/conf",
-        "/usr/share/java/zookeeper.jar",
-        "/usr/share/java/slf4j-log4j12.jar",
-        "/usr/share/java/log4j-1.2.jar",
-    ]
-)
 #: timings for tests: heartbeats every 100 ms, fenced after 1.5 s of silence
 FAST = {
     "heartbeat_interval_ms": 100,
@@ -46,86 +34,6 @@ FAST = {
 }
 STORES = ("embedded", "zookeeper")
 _chroots = itertools.count(1)
-
-
-class ZooKeeperServer:
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.port = free_port()
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def connect(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> None:
-        if not Path("/usr/share/java/zookeeper.jar").exists():
-            raise RuntimeError(
-                "ZooKeeper is not installed (Debian package zookeeper): run ./dev.sh setup"
-            )
-        data = self.workdir / "data"
-        data.mkdir(parents=True, exist_ok=True)
-        cfg = self.workdir / "zoo.cfg"
-        cfg.write_text(
-            "\n".join(
-                [
-                    "tickTime=200",
-                    f"dataDir={data}",
-                    f"clientPort={self.port}",
-                    "clientPortAddress=127.0.0.1",
-                    "minSessionTimeout=400",
-                    "maxSessionTimeout=20000",
-                    "maxClientCnxns=0",
-                    "admin.enableServer=false",
-                    "4lw.commands.whitelist=srvr,ruok",
-                ]
-            )
-            + "\n"
-        )
-        log = open(self.workdir / "zookeeper.log", "ab")
-        self.proc = subprocess.Popen(
-            [
-                "java",
-                "-cp",
-                ZK_CLASSPATH,
-                "org.apache.zookeeper.server.ZooKeeperServerMain",
-                str(cfg),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"ZooKeeper exited: see {self.workdir / 'zookeeper.log'}")
-            if "Mode: standalone" in self.four_letter("srvr"):
-                return
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("ZooKeeper did not answer srvr in time")
-
-    def four_letter(self, word: str) -> str:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                s.sendall(word.encode())
-                chunks = []
-                while chunk := s.recv(4096):
-                    chunks.append(chunk)
-                return b"".join(chunks).decode(errors="replace")
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
 
 
 def store_url(store: str, zookeeper: ZooKeeperServer | None) -> str:

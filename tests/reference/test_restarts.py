@@ -1,0 +1,196 @@
+"""kill -9 and restart of each node kind, in both stores: nothing of the metadata is lost.
+
+Also: the embedded metadata log survives a torn last write, and a restarted broker reports a
+later KIP-536 start time and a larger broker epoch, with the same KIP-78 cluster id.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from reference_impl import extensions
+from reference_impl.config import ListenerConfig, NodeConfig
+from reference_impl.controller.image import MetadataImage
+from reference_impl.controller.store import EmbeddedStore
+from reference_impl.launcher import Cluster
+from tests.reference.control_plane import (
+    STORES,
+    call,
+    metadata,
+    new_cluster,
+    run,
+    scrape,
+    topic_body,
+    wait_until,
+)
+
+CREATE_TOPICS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 19, 32, 44
+DESCRIBE_QUOTAS, ALTER_QUOTAS, CREATE_PARTITIONS = 48, 49, 37
+
+
+def snapshot(cluster: Cluster, broker: str) -> dict:
+    """What a broker says about topics, their configs and the client quotas."""
+    address = cluster.broker_address(cluster.nodes[broker])
+    md = metadata(cluster, broker)
+    topics = {
+        t["Name"]: (
+            t["TopicId"],
+            sorted((p["PartitionIndex"], tuple(p["ReplicaNodes"])) for p in t["Partitions"]),
+        )
+        for t in md["Topics"]
+    }
+    configs = {}
+    for name in topics:
+        result = call(
+            address,
+            DESCRIBE_CONFIGS,
+            4,
+            {
+                "Resources": [{"ResourceType": 2, "ResourceName": name, "ConfigurationKeys": None}],
+                "IncludeSynonyms": False,
+                "IncludeDocumentation": False,
+            },
+        )["Results"][0]
+        configs[name] = {c["Name"]: c["Value"] for c in result["Configs"] if c["ConfigSource"] == 1}
+    quotas = call(address, DESCRIBE_QUOTAS, 1, {"Components": [], "Strict": False})["Entries"]
+    return {
+        "cluster_id": md["ClusterId"],
+        "topics": topics,
+        "configs": configs,
+        "quotas": sorted(json.dumps(q, sort_keys=True) for q in quotas),
+    }
+
+
+def populate(cluster: Cluster, tag: str) -> None:
+    address = cluster.broker_address(cluster.nodes["broker-1"])
+    name = f"kept-{tag}"
+    created = call(address, CREATE_TOPICS, 7, topic_body(name, 3, 2, {"retention.ms": "5000"}))
+    assert created["Topics"][0]["ErrorCode"] == 0
+    grown = call(
+        address,
+        CREATE_PARTITIONS,
+        3,
+        {
+            "Topics": [{"Name": name, "Count": 4, "Assignments": None}],
+            "TimeoutMs": 5000,
+            "ValidateOnly": False,
+        },
+    )
+    assert grown["Results"][0]["ErrorCode"] == 0
+    altered = call(
+        address,
+        INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "Resources": [
+                {
+                    "ResourceType": 2,
+                    "ResourceName": name,
+                    "Configs": [{"Name": "segment.ms", "ConfigOperation": 0, "Value": "70000"}],
+                }
+            ],
+            "ValidateOnly": False,
+        },
+    )
+    assert altered["Responses"][0]["ErrorCode"] == 0
+    quota = call(
+        address,
+        ALTER_QUOTAS,
+        1,
+        {
+            "Entries": [
+                {
+                    "Entity": [
+                        {"EntityType": "user", "EntityName": f"u-{tag}"},
+                        {"EntityType": "client-id", "EntityName": None},
+                    ],
+                    "Ops": [{"Key": "consumer_byte_rate", "Value": 2048.0, "Remove": False}],
+                }
+            ],
+            "ValidateOnly": False,
+        },
+    )
+    assert quota["Entries"][0]["ErrorCode"] == 0
+
+
+def broker_facts(cluster: Cluster, broker_id: int) -> tuple[int, int]:
+    """(KIP-536 start time as served, broker epoch from the broker's metrics)."""
+    entry = next(b for b in metadata(cluster, "broker-1")["Brokers"] if b["NodeId"] == broker_id)
+    samples = scrape(cluster.nodes[f"broker-{broker_id}"].config.metrics_port)
+    return extensions.start_time(entry), int(samples[("kafka_broker_epoch", frozenset())])
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_kill_9_of_each_node_kind_loses_no_metadata(
+    store: str, tmp_path, request: pytest.FixtureRequest
+) -> None:
+    zookeeper = request.getfixturevalue("zookeeper") if store == "zookeeper" else None
+    cluster = new_cluster(tmp_path, store, zookeeper)
+    cluster.start()
+    try:
+        populate(cluster, "a")
+        before = snapshot(cluster, "broker-1")
+        assert before["configs"]["kept-a"] == {"retention.ms": "5000", "segment.ms": "70000"}
+
+        cluster.kill("controller-0")
+        cluster.start_node("controller-0")
+        populate(cluster, "b")  # the restarted controller takes mutations again
+        after = wait_until(
+            lambda: (
+                (s := snapshot(cluster, "broker-3"))["topics"].keys() >= {"kept-a", "kept-b"} and s
+            )
+        )
+        assert after["cluster_id"] == before["cluster_id"]
+        assert after["topics"]["kept-a"] == before["topics"]["kept-a"]
+        assert after["configs"]["kept-a"] == before["configs"]["kept-a"]
+        assert set(before["quotas"]) < set(after["quotas"])
+
+        started, epoch = broker_facts(cluster, 2)
+        cluster.kill("broker-2")
+        cluster.start_node("broker-2")
+        cluster.wait_ready(timeout=30)
+        restarted, new_epoch = broker_facts(cluster, 2)
+        assert restarted > started  # KIP-536.R4
+        assert new_epoch > epoch  # BROKER-REG.R7
+        assert snapshot(cluster, "broker-2") == after  # KIP-78.R6 and everything else
+
+        cluster.stop()
+        cluster.start()
+        assert snapshot(cluster, "broker-1") == after
+    finally:
+        cluster.stop()
+
+
+def test_the_metadata_log_cuts_a_torn_tail(tmp_path) -> None:
+    config = NodeConfig(
+        role="controller",
+        node_id=0,
+        data_dir=str(tmp_path),
+        listeners=[ListenerConfig("CONTROLLER", 0)],
+    )
+
+    async def write_and_replay() -> tuple[MetadataImage, MetadataImage]:
+        store = EmbeddedStore(config)
+        await store.open()
+        cluster_id = await store.cluster_id()
+        image = await store.load()
+        topic = str(uuid.uuid4())
+        for i, record in enumerate([{"type": "topic", "name": "t", "topic_id": topic}]):
+            image.apply(record, image.offset + 1 + i)
+        await store.append([{"type": "topic", "name": "t", "topic_id": topic}], image)
+        await store.close()
+        with open(tmp_path / "metadata.log", "ab") as f:
+            f.write(b'{"records":[{"type":"remove_topic","na')  # killed mid-write
+        again = EmbeddedStore(config)
+        await again.open()
+        assert await again.cluster_id() == cluster_id
+        replayed = await again.load()
+        await again.close()
+        return image, replayed
+
+    written, replayed = run(write_and_replay())
+    assert set(replayed.topics) == {"t"} and replayed.offset == written.offset
+    assert (tmp_path / "metadata.log").read_bytes().endswith(b"}\n")

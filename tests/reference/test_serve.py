@@ -1,0 +1,115 @@
+"""``kafka-conformance serve``: the ready file, graceful SIGTERM, and a refusal in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.reference.control_plane import STORES, call, store_url, wait_until
+
+METADATA = 3
+
+
+def serve(args: list[str], log: Path) -> subprocess.Popen:
+    out = open(log, "wb")
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "conformance", "serve", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        out.close()
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_serve_writes_the_ready_file_and_stops_gracefully(
+    store: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    zookeeper = request.getfixturevalue("zookeeper") if store == "zookeeper" else None
+    ready = tmp_path / "ready.json"
+    data = tmp_path / "data"
+    started = time.monotonic()
+    proc = serve(
+        [
+            "--brokers",
+            "3",
+            "--metadata-store",
+            store_url(store, zookeeper),
+            "--data-dir",
+            str(data),
+            "--ready-file",
+            str(ready),
+        ],
+        tmp_path / "serve.log",
+    )
+    try:
+        wait_until(ready.exists, timeout=60)
+        elapsed = time.monotonic() - started
+        info = json.loads(ready.read_text())
+        print(
+            f"serve ({store}): 3 brokers Online after {elapsed:.2f} s "
+            f"(cluster start {info['startup_seconds']} s)"
+        )
+        assert {"bootstrap_servers", "controller", "cluster_id", "brokers"} <= set(info)
+        assert [b["node_id"] for b in info["brokers"]] == [1, 2, 3]
+        for b in info["brokers"]:
+            body = call((b["host"], b["port"]), METADATA, 9, {"Topics": []})
+            assert body["ClusterId"] == info["cluster_id"]
+            assert {x["NodeId"] for x in body["Brokers"]} == {1, 2, 3}
+        pids = [p for p in info["pids"].values()]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        for pid in pids:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+        for i in (1, 2, 3):
+            log = (data / f"broker-{i}" / "node.log").read_text()
+            assert "ONLINE -> STOPPING" in log and "STOPPING -> OFFLINE" in log
+            assert "controller answered ShouldShutDown" in log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_a_node_that_cannot_bind_its_port_is_reported_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port_base = taken.getsockname()[1]
+        proc = serve(
+            [
+                "--brokers",
+                "1",
+                "--port-base",
+                str(port_base),
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--timeout",
+                "30",
+            ],
+            tmp_path / "serve.log",
+        )
+        try:
+            assert proc.wait(60) == 2
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    errors = [
+        line
+        for line in (tmp_path / "serve.log").read_text().splitlines()
+        if line.startswith("kafka-conformance: error:")
+    ]
+    assert len(errors) == 1
+    assert "controller-0 exited" in errors[0] and "cannot bind listener CONTROLLER" in errors[0]
