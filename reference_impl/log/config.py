@@ -38,10 +38,16 @@ class LogConfig:
     flush_ms: int = 2**63 - 1
     flush_on_acks_all: bool = True
     min_insync_replicas: int = 1
+    #: ``cleanup.policy`` includes ``delete``: retention removes old segments. A compact-only
+    #: topic (``__consumer_offsets``) keeps everything (there is no log cleaner).
+    delete_retention: bool = True
 
     def with_topic_configs(self, configs: dict[str, str | None]) -> LogConfig:
         """This config overridden by a topic's configs (unknown names are ignored)."""
-        changes: dict[str, int] = {}
+        changes: dict[str, int | bool] = {}
+        policy = configs.get("cleanup.policy")
+        if policy is not None:
+            changes["delete_retention"] = "delete" in [x.strip() for x in policy.split(",")]
         for name, value in configs.items():
             attr = TOPIC_CONFIGS.get(name)
             if attr is not None and value is not None:

@@ -388,6 +388,8 @@ class PartitionLog:
         and never one holding offsets at or above the high watermark; returns how many."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         cfg = self.config
+        if not cfg.delete_retention:
+            return 0
         total = self.size
         deleted = 0
         while len(self.segments) > 1:
