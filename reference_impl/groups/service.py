@@ -11,6 +11,10 @@
 * FindCoordinator asks the metadata cache who leads the group's partition, and creates the
   topic through the controller (``node.create_topic``) the first time it is missing.
 
+The partition count is the configured ``offsets_topic_partitions`` on every broker (the
+reference creates the topic with it), never read back from metadata: a count seen while the
+topic is only partly known would send groups to the wrong coordinator.
+
 ``service_for(node)`` attaches one service to a broker node the first time a group handler is
 built (before the listener opens, so before any LeaderAndIsr). In-process tests construct a
 GroupService with ``LocalPlacement`` and a MemoryOffsetsStore instead.
@@ -256,17 +260,10 @@ class BrokerGroups(GroupService):
         self.replica_manager = rm
         #: __consumer_offsets partition -> leader epoch we loaded it for
         self._led: dict[int, int] = {}
-        node.metadata_cache.add_listener(self._metadata_updated)
         if hasattr(rm, "add_leadership_listener"):
             rm.add_leadership_listener(self._leadership_changed)
         else:
             log.warning("the replica manager has no leadership listener: groups cannot load")
-
-    def _metadata_updated(self, cache: Any) -> None:
-        topic = cache.topics.get(OFFSETS_TOPIC)
-        if topic is not None and topic.partitions and not self.coordinator.partitions:
-            # an existing topic decides the partition count (Kafka reads it the same way)
-            self.coordinator.partition_count = len(topic.partitions)
 
     def _leadership_changed(self, partition: Any) -> None:
         if partition.topic != OFFSETS_TOPIC:
@@ -275,10 +272,14 @@ class BrokerGroups(GroupService):
         if getattr(partition, "role", None) == "leader":
             if self._led.get(index) == partition.leader_epoch:
                 return
+            log.info(
+                "leading %s-%d (epoch %d): loading", OFFSETS_TOPIC, index, partition.leader_epoch
+            )
             self._led[index] = partition.leader_epoch
             token = self.coordinator.start_loading(index)
             self.node.spawn(self._load(index, token), f"offsets-load-{index}")
         elif index in self._led:
+            log.info("no longer leading %s-%d: groups unloaded", OFFSETS_TOPIC, index)
             del self._led[index]
             self.coordinator.unload(index)
 
