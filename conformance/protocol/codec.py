@@ -40,6 +40,14 @@ class Codec:
         unit = self._compiled.get((api_key, kind, version)) or self.compiled(api_key, version, kind)
         return unit.decode(raw if type(raw) is bytes else bytes(raw))
 
+    def decode_prefix(self, api_key: int, version: int, kind: str, raw: bytes) -> tuple[dict, int]:
+        """Decode a body at the start of ``raw``; returns it and how many bytes it used.
+
+        For peers that, like Kafka's request parser, ignore bytes after a well-formed body.
+        """
+        unit = self._compiled.get((api_key, kind, version)) or self.compiled(api_key, version, kind)
+        return unit.decode_prefix(raw if type(raw) is bytes else bytes(raw))
+
     def encode(self, api_key: int, version: int, kind: str, body: dict) -> bytes:
         """Encode a body; fields left out take their defaults. Raises EncodeError."""
         unit = self._compiled.get((api_key, kind, version)) or self.compiled(api_key, version, kind)

@@ -134,22 +134,25 @@ class Compiled:
     source: str
 
     def decode(self, raw: bytes) -> dict:
+        """The whole of ``raw`` as this message; trailing bytes are an error."""
+        value, off = self.decode_prefix(raw)
+        if off != len(raw):
+            raise DecodeError(self.message.name, "", off, f"{len(raw) - off} trailing bytes")
+        return value
+
+    def decode_prefix(self, raw: bytes) -> tuple[dict, int]:
+        """This message at the start of ``raw``, and the offset where it ends."""
         try:
-            value, off = self.decode_fast(raw, 0)
-            if off == len(raw):
-                return value
+            return self.decode_fast(raw, 0)
         except Exception:
-            pass
+            pass  # diagnosed precisely by the checked code below
         tr = Trace()
         try:
-            value, off = self.decode_checked(raw, 0, tr)
+            return self.decode_checked(raw, 0, tr)
         except Malformed as e:
             raise DecodeError(self.message.name, tr.dotted(), tr.off, str(e)) from None
         except Exception as e:
             raise DecodeError(self.message.name, tr.dotted(), tr.off, _describe(e)) from None
-        if off != len(raw):
-            raise DecodeError(self.message.name, "", off, f"{len(raw) - off} trailing bytes")
-        return value
 
     def encode(self, body: dict) -> bytes:
         parts: list[bytes] = []

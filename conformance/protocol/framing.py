@@ -78,12 +78,4 @@ def decode_response(codec: Codec, api_key: int, version: int, raw: bytes) -> tup
 
 def decode_header_prefix(unit, raw: bytes) -> tuple[dict, int]:
     """Decode a header at the start of ``raw``; returns it and where the body starts."""
-    raw = bytes(raw)
-    try:
-        return unit.decode_fast(raw, 0)
-    except Exception:
-        pass
-    unit.decode(raw)  # raises the DecodeError with path and offset
-    raise AssertionError(
-        "unreachable: a header that fails fast decoding must fail checked decoding"
-    )
+    return unit.decode_prefix(bytes(raw))

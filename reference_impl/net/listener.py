@@ -206,7 +206,9 @@ class Listener:
         try:
             hv = request_header_version(self.codec, api_key, version)
             header, off = decode_header_prefix(self.codec.compiled_header("request", hv), raw)
-            body = self.codec.decode(api_key, version, "request", raw[off:])
+            # Like Kafka's request parser, ignore bytes after a well-formed body: some clients
+            # send them (librdkafka's Metadata requests in flexible versions, for one).
+            body, _ = self.codec.decode_prefix(api_key, version, "request", raw[off:])
         except DecodeError as e:
             return self._refuse(address, str(e))
         ctx = RequestContext(self, api_key, version, header, session, address, raw)

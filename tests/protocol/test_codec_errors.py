@@ -170,3 +170,11 @@ def test_uuid_fields_decode_as_uuid() -> None:
 def test_unknown_messages_and_versions(api_key, version, kind, match) -> None:
     with pytest.raises(UnknownMessageError, match=match):
         CODEC.decode(api_key, version, kind, b"")
+
+
+@given(encoded_messages(), st.binary(max_size=8))
+def test_decode_prefix_reports_where_the_body_ends(case, extra) -> None:
+    spec, version, raw = case
+    value, used = CODEC.decode_prefix(spec.api_key, version, spec.type, raw + extra)
+    assert used == len(raw)
+    assert value == CODEC.decode(spec.api_key, version, spec.type, raw)

@@ -138,3 +138,13 @@ def test_a_closed_connection_fails_pending_requests() -> None:
         return True
 
     assert run(_with_listener("zkBroker", test))
+
+
+def test_bytes_after_a_well_formed_body_are_ignored_like_kafka() -> None:
+    async def test(port):
+        async with await Connection.open("127.0.0.1", port, codec=CODEC) as conn:
+            frame = encode_request(CODEC, METADATA, 12, 5, "t", {"Topics": None}) + b"\0\0\0"
+            fut = conn.send_frame(frame, METADATA, 12, 5)
+            return (await asyncio.wait_for(fut, 5)).body
+
+    assert run(_with_listener("zkBroker", test))["ClusterId"] == "c"
