@@ -33,6 +33,8 @@ REQUEST_TIMEOUT = 10.0
 class TestNotes:
     """What one test recorded besides its outcome: soft failures per requirement, API used."""
 
+    __test__ = False  # not a pytest test class
+
     soft: dict[str, str] = field(default_factory=dict)
     api_key: int | None = None
     api_version: int | None = None

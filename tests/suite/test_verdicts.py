@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.client.wire import ConnectionClosed, ProtocolViolation
+from conformance.plugin import Phase, State, TestInfo, _verdicts
 from conformance.protocol.errors import DecodeError
 from conformance.results.verdicts import (
     MissingPrecondition,
@@ -15,6 +16,7 @@ from conformance.results.verdicts import (
     is_target_fault,
     verdict_for,
 )
+from conformance.suite.verify import Failed
 
 
 def test_pass_is_pass_at_every_level() -> None:
@@ -82,3 +84,48 @@ def test_unknown_level_or_outcome_is_refused() -> None:
         verdict_for("passed", "MUSTN'T")
     with pytest.raises(ValueError, match="outcome"):
         verdict_for("xpassed", "MUST")
+
+
+# --- one verdict per requirement of a test (the plugin's attribution) -------------------------
+
+REQS = ("PROTOCOL.R1", "PROTOCOL.R3", "PROTOCOL.R5")  # MUST, MUST, SHOULD
+
+
+def _run(call: Phase | None, soft: dict | None = None, strict: bool = False, setup=None):
+    phases = [("setup", setup or Phase("passed", None, 0, ""))]
+    if call is not None:
+        phases.append(("call", call))
+    state = State(strict=strict)
+    out = _verdicts(TestInfo("t/x", REQS, None), state, phases, soft or {})
+    return {rid: v.value for rid, v, _ in out}
+
+
+def test_a_check_fails_only_the_requirements_it_names() -> None:
+    exc = Failed("does not decode", "PROTOCOL.R3")
+    got = _run(Phase("failed", exc, 0, str(exc)))
+    assert got == {"PROTOCOL.R1": "SKIP", "PROTOCOL.R3": "FAIL", "PROTOCOL.R5": "SKIP"}
+
+
+def test_a_check_naming_none_of_the_tests_requirements_fails_them_all() -> None:
+    exc = Failed("closed", "KIP-78.R1")
+    got = _run(Phase("failed", exc, 0, str(exc)))
+    assert got == {"PROTOCOL.R1": "FAIL", "PROTOCOL.R3": "FAIL", "PROTOCOL.R5": "NONSTRICT"}
+
+
+def test_soft_failures_touch_only_their_requirement() -> None:
+    passed = Phase("passed", None, 0, "")
+    soft = {"PROTOCOL.R5": "code 99 not documented"}
+    assert _run(passed, soft) == {
+        "PROTOCOL.R1": "PASS",
+        "PROTOCOL.R3": "PASS",
+        "PROTOCOL.R5": "NONSTRICT",
+    }
+    assert _run(passed, soft, strict=True)["PROTOCOL.R5"] == "FAIL"
+
+
+def test_setup_outcomes() -> None:
+    broken = Phase("failed", RuntimeError("fixture"), 0, "fixture")
+    assert set(_run(None, setup=broken).values()) == {"ERROR"}
+    unsupported = Unsupported("Fetch v4 not advertised")
+    skipped = Phase("skipped", unsupported, 0, unsupported.reason)
+    assert set(_run(None, setup=skipped).values()) == {"UNSUPPORTED"}
