@@ -101,6 +101,7 @@ def _minimal(run_dir: Path | str, out: Path) -> Path:
             lines.append(
                 f"- **{r['verdict']}** `{r['test_id']}` {r['requirement_id']}: {r['message']}"
             )
+    out.mkdir(parents=True, exist_ok=True)
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

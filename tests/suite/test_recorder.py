@@ -1,0 +1,93 @@
+"""The recorder writes what the schemas accept (and refuses what they do not), and the summary
+turns a run into run's exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.results.recorder import Recorder, RecordError, fingerprint, new_run_id
+from conformance.results.schema import load_run
+from conformance.results.summary import _minimal, summarise
+
+MANIFEST = {
+    "target_name": "tansu",
+    "target_version": "0.6.0",
+    "target_kind": "tansu",
+    "bootstrap": "127.0.0.1:9092",
+    "controller_bootstrap": None,
+    "api_versions": fingerprint({18: (0, 4), 3: (0, 12)}),
+    "controller_api_versions": None,
+    "suite_version": "0.1.0",
+    "spec_release": "3.9.0",
+    "hypothesis_seed": 12345,
+    "hypothesis_profile": "suite(max_examples=5)",
+    "strict": False,
+    "select": None,
+}
+
+
+def record(verdict: str, level: str = "MUST", rid: str = "PROTOCOL.R3") -> dict:
+    return {
+        "test_id": "spec/metadata/v12/well-formed",
+        "requirement_id": rid,
+        "level": level,
+        "feature": "protocol",
+        "api_key": 3,
+        "api_name": "Metadata",
+        "api_version": 12,
+        "verdict": verdict,
+        "message": None if verdict == "PASS" else "why",
+        "duration_ms": 1.5,
+        "seed": 12345,
+        "listener": "client",
+    }
+
+
+def write_run(tmp: Path, verdicts: list[str]) -> Path:
+    run_id = new_run_id("tansu")
+    rec = Recorder(tmp / run_id, run_id)
+    for v in verdicts:
+        rec.add(record(v))
+    rec.finish(**MANIFEST)
+    return tmp / run_id
+
+
+def test_a_recorded_run_reads_back_valid(tmp_path: Path) -> None:
+    run = load_run(write_run(tmp_path, ["PASS", "FAIL", "UNSUPPORTED"]))
+    assert not run.problems and len(run.records) == 3
+    assert run.manifest["api_versions"] == {"3": [0, 12], "18": [0, 4]}
+    assert run.manifest["hypothesis_seed"] == 12345
+    assert all(r["run_id"] == run.run_id for r in run.records)
+
+
+def test_a_record_outside_the_schema_is_refused(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path / "r", "r-1")
+    with pytest.raises(RecordError, match="verdict"):
+        rec.add(record("MAYBE"))
+    with pytest.raises(RecordError, match="api_name"):
+        rec.add({**record("PASS"), "api_key": None})
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "code"),
+    [
+        (["PASS", "UNSUPPORTED", "NONSTRICT"], 0),
+        (["PASS", "FAIL"], 1),
+        (["PASS", "ERROR"], 1),
+        (["SKIP", "UNSUPPORTED", "NOT_EXPOSED"], 1),  # nothing was checked: not a pass
+    ],
+)
+def test_exit_codes(tmp_path: Path, verdicts: list[str], code: int) -> None:
+    summary = summarise(write_run(tmp_path, verdicts))
+    assert summary.exit_code() == code
+    assert summary.total == len(verdicts)
+
+
+def test_the_minimal_report_lists_what_did_not_pass(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path, ["PASS", "FAIL"])
+    text = _minimal(run_dir, tmp_path / "report").read_text()
+    assert "PROTOCOL.R3" in text and "**FAIL**" in text
+    assert json.loads((run_dir / "manifest.json").read_text())["run_id"] in text
