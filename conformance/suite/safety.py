@@ -12,9 +12,12 @@ owns. The rules, applied to every generated value before it is sent:
   versions without it only suite-named resources can be touched, with small partition counts.
 * **ACL filters and creations are literal**, on suite-named resources only, so no filter can
   match (and DeleteAcls delete) anybody else's ACLs.
-* **No request waits or poses as a replica**: Fetch and ListOffsets are sent as a consumer
-  (replica id -1) with short waits; Produce uses acks -1 or 1 (acks 0 has no answer) and is not
-  transactional; group timeouts are short.
+* **No request waits, poses as a replica or asks for much**: Fetch and ListOffsets are sent as
+  a consumer (replica id -1) with short waits and at most 1 MiB per answer; Produce uses acks
+  -1 or 1 (acks 0 has no answer) and is not transactional; group timeouts are short.
+* **Enumerations with a fixed set of values** keep a defined one (IsolationLevel 0 or 1);
+  other out-of-range numbers (partitions, offsets, resource types) stay: their answers are
+  error codes, which is what the test checks.
 * **Inter-broker (cluster action) APIs are never generated**: LeaderAndIsr, StopReplica,
   UpdateMetadata, ControlledShutdown, AlterPartition, Envelope, BrokerRegistration,
   BrokerHeartbeat and UnregisterBroker get one fixed, inert request each — stale epochs, unknown
@@ -78,6 +81,8 @@ _FIELD_RULES: dict[str, Any] = {
     "ReplicaId": lambda v: -1,
     "MaxWaitMs": lambda v: _clamp(v, 0, 100),
     "MinBytes": lambda v: _clamp(v, 0, 1),
+    "MaxBytes": lambda v: _clamp(v, 0, 1 << 20),
+    "PartitionMaxBytes": lambda v: _clamp(v, 0, 1 << 20),
     "TimeoutMs": lambda v: _clamp(v, 0, 3000),
     "SessionTimeoutMs": lambda v: 1000,
     "RebalanceTimeoutMs": lambda v: 1000,
@@ -88,6 +93,7 @@ _FIELD_RULES: dict[str, Any] = {
     "PatternTypeFilter": lambda v: LITERAL,
     "ResourcePatternType": lambda v: LITERAL,
     "TransactionTimeoutMs": lambda v: _clamp(v, 1, 60000),
+    "IsolationLevel": lambda v: v if v in (0, 1) else 0,
 }
 
 
