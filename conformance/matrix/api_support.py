@@ -30,12 +30,13 @@ def scope_apis() -> dict[int, str]:
     return dict(sorted(out.items()))
 
 
-def tested(records: DataFrame) -> dict[tuple[str, str], dict[int, dict[str, int]]]:
-    """(implementation, version) -> api key -> verdict -> record count."""
+def tested(counts: DataFrame) -> dict[tuple[str, str], dict[int, dict[str, int]]]:
+    """(implementation, version) -> api key -> verdict -> record count, from
+    :func:`~conformance.matrix.requirement_matrix.verdict_counts`."""
     rows = (
-        records.where(F.col("api_key").isNotNull())
+        counts.where(F.col("api_key").isNotNull())
         .groupBy("implementation", "version", "api_key", "verdict")
-        .count()
+        .agg(F.sum("records").alias("count"))
         .collect()
     )
     out: dict[tuple[str, str], dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))

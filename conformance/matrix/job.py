@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from conformance.matrix import api_support, kips, requirement_matrix, run_diff
 from conformance.matrix.ingest import Ingested, ingest
@@ -102,14 +103,18 @@ def compute(
     records = spark.read.parquet(str(got.parquet))
 
     with timings.stage("requirements"):
-        runs = requirement_matrix.run_verdicts(records).cache()
+        counts_df = requirement_matrix.verdict_counts(records).cache()
+        runs = requirement_matrix.run_verdicts(counts_df).cache()
         cells_df = requirement_matrix.cells(runs).cache()
+        cell_rows = cells_df.collect()
         detail_rows = {
             tuple(r[k] for k in requirement_matrix.CELL_KEY): r
             for r in requirement_matrix.details(records).collect()
         }
-        counts = {r["run_id"]: r["count"] for r in records.groupBy("run_id").count().collect()}
-        cell_rows = cells_df.collect()
+        counts = {
+            r["run_id"]: r["n"]
+            for r in runs.groupBy("run_id").agg(F.sum("records").alias("n")).collect()
+        }
 
     with timings.stage("history"):
         ranks = spark.createDataFrame(
@@ -120,23 +125,22 @@ def compute(
 
     with timings.stage("apis"):
         apis = api_support.api_matrix(
-            manifests, [(i, v) for i, v, _ in targets], api_support.tested(records)
+            manifests, [(i, v) for i, v, _ in targets], api_support.tested(counts_df)
         )
 
     with timings.stage("diff"):
         pairs = (
-            [
-                (
-                    _resolve_run(diff[0], manifests, got.run_dirs),
-                    _resolve_run(diff[1], manifests, got.run_dirs),
-                )
-            ]
-            if diff
-            else _default_diffs(manifests)
-        )
-        diffs = [run_diff.diff_runs(records, a, b) for a, b in pairs]
-    runs.unpersist()
-    cells_df.unpersist()
+            [(_resolve_run(diff[0], manifests, got.run_dirs),
+              _resolve_run(diff[1], manifests, got.run_dirs))]
+            if diff else _default_diffs(manifests)
+        )  # fmt: skip
+        diffs = []
+        if pairs:
+            keyed = run_diff.run_keys(records, sorted({r for pair in pairs for r in pair})).cache()
+            diffs = [run_diff.diff_runs(records, a, b, keyed) for a, b in pairs]
+            keyed.unpersist()
+    for cached in (counts_df, runs, cells_df):
+        cached.unpersist()
 
     requirements = kips.load_requirements(kips_dir)
     cells_out = []
@@ -306,15 +310,15 @@ def run_matrix(
 ) -> MatrixOutput:
     """The whole job: compute the model and render every output into ``out_dir``.
 
-    Uses ``spark`` when given (left running), else starts a session on ``spark_master`` and
-    stops it at the end.
+    Uses ``spark`` when given, else the active session, else starts one on ``spark_master`` and
+    stops it at the end (only a session it started).
     """
     from conformance.matrix.session import spark_session
     from conformance.report import render_all
 
     out = Path(out_dir)
     timings = Timings()
-    own = spark is None
+    own = spark is None and SparkSession.getActiveSession() is None
     session = spark if spark is not None else spark_session(spark_master)
     try:
         model = compute(session, run_paths, out, diff=diff, kips_dir=kips_dir, timings=timings)

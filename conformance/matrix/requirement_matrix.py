@@ -45,11 +45,23 @@ def _by_rank(rank: Column) -> Column:
     return F.array(*[F.lit(v) for v in PRECEDENCE])[rank]
 
 
-def run_verdicts(records: DataFrame) -> DataFrame:
+def verdict_counts(records: DataFrame) -> DataFrame:
+    """Records counted per (run, requirement, API, verdict): the one pass over the records
+    that run verdicts, the API matrix's tested counts and per-run totals all come from."""
+    return records.groupBy(*CELL_KEY, "level", "run_id", "started_at", "api_key", "verdict").agg(
+        F.count(F.lit(1)).alias("records")
+    )
+
+
+def run_verdicts(counts: DataFrame) -> DataFrame:
     """One row per (run, requirement): the run's verdict on that requirement."""
     return (
-        records.groupBy(*CELL_KEY, "run_id", "started_at")
-        .agg(F.min(_rank(F.col("verdict"))).alias("_rank"), F.max("level").alias("level"))
+        counts.groupBy(*CELL_KEY, "run_id", "started_at")
+        .agg(
+            F.min(_rank(F.col("verdict"))).alias("_rank"),
+            F.max("level").alias("level"),
+            F.sum("records").alias("records"),
+        )
         .withColumn("verdict", _by_rank(F.col("_rank")))
         .drop("_rank")
     )

@@ -12,10 +12,12 @@ from conformance.matrix.requirement_matrix import PRECEDENCE, _by_rank, _rank
 KEY = ("test_id", "requirement_id", "api_version")
 
 
-def _side(records: DataFrame, run_id: str, suffix: str) -> DataFrame:
+def run_keys(records: DataFrame, run_ids: list[str]) -> DataFrame:
+    """Each named run's verdict per (test_id, requirement_id, api_version): one pass over the
+    records for every diff to be taken."""
     return (
-        records.where(F.col("run_id") == run_id)
-        .groupBy(*KEY)
+        records.where(F.col("run_id").isin(run_ids))
+        .groupBy("run_id", *KEY)
         .agg(
             F.min(_rank(F.col("verdict"))).alias("_r"),
             F.first("feature").alias("feature"),
@@ -23,14 +25,24 @@ def _side(records: DataFrame, run_id: str, suffix: str) -> DataFrame:
         )
         .withColumn("verdict", _by_rank(F.col("_r")))
         .drop("_r")
-        .select(*[F.col(c).alias(f"{c}_{suffix}") for c in (*KEY, "feature", "verdict", "message")])
     )
 
 
-def diff_runs(records: DataFrame, run_a: str, run_b: str) -> dict[str, Any]:
-    """What changed from run ``run_a`` to run ``run_b``; records are null-safe matched on
-    (test_id, requirement_id, api_version); a key present on one side only is listed too."""
-    a, b = _side(records, run_a, "a"), _side(records, run_b, "b")
+def _side(keyed: DataFrame, run_id: str, suffix: str) -> DataFrame:
+    return keyed.where(F.col("run_id") == run_id).select(
+        *[F.col(c).alias(f"{c}_{suffix}") for c in (*KEY, "feature", "verdict", "message")]
+    )
+
+
+def diff_runs(
+    records: DataFrame, run_a: str, run_b: str, keyed: DataFrame | None = None
+) -> dict[str, Any]:
+    """What changed from run ``run_a`` to run ``run_b``. Keys are null-safe matched on
+    (test_id, requirement_id, api_version); a key present on one side only is listed too.
+    ``keyed``, when given, is :func:`run_keys` over (at least) both runs."""
+    if keyed is None:
+        keyed = run_keys(records, [run_a, run_b])
+    a, b = _side(keyed, run_a, "a"), _side(keyed, run_b, "b")
     on = [F.col(f"{k}_a").eqNullSafe(F.col(f"{k}_b")) for k in KEY]
     both = a.join(b, on, "full_outer").select(
         *[F.coalesce(f"{k}_a", f"{k}_b").alias(k) for k in KEY],

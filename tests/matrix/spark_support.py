@@ -1,0 +1,41 @@
+"""One SparkSession and one run of the matrix job over the fixture runs, shared by the matrix
+and report tests (Spark takes seconds to start: start it once per test session)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from conformance.matrix.job import MatrixOutput, run_matrix
+from conformance.matrix.session import spark_session
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE_RUNS = ROOT / "fixtures" / "runs"
+
+_state: dict[str, object] = {}
+
+
+def shared_spark():
+    if "spark" not in _state:
+        _state["spark"] = spark_session("local[2]")
+    return _state["spark"]
+
+
+def fixture_output() -> MatrixOutput:
+    """The job over every fixture run, with the project's requirement texts (computed once)."""
+    if "output" not in _state:
+        out = Path(tempfile.mkdtemp(prefix="kc-matrix-"))
+        _state["out"] = out
+        _state["output"] = run_matrix([FIXTURE_RUNS], out / "report", spark=shared_spark())
+    return _state["output"]  # type: ignore[return-value]
+
+
+def stop() -> None:
+    spark = _state.pop("spark", None)
+    if spark is not None:
+        spark.stop()
+    _state.pop("output", None)
+    out = _state.pop("out", None)
+    if out is not None:
+        shutil.rmtree(out, ignore_errors=True)  # type: ignore[arg-type]

@@ -1,0 +1,57 @@
+"""Markdown, JSON, CSV, badges and the plot: the same model as the HTML."""
+
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+
+
+def test_json_is_the_model(fixture_output, model):
+    assert json.loads(fixture_output.files["json"].read_text())["cells"] == json.loads(
+        json.dumps(model["cells"], default=str)
+    )
+
+
+def test_markdown_tables(fixture_output):
+    text = fixture_output.files["markdown"].read_text()
+    assert (
+        "| requirement | level | reference 0.1.0 | reference 0.2.0 | tansu 0.5.1 | tansu 0.6.0 |"
+        in text
+    )
+    assert (
+        "| KIP-42.R1 | MUST | PASS 2/2 | PASS 2/2 | PASS 2/2 | FLAKY 1/3 failed (lone failure) |"
+        in text
+    )
+    assert "| reference | KIP-590.R1 | 0.1.0 (PASS) | 0.2.0 | FAIL |" in text
+
+
+def test_csv_rows_per_cell(fixture_output, model):
+    with fixture_output.files["requirements_csv"].open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(model["cells"])
+    row = next(r for r in rows if r["implementation"] == "tansu" and r["version"] == "0.6.0"
+               and r["requirement_id"] == "PROTOCOL.R7")  # fmt: skip
+    assert (row["verdict"], row["fail"], row["scored"]) == ("FAIL", "3", "3")
+    with fixture_output.files["apis_csv"].open() as f:
+        apis = list(csv.DictReader(f))
+    metadata = next(r for r in apis if r["implementation"] == "tansu" and r["version"] == "0.5.1"
+                    and r["api_key"] == "3")  # fmt: skip
+    assert (metadata["advertised_min"], metadata["advertised_max"]) == ("0", "11")
+
+
+def test_badges_are_svg_per_implementation(fixture_output):
+    for impl, expected in (("reference", "0.2.0: 18/20 MUST"), ("tansu", "0.6.0: 11/13 MUST")):
+        svg = fixture_output.files[f"badge_{impl}"].read_text()
+        root = ET.fromstring(svg)
+        assert root.tag.endswith("svg")
+        assert expected in "".join(root.itertext())
+
+
+def test_plot_is_an_svg_with_one_panel_per_implementation(fixture_output):
+    svg = fixture_output.files["plot"].read_text()
+    root = ET.fromstring(svg)
+    text = " ".join(root.itertext())
+    assert "reference" in text and "tansu" in text and "kip-78" in text
+    html = fixture_output.files["html"].read_text()
+    assert '<figure id="pass-rate"><svg' in html  # embedded inline, not linked
