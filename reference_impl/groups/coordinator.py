@@ -764,7 +764,10 @@ class GroupCoordinator:
             (offset_key(group_id, t, p), offset_value(om)) for (t, p), om in accepted.items()
         ]
 
+        group.pending_offsets.update(list(accepted))
+
         def done(error: int, base: int) -> None:
+            group.pending_offsets.subtract(list(accepted))
             if not error and self._live(group):
                 for i, (tp, om) in enumerate(accepted.items()):
                     if group.offset_positions.get(tp, -1) < base + i:
@@ -849,7 +852,11 @@ class GroupCoordinator:
     def delete_groups(
         self, group_ids: list[str], respond: Callable[[dict[str, int]], None]
     ) -> None:
-        """Delete Empty groups and their offsets (tombstones), answering once written."""
+        """Delete Empty groups and their offsets (tombstones), answering once written.
+
+        A failed append answers that group with the error (mapped as for SyncGroup), where
+        Kafka would still say NONE: the group is back once the partition is loaded again.
+        """
         results: dict[str, int] = {}
         doomed: list[Group] = []
         for group_id in group_ids:
@@ -872,22 +879,31 @@ class GroupCoordinator:
         by_partition: dict[int, list[KeyValue]] = {}
         for group in doomed:
             records = by_partition.setdefault(group.partition, [])
-            records.extend((offset_key(group.group_id, t, p), None) for t, p in group.offsets)
+            pending = {tp for tp, n in group.pending_offsets.items() if n > 0}
+            for t, p in sorted(set(group.offsets) | pending):
+                records.append((offset_key(group.group_id, t, p), None))
             records.append((group_key(group.group_id), None))
         if not by_partition:
             respond(results)
             return
         waiting = [len(by_partition)]
 
-        def done(error: int, _base: int) -> None:
-            if error:
-                log.warning("writing group tombstones failed with error %d", error)
-            waiting[0] -= 1
-            if waiting[0] == 0:
-                respond(results)
+        def written(partition: int) -> Callable[[int, int], None]:
+            def done(error: int, _base: int) -> None:
+                if error:
+                    # not durable: the groups come back with the log (Kafka answers NONE here)
+                    log.warning("writing group tombstones failed with error %d", error)
+                    for group in doomed:
+                        if group.partition == partition:
+                            results[group.group_id] = store_group_error(error)
+                waiting[0] -= 1
+                if waiting[0] == 0:
+                    respond(results)
+
+            return done
 
         for partition, records in by_partition.items():
-            self.store.append(partition, records, done)
+            self.store.append(partition, records, written(partition))
 
     # -- persistence --------------------------------------------------------------------------
 

@@ -124,6 +124,8 @@ class Group:
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     #: log offset of the record each cached offset came from (older appends never overwrite)
     offset_positions: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: commits appended but not yet durable, per partition (a deletion tombstones them too)
+    pending_offsets: Counter = field(default_factory=Counter)
     join_timer: Timer | None = None
     sync_timer: Timer | None = None
     _supported: Counter = field(default_factory=Counter)

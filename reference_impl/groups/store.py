@@ -78,5 +78,12 @@ class MemoryOffsetsStore:
         for partition, records, done in held:
             self._write(partition, records, done)
 
+    def fail_held(self, partition: int, error: int) -> None:
+        """Fail the held appends to ``partition`` unwritten (its leader changed meanwhile)."""
+        failed = [h for h in self._held if h[0] == partition]
+        self._held = [h for h in self._held if h[0] != partition]
+        for _, _, done in failed:
+            done(error, -1)
+
     def read(self, partition: int) -> list[tuple[int, bytes, bytes | None]]:
         return decode_records(b"".join(self.logs.get(partition, [])))[0]

@@ -10,7 +10,8 @@ every step:
 * a Stable group's members hold exactly the assignments its leader sent for that generation;
 * a member that is not waiting on a rebalance has been heard from within its session timeout
   (otherwise it must have been expired);
-* committed offsets read back as the last successful commit, across failovers.
+* committed offsets read back as the last successful commit, across failovers, while appends
+  to the log may be held back (slow replication) and fail when leadership moves.
 """
 
 from __future__ import annotations
@@ -94,6 +95,10 @@ class GroupMachine(RuleBasedStateMachine):
         self.assignments: dict[tuple[str, int], dict[str, bytes]] = {}
         self.last_contact: dict[str, int] = {}
         self.committed: dict[str, dict[tuple[str, int], int]] = {g: {} for g in GROUPS}
+        #: bumped when a group is deleted: commits answered later belong to the old group
+        self.incarnation: dict[str, int] = dict.fromkeys(GROUPS, 0)
+        #: groups whose failed deletion the current failover has already rolled back
+        self.restored: set[str] = set()
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -132,6 +137,7 @@ class GroupMachine(RuleBasedStateMachine):
     def _on_sync(self, c: Client, r: SyncResult) -> None:
         assert c.outstanding == "sync"
         c.outstanding = None
+        self._touch(c.member_id)  # any answer to a waiting SyncGroup restarts the session
         if r.error == Errors.NONE:
             sent = self.assignments[(c.group, c.generation)]
             if c.instance_id is None:
@@ -230,47 +236,71 @@ class GroupMachine(RuleBasedStateMachine):
         c = self.clients[i]
         if c.outstanding:
             return
-        results: list[dict] = []
         tp = ("topic", partition)
+        incarnation = self.incarnation[c.group]
+
+        def done(result: dict) -> None:
+            assert c.outstanding == "commit"
+            c.outstanding = None
+            if result[tp] == Errors.NONE:
+                if self.incarnation[c.group] == incarnation:
+                    self.committed[c.group][tp] = offset
+                if c.member_id:
+                    self._touch(c.member_id)
+            elif result[tp] in RESET:
+                self._reset(c)
+
+        c.outstanding = "commit"
         self.coordinator.commit_offsets(
             c.group,
             c.member_id,
             c.instance_id,
             c.generation,
             {tp: OffsetAndMetadata(offset, metadata=c.name)},
-            results.append,
+            done,
         )
-        (result,) = results
-        if result[tp] == Errors.NONE:
-            self.committed[c.group][tp] = offset
-            if c.member_id:
-                self._touch(c.member_id)
-        elif result[tp] in RESET:
-            self._reset(c)
 
     @rule(group=st.sampled_from(GROUPS), offset=st.integers(0, 10**6))
     def admin_commit(self, group: str, offset: int) -> None:
         """A commit from outside group management: accepted only while the group is Empty."""
-        results: list[dict] = []
         existing = self.coordinator.groups.get(group)
         empty = existing is None or existing.state == GroupState.EMPTY
-        self.coordinator.commit_offsets(
-            group, "", None, -1, {("admin", 0): OffsetAndMetadata(offset)}, results.append
-        )
-        error = results[0][("admin", 0)]
-        assert error == (Errors.NONE if empty else Errors.UNKNOWN_MEMBER_ID)
-        if error == Errors.NONE:
-            self.committed[group][("admin", 0)] = offset
+        incarnation = self.incarnation[group]
+
+        def done(result: dict) -> None:
+            error = result[("admin", 0)]
+            if empty:
+                assert error in (Errors.NONE, Errors.NOT_COORDINATOR), error
+            else:
+                assert error == Errors.UNKNOWN_MEMBER_ID, error
+            if error == Errors.NONE and self.incarnation[group] == incarnation:
+                self.committed[group][("admin", 0)] = offset
+
+        tp = {("admin", 0): OffsetAndMetadata(offset)}
+        self.coordinator.commit_offsets(group, "", None, -1, tp, done)
 
     @rule(ms=st.sampled_from([1, 10, 60, 120, 500, SESSION_MS + 1, REBALANCE_MS + 1]))
     def advance(self, ms: int) -> None:
         self.clock.advance(ms)
 
+    @rule()
+    def hold_appends(self) -> None:
+        """Appends to the log stay pending (replication is slow) until released."""
+        self.store.hold = True
+
+    @rule()
+    def release_appends(self) -> None:
+        self.store.hold = False
+        self.store.release()
+
     @rule(group=st.sampled_from(GROUPS))
     def failover(self, group: str) -> None:
-        """The partition's leadership moves away and back: state is rebuilt from the log."""
+        """The partition's leadership moves away and back: pending appends fail unwritten,
+        and the state is rebuilt from the log."""
         p = self.coordinator.partition_for(group)
         self.coordinator.unload(p)
+        self.restored = set()
+        self.store.fail_held(p, Errors.NOT_LEADER_OR_FOLLOWER)
         token = self.coordinator.start_loading(p)
         loading = self.coordinator.heartbeat(group, 0, "x", None)
         assert loading == Errors.COORDINATOR_LOAD_IN_PROGRESS
@@ -284,22 +314,53 @@ class GroupMachine(RuleBasedStateMachine):
             # generations never made durable (no SyncGroup completed) are forgotten, as in Kafka
             self._forget_generations(name, g.generation_id if g else 0)
 
+    def _snapshot(self, group: str) -> tuple:
+        return (
+            dict(self.committed[group]),
+            self.incarnation[group],
+            self.max_generation[group],
+            {k: v for k, v in self.generations.items() if k[0] == group},
+            {k: v for k, v in self.assignments.items() if k[0] == group},
+        )
+
+    def _restore(self, group: str, snapshot: tuple) -> None:
+        committed, incarnation, max_generation, generations, assignments = snapshot
+        self.committed[group], self.incarnation[group] = committed, incarnation
+        self.max_generation[group] = max_generation
+        for table, saved in ((self.generations, generations), (self.assignments, assignments)):
+            for key in [k for k in table if k[0] == group]:
+                del table[key]
+            table.update(saved)
+
     @rule(group=st.sampled_from(GROUPS))
     def delete(self, group: str) -> None:
-        results: list[dict] = []
         existing = self.coordinator.groups.get(group)
         state = existing.state if existing is not None else None
-        self.coordinator.delete_groups([group], results.append)
-        error = results[0][group]
-        if existing is None:
-            assert error == Errors.GROUP_ID_NOT_FOUND
-        elif state == GroupState.EMPTY:
-            assert error == Errors.NONE
+        before = self._snapshot(group)
+        if state == GroupState.EMPTY:
+            # gone at once: numbering restarts, commits still in flight no longer count
             self.committed[group] = {}
+            self.incarnation[group] += 1
             self._forget_generations(group, 0)
+
+        def done(results: dict) -> None:
+            error = results[group]
+            if existing is None:
+                assert error == Errors.GROUP_ID_NOT_FOUND
+            elif state == GroupState.EMPTY:
+                if error != Errors.NONE:
+                    # the tombstones were not written (a failover): the log still holds the
+                    # group as it was before the first of its deletions that failed
+                    assert error == Errors.NOT_COORDINATOR, error
+                    if group not in self.restored:
+                        self.restored.add(group)
+                        self._restore(group, before)
+            else:
+                assert error == Errors.NON_EMPTY_GROUP
+
+        self.coordinator.delete_groups([group], done)
+        if state == GroupState.EMPTY:
             assert group not in self.coordinator.groups
-        else:
-            assert error == Errors.NON_EMPTY_GROUP
 
     # -- invariants ---------------------------------------------------------------------------
 
