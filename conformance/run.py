@@ -191,8 +191,7 @@ def run_command(args: argparse.Namespace) -> int:
     _interrupt_on_sigterm()
     code = pytest.main(pytest_args(args, results))
     runs = sorted(p for p in results.iterdir() if p.is_dir() and p not in before)
-    if code == pytest.ExitCode.USAGE_ERROR:
-        print(f"{PROG}: error: the run could not start (see the error above)", file=sys.stderr)
+    if code == pytest.ExitCode.USAGE_ERROR:  # pytest printed the one line (ERROR: ...)
         return 2
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         print(
