@@ -1,1 +1,39 @@
-"""The conformance tests (run with: pytest --pyargs conformance.suite, or kafka-conformance run)."""
+"""The conformance tests, shipped in the package.
+
+Run them with ``kafka-conformance run [--target ...]`` or ``pytest --pyargs conformance.suite
+--bootstrap-server H:P`` (the plugin, ``conformance.plugin``, takes the same options).
+
+Layout (h2spec style: one file per spec area, each test beside the requirement it checks):
+
+    test_spec_derived.py   every (API, version): generated valid requests answered well-formed
+    test_api_versions.py   ApiVersions honesty, KIP-511's v0 error answer
+    test_versions.py       versions outside the advertised range are refused
+    test_headers.py        null client ids, unknown tagged fields, pipelining order
+    test_robustness.py     malformed frames, oversize and negative sizes, abrupt disconnects
+    kip78/ broker_registration/ kip536/ kip590/ kip42/   the seed features
+
+Writing a test:
+
+    from conformance.suite import verify
+    from conformance.suite.harness import Harness
+    from conformance.suite.meta import conformance
+
+    @conformance("metadata/v2+/cluster-id/format", "KIP-78.R3", api=3)
+    def test_format(harness: Harness) -> None:
+        version = harness.pick_version(3, "2+")      # UNSUPPORTED / NOT_EXPOSED when it must
+        conn = harness.connect()                     # or "controller", or an Endpoint
+        resp = verify.expect_response(conn, 3, version, {"Topics": []})
+        verify.check(ok, "what was expected, what came back", "KIP-78.R3")
+
+* The test id is stable and readable; the requirement ids must exist in ``specs/kips``.
+* Capability: ``harness.require``/``pick_version`` raise UNSUPPORTED (ApiVersions) or
+  NOT_EXPOSED (the spec's ``listeners``); raise ``verdicts.ProposalAbsent`` where a proposal's
+  feature is missing and ``verdicts.MissingPrecondition("no ZooKeeper connect string
+  (--zookeeper)")`` where the environment lacks something: never a FAIL, never a vacuous PASS.
+* ``verify.Failed(message, *req_ids)`` fails only the named requirements of the test;
+  ``verify.soft`` records a SHOULD failure without stopping the test.
+* Property tests go through ``conformance.suite.harness.run_property(harness, strategy,
+  check)``: the run's seed (recorded, ``--seed`` replays it), no example database.
+* Names the suite creates start with ``kc-suite-`` (``safety.suite_name``); nothing else is
+  touched.
+"""
