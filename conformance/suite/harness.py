@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from conformance.client.wire import Connection, ConnectionClosed, Response
-from conformance.protocol import Codec, DecodeError
+from conformance.protocol import Codec, DecodeError, UnknownMessageError
 from conformance.protocol.framing import encode_request
 from conformance.protocol.versions import Versions
 from conformance.results.verdicts import MissingPrecondition, NotExposed, Unsupported
@@ -234,7 +234,19 @@ class Harness:
 
     def require(self, api_key: int, version: int | None = None, listener: str = "client") -> None:
         """Raise the verdict that says why ``api_key`` (at ``version``) cannot be checked here."""
-        name = self.api_name(api_key)
+        try:
+            name = self.api_name(api_key)
+        except UnknownMessageError:
+            raise MissingPrecondition(
+                f"the message specs in use (--spec-dir) do not define api key {api_key}"
+            ) from None
+        if (
+            version is not None
+            and version not in self.codec.message(api_key, "request").valid_versions
+        ):
+            raise MissingPrecondition(
+                f"the message specs in use (--spec-dir) do not define {name} v{version}"
+            )
         if not self.exposed(api_key, listener):
             spec = self.codec.message(api_key, "request")
             raise NotExposed(
