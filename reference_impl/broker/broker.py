@@ -52,8 +52,14 @@ class BrokerNode(Node):
         self.zk = None
         discover = self._discover_controller if config.zookeeper else None
         name = f"broker-{config.node_id}"
-        self.controller_channel = ControllerChannel(self.codec, config.controllers, name, discover)
-        self.lifecycle_channel = ControllerChannel(self.codec, config.controllers, name, discover)
+        attempt = max(config.session_timeout_ms / 1000, 1.0)
+        self.controller_channel = ControllerChannel(
+            self.codec, config.controllers, name, discover, attempt
+        )
+        self.lifecycle_channel = ControllerChannel(
+            self.codec, config.controllers, name, discover, attempt
+        )
+        self.lifecycle_channel.on_connected = self.controller_channel.follow
         self.forwarder = Forwarder(self)
         self.lifecycle = BrokerLifecycle(self)
         self.replica_manager = replica_api.create(self)

@@ -32,6 +32,7 @@ class ControllerChannel:
         controllers: list[ControllerAddress],
         client_id: str,
         discover: Callable[[], Awaitable[int | None]] | None = None,
+        attempt_timeout: float = 10.0,
     ) -> None:
         if not controllers:
             raise ValueError("no controllers configured")
@@ -39,12 +40,17 @@ class ControllerChannel:
         self.controllers = controllers
         self.client_id = client_id
         self.discover = discover
+        #: how long one attempt waits for an answer (a paused controller accepts connections)
+        self.attempt_timeout = attempt_timeout
+        #: called with the controller id whenever the channel connects to a controller
+        self.on_connected: Callable[[int], None] | None = None
         self._index = 0
         self._conn: Connection | None = None
         self._versions: dict[int, tuple[int, int]] = {}
         self._lock = asyncio.Lock()
         #: the controller node id the channel talks to (None while unknown)
         self.controller_id: int | None = None
+        self._closing: asyncio.Task | None = None
 
     async def _connection(self) -> Connection:
         async with self._lock:
@@ -66,10 +72,23 @@ class ControllerChannel:
                 raise
             self._conn = conn
             self.controller_id = target.node_id
-            return conn
+        if self.on_connected is not None:
+            self.on_connected(target.node_id)
+        return conn
 
     def version(self, api_key: int) -> int | None:
         return pick_version(self._versions, self.codec, api_key)
+
+    def follow(self, controller_id: int) -> None:
+        """Another channel found the active controller: leave a different one at once (what is
+        pending on it fails and is retried with the one that answers)."""
+        if self._conn is not None and self.controller_id not in (None, controller_id):
+            log.info(
+                "controller %s is no longer active: following %d", self.controller_id, controller_id
+            )
+            conn, self._conn = self._conn, None
+            self.controller_id = None
+            self._closing = asyncio.get_running_loop().create_task(conn.close())
 
     async def rediscover(self) -> None:
         """Drop the connection and move to the next candidate controller."""
@@ -101,7 +120,8 @@ class ControllerChannel:
                 v = version if version is not None else self.version(api_key)
                 if v is None:
                     raise ConnectionError(f"the controller does not serve api {api_key}")
-                resp = await conn.request(api_key, v, body, timeout=max(remaining, 0.001))
+                attempt = max(min(remaining, self.attempt_timeout), 0.001)
+                resp = await conn.request(api_key, v, body, timeout=attempt)
                 if resp.body.get("ErrorCode") != Error.NOT_CONTROLLER:
                     return resp
                 last = ConnectionError("NOT_CONTROLLER")

@@ -28,7 +28,7 @@ CODEC = Codec.from_specs()
 FAST = {
     "heartbeat_interval_ms": 100,
     "session_timeout_ms": 1500,
-    "zk_session_timeout_ms": 2000,
+    "zk_session_timeout_ms": 1500,
     "controlled_shutdown_timeout_ms": 5000,
     "request_timeout_ms": 15000,
 }

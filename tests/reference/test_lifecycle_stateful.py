@@ -42,7 +42,7 @@ from tests.reference.control_plane import (
 
 REGISTRATION, HEARTBEAT, UNREGISTER, DESCRIBE_CLUSTER = 62, 63, 64, 60
 NONE, STALE_BROKER_EPOCH, DUPLICATE, NOT_REGISTERED = 0, 77, 101, 102
-SESSION_MS = 600
+SESSION_MS = 500
 CAUGHT_UP, BEHIND = 2**62, -1
 OFFLINE, FENCED, ONLINE, STOPPING = "offline", "fenced", "online", "stopping"
 _id_blocks = itertools.count(0)
@@ -276,7 +276,7 @@ def test_broker_lifecycle_follows_the_registration_draft(
             (LifecycleMachine,),
             {"cluster": cluster, "cluster_id": described["ClusterId"], "dead_port": free_port()},
         )
-        run_state_machine_as_test(machine, settings=settings(stateful_step_count=15))
+        run_state_machine_as_test(machine, settings=settings(stateful_step_count=12))
     finally:
         cluster.stop()
 

@@ -82,10 +82,31 @@ def test_serve_writes_the_ready_file_and_stops_gracefully(
             proc.wait(10)
 
 
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _taken_port_base() -> socket.socket:
+    """A listening socket on P where the broker's ports (P+101, P+201, P+300, P+301) are free."""
+    for _ in range(50):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        base = s.getsockname()[1]
+        if base + 301 < 65536 and all(_bindable(base + k) for k in (101, 201, 300, 301)):
+            return s
+        s.close()
+    raise AssertionError("no free port range found")
+
+
 def test_a_node_that_cannot_bind_its_port_is_reported_in_one_line(tmp_path: Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
+    """The controller's port (--port-base) is taken; the broker's ports are free."""
+    with _taken_port_base() as taken:
         port_base = taken.getsockname()[1]
         proc = serve(
             [

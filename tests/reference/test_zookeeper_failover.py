@@ -102,7 +102,7 @@ def controller_change(cluster: Cluster) -> None:
     assert active_controller(cluster) == other and not is_active(cluster, first)
 
 
-PAUSE = (FAST["zk_session_timeout_ms"] + 1500) / 1000
+PAUSE = (FAST["zk_session_timeout_ms"] + 1000) / 1000
 
 
 def broker_session_loss(cluster: Cluster) -> None:
