@@ -211,7 +211,7 @@ class ClusterPlacement:
         topic = cache.topics.get(OFFSETS_TOPIC)
         if topic is None:
             await self._create()
-            return Coordinator(int(Errors.COORDINATOR_NOT_AVAILABLE), message="creating topic")
+            return Coordinator(int(Errors.COORDINATOR_NOT_AVAILABLE))
         info = topic.partitions.get(partition)
         if info is None or info.leader < 0 or not cache.alive(info.leader):
             return Coordinator(int(Errors.COORDINATOR_NOT_AVAILABLE))

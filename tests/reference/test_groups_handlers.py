@@ -318,6 +318,19 @@ def test_join_group_errors() -> None:
     run(test, deny={("READ", "GROUP", "secret")})
 
 
+def test_a_full_group_refuses_new_members() -> None:
+    async def test(broker: Broker) -> None:
+        [(conn, r)] = await stable_group(broker, "g", 1)
+        other = await broker.connect("other")
+        refused = await call(other, JOIN, 5, join_body("g"))
+        assert (refused["ErrorCode"], refused["MemberId"]) == (E.GROUP_MAX_SIZE_REACHED, "")
+        # the member already in it may rejoin
+        again = await join(conn, "g", version=5, member=r["MemberId"])
+        assert again["ErrorCode"] == 0 and again["GenerationId"] == 2
+
+    run(test, max_size=1)
+
+
 def test_sync_heartbeat_and_leave_errors() -> None:
     async def test(broker: Broker) -> None:
         [(conn, r)] = await stable_group(broker, "g", 1)
