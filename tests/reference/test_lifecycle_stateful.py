@@ -279,30 +279,3 @@ def test_broker_lifecycle_follows_the_registration_draft(
         run_state_machine_as_test(machine, settings=settings(stateful_step_count=12))
     finally:
         cluster.stop()
-
-
-def test_a_registration_for_another_cluster_is_refused(tmp_path) -> None:
-    """BROKER-REG.R1: INCONSISTENT_CLUSTER_ID."""
-    cluster = new_cluster(tmp_path, "embedded", None, brokers=0)
-    cluster.start()
-    try:
-        address = controller_address(cluster)
-        wait_until(lambda: call(address, DESCRIBE_CLUSTER, 0, {})["ErrorCode"] == 0)
-        answer = call(
-            address,
-            REGISTRATION,
-            0,
-            {
-                "BrokerId": 7,
-                "ClusterId": "AAAAAAAAAAAAAAAAAAAAAA",
-                "IncarnationId": uuid.uuid4(),
-                "Listeners": [
-                    {"Name": "INTERNAL", "Host": "127.0.0.1", "Port": 1, "SecurityProtocol": 0}
-                ],
-                "Features": [],
-                "Rack": None,
-            },
-        )
-        assert answer["ErrorCode"] == 104
-    finally:
-        cluster.stop()

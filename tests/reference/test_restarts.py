@@ -19,6 +19,7 @@ from reference_impl.launcher import Cluster
 from tests.reference.control_plane import (
     STORES,
     call,
+    controller_address,
     metadata,
     new_cluster,
     run,
@@ -123,6 +124,24 @@ def broker_facts(cluster: Cluster, broker_id: int) -> tuple[int, int]:
     return extensions.start_time(entry), int(samples[("kafka_broker_epoch", frozenset())])
 
 
+def fenced_everywhere(cluster: Cluster, broker_id: int) -> bool:
+    """BROKER-REG.R4, R5, R11: a silent broker is fenced: in no Metadata or DescribeCluster,
+    leading no partition, and the controller's state metric says so."""
+    for broker in ("broker-1", "broker-3"):
+        md = metadata(cluster, broker)
+        if broker_id in {b["NodeId"] for b in md["Brokers"]}:
+            return False
+        assert all(p["LeaderId"] != broker_id for t in md["Topics"] for p in t["Partitions"])
+    described = call(controller_address(cluster), 60, 1, {"EndpointType": 1})
+    assert broker_id not in {b["BrokerId"] for b in described["Brokers"]}
+    samples = scrape(cluster.nodes["controller-0"].config.metrics_port)
+    state = (
+        "kafka_controller_broker_state",
+        frozenset({("broker_id", str(broker_id)), ("state", "fenced")}),
+    )
+    return samples[state] == 1
+
+
 @pytest.mark.parametrize("store", STORES)
 def test_kill_9_of_each_node_kind_loses_no_metadata(
     store: str, tmp_path, request: pytest.FixtureRequest
@@ -150,6 +169,7 @@ def test_kill_9_of_each_node_kind_loses_no_metadata(
 
         started, epoch = broker_facts(cluster, 2)
         cluster.kill("broker-2")
+        wait_until(lambda: fenced_everywhere(cluster, 2))
         cluster.start_node("broker-2")
         cluster.wait_ready(timeout=30)
         restarted, new_epoch = broker_facts(cluster, 2)

@@ -17,9 +17,12 @@ import uuid
 
 from kazoo.client import KazooClient
 
+from conformance.protocol.framing import encode_request
 from reference_impl.cluster_id import read_meta_properties
 from reference_impl.launcher import Cluster
+from reference_impl.principal import address_bytes, serialize
 from tests.reference.control_plane import (
+    CODEC,
     FAST,
     call,
     metadata,
@@ -29,7 +32,7 @@ from tests.reference.control_plane import (
     wait_until,
 )
 
-CREATE_TOPICS = 19
+CREATE_TOPICS, ENVELOPE = 19, 58
 
 
 def zk_client(cluster: Cluster) -> tuple[KazooClient, str]:
@@ -100,6 +103,15 @@ def controller_change(cluster: Cluster) -> None:
     wait_until(lambda: cluster.nodes[first].runtime().get("pid") == cluster.nodes[first].pid)
     create_through(cluster, "broker-3")
     assert active_controller(cluster) == other and not is_active(cluster, first)
+    # KIP-590.R5: a standby answers an Envelope (from a broker principal) with NOT_CONTROLLER
+    inner = encode_request(CODEC, CREATE_TOPICS, 7, 1, "c", topic_body("never", 1, 1))
+    envelope = {
+        "RequestData": inner,
+        "RequestPrincipal": serialize("User:ANONYMOUS"),
+        "ClientHostAddress": address_bytes("127.0.0.1:1"),
+    }
+    standby = cluster.nodes[first].config.listeners[0]
+    assert call((standby.host, standby.port), ENVELOPE, 0, envelope)["ErrorCode"] == 41
 
 
 PAUSE = (FAST["zk_session_timeout_ms"] + 1000) / 1000
