@@ -4,6 +4,8 @@
   which all three speak) on a 6-partition topic: the assignment is balanced, every record is
   consumed exactly once between them, and the group rebalances when one leaves and when it
   comes back; committed offsets carry the positions across (nothing is read twice).
+* confluent-kafka's and kafka-python's admin clients list, describe, read the offsets of and
+  delete the group.
 * kill -9 of the group's coordinator: the group moves to the new leader of its
   ``__consumer_offsets`` partition with its committed offsets, and a new consumer resumes
   exactly where the old one committed.
@@ -290,11 +292,48 @@ def test_three_client_libraries_share_a_group_and_rebalance(cluster: Cluster) ->
             got = consumed(everyone, tag)
             assert len(got) == len(sent) and set(got) == sent, f"phase {tag}"
         assert not consumed([again], "a") and not consumed([again], "b")
+        admin_sees(cluster, group, topic, {m.name for m in members}, 3 * PER_PHASE)
+        for m in members:
+            m.stop()
+        admin_deletes(cluster, group)
     finally:
         for m in members:
             m.stopping.set()
         for m in members:
             m.join(30)
+
+
+def admin_sees(cluster: Cluster, group: str, topic: str, clients: set[str], total: int) -> None:
+    """confluent-kafka's AdminClient lists and describes the group and reads its offsets."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    listed = admin.list_consumer_groups().result(10)
+    assert [(g.group_id, g.state.name) for g in listed.valid] == [(group, "STABLE")]
+    described = admin.describe_consumer_groups([group])[group].result(10)
+    assert described.partition_assignor == "roundrobin"
+    assert {m.client_id for m in described.members} == clients
+    owned = sorted(tp.partition for m in described.members for tp in m.assignment.topic_partitions)
+    assert owned == list(range(PARTITIONS))
+    request = [ConsumerGroupTopicPartitions(group)]
+    offsets = admin.list_consumer_group_offsets(request)[group].result(10).topic_partitions
+    assert {tp.topic for tp in offsets} == {topic}
+    assert sum(tp.offset for tp in offsets) == total
+
+
+def admin_deletes(cluster: Cluster, group: str) -> None:
+    """kafka-python's admin deletes the emptied group; its offsets go with it."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        assert admin.describe_groups([group])[group]["group_state"] == "Empty"
+        assert admin.delete_groups([group]) == {group: "OK"}
+        assert admin.list_groups() == []
+        assert admin.list_group_offsets(group)[group] == {}
+    finally:
+        admin.close()
 
 
 # -- coordinator failover -----------------------------------------------------------------------
