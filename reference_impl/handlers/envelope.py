@@ -10,10 +10,15 @@ and its response (header and body) travels back in ResponseData.
 from __future__ import annotations
 
 import logging
+import struct
 from typing import Any
 
-from conformance.protocol import DecodeError
-from conformance.protocol.framing import decode_request, encode_response
+from conformance.protocol import Codec, DecodeError, UnknownMessageError
+from conformance.protocol.framing import (
+    decode_header_prefix,
+    encode_response,
+    request_header_version,
+)
 from reference_impl import principal
 from reference_impl.broker.forwarding import FORWARDED
 from reference_impl.error_codes import Error
@@ -24,6 +29,19 @@ log = logging.getLogger(__name__)
 
 KEY = 58
 ROLES = ("controller",)
+
+
+def _decode_inner(codec: Codec, raw: bytes) -> tuple[dict, dict]:
+    """The inner request's header and body; bytes after the body are ignored, as the forwarding
+    broker's listener (and Kafka's parser) ignored them."""
+    if len(raw) < 4:
+        raise ValueError("inner request shorter than its api key and version")
+    api_key, version = struct.unpack_from(">hh", raw)
+    codec.message(api_key, "request").check_version(version)
+    unit = codec.compiled_header("request", request_header_version(codec, api_key, version))
+    header, off = decode_header_prefix(unit, raw)
+    body, _ = codec.decode_prefix(api_key, version, "request", raw[off:])
+    return header, body
 
 
 def api(node: Any) -> Api:
@@ -43,8 +61,8 @@ def api(node: Any) -> Api:
             return {"ErrorCode": Error.PRINCIPAL_DESERIALIZATION_FAILURE}
         raw = body["RequestData"]
         try:
-            header, inner = decode_request(node.codec, raw)
-        except (DecodeError, Exception) as e:
+            header, inner = _decode_inner(node.codec, raw)
+        except (DecodeError, UnknownMessageError, ValueError) as e:
             metrics.envelopes.labels("invalid_request").inc()
             log.info("Envelope with an undecodable request: %s", e)
             return {"ErrorCode": Error.INVALID_REQUEST}

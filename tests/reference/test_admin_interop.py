@@ -55,8 +55,9 @@ def test_confluent_kafka_admin(shared_cluster: Cluster, broker: str) -> None:
     assert admin.describe_cluster(request_timeout=15).result(15).cluster_id == cluster_id
     for future in admin.create_topics([ConfluentNewTopic(name, 2, 3)]).values():
         assert future.result(15) is None
-    topics = admin.list_topics(topic=name, timeout=15)
+    topics = admin.list_topics(timeout=15)  # all topics: librdkafka's own Metadata form
     assert topics.cluster_id == cluster_id
+    assert {b.id for b in topics.brokers.values()} == {1, 2, 3}
     assert len(topics.topics[name].partitions) == 2
     assert all(len(p.replicas) == 3 for p in topics.topics[name].partitions.values())
     for future in admin.delete_topics([name]).values():

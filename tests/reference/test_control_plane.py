@@ -67,7 +67,8 @@ def zk_mode(cluster: Cluster) -> bool:
 
 
 def test_cluster_id_has_the_kip78_form_and_every_node_agrees(shared_cluster: Cluster) -> None:
-    """KIP-78.R1, R3-R5, R7, R8: one id everywhere: Metadata, DescribeCluster, metrics, disk."""
+    """KIP-78.R1, R3-R5, R7, R8: one id everywhere: Metadata, DescribeCluster, metrics, disk,
+    every node's log."""
     ids = set()
     for name in BROKERS:
         for version in (2, 9, 12):
@@ -81,6 +82,9 @@ def test_cluster_id_has_the_kip78_form_and_every_node_agrees(shared_cluster: Clu
         ids.add(body["ClusterId"])
     for node in shared_cluster.nodes.values():
         ids.add(read_meta_properties(node.config.data_dir)["cluster.id"])
+        logged = re.findall(r"INFO .* cluster id (\S+)$", node.log_path.read_text(), re.M)
+        assert logged, f"{node.name} did not log its cluster id"
+        ids.update(logged)
         samples = scrape(node.config.metrics_port)
         ids.update(dict(k[1])["id"] for k in samples if k[0] == "kafka_cluster_info")
     assert len(ids) == 1, ids
