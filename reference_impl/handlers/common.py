@@ -13,7 +13,7 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 #: the reference refuses larger topics (a fuzzed NumPartitions must not exhaust memory)
-MAX_PARTITIONS = 10_000
+MAX_PARTITIONS = 1000
 
 #: Kafka's AclOperation codes, the bit positions of authorised-operation bitfields
 OPERATIONS = {
