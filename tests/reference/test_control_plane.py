@@ -12,6 +12,7 @@ import json
 import re
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -516,3 +517,10 @@ def test_a_mutation_is_visible_from_every_broker_quickly(shared_cluster: Cluster
         f"median {sorted(samples)[2] * 1000:.0f} ms, max {max(samples) * 1000:.0f} ms"
     )
     assert max(samples) < 2.0
+
+
+def test_the_start_time_tag_is_the_one_kip536_json_documents() -> None:
+    root = Path(__file__).resolve().parents[2]
+    wire = json.loads((root / "specs/kips/kip-536.json").read_text())["wire"]
+    assert wire["tag"] == extensions.START_TIME_TAG
+    assert {c["api_key"] for c in wire["carriers"]} == {3, 60, 6, 62}
