@@ -29,6 +29,7 @@ from typing import Any
 from reference_impl.log import LogConfig, PartitionLog
 from reference_impl.log.errors import Errors, KafkaError
 from reference_impl.log.validation import validate_batch, validate_internal_batch
+from reference_impl.replica.allocator import keep_large_buffers
 from reference_impl.replica.api import PartitionState, StopReplicaState, TopicPartition
 from reference_impl.replica.config import ReplicationConfig
 from reference_impl.replica.fetcher import ReplicaFetcher
@@ -89,6 +90,7 @@ class _Pending:
 
 
 def create(node: Any) -> ReplicaManager:
+    keep_large_buffers()  # a broker process: megabyte-sized record buffers all the time
     return ReplicaManager(node)
 
 
