@@ -123,6 +123,12 @@ class Target:
     client_listener_types: tuple[str, ...] = CLIENT_LISTENER_TYPES
     #: node id -> endpoint of each broker the suite can restart (empty: none)
     restartable: dict[int, Endpoint] = field(default_factory=dict)
+    #: a controller listener on which the suite connects as a client principal (no
+    #: ClusterAction), where the target has one: there a client's Envelope must be refused
+    controller_client: Endpoint | None = None
+    #: node id -> (ms before its process was spawned, ms once it served clients) for each
+    #: broker the target started: what its start time (KIP-536) must lie between
+    started: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def start(self) -> None:
         """Start what the target runs (nothing for an external one)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,13 @@ from conformance.targets.zookeeper import ZooKeeperServer
 
 #: the reference brokers' client listeners are ZooKeeper-mode-style brokers (see its README)
 REFERENCE_CLIENT_TYPES = ("zkBroker",)
+#: broker heartbeats and the controller's broker session: short, so that the suite's fencing
+#: check waits seconds, not Kafka's 9 s; twelve heartbeats fit in a session
+SUITE_TIMINGS = {"heartbeat_interval_ms": 250, "session_timeout_ms": 3000}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 @dataclass
@@ -29,6 +37,7 @@ class ReferenceTarget(Target):
     brokers: int = 3
     startup_timeout: float = 60.0
     client_listener_types: tuple[str, ...] = REFERENCE_CLIENT_TYPES
+    overrides: dict[str, Any] = field(default_factory=lambda: dict(SUITE_TIMINGS))
     _cluster: Any = field(default=None, repr=False)
     _zk: ZooKeeperServer | None = field(default=None, repr=False)
     _dir: Path | None = field(default=None, repr=False)
@@ -53,19 +62,29 @@ class ReferenceTarget(Target):
             self._zk.start()
             store = f"zookeeper://{self._zk.connect}/kafka"
             self.zookeeper = self.zookeeper or f"{self._zk.connect}/kafka"
-        self._cluster = Cluster(self._dir, brokers=self.brokers, metadata_store=store)
+        self._cluster = Cluster(
+            self._dir,
+            brokers=self.brokers,
+            metadata_store=store,
+            client_controller_listener=True,
+            overrides=dict(self.overrides),
+        )
+        spawned = _now_ms()
         try:
             self._cluster.start(timeout=self.startup_timeout)
         except ClusterError as e:
             self.stop()
             raise TargetError(f"the reference cluster did not start: {e}") from None
         nodes = self._cluster.broker_nodes()
+        self.started = {n.config.node_id: (spawned, _now_ms()) for n in nodes}
         self.bootstrap = [Endpoint(*self._cluster.broker_address(n)) for n in nodes]
         self.restartable = {
             n.config.node_id: Endpoint(*self._cluster.broker_address(n)) for n in nodes
         }
         host, port = self._cluster.controller.rsplit(":", 1)
         self.controller = self.controller or Endpoint(host, int(port))
+        external = self._cluster.controller_nodes()[0].config.listener("EXTERNAL")
+        self.controller_client = Endpoint(external.host, external.port)
 
     def restart_broker(self, node_id: int) -> None:
         from reference_impl.launcher import ClusterError
@@ -76,11 +95,13 @@ class ReferenceTarget(Target):
         import signal
 
         self._cluster.kill(names[0], signal.SIGTERM)
+        spawned = _now_ms()
         self._cluster.start_node(names[0])
         try:
             self._cluster.wait_ready(self.startup_timeout)
         except ClusterError as e:
             raise TargetError(f"broker {node_id} did not come back: {e}") from None
+        self.started[node_id] = (spawned, _now_ms())
 
     def stop(self) -> None:
         cluster, self._cluster = self._cluster, None

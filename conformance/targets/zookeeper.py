@@ -58,7 +58,7 @@ class ZooKeeperServer:
         cfg.write_text(
             f"dataDir={self.dir / 'data'}\nclientPort={self.port}\n"
             f"clientPortAddress={self.host}\ntickTime=500\nmaxClientCnxns=0\n"
-            "4lw.commands.whitelist=srvr,ruok\nadmin.enableServer=false\n"
+            "4lw.commands.whitelist=srvr,ruok,conf\nadmin.enableServer=false\n"
         )
         classpath = ":".join([CONF_DIR, *JARS])
         log = (self.dir / "zookeeper.log").open("wb")

@@ -172,6 +172,7 @@ def _static(node: Any) -> dict[str, str]:
         "auto.create.topics.enable": str(c.auto_create_topics).lower(),
         "offsets.topic.replication.factor": str(c.offsets_topic_replication_factor),
         "broker.heartbeat.interval.ms": str(c.heartbeat_interval_ms),
+        "broker.session.timeout.ms": str(c.session_timeout_ms),
         "broker.rack": c.rack or "",
         "zookeeper.connect": c.zookeeper or "",
     }
