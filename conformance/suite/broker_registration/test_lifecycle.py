@@ -1,0 +1,230 @@
+"""The registration draft's lifecycle on the controller listener, from the model file.
+
+The state machine lets hypothesis choose events for three fake brokers; the focused tests walk
+the paths the draft describes (register -> Fenced -> caught up -> Online -> WantShutDown ->
+Stopping -> shut down; fencing on missed heartbeats; epochs; fenced brokers absent from client
+metadata; unregistering). Every expectation comes from ``specs/models/broker-lifecycle.json``;
+these tests only choose the paths. Without ``--controller-bootstrap`` they are SKIP.
+"""
+
+from __future__ import annotations
+
+import time
+
+from conformance.results.verdicts import MissingPrecondition
+from conformance.suite import verify
+from conformance.suite.broker_registration import binding as lb
+from conformance.suite.harness import Harness
+from conformance.suite.meta import conformance
+from conformance.suite.models import (
+    EXPIRED_SHARE,
+    EXPIRY_MARGIN,
+    POLL_INTERVAL,
+    ModelRunner,
+    run_machine,
+    state_machine,
+)
+
+REGISTRATION, HEARTBEAT, UNREGISTER = 62, 63, 64
+R = "BROKER-REG.R"
+CLIENT_VIEWS = ["client-metadata", "client-describe-cluster"]
+#: steps per example of the state machine
+STEPS = 12
+
+
+def walk(runner: ModelRunner, index: int, path: list[tuple[str, set[str]]]) -> None:
+    """Send each event; the model checks the answer, then the views must agree with it."""
+    for event, states in path:
+        new = runner.step(event, index)
+        if new is None:
+            raise RuntimeError(f"{event} does not apply to {runner.entities[index].state}")
+        verify.check(new in states, f"{event} led to {new}, expected {states}")
+        runner.check_invariants()
+
+
+@conformance(
+    "broker-registration/lifecycle/state-machine",
+    *(f"{R}{n}" for n in (1, 2, 3, 4, 6, 7, 10)),
+    api=HEARTBEAT,
+)
+def test_state_machine(harness: Harness) -> None:
+    facts = lb.learn(harness)
+    allowed = tuple(f"{R}{n}" for n in (1, 2, 3, 4, 6, 7, 10))
+    model = lb.model()
+    fast = [name for name, ev in model.events.items() if ev.wait is None]
+    machine = state_machine(
+        model,
+        lambda: lb.new_runner(harness, facts, allowed, invariants=CLIENT_VIEWS),
+        events=fast,
+        initialize=["register"],
+    )
+    run_machine(harness, machine, steps=STEPS)
+
+
+@conformance(
+    "broker-registration/lifecycle/register-to-shutdown",
+    *(f"{R}{n}" for n in (1, 2, 3, 4, 6)),
+    api=HEARTBEAT,
+)
+def test_register_to_shutdown(harness: Harness) -> None:
+    facts = lb.learn(harness)
+    runner = lb.new_runner(
+        harness,
+        facts,
+        tuple(f"{R}{n}" for n in (1, 2, 3, 4, 6)),
+        views="brokers",
+        invariants=CLIENT_VIEWS,
+        count=1,
+    )
+    try:
+        runner.check_invariants()
+        walk(
+            runner,
+            0,
+            [
+                ("register", {"Fenced"}),
+                ("heartbeat-behind", {"Fenced"}),
+                ("heartbeat-caught-up", {"Online"}),
+                ("want-shutdown", {"Stopping", "Offline"}),
+            ],
+        )
+        runner.drive("stopping-shuts-down", 0)
+        runner.check_invariants()
+        verify.check(runner.entities[0].state == "Offline", "the broker never shut down")
+    finally:
+        runner.cleanup()
+
+
+@conformance(
+    "broker-registration/lifecycle/fenced-on-missed-heartbeats",
+    f"{R}5",
+    f"{R}4",
+    api=HEARTBEAT,
+)
+def test_fenced_on_missed_heartbeats(harness: Harness) -> None:
+    facts = lb.learn(harness)
+    runner = lb.new_runner(
+        harness, facts, (f"{R}5", f"{R}4"), invariants=["client-metadata"], count=1
+    )
+    try:
+        walk(runner, 0, [("register", {"Fenced"}), ("heartbeat-caught-up", {"Online"})])
+        silent = time.monotonic()
+        bound = facts.session_timeout * EXPIRED_SHARE + EXPIRY_MARGIN
+        view = runner.binding
+        while 0 in next(iter(view.observe("client_metadata_brokers").values())):
+            if time.monotonic() - silent > bound:
+                raise runner.fail(
+                    f"{runner.entities[0].label()} is still listed to clients "
+                    f"{bound:.1f} s after its last heartbeat (session timeout "
+                    f"{facts.session_timeout:.1f} s)",
+                    [f"{R}5"],
+                )
+            time.sleep(POLL_INTERVAL)
+        runner.steps.append(f"unlisted after {time.monotonic() - silent:.1f} s of silence")
+        runner.expire("session-expiry")
+        # the controller must say Fenced too (an Online broker behind stays Online)
+        walk(runner, 0, [("heartbeat-behind", {"Fenced"})])
+    finally:
+        runner.cleanup()
+
+
+@conformance("broker-registration/lifecycle/epochs", f"{R}7", api=REGISTRATION)
+def test_epochs_grow_and_old_ones_are_refused(harness: Harness) -> None:
+    facts = lb.learn(harness)
+    runner = lb.new_runner(harness, facts, (f"{R}7",), invariants=[], count=1)
+    try:
+        walk(
+            runner,
+            0,
+            [
+                ("register", {"Fenced"}),
+                ("register", {"Fenced"}),
+                ("stale-heartbeat", {"Fenced"}),
+                ("heartbeat-caught-up", {"Online"}),
+                ("register", {"Fenced"}),
+                ("stale-heartbeat", {"Fenced"}),
+                ("unregister", {"Offline"}),
+                ("re-register", {"Fenced"}),
+                ("stale-heartbeat", {"Fenced"}),
+            ],
+        )
+    finally:
+        runner.cleanup()
+
+
+@conformance(
+    "broker-registration/lifecycle/fenced-absent-from-client-metadata",
+    f"{R}4",
+    f"{R}3",
+    api=3,
+)
+def test_fenced_brokers_are_absent_from_client_metadata(harness: Harness) -> None:
+    facts = lb.learn(harness)
+    runner = lb.new_runner(
+        harness, facts, (f"{R}4", f"{R}3"), views="brokers", invariants=CLIENT_VIEWS, count=2
+    )
+    try:
+        walk(runner, 0, [("register", {"Fenced"})])
+        walk(runner, 1, [("register", {"Fenced"})])
+        try:
+            walk(runner, 1, [("heartbeat-caught-up", {"Online"})])
+        except verify.Failed as e:
+            if facts.listeners_learned or f"{R}3" not in e.req_ids:
+                raise
+            raise MissingPrecondition(
+                "an Online suite broker registered with listener PLAINTEXT is never listed to "
+                "clients, and the brokers do not report their listener names (DescribeConfigs "
+                "'listeners')"
+            ) from None
+        walk(runner, 0, [("heartbeat-behind", {"Fenced"})])
+        walk(runner, 1, [("want-fence", {"Fenced"})])
+    finally:
+        runner.cleanup()
+
+
+@conformance("broker-registration/lifecycle/unregister", f"{R}10", api=UNREGISTER)
+def test_unregister(harness: Harness) -> None:
+    facts = lb.learn(harness)
+    harness.require(UNREGISTER, listener="controller")
+    runner = lb.new_runner(
+        harness, facts, (f"{R}10",), views="brokers", invariants=CLIENT_VIEWS, count=1
+    )
+    try:
+        walk(
+            runner,
+            0,
+            [
+                ("unregister", {"Offline"}),
+                ("register", {"Fenced"}),
+                ("heartbeat-caught-up", {"Online"}),
+                ("unregister", {"Offline"}),
+                ("heartbeat-caught-up", {"Offline"}),
+            ],
+        )
+    finally:
+        runner.cleanup()
+
+
+@conformance("broker-registration/register/other-cluster-refused", f"{R}1", api=REGISTRATION)
+def test_registration_for_another_cluster_is_refused(harness: Harness) -> None:
+    facts = lb.learn(harness)
+    runner = lb.new_runner(harness, facts, (f"{R}1",), invariants=[], count=1)
+    fake = runner.entities[0]
+    other = "kc-suite-not-" + facts.cluster_id[:9]
+    body = runner.value(
+        lb.model().requests["register"]["body"],
+        fake,
+        args={"incarnation": fake.vars["incarnation"]},
+    )
+    body["ClusterId"] = other
+    try:
+        answer = runner.binding.send("register", lb.model().requests["register"], body, None)
+        codes = {v: k for k, v in verify.known_codes().items()}
+        verify.check(
+            answer["ErrorCode"] == codes["INCONSISTENT_CLUSTER_ID"],
+            f"a registration naming cluster {other!r} (this one is {facts.cluster_id!r}) was "
+            f"answered {verify.known_codes().get(answer['ErrorCode'], answer['ErrorCode'])}",
+        )
+        walk(runner, 0, [("heartbeat-caught-up", {"Offline"})])  # not registered
+    finally:
+        runner.cleanup()

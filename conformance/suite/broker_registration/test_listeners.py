@@ -1,0 +1,73 @@
+"""Where the lifecycle RPCs are served (BROKER-REG.R9) and what Online brokers do for clients
+(BROKER-REG.R11): registration and heartbeats belong to the controller listener; the brokers
+clients see answer them, and lead only while they are listed."""
+
+from __future__ import annotations
+
+from conformance.client.wire import ConnectionClosed
+from conformance.suite import brokers as cluster
+from conformance.suite import safety, verify
+from conformance.suite.harness import Harness
+from conformance.suite.meta import conformance
+
+REGISTRATION, HEARTBEAT, API_VERSIONS = 62, 63, 18
+BROKER_ID_NOT_REGISTERED = 102
+#: how a listener that does not serve an API may refuse it besides closing the connection
+REFUSALS = {35, 42}  # UNSUPPORTED_VERSION, INVALID_REQUEST
+
+
+@conformance("broker-registration/client-listener/not-served", "BROKER-REG.R9", api=REGISTRATION)
+def test_not_served_on_the_client_listener(harness: Harness) -> None:
+    advertised = [harness.api_name(k) for k in (REGISTRATION, HEARTBEAT) if k in harness.advertised]
+    verify.check(not advertised, f"the client listener advertises {', '.join(advertised)}")
+    harness.note(REGISTRATION, 0, "client")
+    for key in (REGISTRATION, HEARTBEAT):
+        conn = harness.connect()
+        body = safety.inert_request(harness.codec, key, 0)
+        fut = conn.send_frame(harness.frame(key, 0, 7, body), key, 0, 7)
+        verify.expect_error_or_disconnect(
+            conn,
+            fut,
+            key,
+            timeout=5.0,
+            accept=REFUSALS,
+            message=f"{harness.api_name(key)} v0 sent to the client listener",
+            req_ids=("BROKER-REG.R9",),
+        )
+
+
+@conformance("broker-registration/controller-listener/served", "BROKER-REG.R9", api=HEARTBEAT)
+def test_served_on_the_controller_listener(harness: Harness) -> None:
+    harness.endpoint("controller")
+    harness.require(REGISTRATION, listener="controller")
+    version = harness.pick_version(HEARTBEAT, listener="controller")
+    conn = harness.connect("controller")
+    body = safety.inert_request(harness.codec, HEARTBEAT, version)
+    answer = verify.expect_response(conn, HEARTBEAT, version, body, served="BROKER-REG.R9").body
+    verify.expect_error_code(answer, BROKER_ID_NOT_REGISTERED, "ErrorCode", "BROKER-REG.R9")
+
+
+@conformance("broker-registration/online-brokers-serve-clients", "BROKER-REG.R11", api=3)
+def test_listed_brokers_serve_and_lead(harness: Harness) -> None:
+    """Every broker Metadata lists answers clients; every partition leader is a listed broker."""
+    version = harness.pick_version(cluster.METADATA, "1+")
+    listed = cluster.brokers(harness, version)
+    verify.check(listed, "Metadata lists no broker")
+    ids = {b.node_id for b in listed}
+    for broker in listed:
+        try:
+            conn = harness.connect(broker.endpoint)
+            conn.api_versions()
+        except (ConnectionClosed, OSError, TimeoutError) as e:
+            raise verify.Failed(f"{broker} is listed but does not serve clients: {e}") from None
+        body = verify.expect_response(
+            conn, cluster.METADATA, version, {"Topics": None, "AllowAutoTopicCreation": False}
+        ).body
+        leaders = {
+            (t["Name"], p["PartitionIndex"]): p["LeaderId"]
+            for t in body["Topics"]
+            for p in t["Partitions"]
+            if p["LeaderId"] >= 0
+        }
+        unlisted = {k: v for k, v in leaders.items() if v not in ids}
+        verify.check(not unlisted, f"{broker}: partitions led by brokers not listed: {unlisted}")

@@ -1,0 +1,174 @@
+"""How the controller-routing model (``specs/models/controller-routing.json``) meets a target.
+
+Entities are suite-owned topics (``kc-suite-590-<run>-<n>``); each mutation goes to the broker
+the step names (an index into the brokers the bootstrap's Metadata lists). A view is what one
+broker says of the topics: Metadata (present or UNKNOWN_TOPIC_OR_PARTITION, partition count)
+and DescribeConfigs (``retention.ms``). Every topic still present at the end is deleted.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import cache
+from typing import Any
+
+from conformance.client.wire import ConnectionClosed
+from conformance.protocol.errors import DecodeError
+from conformance.suite import brokers as cluster
+from conformance.suite.harness import Harness, SyncConnection
+from conformance.suite.models import Binding, Model, ModelRunner, load_model
+from conformance.targets.base import Endpoint
+
+CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS = 19, 20, 32
+TOPIC_RESOURCE = 2
+UNKNOWN_TOPIC_OR_PARTITION = 3
+PROPAGATION = 10.0
+TIMEOUT_MS = 15000
+
+
+@cache
+def model() -> Model:
+    return load_model("controller-routing")
+
+
+def api_of(event: str) -> int:
+    m = model()
+    return m.requests[m.events[event].request or ""]["api_key"]
+
+
+def available(harness: Harness) -> list[str]:
+    """The model's events whose API the target advertises (creating and deleting topics are
+    needed by every test: UNSUPPORTED without them; retention needs DescribeConfigs too)."""
+    harness.require(CREATE_TOPICS)
+    harness.require(DELETE_TOPICS)
+    out = []
+    for name in model().events:
+        key = api_of(name)
+        if key not in harness.advertised:
+            continue
+        if name == "alter-retention" and DESCRIBE_CONFIGS not in harness.advertised:
+            continue
+        out.append(name)
+    return out
+
+
+def require_event(harness: Harness, event: str) -> None:
+    """UNSUPPORTED unless the event's API (and what observes its effect) is advertised."""
+    harness.require(CREATE_TOPICS)
+    harness.require(DELETE_TOPICS)
+    harness.require(api_of(event))
+    if event == "alter-retention":
+        harness.require(DESCRIBE_CONFIGS)
+
+
+class RoutingBinding(Binding):
+    def __init__(self, harness: Harness, brokers: list[cluster.Broker], count: int | None = None):
+        self.harness, self.brokers, self.count = harness, brokers, count
+        self.prefix = f"kc-suite-590-{uuid.uuid4().hex[:10]}-"
+        self.created: set[str] = set()
+        self._conns: dict[Endpoint, SyncConnection] = {}
+        self.metadata_version = harness.pick_version(cluster.METADATA, "1+")
+
+    def entity_id(self, index: int) -> str:
+        return f"{self.prefix}{index}"
+
+    def context(self, name: str) -> Any:
+        if name == "brokers":
+            return list(range(len(self.brokers)))
+        if name == "replication_factor":
+            return 1
+        if name == "timeout_ms":
+            return TIMEOUT_MS
+        if name == "zero_uuid":
+            return uuid.UUID(int=0)
+        raise KeyError(name)
+
+    def duration(self, name: str) -> float:
+        if name == "propagation":
+            return PROPAGATION
+        raise KeyError(name)
+
+    def endpoint(self, to: int | None) -> Endpoint:
+        return self.brokers[to].endpoint if to is not None else self.harness.target.bootstrap[0]
+
+    def conn(self, ep: Endpoint) -> SyncConnection:
+        conn = self._conns.get(ep)
+        if conn is None or conn.closed:
+            conn = self._conns[ep] = self.harness.connect(ep)
+        return conn
+
+    def send(self, name: str, request: dict[str, Any], body: dict[str, Any], to: Any) -> dict:
+        api_key = request["api_key"]
+        version = self.harness.pick_version(api_key)
+        ep = self.endpoint(to)
+        try:
+            answer = self.conn(ep).request(api_key, version, body).body
+        except ConnectionClosed:
+            self._conns.pop(ep, None)
+            raise
+        if api_key == CREATE_TOPICS:
+            for t in answer.get("Topics") or []:
+                if t.get("ErrorCode") == 0:
+                    self.created.add(t["Name"])
+        return answer
+
+    def observe(self, name: str) -> dict[str, Any]:
+        if name != "topic_views":
+            raise KeyError(name)
+        names = [self.entity_id(i) for i in range(self.count or model().count)]
+        views: dict[str, dict[int, Any]] = {}
+        for broker in self.brokers:
+            conn = self.conn(broker.endpoint)
+            body = cluster.metadata(self.harness, conn, self.metadata_version, names)
+            records: dict[int, Any] = {}
+            for t in body["Topics"]:
+                if t["Name"] in names and t["ErrorCode"] != UNKNOWN_TOPIC_OR_PARTITION:
+                    records[names.index(t["Name"])] = {"partitions": len(t["Partitions"])}
+            if records and DESCRIBE_CONFIGS in self.harness.advertised:
+                for index, value in self._retention(conn, [names[i] for i in records]).items():
+                    records[names.index(index)]["retention.ms"] = value
+            views[str(broker)] = records
+        return views
+
+    def _retention(self, conn: SyncConnection, topics: list[str]) -> dict[str, str | None]:
+        version = self.harness.pick_version(DESCRIBE_CONFIGS)
+        body = {
+            "Resources": [
+                {"ResourceType": TOPIC_RESOURCE, "ResourceName": t, "ConfigurationKeys": None}
+                for t in topics
+            ],
+            "IncludeSynonyms": False,
+            "IncludeDocumentation": False,
+        }
+        answer = conn.request(DESCRIBE_CONFIGS, version, body).body
+        out: dict[str, str | None] = {}
+        for r in answer.get("Results") or []:
+            if r.get("ErrorCode") == 0:
+                values = {c["Name"]: c["Value"] for c in r.get("Configs") or []}
+                out[r["ResourceName"]] = values.get("retention.ms")
+        return out
+
+    def cleanup(self, runner: ModelRunner | None = None) -> None:
+        if not self.created:
+            return
+        version = self.harness.pick_version(DELETE_TOPICS)
+        names = sorted(self.created)
+        body = {
+            "TopicNames": names,
+            "Topics": [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names],
+            "TimeoutMs": TIMEOUT_MS,
+        }
+        try:
+            self.conn(self.endpoint(None)).request(DELETE_TOPICS, version, body)
+        except (ConnectionError, TimeoutError, OSError, DecodeError):
+            pass
+        self.created.clear()
+
+
+def new_runner(
+    harness: Harness,
+    brokers: list[cluster.Broker],
+    allowed: tuple[str, ...],
+    count: int | None = None,
+) -> ModelRunner:
+    return ModelRunner(model(), RoutingBinding(harness, brokers, count), allowed=allowed)

@@ -1,0 +1,150 @@
+"""KIP-590.R2: an Envelope from a client principal is refused and its inner request not run.
+
+The Envelope carries a real mutation (CreateTopics of a fresh suite topic, as a principal the
+suite names); afterwards that topic must not exist. Two places a client can send one:
+
+* a broker's client listener, where the spec's ``listeners`` decide whether Envelope is exposed
+  at all (NOT_EXPOSED where it is not): an advertised Envelope must be answered
+  CLUSTER_AUTHORIZATION_FAILED (or the connection closed); one that is not advertised may also
+  be answered UNSUPPORTED_VERSION or INVALID_REQUEST;
+* a controller listener on which the suite connects as a client (``Target.controller_client``;
+  SKIP where the target names none): CLUSTER_AUTHORIZATION_FAILED, as the seed's
+  EnvelopeRequest Handling says.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import uuid
+
+from conformance.protocol.framing import encode_request
+from conformance.results.verdicts import MissingPrecondition, NotExposed
+from conformance.suite import brokers as cluster
+from conformance.suite import verify
+from conformance.suite.harness import Harness, SyncConnection
+from conformance.suite.meta import conformance
+
+ENVELOPE, CREATE_TOPICS, DELETE_TOPICS = 58, 19, 20
+CLUSTER_AUTHORIZATION_FAILED = 31
+UNADVERTISED_REFUSALS = {31, 35, 42}  # and UNSUPPORTED_VERSION, INVALID_REQUEST
+UNKNOWN_TOPIC_OR_PARTITION = 3
+R2 = "KIP-590.R2"
+#: how long an executed inner request could take to show
+SETTLE = 0.5
+
+
+def principal(name: str) -> bytes:
+    """Kafka's serialised principal: version 0 (int16), then DefaultPrincipalData v0: type and
+    name as compact strings, TokenAuthenticated false, no tagged fields."""
+    kind, _, who = name.partition(":")
+    out = struct.pack(">h", 0)
+    for text in (kind, who):
+        data = text.encode()
+        out += bytes([len(data) + 1]) + data  # lengths below 127 fit one varint byte
+    return out + b"\x00\x00"
+
+
+def envelope(harness: Harness, topic: str) -> dict:
+    version = harness.pick_version(CREATE_TOPICS)
+    inner = {
+        "Topics": [
+            {
+                "Name": topic,
+                "NumPartitions": 1,
+                "ReplicationFactor": 1,
+                "Assignments": [],
+                "Configs": [],
+            }
+        ],
+        "TimeoutMs": 5000,
+        "ValidateOnly": False,
+    }
+    harness.note(ENVELOPE, 0)
+    return {
+        "RequestData": encode_request(harness.codec, CREATE_TOPICS, version, 1, "kc-suite", inner),
+        "RequestPrincipal": principal("User:ANONYMOUS"),
+        "ClientHostAddress": bytes([127, 0, 0, 1]),
+    }
+
+
+def send(conn: SyncConnection, body: dict):
+    cid = 58
+    frame = conn.harness.frame(ENVELOPE, 0, cid, body)
+    return conn.send_frame(frame, ENVELOPE, 0, cid)
+
+
+def not_created(harness: Harness, topic: str, where: str) -> None:
+    """The inner CreateTopics did not run (the topic is deleted again if it did)."""
+    time.sleep(SETTLE)
+    version = harness.pick_version(cluster.METADATA, "1+")
+    body = cluster.metadata(harness, harness.connect(), version, [topic])
+    codes = [t["ErrorCode"] for t in body["Topics"] if t["Name"] == topic]
+    if codes and codes[0] != UNKNOWN_TOPIC_OR_PARTITION:
+        if DELETE_TOPICS in harness.advertised:
+            harness.connect().request(
+                DELETE_TOPICS,
+                harness.pick_version(DELETE_TOPICS),
+                {
+                    "TopicNames": [topic],
+                    "Topics": [{"Name": topic, "TopicId": uuid.UUID(int=0)}],
+                    "TimeoutMs": 5000,
+                },
+            )
+        raise verify.Failed(f"the Envelope sent {where} created topic {topic}", R2)
+
+
+@conformance("kip-590/envelope/client-listener/refused", R2, api=ENVELOPE)
+def test_refused_on_the_client_listener(harness: Harness) -> None:
+    if not harness.exposed(ENVELOPE, "client"):
+        spec = harness.codec.message(ENVELOPE, "request")
+        raise NotExposed(
+            f"Envelope is not on the client listener (spec listeners: {', '.join(spec.listeners)})"
+        )
+    harness.require(CREATE_TOPICS)
+    topic = f"kc-suite-envelope-{uuid.uuid4().hex[:10]}"
+    advertised = ENVELOPE in harness.advertised
+    conn = harness.connect()
+    fut = send(conn, envelope(harness, topic))
+    verify.expect_error_or_disconnect(
+        conn,
+        fut,
+        ENVELOPE,
+        timeout=10.0,
+        accept={CLUSTER_AUTHORIZATION_FAILED} if advertised else UNADVERTISED_REFUSALS,
+        message=f"a client's Envelope on the client listener ({'' if advertised else 'not '}"
+        "advertised there)",
+        req_ids=(R2,),
+    )
+    not_created(harness, topic, "to the client listener")
+
+
+@conformance("kip-590/envelope/controller-listener/client-refused", R2, api=ENVELOPE)
+def test_refused_by_the_controller(harness: Harness) -> None:
+    ep = harness.target.controller_client
+    if ep is None:
+        raise MissingPrecondition(
+            "no controller listener on which the suite connects as a client principal "
+            "(the reference target has one; --controller-bootstrap connections may be a broker's)"
+        )
+    harness.require(CREATE_TOPICS)
+    topic = f"kc-suite-envelope-{uuid.uuid4().hex[:10]}"
+    conn = harness.connect(ep)
+    advertised = ENVELOPE in conn.api_versions()
+    conn = harness.connect(ep)
+    harness.note(ENVELOPE, 0, "controller")
+    if advertised:
+        answer = verify.expect_response(conn, ENVELOPE, 0, envelope(harness, topic), served=R2)
+        verify.expect_error_code(answer.body, CLUSTER_AUTHORIZATION_FAILED, "ErrorCode", R2)
+    else:
+        fut = send(conn, envelope(harness, topic))
+        verify.expect_error_or_disconnect(
+            conn,
+            fut,
+            ENVELOPE,
+            timeout=10.0,
+            accept=UNADVERTISED_REFUSALS,
+            message="a client's Envelope on the controller listener (not advertised there)",
+            req_ids=(R2,),
+        )
+    not_created(harness, topic, f"to the controller at {ep}")

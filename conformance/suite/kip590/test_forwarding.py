@@ -1,0 +1,117 @@
+"""KIP-590: admin mutations sent to any broker take effect cluster-wide (the controller applies
+them) and the controller's answer, errors included, comes back through the broker.
+
+Each focused test sends one mutation to every broker in turn and checks, through the
+controller-routing model's invariant, that every broker shows it within the propagation bound;
+the state machine mixes them on two suite topics with the receiving broker drawn. Only
+suite-owned topics are created, changed and deleted.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from conformance.suite import brokers as cluster
+from conformance.suite import verify
+from conformance.suite.harness import Harness
+from conformance.suite.kip590 import binding as rb
+from conformance.suite.meta import conformance
+from conformance.suite.models import ModelRunner, run_machine, state_machine
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 37, 44
+R1, R3 = "KIP-590.R1", "KIP-590.R3"
+RETENTIONS = ["3600000", "7200000", "86400000", "604800000"]
+STEPS = 8
+
+
+def step(runner: ModelRunner, event: str, index: int, broker: int, **params: str) -> None:
+    if runner.step(event, index, {"broker": broker, **params}) is None:
+        raise RuntimeError(f"{event} does not apply to {runner.entities[index].state}")
+    runner.check_invariants()
+
+
+def prepare(harness: Harness, event: str, allowed: tuple[str, ...], count: int | None = None):
+    rb.require_event(harness, event)
+    brokers = cluster.brokers(harness)
+    verify.check(brokers, "Metadata lists no broker")
+    return brokers, rb.new_runner(harness, brokers, allowed, count)
+
+
+@conformance("kip-590/create-topics/each-broker", R1, api=CREATE_TOPICS)
+def test_create_topics_through_each_broker(harness: Harness) -> None:
+    rb.require_event(harness, "create")
+    brokers = cluster.brokers(harness)
+    runner = rb.new_runner(harness, brokers, (R1,), count=len(brokers))
+    try:
+        for b in range(len(brokers)):
+            step(runner, "create", b, b)
+    finally:
+        runner.cleanup()
+
+
+@conformance("kip-590/incremental-alter-configs/each-broker", R1, api=INCREMENTAL_ALTER_CONFIGS)
+def test_alter_configs_through_each_broker(harness: Harness) -> None:
+    brokers, runner = prepare(harness, "alter-retention", (R1,), count=1)
+    try:
+        step(runner, "create", 0, 0)
+        for b in range(len(brokers)):
+            step(runner, "alter-retention", 0, b, value=RETENTIONS[b % len(RETENTIONS)])
+    finally:
+        runner.cleanup()
+
+
+@conformance("kip-590/create-partitions/each-broker", R1, api=CREATE_PARTITIONS)
+def test_create_partitions_through_each_broker(harness: Harness) -> None:
+    brokers, runner = prepare(harness, "add-partition", (R1,), count=1)
+    try:
+        step(runner, "create", 0, 0)
+        for b in range(len(brokers)):
+            step(runner, "add-partition", 0, b)
+    finally:
+        runner.cleanup()
+
+
+@conformance("kip-590/delete-topics/each-broker", R1, api=DELETE_TOPICS)
+def test_delete_topics_through_each_broker(harness: Harness) -> None:
+    rb.require_event(harness, "delete")
+    brokers = cluster.brokers(harness)
+    n = len(brokers)
+    runner = rb.new_runner(harness, brokers, (R1,), count=n)
+    try:
+        for b in range(n):
+            step(runner, "create", b, (b + 1) % n)
+            step(runner, "delete", b, b)
+    finally:
+        runner.cleanup()
+
+
+@conformance("kip-590/create-topics/inner-error-passed-back", R3, api=CREATE_TOPICS)
+def test_the_controllers_error_comes_back(harness: Harness) -> None:
+    brokers, runner = prepare(harness, "create", (R3,), count=1)
+    try:
+        step(runner, "create", 0, 0)
+        for b in range(len(brokers)):
+            step(runner, "create", 0, b)  # TOPIC_ALREADY_EXISTS, from whichever broker
+    finally:
+        runner.cleanup()
+
+
+@conformance("kip-590/routing/state-machine", R1, R3, api=CREATE_TOPICS)
+def test_state_machine(harness: Harness) -> None:
+    events = rb.available(harness)
+    brokers = cluster.brokers(harness)
+    verify.check(brokers, "Metadata lists no broker")
+
+    def strategy(name: str, spec: dict):
+        if name == "broker":
+            return st.sampled_from(range(len(brokers)))
+        return st.sampled_from(spec["from"])
+
+    machine = state_machine(
+        rb.model(),
+        lambda: rb.new_runner(harness, brokers, (R1, R3)),
+        events=events,
+        initialize=["create"],
+        param_strategies=strategy,
+    )
+    run_machine(harness, machine, steps=STEPS)

@@ -1,0 +1,71 @@
+"""KIP-590.R4: with a ZooKeeper metadata store, only the controller writes what a forwarded
+mutation changes.
+
+A suite topic is created and its retention altered through a broker that is not the controller
+(``/controller`` names it), then deleted. ZooKeeper's transaction log (``znodes.writes``) says
+which session wrote each znode under ``/brokers/topics/<topic>`` and ``/config/topics/<topic>``:
+all of them must be sessions that held ``/controller``, none the receiving broker's. SKIP
+without ``--zookeeper``, or where the log cannot be read on this machine.
+"""
+
+from __future__ import annotations
+
+from conformance.results.verdicts import MissingPrecondition
+from conformance.suite import brokers as cluster
+from conformance.suite import verify, znodes
+from conformance.suite.harness import Harness
+from conformance.suite.kip590 import binding as rb
+from conformance.suite.meta import conformance
+from conformance.suite.znodes import zookeeper
+
+R4 = "KIP-590.R4"
+
+
+@conformance("kip-590/zookeeper/only-controller-writes", R4, api=44)
+def test_only_the_controller_writes_to_zookeeper(harness: Harness) -> None:
+    with zookeeper(harness) as zk:
+        rb.require_event(harness, "alter-retention")
+        found = zk.json("/controller")
+        controller = found[0].get("brokerid") if found and isinstance(found[0], dict) else None
+        brokers = cluster.brokers(harness)
+        receivers = [i for i, b in enumerate(brokers) if b.node_id != controller]
+        if not receivers:
+            raise MissingPrecondition(f"every listed broker is the controller ({controller})")
+        via = receivers[0]
+        runner = rb.new_runner(harness, brokers, (R4,), count=1)
+        topic = runner.entities[0].id
+        try:
+            for event, params in (("create", {}), ("alter-retention", {"value": "7200000"})):
+                runner.step(event, 0, {"broker": via, **params})
+            runner.check_invariants()
+            runner.step("delete", 0, {"broker": via})
+        finally:
+            runner.cleanup()
+        log = znodes.writes(zk)
+        controllers = znodes.controller_sessions(zk, log)
+        verify.check(controllers, "no session ever held /controller", R4)
+        receiver = brokers[via]
+        theirs = znodes.broker_sessions(zk, log).get(str(receiver.node_id), set()) - controllers
+        written = znodes.written_under(
+            zk, log, f"/brokers/topics/{topic}", f"/config/topics/{topic}"
+        )
+        configs = [w for w in written if w.path == zk.full(f"/config/topics/{topic}")]
+        verify.check(
+            configs,
+            f"retention.ms of {topic}, altered through {receiver}, never reached ZooKeeper "
+            f"(no write of {zk.full(f'/config/topics/{topic}')} in the transaction log)",
+            R4,
+        )
+        by_receiver = [str(w) for w in written if w.session in theirs]
+        verify.check(
+            not by_receiver,
+            f"{receiver}, which received the mutations, wrote to ZooKeeper: {by_receiver[:5]}",
+            R4,
+        )
+        strangers = [str(w) for w in written if w.session not in controllers]
+        verify.check(
+            not strangers,
+            f"written by sessions that never held /controller "
+            f"({sorted(hex(s) for s in controllers)}): {strangers[:5]}",
+            R4,
+        )
