@@ -823,8 +823,9 @@ def run_machine(
     harness: Any, machine: type, *, examples: int | None = None, steps: int = 12
 ) -> int:
     """Run ``machine`` with the run's seed (no shrinking: each step is a round trip); returns
-    how many examples ran. The first failure is raised as the model raised it, even where the
-    target then behaves differently on hypothesis's replay (which it reports as flaky)."""
+    how many examples ran. The first failure is raised as the model raised it: hypothesis's
+    replay of the failing example raises it again at once (the target need not fail twice, and
+    a slow failure, such as a view that never settles, is waited out once)."""
     from hypothesis import HealthCheck, Phase, settings
     from hypothesis.errors import Flaky
     from hypothesis.stateful import run_state_machine_as_test
@@ -836,6 +837,8 @@ def run_machine(
     class Counted(machine):  # type: ignore[misc,valid-type]
         def __init__(self) -> None:
             nonlocal count
+            if failures:  # hypothesis replays the failing example: report it, do not redo it
+                raise failures[0]
             count += 1
             super().__init__()
             self.runner.on_failure = failures.append

@@ -40,7 +40,7 @@ BEHIND_OFFSET = -1
 #: Kafka's broker.session.timeout.ms, where the target does not report its own
 KAFKA_SESSION_TIMEOUT_MS = 9000
 #: how long brokers may take to show a change the controller made
-PROPAGATION = 10.0
+PROPAGATION = 5.0
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 FEATURES = [{"Name": "metadata.version", "MinSupportedVersion": 1, "MaxSupportedVersion": 32767}]
 

@@ -96,6 +96,16 @@ def test_the_controllers_error_comes_back(harness: Harness) -> None:
         runner.cleanup()
 
 
+@conformance("kip-590/incremental-alter-configs/unknown-topic-error-passed-back", R3, api=44)
+def test_an_unknown_topics_error_comes_back(harness: Harness) -> None:
+    brokers, runner = prepare(harness, "alter-retention", (R3,), count=1)
+    try:
+        for b in range(len(brokers)):  # UNKNOWN_TOPIC_OR_PARTITION, from whichever broker
+            step(runner, "alter-retention", 0, b, value=RETENTIONS[0])
+    finally:
+        runner.cleanup()
+
+
 @conformance("kip-590/routing/state-machine", R1, R3, api=CREATE_TOPICS)
 def test_state_machine(harness: Harness) -> None:
     events = rb.available(harness)
