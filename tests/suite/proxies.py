@@ -20,8 +20,12 @@ Fault = Callable[[int, int, bytes], bytes]
 
 
 class FaultyProxy:
-    def __init__(self, upstream: tuple[str, int], fault: Fault) -> None:
+    def __init__(
+        self, upstream: tuple[str, int], fault: Fault, request_fault: Fault | None = None
+    ) -> None:
         self.upstream, self.fault = upstream, fault
+        #: rewrites each whole request frame (without its size) before it goes upstream
+        self.request_fault = request_fault
         self.port = free_port()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -89,6 +93,11 @@ class FaultyProxy:
             if len(body) >= 8:
                 api, version, cid = struct.unpack_from(">hhi", body, 0)
                 pending[cid] = (api, version)
+                if self.request_fault is not None:
+                    new = self.request_fault(api, version, body)
+                    if new != body:
+                        self.rewritten += 1
+                        body, head = new, SIZE.pack(len(new))
             up_writer.write(head + body)
             await up_writer.drain()
 

@@ -1,0 +1,175 @@
+"""Deliberately broken targets make exactly the expected lifecycle requirements fail.
+
+A reference cluster (embedded store) runs behind small faulty proxies, addressed as an external
+target (``--bootstrap-server`` / ``--controller-bootstrap``):
+
+* through transparent proxies on both listeners, the lifecycle tests fail nothing;
+* a controller-listener proxy that reuses a broker's first epoch for every later registration
+  (and maps heartbeats back to the real epoch, so the target keeps working) fails BROKER-REG.R7,
+  in the tests that name it, and nothing else;
+* a client-listener proxy that keeps listing every broker it ever listed (so a fenced or
+  unregistered broker stays visible) fails BROKER-REG.R4 in the state machine, and nothing else.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.protocol import Codec
+from conformance.protocol.framing import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
+from conformance.targets.reference import ReferenceTarget
+from tests.suite.conftest import failing, verdicts
+from tests.suite.proxies import FaultyProxy, passthrough
+
+METADATA, DESCRIBE_CLUSTER, REGISTRATION, HEARTBEAT = 3, 60, 62, 63
+SEED = "20261123"
+CODEC = Codec.from_specs()
+LIFECYCLE = (
+    "broker-registration/lifecycle/state-machine or broker-registration/lifecycle/epochs or "
+    "broker-registration/lifecycle/register-to-shutdown or "
+    "broker-registration/lifecycle/fenced-absent-from-client-metadata or "
+    "broker-registration/lifecycle/unregister or broker-registration/register"
+)
+MACHINE = "broker-registration/lifecycle/state-machine"
+
+
+class EpochReuse:
+    """Answers every registration of a broker id with the epoch of its first one."""
+
+    def __init__(self) -> None:
+        self.asked: dict[int, int] = {}  # correlation id -> broker id
+        self.shown: dict[int, int] = {}  # broker id -> the epoch it is always told
+        self.real: dict[int, int] = {}  # broker id -> its latest real epoch
+
+    def request(self, api: int, version: int, frame: bytes) -> bytes:
+        if api not in (REGISTRATION, HEARTBEAT):
+            return frame
+        header, body = decode_request(CODEC, frame)
+        broker = body["BrokerId"]
+        if api == REGISTRATION:
+            self.asked[header["CorrelationId"]] = broker
+            return frame
+        if broker in self.shown and body["BrokerEpoch"] == self.shown[broker]:
+            body["BrokerEpoch"] = self.real[broker]
+            return encode_request(
+                CODEC, api, version, header["CorrelationId"], header["ClientId"], body
+            )
+        return frame
+
+    def response(self, api: int, version: int, frame: bytes) -> bytes:
+        if api != REGISTRATION:
+            return frame
+        header, body = decode_response(CODEC, api, version, frame)
+        broker = self.asked.pop(header["CorrelationId"], None)
+        if broker is None or body["ErrorCode"] != 0:
+            return frame
+        self.real[broker] = body["BrokerEpoch"]
+        body["BrokerEpoch"] = self.shown.setdefault(broker, body["BrokerEpoch"])
+        return encode_response(CODEC, api, version, header["CorrelationId"], body)
+
+
+class StickyBrokers:
+    """Metadata and DescribeCluster keep listing every broker they ever listed."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[int, int], dict[int, dict]] = {}
+
+    def response(self, api: int, version: int, frame: bytes) -> bytes:
+        if api not in (METADATA, DESCRIBE_CLUSTER):
+            return frame
+        key = "NodeId" if api == METADATA else "BrokerId"
+        header, body = decode_response(CODEC, api, version, frame)
+        seen = self.seen.setdefault((api, version), {})
+        listed = {b[key] for b in body["Brokers"]}
+        for b in body["Brokers"]:
+            seen[b[key]] = b
+        gone = [b for k, b in sorted(seen.items()) if k not in listed]
+        if not gone:
+            return frame
+        body["Brokers"] = [*body["Brokers"], *gone]
+        return encode_response(CODEC, api, version, header["CorrelationId"], body)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    target = ReferenceTarget()
+    target.start()
+    yield target
+    target.stop()
+
+
+def run_through(cli, target, select: str, *, client=passthrough, controller=None):
+    """The selection against ``target`` with proxies on its client and controller listeners."""
+    boot, ctrl = target.bootstrap[0], target.controller
+    controller = controller or EpochReuseless()
+    with (
+        FaultyProxy((boot.host, boot.port), client) as client_proxy,
+        FaultyProxy(
+            (ctrl.host, ctrl.port), controller.response, controller.request
+        ) as controller_proxy,
+    ):
+        proc, run = cli(
+            "--bootstrap-server",
+            client_proxy.address,
+            "--controller-bootstrap",
+            controller_proxy.address,
+            "--target-name",
+            "proxied",
+            "--seed",
+            SEED,
+            "--select",
+            select,
+        )
+    assert run is not None, proc.stderr[-2000:]
+    assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]
+    return run, client_proxy.rewritten + controller_proxy.rewritten
+
+
+class EpochReuseless:
+    """A transparent controller proxy."""
+
+    def request(self, api: int, version: int, frame: bytes) -> bytes:
+        return frame
+
+    def response(self, api: int, version: int, frame: bytes) -> bytes:
+        return frame
+
+
+def test_transparent_proxies_fail_nothing(cli, reference) -> None:
+    run, rewritten = run_through(cli, reference, LIFECYCLE)
+    assert rewritten == 0
+    assert failing(run) == set()
+    assert {r["verdict"] for r in run.records} == {"PASS"}, verdicts(run)
+
+
+def test_a_reused_epoch_fails_exactly_the_epoch_requirement(cli, reference) -> None:
+    run, rewritten = run_through(cli, reference, LIFECYCLE, controller=EpochReuse())
+    assert rewritten > 0
+    assert failing(run) == {
+        (MACHINE, "BROKER-REG.R7"),
+        ("broker-registration/lifecycle/epochs", "BROKER-REG.R7"),
+    }, verdicts(run)
+    v = verdicts(run)
+    # the machine's other requirements were not evaluated past the failure; the focused
+    # tests that never register a broker twice pass
+    assert v[(MACHINE, "BROKER-REG.R4")] == "SKIP"
+    assert v[("broker-registration/lifecycle/register-to-shutdown", "BROKER-REG.R6")] == "PASS"
+    message = next(
+        r["message"] for r in run.records if r["test_id"] == MACHINE and r["verdict"] == "FAIL"
+    )
+    assert "steps:" in message and "register(" in message
+
+
+def test_a_fenced_broker_kept_visible_fails_exactly_the_visibility_requirement(
+    cli, reference
+) -> None:
+    run, rewritten = run_through(cli, reference, MACHINE, client=StickyBrokers().response)
+    assert rewritten > 0
+    assert failing(run) == {(MACHINE, "BROKER-REG.R4")}, verdicts(run)
+    message = next(r["message"] for r in run.records if r["verdict"] == "FAIL")
+    assert "lists #" in message, message

@@ -1,0 +1,43 @@
+"""The broker-lifecycle, KIP-536 and KIP-590 feature tests against tansu (one broker, no
+controller listener, no ZooKeeper, no start time): nothing it does not offer is FAIL. KIP-536 is
+PROPOSAL_ABSENT, the controller-listener and ZooKeeper tests SKIP naming what is missing, an API
+it does not advertise is UNSUPPORTED; what it does serve is checked, and the one thing it gets
+wrong is reported."""
+
+from __future__ import annotations
+
+from tests.suite.test_features_reference import SELECT
+
+
+def test_tansu_features_report_what_it_lacks(cli) -> None:
+    proc, run = cli("--target", "tansu", "--seed", "7", "--select", SELECT)
+    assert run is not None, proc.stderr[-2000:]
+    by = {(r["test_id"], r["requirement_id"]): r for r in run.records}
+    assert not [k for k, r in by.items() if r["verdict"] == "ERROR"]
+    # a known tansu behaviour, reported: it accepts IncrementalAlterConfigs for a topic that
+    # does not exist, where Kafka's controller answers UNKNOWN_TOPIC_OR_PARTITION
+    known = by[("kip-590/incremental-alter-configs/unknown-topic-error-passed-back", "KIP-590.R3")]
+    assert known["verdict"] == "FAIL" and "ErrorCode=NONE" in known["message"], known
+    for k, r in by.items():
+        if r["verdict"] == "FAIL":
+            assert k[1] == "KIP-590.R3" and "alter-retention" in r["message"], (k, r["message"])
+    for (test, req), r in by.items():
+        if req.startswith("KIP-536."):
+            assert r["verdict"] == "PROPOSAL_ABSENT" and "tag 536" in r["message"], r
+        elif test.startswith("broker-registration/lifecycle/") or test.endswith("/served"):
+            assert r["verdict"] == "SKIP" and "--controller-bootstrap" in r["message"], r
+        elif "/zookeeper/" in test:
+            assert r["verdict"] == "SKIP" and "--zookeeper" in r["message"], r
+    assert by[("kip-590/create-partitions/each-broker", "KIP-590.R1")]["verdict"] == "UNSUPPORTED"
+    skip = by[("kip-590/envelope/controller-listener/client-refused", "KIP-590.R2")]
+    assert skip["verdict"] == "SKIP" and "client principal" in skip["message"]
+    # what tansu serves is checked, not skipped
+    for test in (
+        "broker-registration/client-listener/not-served",
+        "broker-registration/online-brokers-serve-clients",
+        "kip-590/envelope/client-listener/refused",
+        "kip-590/create-topics/each-broker",
+        "kip-590/create-topics/inner-error-passed-back",
+    ):
+        assert {r["verdict"] for (t, _), r in by.items() if t == test} == {"PASS"}, test
+    assert proc.returncode == 1  # the MUST above
