@@ -175,6 +175,8 @@ def load_model(name: str | Path) -> Model:
             raise SpecError(str(path), where, f"unknown state(s) {', '.join(unknown)}")
         return tuple(names)
 
+    if "id" in obj.get("variables", {}):
+        raise SpecError(str(path), "$.variables.id", "'id' is the entity's own ($entity.id)")
     timeouts = {t["name"]: t for t in obj.get("timeouts", [])}
     for i, t in enumerate(obj.get("timeouts", [])):
         known_states([*t["from"], t["to"]], f"$.timeouts[{i}]")
@@ -279,8 +281,9 @@ class Binding:
         return False
 
     def send(self, name: str, request: dict[str, Any], body: dict[str, Any], to: Any) -> dict:
-        """Send the request template ``name`` (its model definition and evaluated body) to node
-        ``to`` of its listener (None: the bootstrap); the decoded response body."""
+        """Send the request template ``name`` (its model definition, with ``version`` and
+        ``fresh`` evaluated where given, and the evaluated body) to node ``to`` of its listener
+        (None: the bootstrap); the decoded response body."""
         raise NotImplementedError
 
     def observe(self, name: str) -> dict[str, Any]:
@@ -499,6 +502,9 @@ class ModelRunner:
         req = self.model.requests[ev.request or ""]
         body = self.value(req["body"], e, args=args, params=params)
         to = self.value(req.get("to"), e, args=args, params=params)
+        for key in ("version", "fresh"):
+            if key in req:
+                req = {**req, key: self.value(req[key], e, args=args, params=params)}
         label = f"{event}({e.label()}{''.join(f', {k}={v}' for k, v in params.items())})"
         reqs = [r for _, t in options for r in t.requirements] + list(e.timed_out)
         try:

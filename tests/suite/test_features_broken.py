@@ -95,6 +95,16 @@ class StickyBrokers:
         return encode_response(CODEC, api, version, header["CorrelationId"], body)
 
 
+class Transparent:
+    """A transparent controller proxy."""
+
+    def request(self, api: int, version: int, frame: bytes) -> bytes:
+        return frame
+
+    def response(self, api: int, version: int, frame: bytes) -> bytes:
+        return frame
+
+
 @pytest.fixture(scope="module")
 def reference():
     target = ReferenceTarget()
@@ -106,7 +116,7 @@ def reference():
 def run_through(cli, target, select: str, *, client=passthrough, controller=None):
     """The selection against ``target`` with proxies on its client and controller listeners."""
     boot, ctrl = target.bootstrap[0], target.controller
-    controller = controller or EpochReuseless()
+    controller = controller or Transparent()
     with (
         FaultyProxy((boot.host, boot.port), client) as client_proxy,
         FaultyProxy(
@@ -128,16 +138,6 @@ def run_through(cli, target, select: str, *, client=passthrough, controller=None
     assert run is not None, proc.stderr[-2000:]
     assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]
     return run, client_proxy.rewritten + controller_proxy.rewritten
-
-
-class EpochReuseless:
-    """A transparent controller proxy."""
-
-    def request(self, api: int, version: int, frame: bytes) -> bytes:
-        return frame
-
-    def response(self, api: int, version: int, frame: bytes) -> bytes:
-        return frame
 
 
 def test_transparent_proxies_fail_nothing(cli, reference) -> None:

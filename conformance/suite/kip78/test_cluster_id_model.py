@@ -1,0 +1,87 @@
+"""KIP-78 as a state machine (``specs/models/cluster-id.json``): hypothesis mixes Metadata of
+every advertised version and DescribeCluster, to every broker, on kept and new connections; the
+first id learned must be the one every later answer repeats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.client.wire import ConnectionClosed
+from conformance.suite import brokers as cluster
+from conformance.suite import verify
+from conformance.suite.harness import Harness, SyncConnection
+from conformance.suite.meta import conformance
+from conformance.suite.models import Binding, ModelRunner, load_model, run_machine, state_machine
+from conformance.targets.base import Endpoint
+
+METADATA, DESCRIBE_CLUSTER = 3, 60
+REQS = ("KIP-78.R1", "KIP-78.R2", "KIP-78.R5", "KIP-78.R7")
+STEPS = 15
+
+
+class ClusterIdBinding(Binding):
+    def __init__(self, harness: Harness, brokers: list[cluster.Broker]) -> None:
+        self.harness, self.brokers = harness, brokers
+        lo, hi = harness.advertised[METADATA]
+        ours = harness.codec.message(METADATA, "request").valid_versions
+        versions = [v for v in range(max(lo, ours.lo), min(hi, ours.hi) + 1)]
+        self.versions = {
+            "versions_with_id": [v for v in versions if v >= 2],
+            "versions_without_id": [v for v in versions if v in (0, 1)],
+        }
+        self._conns: dict[Endpoint, SyncConnection] = {}
+
+    def entity_id(self, index: int) -> str:
+        return "cluster"
+
+    def context(self, name: str) -> Any:
+        if name == "brokers":
+            return list(range(len(self.brokers)))
+        return self.versions[name]
+
+    def send(self, name: str, request: dict[str, Any], body: dict[str, Any], to: Any) -> dict:
+        api_key = request["api_key"]
+        version = request.get("version")
+        if version is None:
+            version = self.harness.pick_version(api_key)
+        ep = self.brokers[to].endpoint
+        conn = self._conns.get(ep)
+        if request.get("fresh") or conn is None or conn.closed:
+            conn = self._conns[ep] = self.harness.connect(ep)
+        try:
+            return conn.request(api_key, version, body).body
+        except ConnectionClosed:
+            self._conns.pop(ep, None)
+            raise
+
+
+@conformance("metadata/cluster-id/state-machine", *REQS, api=METADATA)
+def test_cluster_id_state_machine(harness: Harness) -> None:
+    harness.require(METADATA)
+    model = load_model("cluster-id")
+    brokers = cluster.brokers(harness)
+    verify.check(brokers, "Metadata lists no broker")
+    probe = ClusterIdBinding(harness, brokers)
+    events = ["metadata"]
+    if probe.versions["versions_without_id"]:
+        events.append("metadata-before-v2")
+    if DESCRIBE_CLUSTER in harness.advertised:
+        events.append("describe-cluster")
+    if not probe.versions["versions_with_id"]:
+        harness.require(METADATA, 2)
+
+    def strategy(name: str, spec: dict):
+        source = spec["from"]
+        return st.sampled_from(
+            probe.context(source[len("$context.") :]) if isinstance(source, str) else source
+        )
+
+    machine = state_machine(
+        model,
+        lambda: ModelRunner(model, ClusterIdBinding(harness, brokers), allowed=REQS),
+        events=events,
+        param_strategies=strategy,
+    )
+    run_machine(harness, machine, steps=STEPS)
