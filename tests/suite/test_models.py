@@ -51,6 +51,7 @@ class FakeController(Binding):
             "features": [],
             "caught_up_offset": 2**62,
             "behind_offset": -1,
+            "log_dirs": [],
         }[name]
 
     def duration(self, name: str) -> float:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import uuid
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -42,7 +43,14 @@ KAFKA_SESSION_TIMEOUT_MS = 9000
 #: how long brokers may take to show a change the controller made
 PROPAGATION = 5.0
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-FEATURES = [{"Name": "metadata.version", "MinSupportedVersion": 1, "MaxSupportedVersion": 32767}]
+#: what a KRaft controller checks a registering broker supports: every finalized feature
+FEATURES = [
+    {"Name": "metadata.version", "MinSupportedVersion": 1, "MaxSupportedVersion": 32767},
+    *(
+        {"Name": name, "MinSupportedVersion": 0, "MaxSupportedVersion": 32767}
+        for name in ("kraft.version", "group.version", "transaction.version")
+    ),
+]
 
 
 @cache
@@ -133,6 +141,7 @@ class LifecycleBinding(Binding):
         else:
             self.views = [(f"bootstrap {harness.target.bootstrap[0]}", harness.target.bootstrap[0])]
         self.registered: set[int] = set()
+        self.log_dir = uuid.uuid4()
         self._conns: dict[Any, SyncConnection] = {}
         self._versions: dict[tuple[int, str], int] = {}
         self._ids: dict[int, int] = {}
@@ -158,6 +167,8 @@ class LifecycleBinding(Binding):
             ]
         if name == "features":
             return FEATURES
+        if name == "log_dirs":
+            return [self.log_dir]
         if name == "caught_up_offset":
             return CAUGHT_UP_OFFSET
         if name == "behind_offset":
