@@ -30,7 +30,10 @@ def test_by_test_id_prefix_and_component() -> None:
 
 def test_by_api_name() -> None:
     _, ids, _ = collect("--select", "api:DescribeCluster and KIP-78 and not spec and not versions")
-    assert ids == ["conformance/suite/kip78/test_cluster_id.py::test_describe_cluster_agrees"]
+    assert sorted(ids) == [
+        "conformance/suite/kip78/test_cluster_id.py::test_describe_cluster_agrees",
+        "conformance/suite/kip78/test_cluster_id_model.py::test_cluster_id_state_machine",
+    ]
     _, ids, _ = collect("--select", "api:DescribeCluster and KIP-536")
     assert ids == ["conformance/suite/kip536/test_start_time.py::test_describe_cluster_agrees"]
 
