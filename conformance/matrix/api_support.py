@@ -13,10 +13,10 @@ from functools import cache
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from conformance.matrix import kafka_releases
 from conformance.protocol.spec import SPEC_DIR, read_spec_json
+from conformance.results.schema import started
 
 
 @cache
@@ -32,22 +32,17 @@ def scope_apis() -> dict[int, str]:
 
 def tested(counts: DataFrame) -> dict[tuple[str, str], dict[int, dict[str, int]]]:
     """(implementation, version) -> api key -> verdict -> record count, from
-    :func:`~conformance.matrix.requirement_matrix.verdict_counts`."""
-    rows = (
-        counts.where(F.col("api_key").isNotNull())
-        .groupBy("implementation", "version", "api_key", "verdict")
-        .agg(F.sum("records").alias("count"))
-        .collect()
-    )
+    :func:`~conformance.matrix.requirement_matrix.api_counts`."""
+    rows = counts.collect()
     out: dict[tuple[str, str], dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
     for r in rows:
-        out[(r["implementation"], r["version"])][int(r["api_key"])][r["verdict"]] = r["count"]
+        out[(r["implementation"], r["version"])][int(r["api_key"])][r["verdict"]] = r["records"]
     return out
 
 
 def _advertised(manifests: list[dict[str, Any]]) -> tuple[dict[int, tuple[int, int]], list[int]]:
     """The ranges of the latest run, and the keys on which the runs disagreed."""
-    latest = max(manifests, key=lambda m: m["started_at"])
+    latest = max(manifests, key=started)
     ranges = {int(k): (v[0], v[1]) for k, v in latest["api_versions"].items()}
     seen: dict[int, set[tuple[int, int] | None]] = defaultdict(set)
     for m in manifests:

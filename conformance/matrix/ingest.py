@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from pyspark.sql import Column, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -129,15 +129,14 @@ def _local_path(uri: str) -> Path:
     return Path(unquote(urlparse(uri).path)).resolve()
 
 
-def ingest(spark: SparkSession, run_dirs: list[Path], parquet: Path) -> Ingested:
-    """Validate every run, write the good records (with their run's implementation, version and
-    start time) as a Parquet dataset, and report the bad ones."""
-    run_dirs = [Path(d).resolve() for d in run_dirs]
-    manifests = _manifests(run_dirs)
+def checked_lines(
+    spark: SparkSession, run_dirs: list[Path], manifests: list[dict[str, Any]]
+) -> DataFrame:
+    """Every line of the runs' results, parsed, with its run's columns, its file (``_file``) and
+    whether it is a valid record (``_valid``)."""
     by_dir = dict(zip(run_dirs, manifests, strict=True))
-    struct = record_struct()
     lines = (
-        spark.read.schema(struct)
+        spark.read.schema(record_struct())
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT)
         .json([str(d / RESULTS_FILE) for d in run_dirs])
@@ -155,7 +154,30 @@ def ingest(spark: SparkSession, run_dirs: list[Path], parquet: Path) -> Ingested
     lines = lines.withColumn("_file", F.input_file_name()).join(F.broadcast(runs), "_file")
     # The run_id pattern holds when the run_id equals its manifest's (validated) run_id.
     valid = record_valid(F.col, skip=frozenset({"run_id"})) & (F.col("run_id") == F.col("_run_id"))
-    lines = lines.withColumn("_valid", F.coalesce(valid, F.lit(False)))
+    return lines.withColumn("_valid", F.coalesce(valid, F.lit(False)))
+
+
+def record_columns() -> list[str]:
+    """The dataset's columns: the record's fields, then its run's."""
+    return [f.name for f in record_struct().fields if f.name != CORRUPT] + list(RUN_COLUMNS)
+
+
+def valid_records(
+    spark: SparkSession, run_dirs: list[Path], manifests: list[dict[str, Any]]
+) -> DataFrame:
+    """The valid records of a few runs, read straight from their results (cheaper than a scan
+    of the whole dataset when only those runs are wanted, as for a diff)."""
+    lines = checked_lines(spark, run_dirs, manifests)
+    return lines.where("_valid").select(*record_columns())
+
+
+def ingest(spark: SparkSession, run_dirs: list[Path], parquet: Path) -> Ingested:
+    """Validate every run, write the good records (with their run's implementation, version and
+    start time) as a Parquet dataset, and report the bad ones."""
+    run_dirs = [Path(d).resolve() for d in run_dirs]
+    manifests = _manifests(run_dirs)
+    by_dir = dict(zip(run_dirs, manifests, strict=True))
+    lines = checked_lines(spark, run_dirs, manifests)
     seen = Observation("ingest")
     observed = lines.observe(
         seen,
@@ -163,8 +185,7 @@ def ingest(spark: SparkSession, run_dirs: list[Path], parquet: Path) -> Ingested
         F.count_if(~F.col("_valid")).alias("bad"),
         F.collect_set(F.when(~F.col("_valid"), F.col("_file"))).alias("bad_files"),
     )
-    names = [f.name for f in struct.fields if f.name != CORRUPT]
-    good = observed.where("_valid").select(*names, *RUN_COLUMNS)
+    good = observed.where("_valid").select(*record_columns())
     good.write.mode("overwrite").parquet(str(parquet))
     metrics = seen.get
     result = Ingested(parquet, manifests, run_dirs, metrics["total"], metrics["bad"])

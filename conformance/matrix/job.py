@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,9 +22,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from conformance.matrix import api_support, kips, requirement_matrix, run_diff
-from conformance.matrix.ingest import Ingested, ingest
+from conformance.matrix.ingest import Ingested, ingest, valid_records
 from conformance.matrix.versions import order_versions
-from conformance.results.schema import FEATURES, RunError, find_runs
+from conformance.results.schema import FEATURES, RunError, find_runs, started
 
 PARQUET_DIR = "results.parquet"
 MODEL_FORMAT = 1
@@ -32,15 +32,22 @@ MODEL_FORMAT = 1
 
 @dataclass
 class Timings:
+    """Wall seconds per stage; CPU seconds too when given a ``cpu_clock`` (the benchmark's)."""
+
     stages: dict[str, float] = field(default_factory=dict)
+    cpu_clock: Callable[[], float] | None = None
+    cpu: dict[str, float] = field(default_factory=dict)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         start = time.perf_counter()
+        cpu_start = self.cpu_clock() if self.cpu_clock else 0.0
         try:
             yield
         finally:
             self.stages[name] = round(time.perf_counter() - start, 3)
+            if self.cpu_clock:
+                self.cpu[name] = round(self.cpu_clock() - cpu_start, 3)
 
 
 def _targets(manifests: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
@@ -48,7 +55,8 @@ def _targets(manifests: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
     first: dict[tuple[str, str], str] = {}
     for m in manifests:
         key = (m["target_name"], m["target_version"])
-        first[key] = min(first.get(key, m["started_at"]), m["started_at"])
+        when = started(m).astimezone(UTC).isoformat()
+        first[key] = min(first.get(key, when), when)
     ranks = order_versions(pairs, first)
     return sorted(((i, v, ranks[(i, v)]) for i, v in pairs), key=lambda t: (t[0], t[2]))
 
@@ -60,7 +68,7 @@ def _default_diffs(manifests: list[dict[str, Any]]) -> list[tuple[str, str]]:
         by_impl[m["target_name"]].append(m)
     pairs = []
     for impl in sorted(by_impl):
-        runs = sorted(by_impl[impl], key=lambda m: (m["started_at"], m["run_id"]))
+        runs = sorted(by_impl[impl], key=lambda m: (started(m), m["run_id"]))
         if len(runs) >= 2:
             pairs.append((runs[-2]["run_id"], runs[-1]["run_id"]))
     return pairs
@@ -103,13 +111,22 @@ def compute(
     records = spark.read.parquet(str(got.parquet))
 
     with timings.stage("requirements"):
-        counts_df = requirement_matrix.verdict_counts(records).cache()
+        run_info = spark.createDataFrame(
+            [
+                (m["run_id"], m["target_name"], m["target_version"], m["started_at"])
+                for m in manifests
+            ],
+            "run_id string, implementation string, version string, _start string",
+        ).select(
+            "run_id", "implementation", "version", F.to_timestamp("_start").alias("started_at")
+        )
+        counts_df = requirement_matrix.verdict_counts(records, run_info).cache()
         runs = requirement_matrix.run_verdicts(counts_df).cache()
         cells_df = requirement_matrix.cells(runs).cache()
         cell_rows = cells_df.collect()
         detail_rows = {
             tuple(r[k] for k in requirement_matrix.CELL_KEY): r
-            for r in requirement_matrix.details(records).collect()
+            for r in requirement_matrix.details(counts_df).collect()
         }
         counts = {
             r["run_id"]: r["n"]
@@ -125,7 +142,9 @@ def compute(
 
     with timings.stage("apis"):
         apis = api_support.api_matrix(
-            manifests, [(i, v) for i, v, _ in targets], api_support.tested(counts_df)
+            manifests,
+            [(i, v) for i, v, _ in targets],
+            api_support.tested(requirement_matrix.api_counts(records)),
         )
 
     with timings.stage("diff"):
@@ -136,9 +155,11 @@ def compute(
         )  # fmt: skip
         diffs = []
         if pairs:
-            keyed = run_diff.run_keys(records, sorted({r for pair in pairs for r in pair})).cache()
-            diffs = [run_diff.diff_runs(records, a, b, keyed) for a, b in pairs]
-            keyed.unpersist()
+            wanted = sorted({r for pair in pairs for r in pair})
+            chosen = [(d, m) for d, m in zip(got.run_dirs, manifests, strict=True)
+                      if m["run_id"] in wanted]  # fmt: skip
+            few = valid_records(spark, [d for d, _ in chosen], [m for _, m in chosen])
+            diffs = run_diff.diff_pairs(few, pairs)
     for cached in (counts_df, runs, cells_df):
         cached.unpersist()
 
@@ -307,6 +328,7 @@ def run_matrix(
     diff: tuple[str, str] | None = None,
     kips_dir: Path | None = None,
     title: str | None = None,
+    timings: Timings | None = None,
 ) -> MatrixOutput:
     """The whole job: compute the model and render every output into ``out_dir``.
 
@@ -317,7 +339,7 @@ def run_matrix(
     from conformance.report import render_all
 
     out = Path(out_dir)
-    timings = Timings()
+    timings = timings or Timings()
     own = spark is None and SparkSession.getActiveSession() is None
     session = spark if spark is not None else spark_session(spark_master)
     try:

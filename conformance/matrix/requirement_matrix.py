@@ -45,11 +45,30 @@ def _by_rank(rank: Column) -> Column:
     return F.array(*[F.lit(v) for v in PRECEDENCE])[rank]
 
 
-def verdict_counts(records: DataFrame) -> DataFrame:
-    """Records counted per (run, requirement, API, verdict): the one pass over the records
-    that run verdicts, the API matrix's tested counts and per-run totals all come from."""
-    return records.groupBy(*CELL_KEY, "level", "run_id", "started_at", "api_key", "verdict").agg(
-        F.count(F.lit(1)).alias("records")
+def verdict_counts(records: DataFrame, run_info: DataFrame) -> DataFrame:
+    """Records counted per (run, requirement, verdict), with a sample record of each group that
+    did not pass (the first by test id): the one pass over the records that run verdicts,
+    failure details and per-run totals come from.
+
+    ``run_info`` maps run_id to implementation, version and started_at (from the manifests), so
+    the pass groups on three narrow keys and reads only the columns it needs.
+    """
+    sample = F.struct("test_id", "api_version", "message", "seed")
+    grouped = records.groupBy("run_id", "requirement_id", "verdict").agg(
+        F.count(F.lit(1)).alias("records"),
+        F.first("feature").alias("feature"),
+        F.max("level").alias("level"),
+        F.min(F.when(F.col("verdict") != "PASS", sample)).alias("sample"),
+    )
+    return grouped.join(F.broadcast(run_info), "run_id")
+
+
+def api_counts(records: DataFrame) -> DataFrame:
+    """Records per (implementation, version, API, verdict), for the API matrix."""
+    return (
+        records.where(F.col("api_key").isNotNull())
+        .groupBy("implementation", "version", "api_key", "verdict")
+        .agg(F.count(F.lit(1)).alias("records"))
     )
 
 
@@ -108,19 +127,29 @@ def cells(runs: DataFrame) -> DataFrame:
     )
 
 
-def details(records: DataFrame) -> DataFrame:
-    """Per cell, the messages of its records that did not pass (worst first, newest first),
-    at most :data:`DETAILS_PER_CELL`, and how many there were in all."""
-    window = Window.partitionBy(*CELL_KEY).orderBy(
-        _rank(F.col("verdict")), F.col("started_at").desc(), "run_id", "test_id"
+def details(counts: DataFrame) -> DataFrame:
+    """Per cell, sample messages of its records that did not pass (worst first, newest run
+    first; one per run and verdict), at most :data:`DETAILS_PER_CELL`, and how many such
+    records there were in all."""
+    cell = Window.partitionBy(*CELL_KEY)
+    window = cell.orderBy(
+        _rank(F.col("verdict")), F.col("started_at").desc(), "run_id", "sample.test_id"
     )
     kept = (
-        records.where(F.col("verdict") != "PASS")
+        counts.where(F.col("verdict") != "PASS")
         .withColumn("_n", F.row_number().over(window))
-        .withColumn("_total", F.count(F.lit(1)).over(Window.partitionBy(*CELL_KEY)))
+        .withColumn("_total", F.sum("records").over(cell))
         .where(F.col("_n") <= DETAILS_PER_CELL)
     )
-    entry = F.struct("_n", "run_id", "test_id", "api_version", "verdict", "message", "seed")
+    entry = F.struct(
+        "_n",
+        "run_id",
+        F.col("sample.test_id").alias("test_id"),
+        F.col("sample.api_version").alias("api_version"),
+        "verdict",
+        F.col("sample.message").alias("message"),
+        F.col("sample.seed").alias("seed"),
+    )
     return kept.groupBy(*CELL_KEY).agg(
         F.sort_array(F.collect_list(entry)).alias("details"), F.max("_total").alias("details_total")
     )

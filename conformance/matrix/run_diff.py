@@ -10,11 +10,11 @@ from pyspark.sql import functions as F
 from conformance.matrix.requirement_matrix import PRECEDENCE, _by_rank, _rank
 
 KEY = ("test_id", "requirement_id", "api_version")
+SIDES = ("a", "b")
 
 
 def run_keys(records: DataFrame, run_ids: list[str]) -> DataFrame:
-    """Each named run's verdict per (test_id, requirement_id, api_version): one pass over the
-    records for every diff to be taken."""
+    """Each named run's verdict per (test_id, requirement_id, api_version)."""
     return (
         records.where(F.col("run_id").isin(run_ids))
         .groupBy("run_id", *KEY)
@@ -28,58 +28,78 @@ def run_keys(records: DataFrame, run_ids: list[str]) -> DataFrame:
     )
 
 
-def _side(keyed: DataFrame, run_id: str, suffix: str) -> DataFrame:
-    return keyed.where(F.col("run_id") == run_id).select(
-        *[F.col(c).alias(f"{c}_{suffix}") for c in (*KEY, "feature", "verdict", "message")]
-    )
+def diff_pairs(records: DataFrame, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """What changed from ``run_a`` to ``run_b`` for each pair, in one pass over the records.
 
-
-def diff_runs(
-    records: DataFrame, run_a: str, run_b: str, keyed: DataFrame | None = None
-) -> dict[str, Any]:
-    """What changed from run ``run_a`` to run ``run_b``. Keys are null-safe matched on
-    (test_id, requirement_id, api_version); a key present on one side only is listed too.
-    ``keyed``, when given, is :func:`run_keys` over (at least) both runs."""
-    if keyed is None:
-        keyed = run_keys(records, [run_a, run_b])
-    a, b = _side(keyed, run_a, "a"), _side(keyed, run_b, "b")
-    on = [F.col(f"{k}_a").eqNullSafe(F.col(f"{k}_b")) for k in KEY]
-    both = a.join(b, on, "full_outer").select(
-        *[F.coalesce(f"{k}_a", f"{k}_b").alias(k) for k in KEY],
-        F.coalesce("feature_a", "feature_b").alias("feature"),
-        "verdict_a",
-        "verdict_b",
-        "message_a",
-        "message_b",
+    Keys are matched null-safe on (test_id, requirement_id, api_version) (a null api_version
+    matches a null one); a key present on one side only is a change too. Only the changes and
+    a count of the unchanged keys per pair come back to the driver.
+    """
+    if not pairs:
+        return []
+    spark = records.sparkSession
+    keyed = run_keys(records, sorted({r for pair in pairs for r in pair}))
+    table = spark.createDataFrame(
+        [(i, a, b) for i, (a, b) in enumerate(pairs)], "pair int, run_a string, run_b string"
     )
-    rows = both.collect()
-    changes = []
-    same = 0
-    for r in rows:
-        if r["verdict_a"] == r["verdict_b"]:
-            same += 1
-            continue
-        changes.append(
+    sides = [
+        keyed.join(F.broadcast(table), F.col("run_id") == F.col(f"run_{s}")).select(
+            "pair",
+            *KEY,
+            "feature",
+            F.col("verdict").alias(f"verdict_{s}"),
+            F.col("message").alias(f"message_{s}"),
+        )
+        for s in SIDES
+    ]
+    both = (
+        sides[0]
+        .unionByName(sides[1], allowMissingColumns=True)
+        .groupBy("pair", *KEY)
+        .agg(
+            F.first("feature", ignorenulls=True).alias("feature"),
+            *[F.max(f"{c}_{s}").alias(f"{c}_{s}") for c in ("verdict", "message") for s in SIDES],
+        )
+        .withColumn("_same", F.col("verdict_a").eqNullSafe(F.col("verdict_b")))
+        .cache()
+    )
+    changed = both.where(~F.col("_same")).collect()
+    unchanged = {
+        r["pair"]: r["n"]
+        for r in both.groupBy("pair").agg(F.count_if("_same").alias("n")).collect()
+    }
+    both.unpersist()
+    order = {v: i for i, v in enumerate(PRECEDENCE)}
+    out = []
+    for i, (run_a, run_b) in enumerate(pairs):
+        changes = [
             {
-                "test_id": r["test_id"],
-                "requirement_id": r["requirement_id"],
-                "api_version": r["api_version"],
+                **{k: r[k] for k in KEY},
                 "feature": r["feature"],
                 "verdict_a": r["verdict_a"],
                 "verdict_b": r["verdict_b"],
                 "message": r["message_b"] or r["message_a"] or "",
             }
+            for r in changed
+            if r["pair"] == i
+        ]
+        changes.sort(
+            key=lambda c: (order.get(c["verdict_b"] or "", 99), c["test_id"], c["requirement_id"])
         )
-    order = {v: i for i, v in enumerate(PRECEDENCE)}
-    changes.sort(
-        key=lambda c: (order.get(c["verdict_b"] or "", 99), c["test_id"], c["requirement_id"])
-    )
-    return {
-        "run_a": run_a,
-        "run_b": run_b,
-        "same": same,
-        "changed": sum(1 for c in changes if c["verdict_a"] and c["verdict_b"]),
-        "only_a": sum(1 for c in changes if not c["verdict_b"]),
-        "only_b": sum(1 for c in changes if not c["verdict_a"]),
-        "changes": changes,
-    }
+        out.append(
+            {
+                "run_a": run_a,
+                "run_b": run_b,
+                "same": unchanged.get(i, 0),
+                "changed": sum(1 for c in changes if c["verdict_a"] and c["verdict_b"]),
+                "only_a": sum(1 for c in changes if not c["verdict_b"]),
+                "only_b": sum(1 for c in changes if not c["verdict_a"]),
+                "changes": changes,
+            }
+        )
+    return out
+
+
+def diff_runs(records: DataFrame, run_a: str, run_b: str) -> dict[str, Any]:
+    """What changed from run ``run_a`` to run ``run_b`` (see :func:`diff_pairs`)."""
+    return diff_pairs(records, [(run_a, run_b)])[0]

@@ -117,6 +117,11 @@ def manifest_errors(obj: Any) -> list[str]:
     return errors
 
 
+def started(manifest: dict[str, Any]) -> datetime:
+    """When a run started, as an aware datetime (manifests may write Z or +00:00)."""
+    return datetime.fromisoformat(manifest["started_at"])
+
+
 def read_manifest(run_dir: Path | str) -> dict[str, Any]:
     """The validated manifest of a run directory; :class:`RunError` says why not."""
     path = Path(run_dir) / MANIFEST_FILE

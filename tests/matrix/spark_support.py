@@ -1,11 +1,14 @@
 """One SparkSession and one run of the matrix job over the fixture runs, shared by the matrix
-and report tests (Spark takes seconds to start: start it once per test session)."""
+and report tests (Spark takes seconds to start: start it once per test session). The conftest of
+each test folder imports the fixtures; the state here makes both share one session and one job."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
 from pathlib import Path
+
+import pytest
 
 from conformance.matrix.job import MatrixOutput, run_matrix
 from conformance.matrix.session import spark_session
@@ -22,7 +25,7 @@ def shared_spark():
     return _state["spark"]
 
 
-def fixture_output() -> MatrixOutput:
+def fixture_output_once() -> MatrixOutput:
     """The job over every fixture run, with the project's requirement texts (computed once)."""
     if "output" not in _state:
         out = Path(tempfile.mkdtemp(prefix="kc-matrix-"))
@@ -39,3 +42,19 @@ def stop() -> None:
     out = _state.pop("out", None)
     if out is not None:
         shutil.rmtree(out, ignore_errors=True)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    yield shared_spark()
+    stop()
+
+
+@pytest.fixture(scope="session")
+def fixture_output(spark):
+    return fixture_output_once()
+
+
+@pytest.fixture(scope="session")
+def model(fixture_output):
+    return fixture_output.model
