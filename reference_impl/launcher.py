@@ -269,7 +269,8 @@ class Cluster:
             node.wait(timeout)
 
     def wait_ready(self, timeout: float = 60.0, brokers: list[str] | None = None) -> None:
-        """Until every (named) broker is Online in the Metadata of every running broker."""
+        """Until every (named) broker is Online in the Metadata of every running broker (without
+        brokers: until a controller is active)."""
         names = brokers or [b.name for b in self.broker_nodes()]
         deadline = time.monotonic() + timeout
         expected = {self.nodes[n].config.node_id for n in names}
@@ -288,6 +289,17 @@ class Cluster:
         from conformance.protocol import Codec
 
         codec = _codec(Codec)
+        if not names:  # no brokers: ready once a controller is active
+            for node in self.controller_nodes():
+                lc = node.config.listeners[0]
+                try:
+                    async with await Connection.open(lc.host, lc.port, codec=codec, timeout=1) as c:
+                        resp = await c.request(DESCRIBE_CLUSTER, 0, {}, timeout=1)
+                except (OSError, ConnectionError, TimeoutError):
+                    continue
+                if resp.body["ErrorCode"] == 0:
+                    return True
+            return False
         for name in names:
             host, port = self.broker_address(self.nodes[name])
             try:

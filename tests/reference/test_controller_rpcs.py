@@ -18,7 +18,6 @@ from tests.reference.control_plane import (
     controller_address,
     new_cluster,
     topic_body,
-    wait_until,
 )
 
 REGISTRATION, HEARTBEAT, DESCRIBE_CLUSTER = 62, 63, 60
@@ -38,7 +37,6 @@ def controller(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Clu
         overrides={"session_timeout_ms": 10000},
     )
     cluster.start()
-    wait_until(lambda: call(controller_address(cluster), DESCRIBE_CLUSTER, 0, {})["ClusterId"])
     try:
         yield cluster
     finally:

@@ -37,7 +37,6 @@ from tests.reference.control_plane import (
     controller_address,
     new_cluster,
     scrape,
-    wait_until,
 )
 
 REGISTRATION, HEARTBEAT, UNREGISTER, DESCRIBE_CLUSTER = 62, 63, 64, 60
@@ -270,7 +269,7 @@ def test_broker_lifecycle_follows_the_registration_draft(
     )
     cluster.start()
     try:
-        described = wait_until(lambda: call(controller_address(cluster), DESCRIBE_CLUSTER, 0, {}))
+        described = call(controller_address(cluster), DESCRIBE_CLUSTER, 0, {})
         machine = type(
             "Lifecycle",
             (LifecycleMachine,),
