@@ -112,7 +112,7 @@ async def create(node: Any, ctx: RequestContext, body: dict) -> dict:
     active = image.active_brokers()
     registered = set(image.brokers)
     results = []
-    records: list[dict[str, Any]] = []
+    planned: list[tuple[int, str, list[dict[str, Any]]]] = []  # (result index, name, records)
     may_create_any = node.authorize(ctx.session, "CREATE", CLUSTER)
     for t in body["Topics"]:
         name = t["Name"]
@@ -153,12 +153,27 @@ async def create(node: Any, ctx: RequestContext, body: dict) -> dict:
         )
         if validate_only:
             continue
-        records.append({"type": "topic", "name": name, "topic_id": str(topic_id)})
-        records.extend(new_partition(r).record(name, i) for i, r in enumerate(assignment))
-        records.extend(
+        topic = [{"type": "topic", "name": name, "topic_id": str(topic_id)}]
+        topic.extend(new_partition(r).record(name, i) for i, r in enumerate(assignment))
+        topic.extend(
             config_record(TOPIC_RESOURCE, name, k, val) for k, val in sorted(configs.items())
         )
-    if records:
+        planned.append((len(results) - 1, name, topic))
+
+    def records(locked: Any) -> list[dict[str, Any]]:
+        """Under the controller's write lock: a topic created meanwhile by a concurrent
+        request is not created twice, it is answered TOPIC_ALREADY_EXISTS."""
+        out: list[dict[str, Any]] = []
+        for index, name, topic in planned:
+            if name in locked.topics:
+                results[index] = _fail(
+                    name, Error.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+                )
+            else:
+                out.extend(topic)
+        return out
+
+    if planned:
         offset = await node.commit(records)
         await node.wait_propagated(offset, body["timeoutMs"])
     return {"ThrottleTimeMs": 0, "Topics": results}

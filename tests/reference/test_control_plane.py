@@ -7,6 +7,7 @@ shared by the session (``shared_cluster``), so every test names its own topics.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -24,6 +25,7 @@ from reference_impl.launcher import Cluster
 from reference_impl.principal import address_bytes, serialize
 from tests.reference.control_plane import (
     CODEC,
+    acall,
     api_versions,
     call,
     controller_address,
@@ -524,3 +526,23 @@ def test_the_start_time_tag_is_the_one_kip536_json_documents() -> None:
     wire = json.loads((root / "specs/kips/kip-536.json").read_text())["wire"]
     assert wire["tag"] == extensions.START_TIME_TAG
     assert {c["api_key"] for c in wire["carriers"]} == {3, 60, 6, 62}
+
+
+def test_concurrent_creates_of_one_topic_create_it_once(shared_cluster: Cluster) -> None:
+    """Three brokers forward CreateTopics for the same name at once: one wins, the others are
+    told TOPIC_ALREADY_EXISTS, and the topic keeps the winner's id everywhere."""
+    name = unique("race")
+
+    async def race() -> list[dict]:
+        addresses = [shared_cluster.broker_address(shared_cluster.nodes[b]) for b in BROKERS]
+        return await asyncio.gather(
+            *(acall(h, p, CREATE_TOPICS, 7, topic_body(name, 3, 3)) for h, p in addresses)
+        )
+
+    answers = [r["Topics"][0] for r in run(race())]
+    codes = sorted(a["ErrorCode"] for a in answers)
+    assert codes == [0, 36, 36], answers
+    winner = next(a["TopicId"] for a in answers if a["ErrorCode"] == 0)
+    wait_until(lambda: all(t is not None for t in _topic_everywhere(shared_cluster, name).values()))
+    ids = {t["TopicId"] for t in _topic_everywhere(shared_cluster, name).values()}
+    assert ids == {winner}
