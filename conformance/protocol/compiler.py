@@ -438,6 +438,14 @@ class _Unit:
         if f.is_array:
             n = self.tmp("n")
             self.dec_length(n, flexible, wide=True)
+            et = f.element_type
+            if et in FIXED and et != "uuid" and not self.checked and not f.nullable_in(self.v):
+                # No checks here: unpack_from refuses a negative count or one past the end
+                # before allocating, and the checked decoder then names the problem.
+                fmt, size = FIXED[et]
+                s(f"{target} = list({self.counted('>%d' + fmt)}[{n}].unpack_from(buf, off))")
+                s(f"off += {n} * {size}")
+                return
             self.dec_null_or(f, target, n, "array")
             with s.indent():
                 s(f"if {n} > end - off:")
