@@ -41,6 +41,13 @@ def test_send_errors_reach_on_acknowledgement(env, topic, behaviours, kind) -> N
     asyncio.run(sc.producer_errors(env, topic, behaviours, kind))
 
 
+@pytest.mark.parametrize("behaviours", [("tag",), ("pass", "tag", "rekey")])
+def test_a_serializer_failure_after_tagging_interceptors_still_raises(env, topic, behaviours):
+    """Regression: a chain that modifies the value must not hide the poisoned record (a
+    published run saw KIP-42.R2 flaky from exactly this)."""
+    asyncio.run(sc.producer_errors(env, topic, behaviours, "serialization"))
+
+
 @per_test
 @given(sc.chains(sc.CONSUMER_BEHAVIOURS), st.lists(st.lists(st.integers()), min_size=1))
 def test_consumer_chain(env, topic, behaviours, values) -> None:
