@@ -1,7 +1,7 @@
 """The matrix job on synthetic runs: wall time per stage, peak memory, scaling to 10 million.
 
     .venv/bin/python benchmarks/bench_matrix.py [--sizes 1000000,2000000,5000000,10000000]
-        [--data DIR] [--master local[2]] [--keep]
+        [--data DIR (default ~/.cache/kafka-conformance/bench-matrix)] [--master local[2]] [--keep]
 
 Synthetic runs are written first (JSON lines in run directories, as the suite writes them: 10,000
 records per run, over 100 requirements of the six features; 20 implementations x 10 versions,
@@ -221,7 +221,9 @@ def one(data: Path, out: Path, master: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000,2000000,5000000,10000000")
-    parser.add_argument("--data", type=Path, default=Path("/tmp/kc-bench-matrix"))
+    parser.add_argument(
+        "--data", type=Path, default=Path.home() / ".cache" / "kafka-conformance" / "bench-matrix"
+    )
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--keep", action="store_true", help="keep the generated runs")
     parser.add_argument("--one", nargs=2, metavar=("DATA", "OUT"), help=argparse.SUPPRESS)

@@ -42,23 +42,17 @@ def diff_pairs(records: DataFrame, pairs: list[tuple[str, str]]) -> list[dict[st
     table = spark.createDataFrame(
         [(i, a, b) for i, (a, b) in enumerate(pairs)], "pair int, run_a string, run_b string"
     )
-    sides = [
-        keyed.join(F.broadcast(table), F.col("run_id") == F.col(f"run_{s}")).select(
-            "pair",
-            *KEY,
-            "feature",
-            F.col("verdict").alias(f"verdict_{s}"),
-            F.col("message").alias(f"message_{s}"),
-        )
-        for s in SIDES
-    ]
+    side_a = F.col("run_id") == F.col("run_a")
+    tagged = keyed.join(F.broadcast(table), side_a | (F.col("run_id") == F.col("run_b")))
     both = (
-        sides[0]
-        .unionByName(sides[1], allowMissingColumns=True)
-        .groupBy("pair", *KEY)
+        tagged.groupBy("pair", *KEY)
         .agg(
             F.first("feature", ignorenulls=True).alias("feature"),
-            *[F.max(f"{c}_{s}").alias(f"{c}_{s}") for c in ("verdict", "message") for s in SIDES],
+            *[
+                F.max(F.when(side_a if s == "a" else ~side_a, F.col(c))).alias(f"{c}_{s}")
+                for c in ("verdict", "message")
+                for s in SIDES
+            ],
         )
         .withColumn("_same", F.col("verdict_a").eqNullSafe(F.col("verdict_b")))
         .cache()

@@ -1,8 +1,8 @@
 """Ordering implementation versions, so "an earlier version" means what its maker means.
 
 PEP 440 / semantic-looking versions (``0.6.0``, ``3.9.0-rc1``, ``v1.2``) sort as versions, with
-pre-releases before their release; anything else (a git sha, a date) sorts after them, naturally
-(digit runs as numbers), and among equals the earlier first run decides.
+pre-releases before their release; anything else (a git sha, a build name) sorts after them in
+the order of their first runs, since such names carry no order of their own.
 """
 
 from __future__ import annotations
@@ -38,10 +38,13 @@ def order_versions(
     """
     ranks: dict[tuple[str, str], int] = {}
     for impl in sorted({i for i, _ in versions}):
-        mine = sorted(
-            (p for p in versions if p[0] == impl),
-            key=lambda p: (version_key(p[1]), first_seen.get(p, ""), p[1]),
-        )
+
+        def key(pair: tuple[str, str]) -> tuple[Any, ...]:
+            vk = version_key(pair[1])
+            when = first_seen.get(pair, "")
+            return (vk[0], vk[1], when, vk[2]) if vk[0] == 0 else (vk[0], when, vk[2])
+
+        mine = sorted((p for p in versions if p[0] == impl), key=key)
         for rank, pair in enumerate(mine):
             ranks[pair] = rank
     return ranks

@@ -1,0 +1,64 @@
+"""The Kafka release facts kept in the project, the best guess built on them, and version order."""
+
+from __future__ import annotations
+
+import json
+
+from conformance.matrix import kafka_releases
+from conformance.matrix.versions import order_versions, version_key
+
+
+def test_data_file_is_what_the_release_specs_say(kafka_specs):
+    derived = kafka_releases.derive(kafka_specs)
+    assert kafka_releases.dumps(derived) == kafka_releases.DATA_FILE.read_text(encoding="utf-8")
+
+
+def test_known_facts():
+    releases = kafka_releases.load()
+    names = list(releases)
+    assert (names[0], names[-1]) == ("2.3.1", "trunk-2024-10")
+    assert (releases["3.9.0"][3].min, releases["3.9.0"][3].max) == (0, 12)
+    assert releases["2.3.1"][3].max == 8
+    assert 60 not in releases["2.6.3"] and 60 in releases["2.8.2"]  # DescribeCluster: 2.8
+    assert not releases["3.9.0"][62].broker_facing  # BrokerRegistration: controller only
+    data = json.loads(kafka_releases.DATA_FILE.read_text())
+    assert set(data["releases"][0]["apis"][0]) == {
+        "api_key", "name", "min", "max", "listeners", "latest_unstable",
+    }  # fmt: skip
+
+
+def advertised_by(release: str) -> dict[int, tuple[int, int]]:
+    return {
+        k: (a.min, a.advertised_max)
+        for k, a in kafka_releases.load()[release].items()
+        if a.broker_facing
+    }
+
+
+def test_best_guess_recognises_each_release():
+    for release in ("2.3.1", "2.8.2", "3.5.2", "3.9.0"):
+        guess = kafka_releases.best_guess(advertised_by(release))
+        assert guess == (release, 1.0)
+
+
+def test_best_guess_of_a_partial_implementation():
+    mine = {k: v for k, v in advertised_by("3.3.2").items() if k in (0, 1, 3, 18, 19)}
+    name, score = kafka_releases.best_guess(mine, keys={0, 1, 3, 18, 19})
+    assert score == 1.0
+    assert name in {"3.3.2", "3.4.1"}  # equal on these APIs; the later wins ties
+    assert kafka_releases.best_guess({}) is None
+
+
+def test_version_order():
+    versions = ["0.10.0", "0.9.1", "1.0.0", "1.0.0rc1", "1.0.0-rc2", "v1.1", "nightly-2"]
+    assert sorted(versions, key=version_key) == [
+        "0.9.1", "0.10.0", "1.0.0rc1", "1.0.0-rc2", "1.0.0", "v1.1", "nightly-2",
+    ]  # fmt: skip
+    assert version_key("1.0.0") > version_key("1.0.0rc1")
+    ranks = order_versions(
+        [("a", "abc123"), ("a", "def456"), ("a", "0.2"), ("b", "2.0")],
+        {("a", "abc123"): "2025-02-01T00:00:00Z", ("a", "def456"): "2025-01-01T00:00:00Z"},
+    )
+    # shas do not compare as versions: the one whose first run came first is earlier, and
+    # both come after the versions that do compare
+    assert ranks == {("a", "0.2"): 0, ("a", "def456"): 1, ("a", "abc123"): 2, ("b", "2.0"): 0}
