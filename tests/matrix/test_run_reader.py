@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,22 @@ def test_fixture_runs_load_with_exactly_one_bad_line():
     assert problems[0].line == 28
     assert "malformed JSON" in problems[0].message
     assert sum(len(r.records) for r in runs) == 9 * 29 - 1
+
+
+def test_fixture_runs_are_what_their_script_writes(tmp_path):
+    spec = importlib.util.spec_from_file_location("make_runs", FIXTURE_RUNS / "make_runs.py")
+    make_runs = importlib.util.module_from_spec(spec)
+    sys.modules["make_runs"] = make_runs  # its dataclasses look their module up there
+    try:
+        spec.loader.exec_module(make_runs)
+        make_runs.main(tmp_path)
+    finally:
+        del sys.modules["make_runs"]
+    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    kept = sorted(p.relative_to(FIXTURE_RUNS) for p in FIXTURE_RUNS.rglob("*.json*") if p.is_file())
+    assert written == kept
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (FIXTURE_RUNS / name).read_bytes(), name
 
 
 def test_verdict_sets_follow_the_schema():
