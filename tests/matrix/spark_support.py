@@ -5,6 +5,7 @@ each test folder imports the fixtures; the state here makes both share one sessi
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -35,9 +36,25 @@ def fixture_output_once() -> MatrixOutput:
 
 
 def stop() -> None:
+    """Stop the session, then its JVM (the gateway process PySpark started), by pid."""
+    from pyspark import SparkContext
+
     spark = _state.pop("spark", None)
     if spark is not None:
+        gateway = SparkContext._gateway
         spark.stop()
+        proc = getattr(gateway, "proc", None)
+        if gateway is not None:
+            gateway.shutdown()
+            SparkContext._gateway = None
+            SparkContext._jvm = None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
     _state.pop("output", None)
     out = _state.pop("out", None)
     if out is not None:
