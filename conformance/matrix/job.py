@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from conformance.matrix import api_support, kips, requirement_matrix, run_diff
 from conformance.matrix.ingest import Ingested, ingest, valid_records
-from conformance.matrix.versions import order_versions
+from conformance.matrix.versions import natural_key, order_versions
 from conformance.results.schema import FEATURES, RunError, find_runs, started
 
 PARQUET_DIR = "results.parquet"
@@ -276,9 +276,9 @@ def compute(
     }
 
 
-def _req_order(rid: str) -> tuple[str, int]:
-    prefix, _, number = rid.rpartition(".R")
-    return (prefix, int(number) if number.isdigit() else 0)
+def _req_order(rid: str) -> tuple[Any, ...]:
+    """KIP-42.R2 before KIP-78.R1 before KIP-78.R10: digit runs compare as numbers."""
+    return natural_key(rid)
 
 
 def _summary(targets, summary_rows, cells_out) -> list[dict[str, Any]]:

@@ -15,8 +15,10 @@ from packaging.version import InvalidVersion, Version
 _DIGITS = re.compile(r"(\d+)")
 
 
-def _natural(text: str) -> tuple[Any, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(text) if p)
+def natural_key(text: str) -> tuple[Any, ...]:
+    """Text split into digit runs (as numbers) and the rest, for natural ordering; each part is
+    tagged so a number never meets a string in a comparison."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in _DIGITS.split(text) if p)
 
 
 def version_key(version: str) -> tuple[Any, ...]:
@@ -25,7 +27,7 @@ def version_key(version: str) -> tuple[Any, ...]:
     try:
         return (0, Version(text.removeprefix("v").removeprefix("V")), ())
     except InvalidVersion:
-        return (1, Version("0"), _natural(text))
+        return (1, Version("0"), natural_key(text))
 
 
 def order_versions(
