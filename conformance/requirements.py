@@ -1,8 +1,8 @@
-"""The requirements the suite checks, loaded from ``specs/kips/*.json``.
+"""The requirements the suite checks, loaded from ``specs/requirements/*.json``.
 
 Every test names requirement ids; results are recorded per (test, requirement) and carry the
 requirement's level, so the files here decide what a failure means (FAIL for MUST, NONSTRICT for
-SHOULD and MAY). Each file is validated against ``specs/schema/kip.schema.json`` and the ids are
+SHOULD and MAY). Each file is validated against ``specs/schema/requirements.schema.json`` and the ids are
 checked for uniqueness and for the file's prefix.
 """
 
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import jsonschema
 
+from conformance import specs
 from conformance.protocol.errors import SpecError
 from conformance.protocol.versions import Versions
 
-SPECS = Path(__file__).resolve().parents[1] / "specs"
-KIPS_DIR = SPECS / "kips"
-KIP_SCHEMA = SPECS / "schema" / "kip.schema.json"
+KIPS_DIR = specs.REQUIREMENTS
+KIP_SCHEMA = specs.SCHEMA / "requirements.schema.json"
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def load_feature(path: Path) -> tuple[Feature, list[Requirement]]:
 
 
 def load_requirements(kips_dir: Path | str | None = None) -> Requirements:
-    """Every feature file of ``kips_dir`` (the project's ``specs/kips`` by default)."""
+    """Every feature file of ``kips_dir`` (the project's ``specs/requirements`` by default)."""
     folder = Path(kips_dir) if kips_dir is not None else KIPS_DIR
     features: list[Feature] = []
     reqs: list[Requirement] = []

@@ -3,7 +3,7 @@
 KIP-536 start time: an int64 (ms since the epoch) under tag ``START_TIME_TAG`` on the broker
 entries of MetadataResponse (v9+), DescribeClusterResponse (v0+) and UpdateMetadataRequest
 (v6+, ``LiveBrokers``), and at the top level of BrokerRegistrationRequest. Absent means 0, the
-proposal's value for clusters without the feature. ``specs/kips/kip-536.json`` documents it.
+proposal's value for clusters without the feature. ``specs/requirements/kip-536.json`` documents it.
 
 Internal to the reference (UpdateMetadataRequest, top level; other brokers never see them):
 ``METADATA_OFFSET_TAG`` (int64) is the controller's metadata offset the request reflects, which

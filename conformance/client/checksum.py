@@ -7,7 +7,7 @@ record, so released Kafka deprecated the accessor (KIP-98 era) and, for v2 recor
 not cover the key, value or headers, and was removed in Kafka 3.0.
 
 The suite's client gives instead :func:`record_checksum`, the reading recorded in
-``specs/kips/kip-42.json``: CRC-32C (the v2 batch polynomial) over the bytes that encode the
+``specs/requirements/kip-42.json``: CRC-32C (the v2 batch polynomial) over the bytes that encode the
 record's content in a v2 record, i.e. the tail of Kafka's ``DefaultRecord`` after its
 attributes, timestamp delta and offset delta:
 

@@ -47,7 +47,7 @@ def add_matrix(sub: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="requirement texts (default: the project's specs/kips)",
+        help="requirement texts (default: the project's specs/requirements)",
     )
     parser.add_argument("--title", default=None, help="the report's title")
     parser.set_defaults(handler=matrix_command)

@@ -1,4 +1,4 @@
-"""Requirement texts for the report, from ``specs/kips/*.json`` (one file per feature).
+"""Requirement texts for the report, from ``specs/requirements/*.json`` (one file per feature).
 
 The report links each cell to its requirement's statement. A requirement id the files do not
 know (an older suite, a file not written yet) is shown by its id alone, never an error.
@@ -10,7 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-KIPS_DIR = Path(__file__).resolve().parents[2] / "specs" / "kips"
+from conformance import specs
+
+KIPS_DIR = specs.REQUIREMENTS
 KEPT = ("level", "statement", "basis", "listener", "apis", "proposal", "reading", "note")
 
 

@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from conformance import specs
 from conformance.protocol.errors import SpecError, UnknownMessageError
 from conformance.protocol.versions import NONE, Versions
 
@@ -42,8 +43,8 @@ INT_RANGES: dict[str, tuple[int, int]] = {
 }
 ZERO_UUID = uuid.UUID(int=0)
 MESSAGE_TYPES = ("request", "response", "header", "data")
-#: The project's own specs, beside the packages in the source tree.
-SPEC_DIR = Path(__file__).resolve().parents[2] / "specs" / "messages"
+#: The project's own specs (package data).
+SPEC_DIR = specs.MESSAGES
 
 
 def strip_comments(text: str) -> str:

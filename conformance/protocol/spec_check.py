@@ -15,11 +15,12 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
+from conformance import specs
 from conformance.protocol.errors import SpecError
 from conformance.protocol.spec import FieldSpec, MessageSpec, parse_spec, read_spec_json
 from conformance.protocol.versions import Versions
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "specs" / "schema" / "message-spec.schema.json"
+SCHEMA_PATH = specs.SCHEMA / "message-spec.schema.json"
 
 #: Why a conditionally required key is required (the schema's if/then rules).
 _REQUIRED_BECAUSE = {

@@ -20,7 +20,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "specs" / "schema"
+from conformance import specs
+
+SCHEMA_DIR = specs.SCHEMA
 MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"
 

@@ -25,7 +25,7 @@ Writing a test:
         resp = verify.expect_response(conn, 3, version, {"Topics": []})
         verify.check(ok, "what was expected, what came back", "KIP-78.R3")
 
-* The test id is stable and readable; the requirement ids must exist in ``specs/kips``.
+* The test id is stable and readable; the requirement ids must exist in ``specs/requirements``.
 * Capability: ``harness.require``/``pick_version`` raise UNSUPPORTED (ApiVersions) or
   NOT_EXPOSED (the spec's ``listeners``); raise ``verdicts.ProposalAbsent`` where a proposal's
   feature is missing and ``verdicts.MissingPrecondition("no ZooKeeper connect string

@@ -5,7 +5,7 @@
 
 The id is the test's name in results, reports and ``--select``; it may use the test's
 parameters (``"spec/{case}/well-formed"``, formatted with ``str()`` of each parameter). The
-plugin refuses, at collection, a requirement id that ``specs/kips`` does not define.
+plugin refuses, at collection, a requirement id that ``specs/requirements`` does not define.
 """
 
 from __future__ import annotations

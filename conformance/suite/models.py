@@ -35,13 +35,13 @@ from typing import Any
 
 import jsonschema
 
+from conformance import specs
 from conformance.client.wire import ConnectionClosed, ProtocolViolation
 from conformance.protocol.errors import DecodeError, SpecError
 from conformance.suite import verify
 
-SPECS = Path(__file__).resolve().parents[2] / "specs"
-MODELS_DIR = SPECS / "models"
-MODEL_SCHEMA = SPECS / "schema" / "model.schema.json"
+MODELS_DIR = specs.MODELS
+MODEL_SCHEMA = specs.SCHEMA / "model.schema.json"
 #: a session silent for less than this share of its timeout is certainly alive
 ALIVE_SHARE = 0.5
 #: ... and for more than this share (plus the margin) certainly timed out

@@ -95,7 +95,7 @@ def test_cells_link_to_messages_and_requirement_texts(html_path, dom, model):
     requirement = page[page.index('id="req-KIP-42.R1"') :]
     requirement = requirement[: requirement.index("</div>")]
     statement = model["requirements"]["KIP-42.R1"].get("statement")
-    if statement:  # the text from specs/kips/kip-42.json
+    if statement:  # the text from specs/requirements/kip-42.json
         assert escape(statement) in requirement
     else:
         assert "No text for this requirement" in requirement

@@ -1,0 +1,22 @@
+"""The suite's data, shipped inside the package: one place that knows where it lives.
+
+    messages/       our message specs (Kafka's JSON dialect), facts checked against Kafka 3.9
+    requirements/   one file per feature: requirement ids, levels, statements, basis
+    models/         state-machine models driven against targets
+    schema/         JSON Schemas of every file format above and of result records
+
+Everything else finds these folders through the names below (``importlib.resources``), so a
+wheel install and a checkout read the same files.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+#: the folder of this package (a real directory: the project is never imported from a zip)
+ROOT = Path(str(files(__name__)))
+MESSAGES = ROOT / "messages"
+REQUIREMENTS = ROOT / "requirements"
+MODELS = ROOT / "models"
+SCHEMA = ROOT / "schema"
