@@ -247,13 +247,15 @@ class Cluster:
 
     # --- processes ---------------------------------------------------------------------
 
-    def start(self, timeout: float = 60.0) -> None:
-        for node in self.controller_nodes():
-            node.start()
-        for node in self.broker_nodes():
-            node.start()
+    def start(self, timeout: float = 60.0, abort: threading.Event | None = None) -> None:
+        """Spawn every node and wait until the cluster is ready; on failure, or once ``abort``
+        is set, stop what was spawned (by pid) and raise ClusterError."""
         try:
-            self.wait_ready(timeout)
+            for node in [*self.controller_nodes(), *self.broker_nodes()]:
+                if abort is not None and abort.is_set():
+                    raise ClusterError("start-up interrupted")
+                node.start()
+            self.wait_ready(timeout, abort=abort)
         except BaseException:
             self.stop(timeout=5)
             raise
@@ -268,13 +270,20 @@ class Cluster:
             node.signal(signal.SIGKILL)
             node.wait(timeout)
 
-    def wait_ready(self, timeout: float = 60.0, brokers: list[str] | None = None) -> None:
+    def wait_ready(
+        self,
+        timeout: float = 60.0,
+        brokers: list[str] | None = None,
+        abort: threading.Event | None = None,
+    ) -> None:
         """Until every (named) broker is Online in the Metadata of every running broker (without
-        brokers: until a controller is active)."""
+        brokers: until a controller is active); ClusterError once ``abort`` is set."""
         names = brokers or [b.name for b in self.broker_nodes()]
         deadline = time.monotonic() + timeout
         expected = {self.nodes[n].config.node_id for n in names}
         while True:
+            if abort is not None and abort.is_set():
+                raise ClusterError("start-up interrupted")
             for node in self.nodes.values():
                 if node.proc is not None and node.proc.poll() is not None:
                     raise ClusterError(f"{node.name} exited: {node.last_words()}")
@@ -370,6 +379,10 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    """Run the cluster until SIGINT/SIGTERM. The ready file exists only while the cluster is
+    ready: a stale one is removed first, the new one appears whole (rename) once every broker is
+    Online and is removed before the cluster stops. A signal during start-up stops the nodes
+    spawned so far and exits 128 + the signal's number, without writing the ready file."""
     from conformance.cli import CliError
 
     if args.brokers < 1:
@@ -378,11 +391,20 @@ def serve(args: argparse.Namespace) -> int:
         raise CliError("the reference cluster listens on loopback only")
     if args.controllers > 1 and not args.metadata_store.startswith("zookeeper://"):
         raise CliError("several controllers need --metadata-store zookeeper://H:P")
+    ready_file: Path | None = args.ready_file
+    if ready_file is not None:
+        ready_file.unlink(missing_ok=True)
+    stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
     temporary = args.data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="kc-serve-")) if temporary else args.data_dir
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     started = time.monotonic()
     try:
         cluster = Cluster(
@@ -394,27 +416,47 @@ def serve(args: argparse.Namespace) -> int:
             port_base=args.port_base,
         )
         try:
-            cluster.start(timeout=args.timeout)
+            cluster.start(timeout=args.timeout, abort=stop)
         except ClusterError as e:
+            if received:
+                print(f"stopped during start-up by signal {received[0]}", file=sys.stderr)
+                return 128 + received[0]
             raise CliError(str(e)) from None
+        if stop.is_set():  # the signal came as the last broker became Online
+            cluster.stop()
+            print(f"stopped during start-up by signal {received[0]}", file=sys.stderr)
+            return 128 + received[0]
         info = cluster.ready_info()
         info["startup_seconds"] = round(time.monotonic() - started, 3)
-        if args.ready_file is not None:
-            tmp = Path(str(args.ready_file) + ".tmp")
-            tmp.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-            os.replace(tmp, args.ready_file)
-        print(
-            f"ready in {info['startup_seconds']} s: bootstrap {info['bootstrap_servers']}, "
-            f"controller {info['controller']}, cluster id {info['cluster_id']}",
-            flush=True,
-        )
-        while not stop.wait(0.5):
-            for node in cluster.nodes.values():
-                if node.proc is not None and node.proc.poll() is not None and node.starts == 1:
-                    print(f"warning: {node.name} exited: {node.last_words()}", file=sys.stderr)
-                    node.starts += 1
-        cluster.stop()
+        try:
+            if ready_file is not None:
+                _write_atomically(ready_file, json.dumps(info, indent=2) + "\n")
+            print(
+                f"ready in {info['startup_seconds']} s: bootstrap {info['bootstrap_servers']}, "
+                f"controller {info['controller']}, cluster id {info['cluster_id']}",
+                flush=True,
+            )
+            while not stop.wait(0.5):
+                for node in cluster.nodes.values():
+                    if node.proc is not None and node.proc.poll() is not None and node.starts == 1:
+                        print(f"warning: {node.name} exited: {node.last_words()}", file=sys.stderr)
+                        node.starts += 1
+        finally:
+            if ready_file is not None:
+                ready_file.unlink(missing_ok=True)
+            cluster.stop()
         return 0
     finally:
         if temporary:
             shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """``text`` into ``path`` through a temporary file in the same folder and a rename, so a
+    reader sees either no file or the whole of it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,4 +1,5 @@
-"""``kafka-conformance serve``: the ready file, graceful SIGTERM, and a refusal in one line."""
+"""``kafka-conformance serve``: the ready file (only while ready), graceful SIGTERM, a signal
+during start-up, and a refusal in one line."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ def test_serve_writes_the_ready_file_and_stops_gracefully(
 ) -> None:
     zookeeper = request.getfixturevalue("zookeeper") if store == "zookeeper" else None
     ready = tmp_path / "ready.json"
+    ready.write_text(json.dumps({"bootstrap_servers": "127.0.0.1:1", "stale": True}))
     data = tmp_path / "data"
     started = time.monotonic()
     proc = serve(
@@ -53,9 +55,12 @@ def test_serve_writes_the_ready_file_and_stops_gracefully(
         tmp_path / "serve.log",
     )
     try:
-        wait_until(ready.exists, timeout=60)
+        # the stale file goes at once; the new one appears whole (one read parses it)
+        wait_until(lambda: not ready.exists(), timeout=30, interval=0.01)
+        wait_until(ready.exists, timeout=60, interval=0.01)
         elapsed = time.monotonic() - started
         info = json.loads(ready.read_text())
+        assert "stale" not in info
         print(
             f"serve ({store}): 3 brokers Online after {elapsed:.2f} s "
             f"(cluster start {info['startup_seconds']} s)"
@@ -69,6 +74,7 @@ def test_serve_writes_the_ready_file_and_stops_gracefully(
         pids = [p for p in info["pids"].values()]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "serve.log"]
         for pid in pids:
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
@@ -80,6 +86,48 @@ def test_serve_writes_the_ready_file_and_stops_gracefully(
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def _spawned(data: Path) -> list[int]:
+    """Pids of the live node processes whose config lies under ``data`` (from /proc)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and any(arg.startswith(str(data).encode()) for arg in cmdline):
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_during_start_up_stops_it_at_once(sig: int, tmp_path: Path) -> None:
+    """Sent as soon as the last node is spawned (long before the cluster can be ready): serve
+    stops every spawned node and exits 128 + signal, with no ready file and no "ready" line."""
+    ready = tmp_path / "ready.json"
+    ready.write_text("{}")
+    data = tmp_path / "data"
+    log = tmp_path / "serve.log"
+    proc = serve(["--brokers", "3", "--data-dir", str(data), "--ready-file", str(ready)], log)
+    try:
+        wait_until(lambda: (data / "broker-3" / "node.log").exists(), timeout=60, interval=0.01)
+        wait_until(lambda: _spawned(data), timeout=10, interval=0.01)
+        proc.send_signal(sig)
+        assert proc.wait(20) == 128 + sig
+        assert not ready.exists()
+        assert _spawned(data) == []
+        output = log.read_text()
+        assert "ready in" not in output and f"stopped during start-up by signal {sig}" in output
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        for pid in _spawned(data):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _bindable(port: int) -> bool:
