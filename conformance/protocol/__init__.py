@@ -1,13 +1,20 @@
-"""Kafka wire protocol: message specs, the compiled codec, headers and record batches."""
+"""Kafka wire protocol: message specs, the compiled codec, headers and record batches, and the
+shared tables of API keys and error codes."""
 
+from conformance.protocol._generated.api_keys import ApiKey
+from conformance.protocol._generated.error_codes import ErrorCode
 from conformance.protocol.codec import Codec
 from conformance.protocol.errors import DecodeError, EncodeError, SpecError, UnknownMessageError
+from conformance.protocol.kafka_errors import KafkaError
 from conformance.protocol.spec import MessageSpec, SpecSet
 
 __all__ = [
+    "ApiKey",
     "Codec",
     "DecodeError",
     "EncodeError",
+    "ErrorCode",
+    "KafkaError",
     "MessageSpec",
     "SpecError",
     "SpecSet",

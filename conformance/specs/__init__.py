@@ -4,6 +4,7 @@
     requirements/   one file per feature: requirement ids, levels, statements, basis
     models/         state-machine models driven against targets
     schema/         JSON Schemas of every file format above and of result records
+    error_codes.json  Kafka's error codes (name, retriable, meaning): the source of ErrorCode
 
 Everything else finds these folders through the names below (``importlib.resources``), so a
 wheel install and a checkout read the same files.
@@ -20,3 +21,4 @@ MESSAGES = ROOT / "messages"
 REQUIREMENTS = ROOT / "requirements"
 MODELS = ROOT / "models"
 SCHEMA = ROOT / "schema"
+ERROR_CODES = ROOT / "error_codes.json"

@@ -1,0 +1,1 @@
+"""Generated modules: see conformance.protocol.gen_tables."""
