@@ -5,10 +5,14 @@ decode(encode(x)) == x for generated values, and encode(decode(b)) == b for the 
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from conformance.protocol import Codec
+from conformance.protocol.compiler import _uuid
 from conformance.strategies.messages import message_values
 
 CODEC = Codec.from_specs()
@@ -37,3 +41,16 @@ def test_round_trip(spec, version) -> None:
         assert CODEC.encode(spec.api_key, version, spec.type, back) == raw
 
     check()
+
+
+@given(st.binary(min_size=16, max_size=16))
+def test_fast_uuid_is_the_uuid_the_library_makes(raw: bytes) -> None:
+    """The compiled decoder builds uuids without ``UUID.__init__``: the value must not differ."""
+    ours, theirs = _uuid(raw), uuid.UUID(bytes=raw)
+    assert (ours, hash(ours), str(ours), ours.is_safe) == (
+        theirs,
+        hash(theirs),
+        str(theirs),
+        theirs.is_safe,
+    )
+    assert type(ours) is uuid.UUID
