@@ -357,8 +357,13 @@ class PartitionLog:
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch holding ``offset`` or later (a follower diverged from its
-        leader); returns the new log end offset."""
+        leader); returns the new log end offset.
+
+        At or past the log end no batch goes, but the epoch cache is trimmed all the same: an
+        epoch this replica started at its log end while briefly leader, without writing under
+        it, is not the leader's history and must not be sent as our LastFetchedEpoch again."""
         if offset >= self.log_end_offset:
+            self.epochs.truncate_from_end(self.log_end_offset)
             return self.log_end_offset
         if offset <= self.log_start_offset:
             self.truncate_fully_and_start_at(offset if offset >= 0 else self.log_start_offset)
