@@ -26,10 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conformance.protocol import Codec
+from conformance.protocol import Codec, ErrorCode, KafkaError
 from reference_impl import handlers as handlers_package
 from reference_impl.config import ConfigError, NodeConfig
-from reference_impl.error_codes import Error, KafkaError
 from reference_impl.error_responses import error_response
 from reference_impl.metrics import NodeMetrics
 from reference_impl.net.listener import CLOSE, Api, Listener, RequestContext, Session
@@ -40,6 +39,27 @@ log = logging.getLogger(__name__)
 
 #: KIP-536: the process start time, taken when the node's code is first imported
 PROCESS_START_MS = int(time.time() * 1000)
+
+
+def guarded(codec: Codec, inner: Callable) -> Callable:
+    """``inner`` answering whatever it raises: a :class:`KafkaError` (from any layer: handler,
+    log, replica, controller) with its own code and message, anything else the way Kafka answers
+    an unexpected exception (UNKNOWN_SERVER_ERROR); both shaped after the request."""
+
+    async def handler(ctx: RequestContext, body: dict) -> dict | None:
+        try:
+            return await inner(ctx, body)
+        except asyncio.CancelledError:
+            raise
+        except KafkaError as e:
+            code, message = int(e.code), e.message
+        except Exception:
+            log.exception("api %d v%d failed", ctx.api_key, ctx.version)
+            code, message = int(ErrorCode.UNKNOWN_SERVER_ERROR), "internal error"
+        answer = error_response(codec, ctx.api_key, ctx.version, body, code, message)
+        return CLOSE if answer is None else answer
+
+    return handler
 
 
 class NodeFatal(Exception):
@@ -129,22 +149,7 @@ class Node:
         return apis
 
     def _guarded(self, api: Api) -> Callable:
-        inner = self.wrap_handler(api)
-
-        async def handler(ctx: RequestContext, body: dict) -> dict | None:
-            try:
-                return await inner(ctx, body)
-            except asyncio.CancelledError:
-                raise
-            except KafkaError as e:
-                code, message = int(e.code), e.message
-            except Exception:
-                log.exception("api %d v%d failed", ctx.api_key, ctx.version)
-                code, message = int(Error.UNKNOWN_SERVER_ERROR), "internal error"
-            answer = error_response(self.codec, ctx.api_key, ctx.version, body, code, message)
-            return CLOSE if answer is None else answer
-
-        return handler
+        return guarded(self.codec, self.wrap_handler(api))
 
     def wrap_handler(self, api: Api) -> Callable:
         """Subclasses may gate handlers (a broker serves clients only once unfenced)."""

@@ -36,13 +36,11 @@ from conformance.client.record_types import (
     TopicPartition,
 )
 from conformance.client.serialization import Deserializer, bytes_deserializer
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.records import RecordBatch, decode_record_set
 
 log = logging.getLogger(__name__)
 
-FETCH = 1
-LIST_OFFSETS = 2
 #: Fetch v4 is the first with record batch v2 and isolation levels
 MIN_FETCH_VERSION = 4
 #: the last Fetch version that names topics (v13 uses topic ids)
@@ -184,7 +182,7 @@ class Consumer:
             return
         try:
             await self.commit_sync(dict(self._positions))
-        except errors.ClientError as e:
+        except errors.FAILURES as e:
             log.info("commit before rebalance failed: %s", e)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -258,7 +256,7 @@ class Consumer:
                 try:
                     _, body = await self.metadata.request(
                         node,
-                        LIST_OFFSETS,
+                        ApiKey.LIST_OFFSETS,
                         lambda v, tps=tps: self._list_offsets_request(tps, pending),
                         min_version=MIN_LIST_OFFSETS_VERSION,
                     )
@@ -267,11 +265,11 @@ class Consumer:
                 for t in body["Topics"]:
                     for p in t["Partitions"]:
                         tp = TopicPartition(t["Name"], p["PartitionIndex"])
-                        if p["ErrorCode"] == errors.NONE:
+                        if p["ErrorCode"] == ErrorCode.NONE:
                             self._positions[tp] = p["Offset"]
                             self._reset.pop(tp, None)
                             pending.pop(tp, None)
-                        elif p["ErrorCode"] not in errors.RETRIABLE:
+                        elif not errors.is_retriable(p["ErrorCode"]):
                             raise errors.KafkaError(p["ErrorCode"], context=f"ListOffsets {tp}")
             if pending:
                 if time.monotonic() > deadline:
@@ -396,7 +394,7 @@ class Consumer:
         by_id = all(self.metadata.topic_id(tp.topic) != ZERO_UUID for tp in tps)
         version, body = await self.metadata.request(
             node,
-            FETCH,
+            ApiKey.FETCH,
             lambda v: self._fetch_request(v, tps, wait),
             min_version=MIN_FETCH_VERSION,
             max_version=None if by_id else LAST_FETCH_BY_NAME,
@@ -417,15 +415,15 @@ class Consumer:
                 if tp not in self._positions:
                     continue
                 code = p["ErrorCode"]
-                if code == errors.NONE:
+                if code == ErrorCode.NONE:
                     out.extend(self._records(tp, p["Records"]))
-                elif code == errors.OFFSET_OUT_OF_RANGE:
+                elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     where = RESETS[self.auto_offset_reset]
                     if where is None:
                         raise errors.KafkaError(code, context=f"Fetch {tp}")
                     self._positions.pop(tp, None)
                     self._reset[tp] = where
-                elif code in errors.RETRIABLE:
+                elif errors.is_retriable(code):
                     stale |= code in errors.STALE_METADATA
                 else:
                     raise errors.KafkaError(code, context=f"Fetch {tp}")

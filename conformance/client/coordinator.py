@@ -16,10 +16,8 @@ from typing import TypeVar
 from conformance.client import errors
 from conformance.client.metadata import ClusterMetadata
 from conformance.client.record_types import OffsetAndMetadata, TopicPartition
+from conformance.protocol import ApiKey, ErrorCode
 
-FIND_COORDINATOR = 10
-OFFSET_COMMIT = 8
-OFFSET_FETCH = 9
 GROUP_KEY = 0
 
 T = TypeVar("T")
@@ -42,19 +40,19 @@ class GroupCoordinator:
             for node in self.cluster.any_node():
                 try:
                     version, body = await self.cluster.request(
-                        node, FIND_COORDINATOR, self._find_request
+                        node, ApiKey.FIND_COORDINATOR, self._find_request
                     )
                 except (ConnectionError, TimeoutError) as e:
                     err = e
                     continue
                 entry = body["Coordinators"][0] if version >= 4 else body
                 code = entry["ErrorCode"]
-                if code == errors.NONE:
+                if code == ErrorCode.NONE:
                     self.cluster.add_node(entry["NodeId"], entry["Host"], entry["Port"])
                     self.node = entry["NodeId"]
                     return self.node
                 err = errors.KafkaError(code, entry["ErrorMessage"], context="FindCoordinator")
-                if code not in errors.RETRIABLE:
+                if not errors.is_retriable(code):
                     raise err
                 break
             if time.monotonic() + self.cluster.retry_backoff > deadline:
@@ -130,7 +128,7 @@ class GroupCoordinator:
                     tp = f"{t['Name']}-{p['PartitionIndex']}"
                     errors.raise_for(p["ErrorCode"], context=f"OffsetCommit {tp}")
 
-        await self.call(OFFSET_COMMIT, build, check, timeout)
+        await self.call(ApiKey.OFFSET_COMMIT, build, check, timeout)
 
     async def fetch(
         self, partitions: list[TopicPartition], *, timeout: float = 30.0
@@ -181,4 +179,4 @@ class GroupCoordinator:
                     )
             return out
 
-        return await self.call(OFFSET_FETCH, build, check, timeout)
+        return await self.call(ApiKey.OFFSET_FETCH, build, check, timeout)

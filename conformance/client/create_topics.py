@@ -13,9 +13,7 @@ from collections.abc import Mapping
 
 from conformance.client import errors
 from conformance.client.metadata import ClusterMetadata
-
-CREATE_TOPICS = 19
-NOT_CONTROLLER = 41
+from conformance.protocol import ApiKey, ErrorCode
 
 
 async def create_topics(
@@ -54,15 +52,15 @@ async def create_topics(
             await cluster.refresh(())
         node = cluster.controller_id if cluster.controller_id in cluster.brokers else None
         nodes = [node] if node is not None else cluster.any_node()
-        _, resp = await cluster.request(nodes[0], CREATE_TOPICS, body)
+        _, resp = await cluster.request(nodes[0], ApiKey.CREATE_TOPICS, body)
         retry = False
         for t in resp["Topics"]:
             code = t["ErrorCode"]
-            if code == errors.NONE or (
-                code == errors.TOPIC_ALREADY_EXISTS and (exist_ok or retried)
+            if code == ErrorCode.NONE or (
+                code == ErrorCode.TOPIC_ALREADY_EXISTS and (exist_ok or retried)
             ):
                 pending.pop(t["Name"], None)
-            elif code == NOT_CONTROLLER or code in errors.RETRIABLE:
+            elif errors.is_retriable(code):  # NOT_CONTROLLER among them
                 retry = True
             else:
                 raise errors.KafkaError(code, t["ErrorMessage"], context=f"create {t['Name']!r}")

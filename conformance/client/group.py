@@ -20,18 +20,16 @@ from collections.abc import Iterable, Mapping
 from conformance.client import errors
 from conformance.client.coordinator import GroupCoordinator
 from conformance.client.record_types import TopicPartition
+from conformance.protocol import ApiKey, ErrorCode
 
 log = logging.getLogger(__name__)
 
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 PROTOCOL_TYPE = "consumer"
 RANGE = "range"
-ILLEGAL_GENERATION = 22
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-MEMBER_ID_REQUIRED = 79
 #: codes that end this generation's membership: rejoin
-REJOIN = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS})
+REJOIN = frozenset(
+    {ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.REBALANCE_IN_PROGRESS}
+)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -151,12 +149,12 @@ class GroupMembership:
                 raise errors.ClientError(
                     f"could not join group {self.coordinator.group_id!r} in {timeout:.0f} s"
                 )
-            body = await self._send(JOIN_GROUP, self._join_request, deadline)
+            body = await self._send(ApiKey.JOIN_GROUP, self._join_request, deadline)
             code = body["ErrorCode"]
-            if code == MEMBER_ID_REQUIRED:
+            if code == ErrorCode.MEMBER_ID_REQUIRED:
                 self.member_id = body["MemberId"]
                 continue
-            if code in REJOIN or code in errors.RETRIABLE:
+            if code in REJOIN or errors.is_retriable(code):
                 await self._backoff(code)
                 continue
             errors.raise_for(code, context="JoinGroup")
@@ -164,10 +162,10 @@ class GroupMembership:
             self.leader = body["Leader"] == self.member_id
             plan = await self._plan(body["Members"]) if self.leader else []
             body = await self._send(
-                SYNC_GROUP, lambda v, plan=plan: self._sync_request(plan), deadline
+                ApiKey.SYNC_GROUP, lambda v, plan=plan: self._sync_request(plan), deadline
             )
             code = body["ErrorCode"]
-            if code in REJOIN or code in errors.RETRIABLE:
+            if code in REJOIN or errors.is_retriable(code):
                 await self._backoff(code)
                 continue
             errors.raise_for(code, context="SyncGroup")
@@ -193,7 +191,7 @@ class GroupMembership:
         )
 
     async def _backoff(self, code: int) -> None:
-        if code == UNKNOWN_MEMBER_ID:
+        if code == ErrorCode.UNKNOWN_MEMBER_ID:
             self.member_id = ""
         if code in errors.STALE_COORDINATOR:
             self.coordinator.node = None
@@ -236,7 +234,7 @@ class GroupMembership:
             try:
                 _, body = await self.cluster.request(
                     await self.coordinator.find(self.session_timeout),
-                    HEARTBEAT,
+                    ApiKey.HEARTBEAT,
                     lambda v: {
                         "GroupId": self.coordinator.group_id,
                         "GenerationId": self.generation,
@@ -244,15 +242,15 @@ class GroupMembership:
                         "GroupInstanceId": None,
                     },
                 )
-            except (ConnectionError, TimeoutError, errors.ClientError) as e:
+            except (ConnectionError, TimeoutError, *errors.FAILURES) as e:
                 log.info("heartbeat failed: %s", e)
                 self.coordinator.node = None
                 continue
             code = body["ErrorCode"]
             if code in errors.STALE_COORDINATOR:
                 self.coordinator.node = None
-            elif code != errors.NONE:
-                if code == UNKNOWN_MEMBER_ID:
+            elif code != ErrorCode.NONE:
+                if code == ErrorCode.UNKNOWN_MEMBER_ID:
                     self.member_id = ""
                 log.info("heartbeat: %s; rejoining", errors.error_name(code))
                 self.needs_join = True
@@ -268,9 +266,9 @@ class GroupMembership:
         if not self.member_id:
             return
         member_id, self.member_id, self.needs_join = self.member_id, "", True
-        with contextlib.suppress(ConnectionError, TimeoutError, errors.ClientError):
+        with contextlib.suppress(ConnectionError, TimeoutError, *errors.FAILURES):
             await self.coordinator.call(
-                LEAVE_GROUP,
+                ApiKey.LEAVE_GROUP,
                 lambda v: {
                     "GroupId": self.coordinator.group_id,
                     "MemberId": member_id,

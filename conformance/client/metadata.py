@@ -21,12 +21,11 @@ from conformance.client import errors
 from conformance.client.interceptors import ClusterResource, ClusterResourceListeners
 from conformance.client.record_types import TopicPartition
 from conformance.client.wire import Connection, ConnectionClosed, pick_version
-from conformance.protocol import Codec, DecodeError
+from conformance.protocol import ApiKey, Codec, DecodeError, ErrorCode
 from conformance.protocol.framing import encode_request
 
 log = logging.getLogger(__name__)
 
-METADATA = 3
 ZERO_UUID = uuid.UUID(int=0)
 NO_LEADER = -1
 
@@ -71,7 +70,7 @@ class TopicInfo:
     def ready(self) -> bool:
         """Known, with partitions that all have a leader."""
         return (
-            self.error_code == errors.NONE
+            self.error_code == ErrorCode.NONE
             and bool(self.partitions)
             and all(p.leader >= 0 for p in self.partitions.values())
         )
@@ -293,7 +292,7 @@ class ClusterMetadata:
             for node in self.any_node():
                 try:
                     version, body = await self.request(
-                        node, METADATA, lambda v: self._metadata_request(v, want)
+                        node, ApiKey.METADATA, lambda v: self._metadata_request(v, want)
                     )
                 except (ConnectionError, TimeoutError) as e:
                     last = e
@@ -365,7 +364,7 @@ class ClusterMetadata:
             if info is not None and info.ready:
                 return info
             if time.monotonic() + self.retry_backoff > deadline:
-                if info is not None and info.error_code != errors.NONE:
+                if info is not None and info.error_code != ErrorCode.NONE:
                     raise errors.KafkaError(info.error_code, context=f"topic {topic!r}")
                 raise errors.MetadataTimeoutError(
                     f"no leader for every partition of {topic!r} within {timeout:.1f} s"

@@ -42,13 +42,11 @@ from conformance.client.record_types import (
     TopicPartition,
 )
 from conformance.client.serialization import Serializer, bytes_serializer, call_serializer
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.records import Compression, Header, build_batch, encode_batch
 
 log = logging.getLogger(__name__)
 
-PRODUCE = 0
-INIT_PRODUCER_ID = 22
 #: Produce v3 is the first with record batch v2 (and what Kafka 4.0 still accepts)
 MIN_PRODUCE_VERSION = 3
 BATCH_OVERHEAD = 61
@@ -464,21 +462,21 @@ class Producer:
             body = self._request_body(batches)
             if self.acks == 0:
                 await self.metadata.connection(node)
-                version = self.metadata.pick(node, PRODUCE, MIN_PRODUCE_VERSION)
-                await self.metadata.send_only(node, PRODUCE, version, body)
+                version = self.metadata.pick(node, ApiKey.PRODUCE, MIN_PRODUCE_VERSION)
+                await self.metadata.send_only(node, ApiKey.PRODUCE, version, body)
                 for b in batches:
                     self._complete(b, -1, NO_TIMESTAMP)
                 return
             _, resp = await self.metadata.request(
                 node,
-                PRODUCE,
+                ApiKey.PRODUCE,
                 lambda v: body,
                 min_version=MIN_PRODUCE_VERSION,
                 timeout=self.request_timeout + 5,
             )
             self._handle_response(batches, resp)
         except (ConnectionError, TimeoutError) as e:
-            err = errors.KafkaError(errors.NETWORK_EXCEPTION, str(e), context=f"broker {node}")
+            err = errors.KafkaError(ErrorCode.NETWORK_EXCEPTION, str(e), context=f"broker {node}")
             for b in batches:
                 self._retry_or_fail(b, err)
             self._refresh_soon()
@@ -501,7 +499,7 @@ class Producer:
                 self._fail(b, errors.ClientError(f"the Produce response has no answer for {b.tp}"))
                 continue
             code = p["ErrorCode"]
-            if code in (errors.NONE, errors.DUPLICATE_SEQUENCE_NUMBER):
+            if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
                 self._complete(b, p["BaseOffset"], p["LogAppendTimeMs"])
                 continue
             err = errors.KafkaError(code, p["ErrorMessage"], context=f"produce to {b.tp}")
@@ -530,7 +528,7 @@ class Producer:
                 try:
                     _, body = await self.metadata.request(
                         node,
-                        INIT_PRODUCER_ID,
+                        ApiKey.INIT_PRODUCER_ID,
                         lambda v: {
                             "TransactionalId": None,
                             "TransactionTimeoutMs": 2**31 - 1,
@@ -542,14 +540,14 @@ class Producer:
                     last = e
                     continue
                 code = body["ErrorCode"]
-                if code == errors.NONE:
+                if code == ErrorCode.NONE:
                     self.producer_id, self.producer_epoch = (
                         body["ProducerId"],
                         body["ProducerEpoch"],
                     )
                     return
                 last = errors.KafkaError(code, context="InitProducerId")
-                if code not in errors.RETRIABLE:
+                if not errors.is_retriable(code):
                     raise last
                 break
             if time.monotonic() + self.retry_backoff > deadline:

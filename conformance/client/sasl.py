@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from scramp import ScramClient, ScramException
 
 from conformance.client.wire import Connection, pick_version
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
 MECHANISMS = (PLAIN, SCRAM_SHA_256)
@@ -55,11 +53,11 @@ async def authenticate(
         )
     if versions is None:
         versions = await conn.api_versions()
-    hv = pick_version(versions, conn.codec, SASL_HANDSHAKE)
-    av = pick_version(versions, conn.codec, SASL_AUTHENTICATE)
+    hv = pick_version(versions, conn.codec, ApiKey.SASL_HANDSHAKE)
+    av = pick_version(versions, conn.codec, ApiKey.SASL_AUTHENTICATE)
     if hv is None or hv < 1 or av is None:
         raise SaslAuthenticationError("the server offers no SaslHandshake v1 / SaslAuthenticate")
-    resp = await conn.request(SASL_HANDSHAKE, 1, {"Mechanism": mechanism}, timeout=timeout)
+    resp = await conn.request(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": mechanism}, timeout=timeout)
     enabled = tuple(resp.body["Mechanisms"])
     if resp.body["ErrorCode"] != 0:
         raise SaslAuthenticationError(
@@ -69,7 +67,7 @@ async def authenticate(
         )
 
     async def round_trip(token: bytes) -> tuple[bytes, int]:
-        r = await conn.request(SASL_AUTHENTICATE, av, {"AuthBytes": token}, timeout=timeout)
+        r = await conn.request(ApiKey.SASL_AUTHENTICATE, av, {"AuthBytes": token}, timeout=timeout)
         if r.body["ErrorCode"] != 0:
             raise SaslAuthenticationError(
                 r.body["ErrorMessage"] or f"SASL authentication failed ({r.body['ErrorCode']})",

@@ -12,14 +12,13 @@ import itertools
 import struct
 from dataclasses import dataclass
 
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from conformance.protocol.framing import (
     decode_header_prefix,
     encode_request,
     response_header_version,
 )
 
-API_VERSIONS = 18
 _SIZE = struct.Struct(">i")
 #: Largest response frame accepted (Kafka's default socket.request.max.bytes is 100 MiB).
 MAX_FRAME = 100 * 1024 * 1024
@@ -152,7 +151,7 @@ class Connection:
     async def api_versions(self, version: int = 3) -> dict[int, tuple[int, int]]:
         """ApiVersions: api key -> (min, max) the peer advertises on this listener."""
         body = {"ClientSoftwareName": "kafka-conformance", "ClientSoftwareVersion": "0.1.0"}
-        resp = await self.request(API_VERSIONS, version, body)
+        resp = await self.request(ApiKey.API_VERSIONS, version, body)
         return {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in resp.body["ApiKeys"]}
 
     async def close(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.client.wire import ConnectionClosed, ProtocolViolation
+from conformance.protocol import ErrorCode
 from conformance.protocol.errors import DecodeError
 from conformance.suite import verify
 from conformance.suite.harness import Harness, frame_claiming
@@ -64,7 +65,7 @@ def test_newer_version_gets_v0_error_answer(harness: Harness) -> None:
         ) from None
     except TimeoutError:
         raise verify.Failed(f"ApiVersions v{claimed}: no answer within 10 s") from None
-    verify.expect_error_code(resp.body, verify.UNSUPPORTED_VERSION)
+    verify.expect_error_code(resp.body, ErrorCode.UNSUPPORTED_VERSION)
     keys = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in resp.body["ApiKeys"]}
     verify.check(
         API_VERSIONS in keys,

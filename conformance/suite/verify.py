@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conformance.client.wire import ConnectionClosed, ProtocolViolation, Response
+from conformance.protocol import ErrorCode
 from conformance.protocol.errors import DecodeError
 from conformance.protocol.spec import FieldSpec, StructSpec
 
 if TYPE_CHECKING:
     from conformance.suite.harness import Harness, SyncConnection
 
-ERROR_CODES_FILE = Path(__file__).with_name("data") / "error_codes.json"
-UNSUPPORTED_VERSION = 35
+DOCUMENTED_ERRORS_FILE = Path(__file__).with_name("data") / "documented_errors.json"
 
 
 class Failed(AssertionError):
@@ -159,22 +159,22 @@ def expect_still_serving(harness: Harness, *req_ids: str) -> None:
 
 
 @cache
-def error_table() -> dict[str, Any]:
-    return json.loads(ERROR_CODES_FILE.read_text(encoding="utf-8"))
+def documented_errors() -> dict[str, Any]:
+    return json.loads(DOCUMENTED_ERRORS_FILE.read_text(encoding="utf-8"))
 
 
 def known_codes() -> dict[int, str]:
-    return {int(k): v for k, v in error_table()["codes"].items()}
+    """Every code Kafka defines, with its name (a view of :class:`ErrorCode`)."""
+    return {int(c): c.name for c in ErrorCode}
 
 
 def documented_codes(api_name: str) -> set[int] | None:
     """Codes documented for ``api_name`` (common ones included); None when the table has no row."""
-    table = error_table()
+    table = documented_errors()
     names = table["apis"].get(api_name)
     if names is None:
         return None
-    by_name = {v: k for k, v in known_codes().items()}
-    return {by_name[n] for n in (*table["common"], *names)}
+    return {int(ErrorCode[n]) for n in (*table["common"], *names)}
 
 
 def _is_error_field(f: FieldSpec) -> bool:

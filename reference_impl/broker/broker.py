@@ -16,6 +16,7 @@ import logging
 import uuid
 from collections.abc import Callable
 
+from conformance.protocol import ErrorCode
 from reference_impl import cluster_id as kip78
 from reference_impl.broker.controller_channel import ControllerChannel
 from reference_impl.broker.forwarding import Forwarder
@@ -23,7 +24,6 @@ from reference_impl.broker.lifecycle import BrokerLifecycle
 from reference_impl.broker.metadata_cache import MetadataCache
 from reference_impl.broker_state import BrokerState
 from reference_impl.config import NodeConfig
-from reference_impl.error_codes import Error
 from reference_impl.metrics import BrokerMetrics
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.node import Node, NodeFatal
@@ -109,7 +109,7 @@ class BrokerNode(Node):
             except TimeoutError:
                 log.warning("controller unreachable; waiting to learn the cluster id")
                 continue
-            if resp.body["ErrorCode"] == Error.NONE and resp.body["ClusterId"]:
+            if resp.body["ErrorCode"] == ErrorCode.NONE and resp.body["ClusterId"]:
                 return resp.body["ClusterId"]
             await asyncio.sleep(0.1)
 
@@ -168,7 +168,7 @@ class BrokerNode(Node):
                 CREATE_TOPICS, body, timeout=self.config.request_timeout_ms / 1000
             )
         except TimeoutError:
-            return int(Error.REQUEST_TIMED_OUT)
+            return int(ErrorCode.REQUEST_TIMED_OUT)
         return resp.body["Topics"][0]["ErrorCode"]
 
 

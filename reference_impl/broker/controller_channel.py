@@ -17,10 +17,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from conformance.client.wire import Connection, Response, pick_version
-from conformance.protocol import Codec
+from conformance.protocol import Codec, ErrorCode
 from reference_impl import security_hooks
 from reference_impl.config import ControllerAddress
-from reference_impl.error_codes import Error
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +121,7 @@ class ControllerChannel:
                     raise ConnectionError(f"the controller does not serve api {api_key}")
                 attempt = max(min(remaining, self.attempt_timeout), 0.001)
                 resp = await conn.request(api_key, v, body, timeout=attempt)
-                if resp.body.get("ErrorCode") != Error.NOT_CONTROLLER:
+                if resp.body.get("ErrorCode") != ErrorCode.NOT_CONTROLLER:
                     return resp
                 last = ConnectionError("NOT_CONTROLLER")
             except (ConnectionError, OSError, TimeoutError) as e:

@@ -14,9 +14,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from conformance.protocol import ErrorCode
 from conformance.protocol.framing import decode_response
 from reference_impl import principal
-from reference_impl.error_codes import Error
 from reference_impl.error_responses import error_response
 from reference_impl.net.listener import Api, RequestContext
 
@@ -62,21 +62,21 @@ class Forwarder:
         try:
             resp = await self.b.controller_channel.request(ENVELOPE, envelope, timeout=timeout)
         except TimeoutError:
-            return self._error(ctx, body, Error.REQUEST_TIMED_OUT, "controller not reachable")
+            return self._error(ctx, body, ErrorCode.REQUEST_TIMED_OUT, "controller not reachable")
         code = resp.body["ErrorCode"]
-        if code == Error.CLUSTER_AUTHORIZATION_FAILED:
+        if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
             self.b.metrics.forwarding_auth_failures.inc()
             log.error("the controller refused this broker's Envelope: check broker principals")
-            return self._error(ctx, body, Error.UNKNOWN_SERVER_ERROR, None)
-        if code != Error.NONE or resp.body["ResponseData"] is None:
+            return self._error(ctx, body, ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        if code != ErrorCode.NONE or resp.body["ResponseData"] is None:
             log.warning("Envelope answered with error %d", code)
-            return self._error(ctx, body, Error.UNKNOWN_SERVER_ERROR, None)
+            return self._error(ctx, body, ErrorCode.UNKNOWN_SERVER_ERROR, None)
         _header, inner = decode_response(
             self.b.codec, ctx.api_key, ctx.version, resp.body["ResponseData"]
         )
         return inner
 
-    def _error(self, ctx: RequestContext, body: dict, code: Error, message: str | None) -> dict:
+    def _error(self, ctx: RequestContext, body: dict, code: ErrorCode, message: str | None) -> dict:
         answer = error_response(self.b.codec, ctx.api_key, ctx.version, body, int(code), message)
         assert answer is not None
         return answer

@@ -17,9 +17,9 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from conformance.protocol import ErrorCode
 from reference_impl import extensions
 from reference_impl.broker_state import BrokerState
-from reference_impl.error_codes import Error
 from reference_impl.node import NodeFatal
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class BrokerLifecycle:
                 log.warning("controller unreachable for registration; retrying")
                 continue
             code = resp.body["ErrorCode"]
-            if code == Error.NONE:
+            if code == ErrorCode.NONE:
                 self.b.broker_epoch = resp.body["BrokerEpoch"]
                 self.b.metrics.broker_epoch.set(self.b.broker_epoch)
                 self.last_answer = time.monotonic()
@@ -92,12 +92,12 @@ class BrokerLifecycle:
                     self.set_state(BrokerState.FENCED)
                 log.info("registered with epoch %d", self.b.broker_epoch)
                 return
-            if code == Error.INCONSISTENT_CLUSTER_ID:
+            if code == ErrorCode.INCONSISTENT_CLUSTER_ID:
                 raise NodeFatal(
                     f"INCONSISTENT_CLUSTER_ID: the controller refused this broker's cluster id "
                     f"{self.b.cluster_id}: it belongs to another cluster"
                 )
-            if code == Error.DUPLICATE_BROKER_REGISTRATION:
+            if code == ErrorCode.DUPLICATE_BROKER_REGISTRATION:
                 log.info("an earlier incarnation is still registered; waiting for its session")
             else:
                 log.warning("registration refused: error %d", code)
@@ -142,11 +142,11 @@ class BrokerLifecycle:
             return False
         self.last_answer = time.monotonic()
         code = resp.body["ErrorCode"]
-        if code in (Error.STALE_BROKER_EPOCH, Error.BROKER_ID_NOT_REGISTERED):
+        if code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
             log.warning("heartbeat refused (error %d): registering again", code)
             await self.register()
             return False
-        if code != Error.NONE:
+        if code != ErrorCode.NONE:
             log.warning("heartbeat error %d", code)
             return False
         if resp.body["ShouldShutDown"]:

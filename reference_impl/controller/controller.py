@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl import cluster_id as kip78
 from reference_impl.config import NodeConfig
 from reference_impl.controller.image import MetadataImage
@@ -22,7 +23,6 @@ from reference_impl.controller.lifecycle import Lifecycle
 from reference_impl.controller.placement import reconcile
 from reference_impl.controller.propagation import Propagator
 from reference_impl.controller.store import StoreFenced, open_store
-from reference_impl.error_codes import Error, KafkaError
 from reference_impl.metrics import ControllerMetrics
 from reference_impl.node import Node, NodeFatal
 
@@ -108,7 +108,7 @@ class ControllerNode(Node):
 
     def require_active(self) -> MetadataImage:
         if not self.active or self.image is None:
-            raise KafkaError(Error.NOT_CONTROLLER, "this controller is not active")
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, "this controller is not active")
         return self.image
 
     async def commit(self, records: Records, *, rebalance: bool = False) -> int:
@@ -139,9 +139,11 @@ class ControllerNode(Node):
             except StoreFenced as e:
                 log.warning("write refused by the store: %s", e)
                 self.resign()
-                raise KafkaError(Error.NOT_CONTROLLER, "no longer the active controller") from None
+                raise KafkaError(
+                    ErrorCode.NOT_CONTROLLER, "no longer the active controller"
+                ) from None
             if not self.active:
-                raise KafkaError(Error.NOT_CONTROLLER, "no longer the active controller")
+                raise KafkaError(ErrorCode.NOT_CONTROLLER, "no longer the active controller")
             self.image = after
             self.metrics.metadata_offset.set(after.offset)
             self.lifecycle.committed(records)

@@ -19,10 +19,10 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl.broker_state import BrokerState
 from reference_impl.controller.image import BrokerRegistration, MetadataImage
 from reference_impl.controller.placement import led_by
-from reference_impl.error_codes import Error, KafkaError
 
 if TYPE_CHECKING:
     from reference_impl.controller.controller import ControllerNode
@@ -95,11 +95,11 @@ class Lifecycle:
             image = self.c.require_active()
             if cluster_id != image.cluster_id:
                 raise KafkaError(
-                    Error.INCONSISTENT_CLUSTER_ID,
+                    ErrorCode.INCONSISTENT_CLUSTER_ID,
                     f"cluster id {cluster_id} is not this cluster's ({image.cluster_id})",
                 )
             if broker_id < 0 or not listeners:
-                raise KafkaError(Error.INVALID_REGISTRATION, "a broker id >= 0 and listeners")
+                raise KafkaError(ErrorCode.INVALID_REGISTRATION, "a broker id >= 0 and listeners")
             old = image.brokers.get(broker_id)
             if (
                 old is not None
@@ -108,7 +108,7 @@ class Lifecycle:
                 and self.alive(broker_id)
             ):
                 raise KafkaError(
-                    Error.DUPLICATE_BROKER_REGISTRATION,
+                    ErrorCode.DUPLICATE_BROKER_REGISTRATION,
                     f"broker {broker_id} is registered by another live incarnation",
                 )
             epoch = -1
@@ -135,10 +135,10 @@ class Lifecycle:
             image = self.c.require_active()
             reg = image.brokers.get(broker_id)
             if reg is None:
-                raise KafkaError(Error.BROKER_ID_NOT_REGISTERED, f"broker {broker_id}")
+                raise KafkaError(ErrorCode.BROKER_ID_NOT_REGISTERED, f"broker {broker_id}")
             if epoch != reg.epoch:
                 raise KafkaError(
-                    Error.STALE_BROKER_EPOCH, f"epoch {epoch}, registered epoch {reg.epoch}"
+                    ErrorCode.STALE_BROKER_EPOCH, f"epoch {epoch}, registered epoch {reg.epoch}"
                 )
             self.last_heartbeat[broker_id] = time.monotonic()
             caught_up = offset >= reg.epoch
@@ -188,9 +188,9 @@ class Lifecycle:
             image = self.c.require_active()
             reg = image.brokers.get(broker_id)
             if reg is None:
-                raise KafkaError(Error.BROKER_ID_NOT_REGISTERED, f"broker {broker_id}")
+                raise KafkaError(ErrorCode.BROKER_ID_NOT_REGISTERED, f"broker {broker_id}")
             if epoch not in (-1, reg.epoch):
-                raise KafkaError(Error.STALE_BROKER_EPOCH)
+                raise KafkaError(ErrorCode.STALE_BROKER_EPOCH)
             if reg.state in (BrokerState.ONLINE, BrokerState.FENCED):
                 offset = await self._set_state(broker_id, BrokerState.STOPPING)
                 self.stopping[broker_id] = (offset, time.monotonic())
@@ -201,7 +201,7 @@ class Lifecycle:
         async with self.lock():
             image = self.c.require_active()
             if broker_id not in image.brokers:
-                raise KafkaError(Error.BROKER_ID_NOT_REGISTERED, f"broker {broker_id}")
+                raise KafkaError(ErrorCode.BROKER_ID_NOT_REGISTERED, f"broker {broker_id}")
             await self.c.commit(
                 [{"type": "unregister_broker", "broker_id": broker_id}], rebalance=True
             )

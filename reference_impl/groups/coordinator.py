@@ -31,8 +31,9 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from conformance.protocol import ErrorCode
 from conformance.protocol.records.errors import CorruptRecordError
-from reference_impl.groups.errors import Errors, store_group_error, store_offsets_error
+from reference_impl.groups.errors import store_group_error, store_offsets_error
 from reference_impl.groups.group import Group, GroupState, Member, OffsetAndMetadata
 from reference_impl.groups.placement import DEFAULT_OFFSETS_PARTITIONS, partition_for
 from reference_impl.groups.records import (
@@ -183,15 +184,15 @@ class GroupCoordinator:
 
     def _check(self, group_id: str | None, api: str) -> int:
         if group_id is None or (group_id == "" and api not in _EMPTY_ID_OK):
-            return Errors.INVALID_GROUP_ID
+            return ErrorCode.INVALID_GROUP_ID
         if not self.active:
-            return Errors.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         owned = self.partitions.get(self.partition_for(group_id))
         if owned is None:
-            return Errors.NOT_COORDINATOR
+            return ErrorCode.NOT_COORDINATOR
         if owned.loading:
-            return Errors.COORDINATOR_LOAD_IN_PROGRESS
-        return Errors.NONE
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
 
     def _now(self) -> int:
         return self.scheduler.now_ms()
@@ -214,12 +215,12 @@ class GroupCoordinator:
         if instance_id is not None:
             current = group.static_members.get(instance_id)
             if current is None:
-                return Errors.UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if current != member_id:
-                return Errors.FENCED_INSTANCE_ID
+                return ErrorCode.FENCED_INSTANCE_ID
         if not group.has(member_id):
-            return Errors.UNKNOWN_MEMBER_ID
-        return Errors.NONE
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
 
     # -- JoinGroup ----------------------------------------------------------------------------
 
@@ -230,18 +231,18 @@ class GroupCoordinator:
             return
         cfg = self.config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
-            respond(JoinResult(Errors.INVALID_SESSION_TIMEOUT, req.member_id))
+            respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
             return
         unknown = req.member_id == ""
         group = self.groups.get(req.group_id)
         if group is None:
             if not unknown:
-                respond(JoinResult(Errors.UNKNOWN_MEMBER_ID, req.member_id))
+                respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))
                 return
             group = self._new_group(req.group_id)
         if not group.has(req.member_id) and group.size >= cfg.max_size:
             _cancel(group.pending_members.pop(req.member_id, None))
-            respond(JoinResult(Errors.GROUP_MAX_SIZE_REACHED, ""))
+            respond(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, ""))
             return
         if unknown:
             self._join_new_member(group, req, respond)
@@ -254,10 +255,10 @@ class GroupCoordinator:
         self, group: Group, req: JoinRequest, respond: Callable[[JoinResult], None]
     ) -> None:
         if group.is_(DEAD):
-            respond(JoinResult(Errors.COORDINATOR_NOT_AVAILABLE, ""))
+            respond(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, ""))
             return
         if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
-            respond(JoinResult(Errors.INCONSISTENT_GROUP_PROTOCOL, ""))
+            respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
             return
         prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
         new_id = self._member_id_factory(prefix)
@@ -273,7 +274,7 @@ class GroupCoordinator:
                 when, lambda: self._on_pending_member_expired(group, new_id)
             )
             group.pending_members[new_id] = timer
-            respond(JoinResult(Errors.MEMBER_ID_REQUIRED, new_id))
+            respond(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id))
         else:
             self._add_member_and_rebalance(group, req, new_id, respond)
 
@@ -282,15 +283,15 @@ class GroupCoordinator:
     ) -> None:
         member_id = req.member_id
         if group.is_(DEAD):
-            respond(JoinResult(Errors.COORDINATOR_NOT_AVAILABLE, member_id))
+            respond(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
             return
         if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
-            respond(JoinResult(Errors.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
         if member_id in group.pending_members:
             if req.group_instance_id is not None:
                 # Kafka: a pending member id is never a static member's (IllegalStateException)
-                respond(JoinResult(Errors.UNKNOWN_SERVER_ERROR, member_id))
+                respond(JoinResult(ErrorCode.UNKNOWN_SERVER_ERROR, member_id))
                 return
             _cancel(group.pending_members.get(member_id))
             self._add_member_and_rebalance(group, req, member_id, respond)
@@ -298,10 +299,10 @@ class GroupCoordinator:
         instance = req.group_instance_id
         current = group.static_member_id(instance)
         if instance is not None and current is not None and current != member_id:
-            respond(JoinResult(Errors.FENCED_INSTANCE_ID, member_id))
+            respond(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id))
             return
         if not group.has(member_id) or (instance is not None and current is None):
-            respond(JoinResult(Errors.UNKNOWN_MEMBER_ID, member_id))
+            respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
             return
         member = group.members[member_id]
         if group.is_(PREPARING):
@@ -319,12 +320,12 @@ class GroupCoordinator:
             else:
                 respond(self._generation_result(group, member_id, with_members=False))
         else:
-            respond(JoinResult(Errors.UNKNOWN_MEMBER_ID, member_id))
+            respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
 
     def _generation_result(self, group: Group, member_id: str, *, with_members: bool) -> JoinResult:
         leader = group.is_leader(member_id)
         return JoinResult(
-            Errors.NONE,
+            ErrorCode.NONE,
             member_id,
             group.generation_id,
             group.protocol_type,
@@ -363,7 +364,7 @@ class GroupCoordinator:
             member, req.protocols, req.rebalance_timeout_ms, req.session_timeout_ms, respond
         )
         if previous is not None and previous is not respond:
-            previous(JoinResult(Errors.REBALANCE_IN_PROGRESS, member.member_id))
+            previous(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
         self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoining")
 
     def _static_member_rejoin(
@@ -380,10 +381,10 @@ class GroupCoordinator:
         member = group.members[old_id]
         if member.join_callback is not None:
             callback, member.join_callback = member.join_callback, None
-            callback(JoinResult(Errors.FENCED_INSTANCE_ID, old_id))
+            callback(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
         if member.sync_callback is not None:
             callback, member.sync_callback = member.sync_callback, None
-            callback(SyncResult(Errors.FENCED_INSTANCE_ID))
+            callback(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         old = (list(member.protocols), member.rebalance_timeout_ms, member.session_timeout_ms)
         group.replace_static_member(instance, old_id, new_id)
         self._schedule_heartbeat(group, member)
@@ -418,7 +419,7 @@ class GroupCoordinator:
                 leader = group.is_leader(new_id) and req.supports_skip_assignment
                 respond(
                     JoinResult(
-                        Errors.NONE,
+                        ErrorCode.NONE,
                         new_id,
                         group.generation_id,
                         group.protocol_type,
@@ -443,7 +444,7 @@ class GroupCoordinator:
     def _prepare_rebalance(self, group: Group, reason: str) -> None:
         log.debug("group %s: preparing rebalance: %s", group.group_id, reason)
         if group.is_(COMPLETING):
-            self._reset_and_propagate_assignment_error(group, Errors.REBALANCE_IN_PROGRESS)
+            self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         _cancel(group.sync_timer)
         group.sync_timer = None
         _cancel(group.join_timer)
@@ -541,7 +542,7 @@ class GroupCoordinator:
         self._propagate_assignment(group, error)
 
     def _propagate_assignment(self, group: Group, error: int) -> None:
-        ok = error == Errors.NONE
+        ok = error == ErrorCode.NONE
         ptype, pname = (group.protocol_type, group.protocol_name) if ok else (None, None)
         for member in list(group.members.values()):
             if member.sync_callback is not None:
@@ -579,10 +580,10 @@ class GroupCoordinator:
     def _remove_member_and_update_group(self, group: Group, member: Member) -> None:
         if member.join_callback is not None:
             callback, member.join_callback = member.join_callback, None
-            callback(JoinResult(Errors.UNKNOWN_MEMBER_ID, ""))
+            callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, ""))
         if member.sync_callback is not None:
             callback, member.sync_callback = member.sync_callback, None
-            callback(SyncResult(Errors.UNKNOWN_MEMBER_ID))
+            callback(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         _cancel(member.heartbeat_timer)
         member.heartbeat_timer = None
         group.remove(member.member_id)
@@ -608,23 +609,23 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if not error:
             if group is None:
-                error = Errors.UNKNOWN_MEMBER_ID
+                error = ErrorCode.UNKNOWN_MEMBER_ID
             elif group.is_(DEAD):
-                error = Errors.COORDINATOR_NOT_AVAILABLE
+                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
             else:
                 error = self._validate_member(group, member_id, group_instance_id)
         if not error:
             assert group is not None
             if generation_id != group.generation_id:
-                error = Errors.ILLEGAL_GENERATION
+                error = ErrorCode.ILLEGAL_GENERATION
             elif (protocol_type is not None and protocol_type != group.protocol_type) or (
                 protocol_name is not None and protocol_name != group.protocol_name
             ):
-                error = Errors.INCONSISTENT_GROUP_PROTOCOL
+                error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
             elif group.is_(EMPTY):
-                error = Errors.UNKNOWN_MEMBER_ID
+                error = ErrorCode.UNKNOWN_MEMBER_ID
             elif group.is_(PREPARING):
-                error = Errors.REBALANCE_IN_PROGRESS
+                error = ErrorCode.REBALANCE_IN_PROGRESS
         if error:
             respond(SyncResult(error))
             return
@@ -634,11 +635,11 @@ class GroupCoordinator:
         if group.is_(STABLE):
             self._schedule_heartbeat(group, member)
             ptype, pname = group.protocol_type, group.protocol_name
-            respond(SyncResult(Errors.NONE, ptype, pname, member.assignment))
+            respond(SyncResult(ErrorCode.NONE, ptype, pname, member.assignment))
             return
         previous, member.sync_callback = member.sync_callback, respond
         if previous is not None:
-            previous(SyncResult(Errors.REBALANCE_IN_PROGRESS))
+            previous(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         if not group.is_leader(member_id):
             return
         full = {mid: assignments.get(mid, b"") for mid in group.members}
@@ -656,7 +657,7 @@ class GroupCoordinator:
             for mid, m in group.members.items():
                 m.assignment = full.get(mid, b"")
             group.transition(STABLE, self._wall())
-            self._propagate_assignment(group, Errors.NONE)
+            self._propagate_assignment(group, ErrorCode.NONE)
 
         self._store_group(group, full, stored)
 
@@ -668,20 +669,20 @@ class GroupCoordinator:
             return error
         group = self.groups.get(group_id)
         if group is None:
-            return Errors.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(DEAD):
-            return Errors.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         error = self._validate_member(group, member_id, group_instance_id)
         if error:
             return error
         if generation_id != group.generation_id:
-            return Errors.ILLEGAL_GENERATION
+            return ErrorCode.ILLEGAL_GENERATION
         if group.is_(EMPTY):
-            return Errors.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         self._schedule_heartbeat(group, group.members[member_id])
         if group.is_(PREPARING):
-            return Errors.REBALANCE_IN_PROGRESS
-        return Errors.NONE
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
 
     def leave_group(
         self, group_id: str, members: list[tuple[str, str | None]]
@@ -693,15 +694,15 @@ class GroupCoordinator:
             return error, []
         group = self.groups.get(group_id)
         if group is None:
-            return Errors.NONE, [Errors.UNKNOWN_MEMBER_ID] * len(members)
+            return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
         if group.is_(DEAD):
-            return Errors.COORDINATOR_NOT_AVAILABLE, []
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         errors: list[int] = []
         for member_id, instance in members:
             if member_id == "":
                 current = group.static_member_id(instance)
                 if current is None:
-                    errors.append(Errors.UNKNOWN_MEMBER_ID)
+                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                     continue
                 self._remove_member_and_update_group(group, group.members[current])
             elif member_id in group.pending_members:
@@ -712,8 +713,8 @@ class GroupCoordinator:
                     errors.append(error)
                     continue
                 self._remove_member_and_update_group(group, group.members[member_id])
-            errors.append(Errors.NONE)
-        return Errors.NONE, errors
+            errors.append(ErrorCode.NONE)
+        return ErrorCode.NONE, errors
 
     # -- offsets ------------------------------------------------------------------------------
 
@@ -735,14 +736,14 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if not error and group is None:
             if generation_id >= 0:
-                error = Errors.ILLEGAL_GENERATION
+                error = ErrorCode.ILLEGAL_GENERATION
             else:
                 group = self._new_group(group_id)
         if not error:
             assert group is not None
             error = self._validate_commit(group, member_id, group_instance_id, generation_id)
             if not error and group.is_(COMPLETING):
-                error = Errors.REBALANCE_IN_PROGRESS
+                error = ErrorCode.REBALANCE_IN_PROGRESS
         if error:
             respond(dict.fromkeys(offsets, int(error)))
             return
@@ -754,7 +755,7 @@ class GroupCoordinator:
         now = self._wall()
         for tp, om in offsets.items():
             if len(om.metadata.encode()) > self.config.offset_metadata_max_bytes:
-                results[tp] = Errors.OFFSET_METADATA_TOO_LARGE
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 accepted[tp] = om if om.commit_timestamp >= 0 else replace(om, commit_timestamp=now)
         if not accepted:
@@ -783,18 +784,18 @@ class GroupCoordinator:
         self, group: Group, member_id: str, instance_id: str | None, generation_id: int
     ) -> int:
         if group.is_(DEAD):
-            return Errors.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id >= 0 or member_id != "" or instance_id is not None:
             error = self._validate_member(group, member_id, instance_id)
             if error:
                 return error
             if generation_id != group.generation_id:
-                return Errors.ILLEGAL_GENERATION
-            return Errors.NONE
+                return ErrorCode.ILLEGAL_GENERATION
+            return ErrorCode.NONE
         if not group.is_(EMPTY):
             # a group with members takes commits from its members only
-            return Errors.UNKNOWN_MEMBER_ID
-        return Errors.NONE
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
 
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None
@@ -806,8 +807,8 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         stored = group.offsets if group is not None and not group.is_(DEAD) else {}
         if partitions is None:
-            return Errors.NONE, dict(stored)
-        return Errors.NONE, {tp: stored.get(tp) for tp in partitions}
+            return ErrorCode.NONE, dict(stored)
+        return ErrorCode.NONE, {tp: stored.get(tp) for tp in partitions}
 
     # -- DescribeGroups, ListGroups, DeleteGroups ---------------------------------------------
 
@@ -817,7 +818,7 @@ class GroupCoordinator:
             return error, NO_SUMMARY
         group = self.groups.get(group_id)
         if group is None:
-            return Errors.NONE, DEAD_SUMMARY
+            return ErrorCode.NONE, DEAD_SUMMARY
         stable = group.is_(STABLE) and group.protocol_name is not None
         members = [
             MemberSummary(
@@ -831,7 +832,7 @@ class GroupCoordinator:
             for m in group.members.values()
         ]
         protocol = group.protocol_name if stable else ""
-        return Errors.NONE, GroupSummary(
+        return ErrorCode.NONE, GroupSummary(
             group.state.value, group.protocol_type or "", protocol or "", members
         )
 
@@ -839,9 +840,9 @@ class GroupCoordinator:
         """Groups this coordinator holds; COORDINATOR_LOAD_IN_PROGRESS while any partition
         loads (with the groups already loaded). ``states`` filters, case-insensitively."""
         wanted = {s.lower() for s in states}
-        error = Errors.NONE
+        error = ErrorCode.NONE
         if any(p.loading for p in self.partitions.values()):
-            error = Errors.COORDINATOR_LOAD_IN_PROGRESS
+            error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         listed = [
             ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
             for g in self.groups.values()
@@ -867,15 +868,15 @@ class GroupCoordinator:
             if error:
                 results[group_id] = error
             elif group is None or group.is_(DEAD):
-                results[group_id] = Errors.GROUP_ID_NOT_FOUND
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.is_(EMPTY):
                 group.transition(DEAD, self._wall())
                 del self.groups[group_id]
                 self._cancel_timers(group)
                 doomed.append(group)
-                results[group_id] = Errors.NONE
+                results[group_id] = ErrorCode.NONE
             else:
-                results[group_id] = Errors.NON_EMPTY_GROUP
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
         by_partition: dict[int, list[KeyValue]] = {}
         for group in doomed:
             records = by_partition.setdefault(group.partition, [])
@@ -1032,10 +1033,10 @@ class GroupCoordinator:
             for member in group.members.values():
                 if member.join_callback is not None:
                     callback, member.join_callback = member.join_callback, None
-                    callback(JoinResult(Errors.NOT_COORDINATOR, member.member_id))
+                    callback(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
                 if member.sync_callback is not None:
                     callback, member.sync_callback = member.sync_callback, None
-                    callback(SyncResult(Errors.NOT_COORDINATOR))
+                    callback(SyncResult(ErrorCode.NOT_COORDINATOR))
 
     def _cancel_timers(self, group: Group) -> None:
         _cancel(group.join_timer)

@@ -1,52 +1,20 @@
-"""The Kafka error codes the group coordinator answers with (values are Kafka's)."""
+"""How the group coordinator reports a failed append to ``__consumer_offsets`` (Kafka's mapping)."""
 
 from __future__ import annotations
 
-from enum import IntEnum
-
-
-class Errors(IntEnum):
-    UNKNOWN_SERVER_ERROR = -1
-    NONE = 0
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    INVALID_FETCH_SIZE = 4
-    NOT_LEADER_OR_FOLLOWER = 6
-    REQUEST_TIMED_OUT = 7
-    MESSAGE_TOO_LARGE = 10
-    OFFSET_METADATA_TOO_LARGE = 12
-    COORDINATOR_LOAD_IN_PROGRESS = 14
-    COORDINATOR_NOT_AVAILABLE = 15
-    NOT_COORDINATOR = 16
-    RECORD_LIST_TOO_LARGE = 18
-    NOT_ENOUGH_REPLICAS = 19
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-    ILLEGAL_GENERATION = 22
-    INCONSISTENT_GROUP_PROTOCOL = 23
-    INVALID_GROUP_ID = 24
-    UNKNOWN_MEMBER_ID = 25
-    INVALID_SESSION_TIMEOUT = 26
-    REBALANCE_IN_PROGRESS = 27
-    INVALID_COMMIT_OFFSET_SIZE = 28
-    INVALID_REQUEST = 42
-    KAFKA_STORAGE_ERROR = 56
-    NON_EMPTY_GROUP = 68
-    GROUP_ID_NOT_FOUND = 69
-    MEMBER_ID_REQUIRED = 79
-    GROUP_MAX_SIZE_REACHED = 81
-    FENCED_INSTANCE_ID = 82
-
+from conformance.protocol import ErrorCode
 
 #: How an append failure on ``__consumer_offsets`` is reported to a SyncGroup (Kafka's mapping).
 _STORE_GROUP = {
-    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
-    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
-    Errors.MESSAGE_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
-    Errors.RECORD_LIST_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
-    Errors.INVALID_FETCH_SIZE: Errors.UNKNOWN_SERVER_ERROR,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
 }
 
 
@@ -58,6 +26,6 @@ def store_group_error(code: int) -> int:
 def store_offsets_error(code: int) -> int:
     """The OffsetCommit error for an append error code (too large: INVALID_COMMIT_OFFSET_SIZE)."""
     mapped = _STORE_GROUP.get(code, code)
-    if mapped == Errors.UNKNOWN_SERVER_ERROR and code != Errors.UNKNOWN_SERVER_ERROR:
-        return int(Errors.INVALID_COMMIT_OFFSET_SIZE)
+    if mapped == ErrorCode.UNKNOWN_SERVER_ERROR and code != ErrorCode.UNKNOWN_SERVER_ERROR:
+        return int(ErrorCode.INVALID_COMMIT_OFFSET_SIZE)
     return int(mapped)

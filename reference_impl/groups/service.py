@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
+from conformance.protocol import ErrorCode
 from reference_impl.groups.coordinator import (
     GroupConfig,
     GroupCoordinator,
@@ -36,7 +37,6 @@ from reference_impl.groups.coordinator import (
     SyncResult,
     TopicPartition,
 )
-from reference_impl.groups.errors import Errors
 from reference_impl.groups.group import OffsetAndMetadata
 from reference_impl.groups.placement import OFFSETS_TOPIC
 from reference_impl.groups.scheduler import AsyncioScheduler
@@ -131,7 +131,7 @@ class GroupService:
     ) -> dict[TopicPartition, int]:
         unknown = {tp for tp in offsets if not self.partition_exists(*tp)}
         known = {tp: om for tp, om in offsets.items() if tp not in unknown}
-        results = dict.fromkeys(unknown, int(Errors.UNKNOWN_TOPIC_OR_PARTITION))
+        results = dict.fromkeys(unknown, int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         if known:
             fut: asyncio.Future[dict[TopicPartition, int]] = (
                 asyncio.get_running_loop().create_future()
@@ -194,7 +194,7 @@ class ReplicaOffsetsStore:
             error, base = r.error, r.base_offset
         except Exception:
             log.exception("appending to %s-%d failed", OFFSETS_TOPIC, partition)
-            error, base = int(Errors.UNKNOWN_SERVER_ERROR), -1
+            error, base = int(ErrorCode.UNKNOWN_SERVER_ERROR), -1
         done(error, base)
 
 
@@ -211,13 +211,13 @@ class ClusterPlacement:
         topic = cache.topics.get(OFFSETS_TOPIC)
         if topic is None:
             await self._create()
-            return Coordinator(int(Errors.COORDINATOR_NOT_AVAILABLE))
+            return Coordinator(int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
         info = topic.partitions.get(partition)
         if info is None or info.leader < 0 or not cache.alive(info.leader):
-            return Coordinator(int(Errors.COORDINATOR_NOT_AVAILABLE))
+            return Coordinator(int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
         endpoint = cache.endpoint(info.leader, listener)
         if endpoint is None:
-            return Coordinator(int(Errors.COORDINATOR_NOT_AVAILABLE))
+            return Coordinator(int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
         return Coordinator(0, info.leader, endpoint.host, endpoint.port)
 
     async def _create(self) -> None:

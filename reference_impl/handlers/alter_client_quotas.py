@@ -12,9 +12,9 @@ import ipaddress
 import math
 from typing import Any
 
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.controller.image import quota_entity, quota_record
-from reference_impl.error_codes import Error, KafkaError
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
@@ -35,14 +35,16 @@ def check_entity(entity: list[dict]) -> None:
     """Shared with DescribeClientQuotas' components: which entity type combinations exist."""
     types = [e["EntityType"] for e in entity]
     if not types:
-        raise KafkaError(Error.INVALID_REQUEST, "empty entity")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "empty entity")
     if len(set(types)) != len(types):
-        raise KafkaError(Error.INVALID_REQUEST, f"duplicate entity type in {types}")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"duplicate entity type in {types}")
     unknown = set(types) - ENTITY_TYPES
     if unknown:
-        raise KafkaError(Error.INVALID_REQUEST, f"unknown entity type {sorted(unknown)[0]!r}")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown entity type {sorted(unknown)[0]!r}")
     if "ip" in types and len(types) > 1:
-        raise KafkaError(Error.INVALID_REQUEST, "ip quotas cannot be combined with other entities")
+        raise KafkaError(
+            ErrorCode.INVALID_REQUEST, "ip quotas cannot be combined with other entities"
+        )
 
 
 def _check(entry: dict) -> None:
@@ -54,19 +56,21 @@ def _check(entry: dict) -> None:
             ipaddress.ip_address(entity[0]["EntityName"])
         except ValueError:
             raise KafkaError(
-                Error.INVALID_REQUEST, f"{entity[0]['EntityName']!r} is not an IP address"
+                ErrorCode.INVALID_REQUEST, f"{entity[0]['EntityName']!r} is not an IP address"
             ) from None
     keys = IP_KEYS if is_ip else CLIENT_KEYS
     seen = set()
     for op in entry["Ops"]:
         if op["Key"] not in keys:
-            raise KafkaError(Error.INVALID_REQUEST, f"unknown quota key {op['Key']!r}")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown quota key {op['Key']!r}")
         if op["Key"] in seen:
-            raise KafkaError(Error.INVALID_REQUEST, f"quota key {op['Key']!r} twice")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"quota key {op['Key']!r} twice")
         seen.add(op["Key"])
         value = op["Value"]
         if not op["Remove"] and (not math.isfinite(value) or value <= 0):
-            raise KafkaError(Error.INVALID_REQUEST, f"{op['Key']} must be positive, not {value}")
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST, f"{op['Key']} must be positive, not {value}"
+            )
 
 
 async def alter(node: Any, ctx: RequestContext, body: dict) -> dict:
@@ -78,7 +82,7 @@ async def alter(node: Any, ctx: RequestContext, body: dict) -> dict:
         result = {"ErrorCode": 0, "ErrorMessage": None, "Entity": entry["Entity"]}
         entries.append(result)
         if not allowed:
-            result["ErrorCode"] = int(Error.CLUSTER_AUTHORIZATION_FAILED)
+            result["ErrorCode"] = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
             continue
         try:
             _check(entry)

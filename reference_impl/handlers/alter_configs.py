@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl import config as cfg
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.controller.image import config_record
-from reference_impl.error_codes import Error, KafkaError
 from reference_impl.handlers.common import BROKER, TOPIC
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
@@ -35,27 +35,27 @@ def resolve(
     image = node.require_active()
     if rtype == TOPIC:
         if not node.authorize(ctx.session, "ALTER_CONFIGS", ("TOPIC", rname)):
-            raise KafkaError(Error.TOPIC_AUTHORIZATION_FAILED)
+            raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         if rname not in image.topics:
-            raise KafkaError(Error.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
         return dict(image.configs.get((TOPIC, rname), {})), cfg.TOPIC_CONFIGS
     if rtype == BROKER:
         if not node.authorize(ctx.session, "ALTER_CONFIGS", CLUSTER):
-            raise KafkaError(Error.CLUSTER_AUTHORIZATION_FAILED)
+            raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         if rname != "" and not (rname.isdigit() and rname.isascii()):
-            raise KafkaError(Error.INVALID_REQUEST, f"broker id must be an integer: {rname!r}")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"broker id must be an integer: {rname!r}")
         return dict(image.configs.get((BROKER, rname), {})), cfg.BROKER_CONFIGS
-    raise KafkaError(Error.INVALID_REQUEST, f"unsupported resource type {rtype}")
+    raise KafkaError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
 
 
 def check(defs: dict[str, cfg.ConfigDef], values: dict[str, str]) -> None:
     for name, value in values.items():
         d = defs.get(name)
         if d is None:
-            raise KafkaError(Error.INVALID_CONFIG, f"Unknown config name: {name}")
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
         reason = cfg.validate_config_value(d, value)
         if reason is not None:
-            raise KafkaError(Error.INVALID_CONFIG, reason)
+            raise KafkaError(ErrorCode.INVALID_CONFIG, reason)
 
 
 def diff(rtype: int, rname: str, old: dict[str, str], new: dict[str, str]) -> list[dict]:
@@ -68,7 +68,7 @@ def _replace(configs: list[dict]) -> dict[str, str]:
     new = {}
     for c in configs:
         if c["Value"] is None:
-            raise KafkaError(Error.INVALID_REQUEST, f"Null value not supported for {c['Name']}")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for {c['Name']}")
         new[c["Name"]] = c["Value"]
     return new
 
@@ -94,7 +94,7 @@ async def alter(node: Any, ctx: RequestContext, body: dict, *, incremental: bool
         responses.append(response)
         try:
             if counts[(rtype, rname)] > 1:
-                raise KafkaError(Error.INVALID_REQUEST, "the same resource twice")
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "the same resource twice")
             current, defs = resolve(node, ctx, rtype, rname)
             if incremental:
                 _check_lists(defs, r["Configs"])
@@ -118,5 +118,5 @@ def _check_lists(defs: dict[str, cfg.ConfigDef], configs: list[dict]) -> None:
         d = defs.get(c["Name"])
         if c["ConfigOperation"] in (2, 3) and d is not None and d.type != cfg.LIST:
             raise KafkaError(
-                Error.INVALID_CONFIG, f"{c['Name']} is not a list: APPEND and SUBTRACT need one"
+                ErrorCode.INVALID_CONFIG, f"{c['Name']} is not a list: APPEND and SUBTRACT need one"
             )

@@ -12,9 +12,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from conformance.protocol import ErrorCode
 from reference_impl.broker_state import BrokerState
 from reference_impl.controller.image import Partition
-from reference_impl.error_codes import Error
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
@@ -25,13 +25,13 @@ ROLES = ("controller",)
 def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
-            return {"ErrorCode": Error.CLUSTER_AUTHORIZATION_FAILED, "Topics": []}
+            return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Topics": []}
         return await alter(node, ctx, body)
 
     return Api(KEY, handle)
 
 
-def _partition_error(index: int, code: Error) -> dict[str, Any]:
+def _partition_error(index: int, code: ErrorCode) -> dict[str, Any]:
     return {
         "PartitionIndex": index,
         "ErrorCode": int(code),
@@ -42,26 +42,26 @@ def _partition_error(index: int, code: Error) -> dict[str, Any]:
     }
 
 
-def _check(image: Any, broker_id: int, p: Partition, d: dict, v: int) -> Error | None:
+def _check(image: Any, broker_id: int, p: Partition, d: dict, v: int) -> ErrorCode | None:
     if p.leader != broker_id:
-        return Error.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
     if d["LeaderEpoch"] != p.leader_epoch:
-        return Error.FENCED_LEADER_EPOCH
+        return ErrorCode.FENCED_LEADER_EPOCH
     if d["PartitionEpoch"] != p.partition_epoch:
-        return Error.INVALID_UPDATE_VERSION
+        return ErrorCode.INVALID_UPDATE_VERSION
     if v >= 3:
         members = [(m["BrokerId"], m["BrokerEpoch"]) for m in d["NewIsrWithEpochs"]]
     else:
         members = [(b, -1) for b in d["NewIsr"]]
     isr = [b for b, _ in members]
     if broker_id not in isr or len(set(isr)) != len(isr) or any(b not in p.replicas for b in isr):
-        return Error.INVALID_REQUEST
+        return ErrorCode.INVALID_REQUEST
     for b, epoch in members:
         reg = image.brokers.get(b)
         if reg is None or (b != broker_id and reg.state != BrokerState.ONLINE):
-            return Error.INELIGIBLE_REPLICA
+            return ErrorCode.INELIGIBLE_REPLICA
         if epoch != -1 and epoch != reg.epoch:
-            return Error.INELIGIBLE_REPLICA
+            return ErrorCode.INELIGIBLE_REPLICA
     return None
 
 
@@ -71,7 +71,7 @@ async def alter(node: Any, ctx: RequestContext, body: dict) -> dict:
     broker_id = body["BrokerId"]
     reg = image.brokers.get(broker_id)
     if reg is None or body["BrokerEpoch"] not in (-1, reg.epoch):
-        return {"ErrorCode": int(Error.STALE_BROKER_EPOCH), "Topics": []}
+        return {"ErrorCode": int(ErrorCode.STALE_BROKER_EPOCH), "Topics": []}
     topics = []
     records = []
     pending = []
@@ -89,9 +89,9 @@ async def alter(node: Any, ctx: RequestContext, body: dict) -> dict:
             p = topic.partitions.get(index) if topic is not None else None
             if p is None:
                 missing = (
-                    Error.UNKNOWN_TOPIC_ID
+                    ErrorCode.UNKNOWN_TOPIC_ID
                     if v >= 2 and topic is None
-                    else (Error.UNKNOWN_TOPIC_OR_PARTITION)
+                    else (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 )
                 out["Partitions"].append(_partition_error(index, missing))
                 continue

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ErrorCode
 from reference_impl import extensions
-from reference_impl.error_codes import Error
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
@@ -21,7 +21,7 @@ PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
-            return {"ErrorCode": Error.CLUSTER_AUTHORIZATION_FAILED}
+            return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
         listeners = [
             {
                 "name": lst["Name"],

@@ -149,13 +149,13 @@ def controller_request_error(node: Any, ctx: Any, body: dict, broker_epoch_since
     one seen, and exactly this broker's current epoch: a broker obeys only the controller it is
     registered with (versions without the epoch field are refused).
     """
-    from reference_impl.error_codes import Error
+    from conformance.protocol import ErrorCode
     from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
     if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
-        return int(Error.CLUSTER_AUTHORIZATION_FAILED)
+        return int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if body["ControllerEpoch"] < node.metadata_cache.controller_epoch:
-        return int(Error.STALE_CONTROLLER_EPOCH)
+        return int(ErrorCode.STALE_CONTROLLER_EPOCH)
     if ctx.version < broker_epoch_since or body["BrokerEpoch"] != node.broker_epoch:
-        return int(Error.STALE_BROKER_EPOCH)
+        return int(ErrorCode.STALE_BROKER_EPOCH)
     return 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.error_codes import Error
+from conformance.protocol import ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
@@ -19,7 +19,7 @@ ROLES = ("controller",)
 def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
-            return {"ErrorCode": Error.CLUSTER_AUTHORIZATION_FAILED, "RemainingPartitions": []}
+            return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "RemainingPartitions": []}
         remaining = await node.lifecycle.controlled_shutdown(body["BrokerId"], body["BrokerEpoch"])
         return {
             "ErrorCode": 0,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.controller.placement import assign_replicas, new_partition
-from reference_impl.error_codes import Error, KafkaError
 from reference_impl.handlers.common import MAX_PARTITIONS
 from reference_impl.net.listener import Api, RequestContext
 
@@ -25,26 +25,29 @@ def api(node: Any) -> Api:
 def _plan(image: Any, t: dict) -> list[list[int]]:
     topic = image.topics.get(t["Name"])
     if topic is None:
-        raise KafkaError(Error.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{t['Name']}' does not exist.")
+        raise KafkaError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{t['Name']}' does not exist."
+        )
     current = len(topic.partitions)
     count = t["Count"]
     if count == current:
-        raise KafkaError(Error.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
     if count < current:
         raise KafkaError(
-            Error.INVALID_PARTITIONS,
+            ErrorCode.INVALID_PARTITIONS,
             f"Topic currently has {current} partitions, which is higher than the requested "
             f"{count}.",
         )
     if count > MAX_PARTITIONS:
         raise KafkaError(
-            Error.INVALID_PARTITIONS, f"the reference allows at most {MAX_PARTITIONS} partitions"
+            ErrorCode.INVALID_PARTITIONS,
+            f"the reference allows at most {MAX_PARTITIONS} partitions",
         )
     added = count - current
     if t["Assignments"] is not None:
         if len(t["Assignments"]) != added:
             raise KafkaError(
-                Error.INVALID_REPLICA_ASSIGNMENT,
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"Increasing the number of partitions by {added} but "
                 f"{len(t['Assignments'])} assignments provided.",
             )
@@ -52,14 +55,14 @@ def _plan(image: Any, t: dict) -> list[list[int]]:
         for a in t["Assignments"]:
             ids = a["BrokerIds"]
             if not ids or len(set(ids)) != len(ids) or any(b not in image.brokers for b in ids):
-                raise KafkaError(Error.INVALID_REPLICA_ASSIGNMENT, f"invalid assignment {ids}")
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"invalid assignment {ids}")
             out.append(ids)
         return out
     rf = len(topic.partitions[0].replicas) if 0 in topic.partitions else 1
     active = image.active_brokers()
     if rf > len(active):
         raise KafkaError(
-            Error.INVALID_REPLICATION_FACTOR,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
             f"replication factor {rf} with {len(active)} available brokers",
         )
     return assign_replicas(active, added, rf, first_partition=current)
@@ -77,10 +80,10 @@ async def create_partitions(node: Any, ctx: RequestContext, body: dict) -> dict:
         result: dict[str, Any] = {"Name": name, "ErrorCode": 0, "ErrorMessage": None}
         results.append(result)
         if counts[name] > 1:
-            result.update(ErrorCode=int(Error.INVALID_REQUEST), ErrorMessage="duplicate topic")
+            result.update(ErrorCode=int(ErrorCode.INVALID_REQUEST), ErrorMessage="duplicate topic")
             continue
         if not node.authorize(ctx.session, "ALTER", ("TOPIC", name)):
-            result.update(ErrorCode=int(Error.TOPIC_AUTHORIZATION_FAILED))
+            result.update(ErrorCode=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
         try:
             plan = _plan(image, t)

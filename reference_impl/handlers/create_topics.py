@@ -12,11 +12,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl import config as cfg
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.controller.image import TOPIC_RESOURCE, config_record
 from reference_impl.controller.placement import assign_replicas, new_partition
-from reference_impl.error_codes import Error, KafkaError
 from reference_impl.handlers.common import (
     MAX_PARTITIONS,
     created_topic_configs,
@@ -33,7 +33,7 @@ def api(node: Any) -> Api:
     return mutation_api(node, KEY, create)
 
 
-def _fail(name: str, code: Error, message: str | None = None) -> dict[str, Any]:
+def _fail(name: str, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {"Name": name, "ErrorCode": int(code), "ErrorMessage": message, "Configs": None}
 
 
@@ -42,12 +42,12 @@ def _check_configs(configs: list[dict]) -> dict[str, str]:
     for c in configs:
         d = cfg.TOPIC_CONFIGS.get(c["Name"])
         if d is None:
-            raise KafkaError(Error.INVALID_CONFIG, f"Unknown topic config name: {c['Name']}")
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {c['Name']}")
         if c["Value"] is None:
-            raise KafkaError(Error.INVALID_REQUEST, f"Null value not supported for {c['Name']}")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for {c['Name']}")
         reason = cfg.validate_config_value(d, c["Value"])
         if reason is not None:
-            raise KafkaError(Error.INVALID_CONFIG, reason)
+            raise KafkaError(ErrorCode.INVALID_CONFIG, reason)
         out[c["Name"]] = c["Value"]
     return out
 
@@ -56,25 +56,25 @@ def _assignment(t: dict, active: list[int], registered: set[int], config: Any) -
     if t["Assignments"]:
         if t["NumPartitions"] != -1 or t["ReplicationFactor"] != -1:
             raise KafkaError(
-                Error.INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 "Both numPartitions or replicationFactor and replicasAssignments were set. "
                 "Both cannot be used at the same time.",
             )
         by_index = {a["PartitionIndex"]: a["BrokerIds"] for a in t["Assignments"]}
         if sorted(by_index) != list(range(len(by_index))) or len(by_index) > MAX_PARTITIONS:
             raise KafkaError(
-                Error.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered 0, 1, 2 …"
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered 0, 1, 2 …"
             )
         sizes = {len(ids) for ids in by_index.values()}
         for ids in by_index.values():
             if not ids or len(set(ids)) != len(ids) or any(b not in registered for b in ids):
                 raise KafkaError(
-                    Error.INVALID_REPLICA_ASSIGNMENT,
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"invalid replica assignment {ids}: empty, duplicate or unknown brokers",
                 )
         if len(sizes) != 1:
             raise KafkaError(
-                Error.INVALID_REPLICA_ASSIGNMENT, "all partitions need the same replica count"
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT, "all partitions need the same replica count"
             )
         return [by_index[i] for i in range(len(by_index))]
     partitions = t["NumPartitions"] if t["NumPartitions"] != -1 else config.num_partitions
@@ -84,18 +84,21 @@ def _assignment(t: dict, active: list[int], registered: set[int], config: Any) -
         else config.default_replication_factor
     )
     if partitions <= 0:
-        raise KafkaError(Error.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        raise KafkaError(
+            ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
+        )
     if partitions > MAX_PARTITIONS:
         raise KafkaError(
-            Error.INVALID_PARTITIONS, f"the reference allows at most {MAX_PARTITIONS} partitions"
+            ErrorCode.INVALID_PARTITIONS,
+            f"the reference allows at most {MAX_PARTITIONS} partitions",
         )
     if rf <= 0:
         raise KafkaError(
-            Error.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+            ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
         )
     if rf > len(active):
         raise KafkaError(
-            Error.INVALID_REPLICATION_FACTOR,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
             f"Unable to replicate the partition {rf} time(s): The target replication factor of "
             f"{rf} cannot be reached because only {len(active)} broker(s) are registered.",
         )
@@ -118,19 +121,19 @@ async def create(node: Any, ctx: RequestContext, body: dict) -> dict:
         name = t["Name"]
         if counts[name] > 1:
             results.append(
-                _fail(name, Error.INVALID_REQUEST, f"Found multiple entries for topic {name}")
+                _fail(name, ErrorCode.INVALID_REQUEST, f"Found multiple entries for topic {name}")
             )
             continue
         reason = topic_name_error(name)
         if reason is not None:
-            results.append(_fail(name, Error.INVALID_TOPIC_EXCEPTION, reason))
+            results.append(_fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION, reason))
             continue
         if not (may_create_any or node.authorize(ctx.session, "CREATE", ("TOPIC", name))):
-            results.append(_fail(name, Error.TOPIC_AUTHORIZATION_FAILED))
+            results.append(_fail(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
         if name in image.topics:
             results.append(
-                _fail(name, Error.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+                _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
             )
             continue
         try:
@@ -167,7 +170,7 @@ async def create(node: Any, ctx: RequestContext, body: dict) -> dict:
         for index, name, topic in planned:
             if name in locked.topics:
                 results[index] = _fail(
-                    name, Error.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+                    name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
                 )
             else:
                 out.extend(topic)

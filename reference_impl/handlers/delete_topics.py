@@ -10,8 +10,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from conformance.protocol import ErrorCode
 from reference_impl.broker.forwarding import mutation_api
-from reference_impl.error_codes import Error
 from reference_impl.net.listener import Api, RequestContext
 
 KEY = 20
@@ -35,20 +35,20 @@ async def delete(node: Any, ctx: RequestContext, body: dict) -> dict:
         result: dict[str, Any] = {"Name": name, "TopicId": topic_id, "ErrorCode": 0}
         results.append(result)
         if name is not None and topic_id != NO_ID:
-            result.update(ErrorCode=Error.INVALID_REQUEST, ErrorMessage="name or id, not both")
+            result.update(ErrorCode=ErrorCode.INVALID_REQUEST, ErrorMessage="name or id, not both")
             continue
         if name is None:
             name = image.topic_ids.get(topic_id)
             if name is None:
-                result.update(ErrorCode=Error.UNKNOWN_TOPIC_ID)
+                result.update(ErrorCode=ErrorCode.UNKNOWN_TOPIC_ID)
                 continue
             result["Name"] = name
         if not node.authorize(ctx.session, "DELETE", ("TOPIC", name)):
-            result.update(ErrorCode=Error.TOPIC_AUTHORIZATION_FAILED)
+            result.update(ErrorCode=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             continue
         topic = image.topics.get(name)
         if topic is None:
-            result.update(ErrorCode=Error.UNKNOWN_TOPIC_OR_PARTITION)
+            result.update(ErrorCode=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             continue
         result["TopicId"] = topic.topic_id
         if name not in doomed:

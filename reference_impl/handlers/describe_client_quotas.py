@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.error_codes import Error, KafkaError
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl.handlers.alter_client_quotas import check_entity
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
@@ -20,16 +20,16 @@ EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", CLUSTER):
-            return _error(Error.CLUSTER_AUTHORIZATION_FAILED, None)
+            return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
         components = body["Components"]
         try:
             if components:
                 check_entity(components)
             for c in components:
                 if c["MatchType"] not in (EXACT, DEFAULT, SPECIFIED):
-                    raise KafkaError(Error.INVALID_REQUEST, f"match type {c['MatchType']}")
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"match type {c['MatchType']}")
                 if c["MatchType"] == EXACT and c["Match"] is None:
-                    raise KafkaError(Error.INVALID_REQUEST, "exact match needs a name")
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "exact match needs a name")
         except KafkaError as e:
             return _error(e.code, e.message)
         entries = []

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ErrorCode
 from reference_impl import extensions
-from reference_impl.error_codes import Error
 from reference_impl.handlers.common import CLUSTER_OPERATIONS, authorized_operations
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
@@ -56,7 +56,9 @@ async def _broker(node: Any, ctx: RequestContext, body: dict) -> dict:
             node, MISMATCHED_ENDPOINT_TYPE, "brokers do not list controllers", endpoint_type
         )
     if endpoint_type != BROKERS:
-        return _error(node, Error.UNSUPPORTED_ENDPOINT_TYPE, "unknown endpoint type", endpoint_type)
+        return _error(
+            node, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "unknown endpoint type", endpoint_type
+        )
     cache = node.metadata_cache
     brokers = []
     for broker_id, info in sorted(cache.brokers.items()):
@@ -82,7 +84,9 @@ async def _broker(node: Any, ctx: RequestContext, body: dict) -> dict:
 async def _controller(node: Any, ctx: RequestContext, body: dict) -> dict:
     endpoint_type = body["EndpointType"]
     if endpoint_type not in (BROKERS, CONTROLLERS):
-        return _error(node, Error.UNSUPPORTED_ENDPOINT_TYPE, "unknown endpoint type", endpoint_type)
+        return _error(
+            node, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "unknown endpoint type", endpoint_type
+        )
     if endpoint_type == CONTROLLERS:
         brokers = [
             {"BrokerId": c.node_id, "Host": c.host, "Port": c.port, "Rack": None}
@@ -91,7 +95,9 @@ async def _controller(node: Any, ctx: RequestContext, body: dict) -> dict:
         controller_id = node.node_id if node.active else -1
     else:
         if not node.active or node.image is None:
-            return _error(node, Error.NOT_CONTROLLER, "not the active controller", endpoint_type)
+            return _error(
+                node, ErrorCode.NOT_CONTROLLER, "not the active controller", endpoint_type
+            )
         brokers = []
         for reg in node.image.visible_brokers():
             lst = node.propagator.endpoint_of(reg)

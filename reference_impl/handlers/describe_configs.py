@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from conformance.protocol import ErrorCode
 from reference_impl import config as cfg
-from reference_impl.error_codes import Error
 from reference_impl.handlers.common import (
     BROKER,
     BROKER_LOGGER,
@@ -63,27 +63,27 @@ def _resource(node: Any, ctx: RequestContext, body: dict, r: dict) -> dict[str, 
         "Configs": [],
     }
 
-    def fail(code: Error, message: str | None = None) -> dict[str, Any]:
+    def fail(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
         result.update(ErrorCode=int(code), ErrorMessage=message)
         return result
 
     topics, topic_configs, broker_configs = _view(node)
     if rtype == TOPIC:
         if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", ("TOPIC", rname)):
-            return fail(Error.TOPIC_AUTHORIZATION_FAILED)
+            return fail(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         if rname not in topics:
-            return fail(Error.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
+            return fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
         result["Configs"] = topic_config_entries(
             topic_configs.get(rname, {}), keys, ctx.version, synonyms, doc
         )
         return result
     if rtype in (BROKER, BROKER_LOGGER):
         if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", CLUSTER):
-            return fail(Error.CLUSTER_AUTHORIZATION_FAILED)
+            return fail(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         own = node.role == "controller" or rname == str(node.node_id)
         if rtype == BROKER_LOGGER:
             if not own or rname == "":
-                return fail(Error.INVALID_REQUEST, f"Unexpected broker id {rname!r}")
+                return fail(ErrorCode.INVALID_REQUEST, f"Unexpected broker id {rname!r}")
             level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
             entry = config_entry(
                 "root",
@@ -98,17 +98,17 @@ def _resource(node: Any, ctx: RequestContext, body: dict, r: dict) -> dict[str, 
             return result
         if rname != "" and not own:
             return fail(
-                Error.INVALID_REQUEST, f"Unexpected broker id, expected {node.node_id} or empty"
+                ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {node.node_id} or empty"
             )
         if rname != "" and not (rname.isdigit() and rname.isascii()):
-            return fail(Error.INVALID_REQUEST, f"broker id must be an integer: {rname!r}")
+            return fail(ErrorCode.INVALID_REQUEST, f"broker id must be an integer: {rname!r}")
         result["Configs"] = [
             e
             for e in _broker_entries(node, rname, broker_configs, ctx.version, synonyms, doc)
             if keys is None or e["Name"] in keys
         ]
         return result
-    return fail(Error.INVALID_REQUEST, f"unsupported resource type {rtype}")
+    return fail(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
 
 
 def _broker_entries(

@@ -13,7 +13,7 @@ import logging
 import struct
 from typing import Any
 
-from conformance.protocol import Codec, DecodeError, UnknownMessageError
+from conformance.protocol import Codec, DecodeError, ErrorCode, UnknownMessageError
 from conformance.protocol.framing import (
     decode_header_prefix,
     encode_response,
@@ -21,7 +21,6 @@ from conformance.protocol.framing import (
 )
 from reference_impl import principal
 from reference_impl.broker.forwarding import FORWARDED
-from reference_impl.error_codes import Error
 from reference_impl.net.listener import CLOSE, Api, RequestContext, Session
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
@@ -50,28 +49,28 @@ def api(node: Any) -> Api:
         if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
             metrics.envelopes.labels("cluster_authorization_failed").inc()
             log.warning("Envelope from %s refused: not a broker principal", ctx.session.principal)
-            return {"ErrorCode": Error.CLUSTER_AUTHORIZATION_FAILED}
+            return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
         if not node.active:
             metrics.envelopes.labels("not_controller").inc()
-            return {"ErrorCode": Error.NOT_CONTROLLER}
+            return {"ErrorCode": ErrorCode.NOT_CONTROLLER}
         try:
             embedded = principal.deserialize(body["RequestPrincipal"] or b"")
         except principal.PrincipalError:
             metrics.envelopes.labels("principal_deserialization_failure").inc()
-            return {"ErrorCode": Error.PRINCIPAL_DESERIALIZATION_FAILURE}
+            return {"ErrorCode": ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE}
         raw = body["RequestData"]
         try:
             header, inner = _decode_inner(node.codec, raw)
         except (DecodeError, UnknownMessageError, ValueError) as e:
             metrics.envelopes.labels("invalid_request").inc()
             log.info("Envelope with an undecodable request: %s", e)
-            return {"ErrorCode": Error.INVALID_REQUEST}
+            return {"ErrorCode": ErrorCode.INVALID_REQUEST}
         api_key, version = header["RequestApiKey"], header["RequestApiVersion"]
         served = ctx.listener.served.get(api_key)
         lo, hi = ctx.listener.ranges.get(api_key, (1, 0))
         if api_key not in FORWARDED or served is None or not lo <= version <= hi:
             metrics.envelopes.labels("invalid_request").inc()
-            return {"ErrorCode": Error.INVALID_REQUEST}
+            return {"ErrorCode": ErrorCode.INVALID_REQUEST}
         address = principal.address_text(body["ClientHostAddress"])
         inner_ctx = RequestContext(
             ctx.listener,
@@ -85,7 +84,7 @@ def api(node: Any) -> Api:
         response = await served.handler(inner_ctx, inner)
         if response is None or response is CLOSE:
             metrics.envelopes.labels("invalid_request").inc()
-            return {"ErrorCode": Error.INVALID_REQUEST}
+            return {"ErrorCode": ErrorCode.INVALID_REQUEST}
         metrics.envelopes.labels("ok").inc()
         data = encode_response(node.codec, api_key, version, header["CorrelationId"], response)
         return {"ErrorCode": 0, "ResponseData": data}

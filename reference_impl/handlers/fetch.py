@@ -17,8 +17,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from conformance.protocol import ErrorCode
 from reference_impl.handlers.data_common import current_leader, node_endpoints
-from reference_impl.log.errors import Errors
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.replica.manager import FetchPartition, FetchResult
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
@@ -26,7 +26,7 @@ from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 KEY = 1
 MIN_VERSION = 4
 TOPIC_AUTHORIZATION_FAILED = 29
-_LEADER_HINT = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
+_LEADER_HINT = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
 def api(node: Any) -> Api:
@@ -42,7 +42,7 @@ async def fetch(node: Any, ctx: RequestContext, body: dict) -> dict:
     if body["SessionEpoch"] > 0:
         return {
             "ThrottleTimeMs": 0,
-            "ErrorCode": int(Errors.FETCH_SESSION_ID_NOT_FOUND),
+            "ErrorCode": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
             "SessionId": 0,
             "Responses": [],
         }
@@ -58,7 +58,7 @@ async def fetch(node: Any, ctx: RequestContext, body: dict) -> dict:
         order.append((name, topic_id, indexes))
         key_name = name if name is not None else topic_id
         if name is None:
-            error = Errors.UNKNOWN_TOPIC_ID
+            error = ErrorCode.UNKNOWN_TOPIC_ID
         elif not follower_ok or (
             replica_id < 0 and not node.authorize(ctx.session, "READ", ("TOPIC", name))
         ):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.groups.errors import Errors
+from conformance.protocol import ErrorCode
 from reference_impl.groups.service import Coordinator
 from reference_impl.handlers.group_common import (
     GROUP_AUTHORIZATION_FAILED,
@@ -25,8 +25,8 @@ GROUP, TRANSACTION = 0, 1
 #: Kafka's default messages for the errors this answers with
 MESSAGES = {
     0: "NONE",
-    int(Errors.COORDINATOR_NOT_AVAILABLE): "The coordinator is not available.",
-    int(Errors.INVALID_REQUEST): "This most likely occurs because of a request being malformed "
+    int(ErrorCode.COORDINATOR_NOT_AVAILABLE): "The coordinator is not available.",
+    int(ErrorCode.INVALID_REQUEST): "This most likely occurs because of a request being malformed "
     "by the client library or the message was sent to an incompatible broker. See the broker "
     "logs for more details.",
     GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
@@ -39,11 +39,13 @@ def api(node: Any) -> Api:
     async def locate(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
         if key_type == TRANSACTION:
             return Coordinator(
-                int(Errors.COORDINATOR_NOT_AVAILABLE),
+                int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
                 message="the reference cluster has no transaction coordinator",
             )
         if key_type != GROUP:
-            return Coordinator(int(Errors.INVALID_REQUEST), message=f"unknown key type {key_type}")
+            return Coordinator(
+                int(ErrorCode.INVALID_REQUEST), message=f"unknown key type {key_type}"
+            )
         if not group_allowed(node, ctx, "DESCRIBE", key):
             return Coordinator(GROUP_AUTHORIZATION_FAILED)
         return await service.find(key, ctx.listener.name)

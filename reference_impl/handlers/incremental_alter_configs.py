@@ -10,9 +10,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.config import ConfigDef
-from reference_impl.error_codes import Error, KafkaError
 from reference_impl.handlers.alter_configs import alter
 from reference_impl.net.listener import Api
 
@@ -32,13 +32,13 @@ def apply_ops(
     config has no dynamic value (as Kafka does)."""
     names = [c["Name"] for c in configs]
     if len(set(names)) != len(names):
-        raise KafkaError(Error.INVALID_REQUEST, "Error due to duplicate config keys")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     new = dict(current)
     for c in configs:
         name, op, value = c["Name"], c["ConfigOperation"], c["Value"]
         if op == SET:
             if value is None:
-                raise KafkaError(Error.INVALID_REQUEST, f"Null value not supported for {name}")
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Null value not supported for {name}")
             new[name] = value
         elif op == DELETE:
             new.pop(name, None)
@@ -53,5 +53,5 @@ def apply_ops(
                 items = [x for x in items if x not in given]
             new[name] = ",".join(items)
         else:
-            raise KafkaError(Error.INVALID_REQUEST, f"unknown config operation {op}")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown config operation {op}")
     return new

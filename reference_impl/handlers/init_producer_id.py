@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from reference_impl.log.errors import Errors
+from conformance.protocol import ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 
 KEY = 22
@@ -65,7 +65,7 @@ def api(node: Any) -> Api:
         if body["TransactionalId"] is not None:
             return {
                 "ThrottleTimeMs": 0,
-                "ErrorCode": int(Errors.COORDINATOR_NOT_AVAILABLE),
+                "ErrorCode": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
                 "ProducerId": -1,
                 "ProducerEpoch": -1,
             }

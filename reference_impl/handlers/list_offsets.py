@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.log.errors import Errors
+from conformance.protocol import ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 
 KEY = 2
@@ -50,7 +50,7 @@ def list_offsets(node: Any, ctx: RequestContext, body: dict) -> dict:
                 "LeaderEpoch": -1,
             }
             if seen[(name, index)] > 1:
-                entry["ErrorCode"] = int(Errors.INVALID_REQUEST)
+                entry["ErrorCode"] = int(ErrorCode.INVALID_REQUEST)
             elif not allowed:
                 entry["ErrorCode"] = TOPIC_AUTHORIZATION_FAILED
             else:

@@ -14,8 +14,8 @@ import logging
 import uuid
 from typing import Any
 
+from conformance.protocol import ErrorCode
 from reference_impl import extensions
-from reference_impl.error_codes import Error
 from reference_impl.handlers.common import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
@@ -96,13 +96,13 @@ def _requested(
     if name is None:
         name = cache.topic_ids.get(topic_id)
         if name is None or not node.authorize(ctx.session, "DESCRIBE", ("TOPIC", name)):
-            return _error(None, topic_id, Error.UNKNOWN_TOPIC_ID)
+            return _error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
     if not node.authorize(ctx.session, "DESCRIBE", ("TOPIC", name)):
-        return _error(name, NO_ID, Error.TOPIC_AUTHORIZATION_FAILED)
+        return _error(name, NO_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if name in cache.topics:
         return _topic(node, ctx, name, listener)
     if topic_name_error(name) is not None:
-        return _error(name, NO_ID, Error.INVALID_TOPIC_EXCEPTION)
+        return _error(name, NO_ID, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if (
         allow_create
         and node.config.auto_create_topics
@@ -110,8 +110,8 @@ def _requested(
         and node.authorize(ctx.session, "CREATE", ("TOPIC", name))
     ):
         _auto_create(node, name)
-        return _error(name, NO_ID, Error.LEADER_NOT_AVAILABLE)
-    return _error(name, NO_ID, Error.UNKNOWN_TOPIC_OR_PARTITION)
+        return _error(name, NO_ID, ErrorCode.LEADER_NOT_AVAILABLE)
+    return _error(name, NO_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 def _auto_create(node: Any, name: str) -> None:
@@ -121,7 +121,7 @@ def _auto_create(node: Any, name: str) -> None:
     async def create() -> None:
         try:
             code = await node.create_topic(name, node.config.num_partitions, rf)
-            if code not in (Error.NONE, Error.TOPIC_ALREADY_EXISTS):
+            if code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                 log.info("auto-creating %s: error %d", name, code)
         except Exception:
             log.exception("auto-creating %s", name)
@@ -129,7 +129,7 @@ def _auto_create(node: Any, name: str) -> None:
     node.spawn(create(), f"auto-create-{name}")
 
 
-def _error(name: str | None, topic_id: uuid.UUID, code: Error) -> dict[str, Any]:
+def _error(name: str | None, topic_id: uuid.UUID, code: ErrorCode) -> dict[str, Any]:
     return {
         "ErrorCode": int(code),
         "Name": name,
@@ -146,17 +146,17 @@ def _topic(node: Any, ctx: RequestContext, name: str, listener: str) -> dict[str
     v0 = ctx.version == 0
     partitions = []
     for index, p in sorted(topic.partitions.items()):
-        code = Error.NONE
+        code = ErrorCode.NONE
         leader = p.leader
         live_replicas = [b for b in p.replicas if cache.alive(b)]
         offline = [b for b in p.replicas if not cache.alive(b)]
         if not cache.alive(leader):
-            code, leader = Error.LEADER_NOT_AVAILABLE, -1
+            code, leader = ErrorCode.LEADER_NOT_AVAILABLE, -1
         elif cache.endpoint(leader, listener) is None:
-            code = Error.LEADER_NOT_AVAILABLE if v0 else LISTENER_NOT_FOUND
+            code = ErrorCode.LEADER_NOT_AVAILABLE if v0 else LISTENER_NOT_FOUND
             leader = -1
         elif v0 and offline:
-            code = Error.REPLICA_NOT_AVAILABLE
+            code = ErrorCode.REPLICA_NOT_AVAILABLE
         partitions.append(
             {
                 "ErrorCode": int(code),

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ErrorCode
 from reference_impl.handlers.data_common import current_leader, node_endpoints
-from reference_impl.log.errors import Errors
 from reference_impl.net.listener import CLOSE, Api, RequestContext
 
 KEY = 0
@@ -43,7 +43,7 @@ async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
             key = (name, p["Index"])
             records = p["Records"]
             if acks not in (-1, 0, 1):
-                answers[key] = (int(Errors.INVALID_REQUIRED_ACKS), -1, -1, None)
+                answers[key] = (int(ErrorCode.INVALID_REQUIRED_ACKS), -1, -1, None)
             elif not allowed:
                 answers[key] = (TOPIC_AUTHORIZATION_FAILED, -1, -1, None)
             else:
@@ -72,7 +72,7 @@ async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
                 "RecordErrors": [],
                 "ErrorMessage": message if code else None,
             }
-            if code == Errors.NOT_LEADER_OR_FOLLOWER and v >= 10:
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and v >= 10:
                 leader = current_leader(node, *key)
                 if leader is not None:
                     entry["CurrentLeader"] = leader

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.groups.errors import Errors
+from conformance.protocol import ErrorCode
 from reference_impl.handlers.group_common import GROUP_AUTHORIZATION_FAILED, group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
 
@@ -25,7 +25,7 @@ def api(node: Any) -> Api:
         if not group_allowed(node, ctx, "READ", body["GroupId"]):
             return _answer(GROUP_AUTHORIZATION_FAILED)
         if v >= 5 and (ptype is None or pname is None):
-            return _answer(Errors.INCONSISTENT_GROUP_PROTOCOL)
+            return _answer(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         r = await service.sync(
             body["GroupId"],
             body["GenerationId"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.error_codes import Error
+from conformance.protocol import ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
@@ -15,7 +15,7 @@ ROLES = ("controller",)
 def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not node.authorize(ctx.session, "ALTER", CLUSTER):
-            return {"ErrorCode": Error.CLUSTER_AUTHORIZATION_FAILED}
+            return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
         await node.lifecycle.unregister(body["BrokerId"])
         return {"ErrorCode": 0}
 

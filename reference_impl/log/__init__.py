@@ -2,14 +2,11 @@
 
 from reference_impl.log.batches import BatchHeader, parse_header
 from reference_impl.log.config import LogConfig
-from reference_impl.log.errors import Errors, KafkaError
 from reference_impl.log.partition_log import AppendResult, PartitionLog, TimestampOffset
 
 __all__ = [
     "AppendResult",
     "BatchHeader",
-    "Errors",
-    "KafkaError",
     "LogConfig",
     "PartitionLog",
     "TimestampOffset",

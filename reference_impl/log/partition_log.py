@@ -22,6 +22,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from conformance.protocol import ErrorCode, KafkaError
 from conformance.protocol.records import CorruptRecordError, decode_batch
 from reference_impl.log.batches import (
     HEADER_SIZE,
@@ -34,7 +35,6 @@ from reference_impl.log.batches import (
 )
 from reference_impl.log.config import LogConfig
 from reference_impl.log.epochs import LeaderEpochCache
-from reference_impl.log.errors import CorruptMessage, OffsetOutOfRange
 from reference_impl.log.producer_state import ProducerStateManager
 from reference_impl.log.segment import Segment
 
@@ -181,14 +181,20 @@ class PartitionLog:
         while pos + HEADER_SIZE <= n:
             h = parse_header(data, pos)
             if h.length < HEADER_SIZE:
-                raise CorruptMessage(f"batch at byte {pos} has length {h.length - LOG_OVERHEAD}")
+                raise KafkaError(
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"batch at byte {pos} has length {h.length - LOG_OVERHEAD}",
+                )
             if pos + h.length > n:
                 break
             if h.magic != 2 or not crc_ok(data, h):
-                raise CorruptMessage(f"batch at offset {h.base_offset} is corrupt")
+                raise KafkaError(
+                    ErrorCode.CORRUPT_MESSAGE, f"batch at offset {h.base_offset} is corrupt"
+                )
             if h.base_offset < expect:
-                raise CorruptMessage(
-                    f"batch at offset {h.base_offset} does not continue the log at {expect}"
+                raise KafkaError(
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"batch at offset {h.base_offset} does not continue the log at {expect}",
                 )
             headers.append(h)
             expect = h.next_offset
@@ -307,7 +313,10 @@ class PartitionLog:
         log end), at most ``max_bytes`` — but with ``min_one`` at least one whole batch."""
         leo = self.log_end_offset
         if offset < self.log_start_offset or offset > leo:
-            raise OffsetOutOfRange(f"offset {offset} is outside [{self.log_start_offset}, {leo}]")
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside [{self.log_start_offset}, {leo}]",
+            )
         limit = leo if max_offset is None else min(max_offset, leo)
         if offset >= limit:
             return b""

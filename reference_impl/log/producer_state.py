@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl.log.batches import BatchHeader
-from reference_impl.log.errors import InvalidProducerEpoch, OutOfOrderSequence
 
 NO_EPOCH = -1
 NO_SEQUENCE = -1
@@ -69,22 +69,25 @@ class ProducerStateManager:
         if entry is None:
             return None  # unknown producer (or its state expired): any sequence is accepted
         if h.producer_epoch < entry.epoch:
-            raise InvalidProducerEpoch(
+            raise KafkaError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"producer {h.producer_id} epoch {h.producer_epoch} is older than the current "
-                f"epoch {entry.epoch}"
+                f"epoch {entry.epoch}",
             )
         dup = entry.duplicate_of(h.producer_epoch, h.base_sequence, h.last_sequence)
         if dup is not None:
             return dup
         if h.producer_epoch != entry.epoch:
             if h.base_sequence != 0 and entry.epoch != NO_EPOCH:
-                raise OutOfOrderSequence(
+                raise KafkaError(
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                     f"a new epoch {h.producer_epoch} of producer {h.producer_id} must start at "
-                    f"sequence 0, not {h.base_sequence}"
+                    f"sequence 0, not {h.base_sequence}",
                 )
         elif not in_sequence(entry.last_seq, h.base_sequence):
-            raise OutOfOrderSequence(
-                f"producer {h.producer_id} sent sequence {h.base_sequence} after {entry.last_seq}"
+            raise KafkaError(
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                f"producer {h.producer_id} sent sequence {h.base_sequence} after {entry.last_seq}",
             )
         return None
 

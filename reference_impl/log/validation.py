@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conformance.protocol import ErrorCode, KafkaError
 from conformance.protocol.records import CorruptRecordError, decompress
 from conformance.protocol.records.compression import Compression
 from reference_impl.log.batches import (
@@ -32,8 +33,6 @@ from reference_impl.log.batches import (
     offset_and_length,
     parse_header,
 )
-from reference_impl.log.errors import CorruptMessage, InvalidRecord, KafkaError, MessageTooLarge
-from reference_impl.log.errors import Errors as E
 
 _MIN_ENTRY = 14  # the smallest entry any message format can hold
 MAX_DECOMPRESSED = 64 * 1024 * 1024
@@ -50,7 +49,9 @@ def validate_batch(
 ) -> ValidBatch:
     """The one batch of a Produce partition, checked; raises KafkaError with Kafka's code."""
     if not records:
-        raise InvalidRecord("a produce request must hold exactly one record batch")
+        raise KafkaError(
+            ErrorCode.INVALID_RECORD, "a produce request must hold exactly one record batch"
+        )
     data = memoryview(records)
     n = len(data)
     spans = []
@@ -58,27 +59,37 @@ def validate_batch(
     while n - pos >= LOG_OVERHEAD:
         _, length = offset_and_length(data, pos)
         if length - LOG_OVERHEAD < _MIN_ENTRY:
-            raise CorruptMessage(f"record size {length - LOG_OVERHEAD} is below the minimum")
+            raise KafkaError(
+                ErrorCode.CORRUPT_MESSAGE,
+                f"record size {length - LOG_OVERHEAD} is below the minimum",
+            )
         if pos + length > n:
             break
         spans.append((pos, length))
         pos += length
     if len(spans) != 1:
-        raise InvalidRecord(
-            f"a produce request must hold exactly one record batch, found {len(spans)}"
+        raise KafkaError(
+            ErrorCode.INVALID_RECORD,
+            f"a produce request must hold exactly one record batch, found {len(spans)}",
         )
     _, length = spans[0]
     if data[16] != 2:
-        raise InvalidRecord(f"record batches must be magic 2, not {data[16]}")
+        raise KafkaError(
+            ErrorCode.INVALID_RECORD, f"record batches must be magic 2, not {data[16]}"
+        )
     if length < HEADER_SIZE:
-        raise CorruptMessage(f"batch length {length - LOG_OVERHEAD} is below the v2 header size")
+        raise KafkaError(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"batch length {length - LOG_OVERHEAD} is below the v2 header size",
+        )
     h = parse_header(data, 0)
     if length > max_message_bytes:
-        raise MessageTooLarge(
-            f"the batch is {length} bytes, more than max.message.bytes {max_message_bytes}"
+        raise KafkaError(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"the batch is {length} bytes, more than max.message.bytes {max_message_bytes}",
         )
     if not crc_ok(data, h):
-        raise CorruptMessage("the batch CRC-32C does not match its contents")
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "the batch CRC-32C does not match its contents")
     batch = data[:length]
     _check_header(h, produce_version)
     _check_records(batch, h)
@@ -88,33 +99,39 @@ def validate_batch(
 def validate_internal_batch(records: bytes | None) -> ValidBatch:
     """A batch the broker itself writes (group coordinator): one v2 batch with a valid CRC."""
     if not records or len(records) < HEADER_SIZE:
-        raise InvalidRecord("an internal append must hold one record batch")
+        raise KafkaError(ErrorCode.INVALID_RECORD, "an internal append must hold one record batch")
     h = parse_header(records, 0)
     if h.magic != 2 or h.length != len(records) or not crc_ok(records, h):
-        raise CorruptMessage("an internal batch is not one valid v2 batch")
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "an internal batch is not one valid v2 batch")
     return ValidBatch(h, records)
 
 
 def _check_header(h: BatchHeader, produce_version: int) -> None:
     if h.is_control:
-        raise InvalidRecord("clients may not write control batches")
+        raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
     if h.is_transactional:  # no transaction coordinator: a transaction could never end
-        raise KafkaError("transactions are not supported", code=E.INVALID_TXN_STATE)
+        raise KafkaError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported")
     if h.base_offset != 0:
-        raise InvalidRecord(f"the base offset of a produced batch must be 0, not {h.base_offset}")
+        raise KafkaError(
+            ErrorCode.INVALID_RECORD,
+            f"the base offset of a produced batch must be 0, not {h.base_offset}",
+        )
     if h.count <= 0:
-        raise InvalidRecord(f"invalid record count {h.count}")
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"invalid record count {h.count}")
     if h.last_offset_delta + 1 != h.count:
-        raise InvalidRecord(
-            f"offset range {h.last_offset_delta + 1} does not match the record count {h.count}"
+        raise KafkaError(
+            ErrorCode.INVALID_RECORD,
+            f"offset range {h.last_offset_delta + 1} does not match the record count {h.count}",
         )
     if h.producer_id >= 0 and h.base_sequence < 0:
-        raise InvalidRecord(f"producer id {h.producer_id} without a sequence number")
+        raise KafkaError(
+            ErrorCode.INVALID_RECORD, f"producer id {h.producer_id} without a sequence number"
+        )
     codec = h.attributes & 0x07
     if codec > 4:
-        raise CorruptMessage(f"unknown compression codec {codec}")
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec {codec}")
     if codec == Compression.ZSTD and produce_version < 7:
-        raise KafkaError("ZSTD needs Produce v7 or later", code=E.UNSUPPORTED_COMPRESSION_TYPE)
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "ZSTD needs Produce v7 or later")
 
 
 def _check_records(batch: memoryview, h: BatchHeader) -> None:
@@ -131,7 +148,9 @@ def _check_records(batch: memoryview, h: BatchHeader) -> None:
                 Compression(codec), bytes(batch[HEADER_SIZE:]), max_size=MAX_DECOMPRESSED
             )
         except CorruptRecordError as e:
-            raise CorruptMessage(f"the compressed payload is corrupt: {e.reason}") from None
+            raise KafkaError(
+                ErrorCode.CORRUPT_MESSAGE, f"the compressed payload is corrupt: {e.reason}"
+            ) from None
     walk_records(payload, h.count)
 
 
@@ -162,7 +181,9 @@ def walk_records(
             length = (u >> 1) ^ -(u & 1)
             end = pos + length
             if length <= 0 or end > n:
-                raise InvalidRecord(f"record {i} has an invalid length {length}")
+                raise KafkaError(
+                    ErrorCode.INVALID_RECORD, f"record {i} has an invalid length {length}"
+                )
             # attributes, then the timestamp delta (varlong): skipped
             p = pos + 1
             while buf[p] >= 0x80:
@@ -177,7 +198,9 @@ def walk_records(
             else:
                 u, p = _uvarint(buf, p, end)
             if (u >> 1) ^ -(u & 1) != i:
-                raise InvalidRecord(f"record {i} has offset delta {(u >> 1) ^ -(u & 1)}")
+                raise KafkaError(
+                    ErrorCode.INVALID_RECORD, f"record {i} has offset delta {(u >> 1) ^ -(u & 1)}"
+                )
             # key, value: nullable varint-length bytes
             for _ in (0, 1):
                 b = buf[p]
@@ -191,7 +214,10 @@ def walk_records(
                 if k > 0:
                     p += k
                 elif k < -1:
-                    raise InvalidRecord(f"record {i} has a key or value of invalid length {k}")
+                    raise KafkaError(
+                        ErrorCode.INVALID_RECORD,
+                        f"record {i} has a key or value of invalid length {k}",
+                    )
             # headers
             b = buf[p]
             if b < 0x80:
@@ -200,35 +226,48 @@ def walk_records(
                 u, p = _uvarint(buf, p, end)
             headers = (u >> 1) ^ -(u & 1)
             if headers < 0:
-                raise InvalidRecord(f"record {i} has a negative header count")
+                raise KafkaError(
+                    ErrorCode.INVALID_RECORD, f"record {i} has a negative header count"
+                )
             for _ in range(headers):
                 u, p = _uvarint(buf, p, end)
                 k = (u >> 1) ^ -(u & 1)
                 if k < 0:
-                    raise InvalidRecord(f"record {i} has a header key of invalid length {k}")
+                    raise KafkaError(
+                        ErrorCode.INVALID_RECORD,
+                        f"record {i} has a header key of invalid length {k}",
+                    )
                 u, p = _uvarint(buf, p + k, end)
                 k = (u >> 1) ^ -(u & 1)
                 if k < -1:
-                    raise InvalidRecord(f"record {i} has a header value of invalid length {k}")
+                    raise KafkaError(
+                        ErrorCode.INVALID_RECORD,
+                        f"record {i} has a header value of invalid length {k}",
+                    )
                 p += max(k, 0)
             if p != end:
-                raise InvalidRecord(
-                    f"record {i} has length {length} but its fields take {p - pos} bytes"
+                raise KafkaError(
+                    ErrorCode.INVALID_RECORD,
+                    f"record {i} has length {length} but its fields take {p - pos} bytes",
                 )
             pos = end
     except IndexError:
-        raise InvalidRecord(f"record {i} runs past the end of the batch") from None
+        raise KafkaError(
+            ErrorCode.INVALID_RECORD, f"record {i} runs past the end of the batch"
+        ) from None
     if pos != n:
-        raise InvalidRecord(f"{n - pos} bytes follow the {count} declared records")
+        raise KafkaError(
+            ErrorCode.INVALID_RECORD, f"{n - pos} bytes follow the {count} declared records"
+        )
     if n > len(buf):
-        raise InvalidRecord("the records run past the end of the batch")
+        raise KafkaError(ErrorCode.INVALID_RECORD, "the records run past the end of the batch")
 
 
 def _uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         if pos >= end or shift > 63:
-            raise InvalidRecord("a varint runs past the end of its record")
+            raise KafkaError(ErrorCode.INVALID_RECORD, "a varint runs past the end of its record")
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift

@@ -21,9 +21,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from conformance.client.wire import Connection, pick_version
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl import security_hooks
 from reference_impl.log.epochs import UNDEFINED_EPOCH
-from reference_impl.log.errors import Errors, KafkaError
 from reference_impl.replica.partition import FOLLOWER, Partition
 
 if TYPE_CHECKING:
@@ -35,13 +35,13 @@ FETCH, LIST_OFFSETS = 1, 2
 LATEST, EARLIEST = -1, -2
 _RETRY = frozenset(
     {
-        Errors.NOT_LEADER_OR_FOLLOWER,
-        Errors.FENCED_LEADER_EPOCH,
-        Errors.UNKNOWN_LEADER_EPOCH,
-        Errors.UNKNOWN_TOPIC_OR_PARTITION,
-        Errors.UNKNOWN_TOPIC_ID,
-        Errors.REPLICA_NOT_AVAILABLE,
-        Errors.KAFKA_STORAGE_ERROR,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.REPLICA_NOT_AVAILABLE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
     }
 )
 
@@ -231,7 +231,7 @@ class ReplicaFetcher:
     async def _apply(self, p: Partition, r: dict[str, Any]) -> bool:
         """Apply one partition's answer; True when records were appended."""
         code = r["ErrorCode"]
-        if code == Errors.OFFSET_OUT_OF_RANGE:
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             await self._out_of_range(p)
             return False
         if code:

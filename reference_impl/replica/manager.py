@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl.log import LogConfig, PartitionLog
-from reference_impl.log.errors import Errors, KafkaError
 from reference_impl.log.validation import validate_batch, validate_internal_batch
 from reference_impl.replica.allocator import keep_large_buffers
 from reference_impl.replica.api import PartitionState, StopReplicaState, TopicPartition
@@ -277,13 +277,11 @@ class ReplicaManager:
             cache = getattr(self.node, "metadata_cache", None)
             known = cache is not None and cache.partition(topic, index) is not None
             raise KafkaError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 f"{topic}-{index} is not hosted here",
-                code=Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION,
             )
         if leader and p.role != LEADER:
-            raise KafkaError(
-                f"not the leader of {topic}-{index}", code=Errors.NOT_LEADER_OR_FOLLOWER
-            )
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"not the leader of {topic}-{index}")
         return p
 
     # -- produce ---------------------------------------------------------------------------
@@ -314,9 +312,9 @@ class ReplicaManager:
                     )
                 if acks == -1 and len(p.isr) < cfg.min_insync_replicas:
                     raise KafkaError(
+                        ErrorCode.NOT_ENOUGH_REPLICAS,
                         f"ISR {list(p.isr)} is smaller than min.insync.replicas "
                         f"{cfg.min_insync_replicas}",
-                        code=Errors.NOT_ENOUGH_REPLICAS,
                     )
                 result = p.log.append_as_leader(batch.data, batch.header, p.leader_epoch)
             except KafkaError as e:
@@ -324,7 +322,7 @@ class ReplicaManager:
                 continue
             except OSError as e:
                 log.error("%s-%d: append failed: %s", topic, index, e)
-                pending.results[key] = ProduceResult(int(Errors.KAFKA_STORAGE_ERROR))
+                pending.results[key] = ProduceResult(int(ErrorCode.KAFKA_STORAGE_ERROR))
                 continue
             pending.results[key] = ProduceResult(0, result.first_offset, result.log_start_offset)
             if not result.duplicate:
@@ -343,8 +341,8 @@ class ReplicaManager:
                 code, _ = await asyncio.gather(p.wait_committed(offset), p.log.flush_async(offset))
             else:
                 code = await p.wait_committed(offset)
-            if code == Errors.NONE and len(p.maximal_isr) < p.log.config.min_insync_replicas:
-                return int(Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+            if code == ErrorCode.NONE and len(p.maximal_isr) < p.log.config.min_insync_replicas:
+                return int(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
             return int(code)
 
         tasks = {key: asyncio.ensure_future(settle(p, offset)) for key, p, offset in pending.waits}
@@ -352,10 +350,10 @@ class ReplicaManager:
         for key, task in tasks.items():
             if task in not_done:
                 task.cancel()
-                code = int(Errors.REQUEST_TIMED_OUT)
+                code = int(ErrorCode.REQUEST_TIMED_OUT)
             elif task.exception() is not None:
                 log.error("%s-%d: waiting for replication: %r", *key, task.exception())
-                code = int(Errors.KAFKA_STORAGE_ERROR)
+                code = int(ErrorCode.KAFKA_STORAGE_ERROR)
             else:
                 code = task.result()
             if code:

@@ -19,8 +19,8 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from conformance.protocol import ErrorCode, KafkaError
 from reference_impl.log import PartitionLog
-from reference_impl.log.errors import Errors, KafkaError
 from reference_impl.replica.api import PartitionState
 
 NONE, LEADER, FOLLOWER = "none", "leader", "follower"
@@ -120,13 +120,13 @@ class Partition:
         self.maximal_isr = self.isr
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
         if was_leader:
-            self.fail_waiters(Errors.NOT_LEADER_OR_FOLLOWER)
+            self.fail_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.wake()
 
     def make_offline(self) -> None:
         self.role = NONE
         self.followers = {}
-        self.fail_waiters(Errors.NOT_LEADER_OR_FOLLOWER)
+        self.fail_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.wake()
 
     def _apply(self, st: PartitionState) -> None:
@@ -229,9 +229,9 @@ class Partition:
         while self._acks and self._acks[0][0] <= self.high_watermark:
             _, _, fut = heapq.heappop(self._acks)
             if not fut.done():
-                fut.set_result(Errors.NONE)
+                fut.set_result(ErrorCode.NONE)
 
-    def fail_waiters(self, code: Errors) -> None:
+    def fail_waiters(self, code: ErrorCode) -> None:
         acks, self._acks = self._acks, []
         for _, _, fut in acks:
             if not fut.done():
@@ -257,5 +257,5 @@ class Partition:
         if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
             return
         if current_leader_epoch < self.leader_epoch:
-            raise KafkaError("leader epoch is older", code=Errors.FENCED_LEADER_EPOCH)
-        raise KafkaError("leader epoch is newer", code=Errors.UNKNOWN_LEADER_EPOCH)
+            raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH, "leader epoch is older")
+        raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH, "leader epoch is newer")

@@ -14,9 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from conformance.client.wire import Connection
-from conformance.protocol import Codec
+from conformance.protocol import Codec, ErrorCode
 from reference_impl.groups.coordinator import GroupConfig, GroupCoordinator
-from reference_impl.groups.errors import Errors
 from reference_impl.groups.placement import partition_for
 from reference_impl.groups.scheduler import AsyncioScheduler
 from reference_impl.groups.service import GroupService, LocalPlacement
@@ -52,7 +51,7 @@ PARTITIONS = 4
 DELAY_MS = 30
 FIND, JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE, LIST, DELETE = 10, 11, 12, 13, 14, 15, 16, 42
 COMMIT, FETCH = 8, 9
-E = Errors
+E = ErrorCode
 RANGE = [{"Name": "range", "Metadata": b"sub"}]
 
 

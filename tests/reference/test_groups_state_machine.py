@@ -24,6 +24,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from conformance.protocol import ErrorCode
 from reference_impl.groups.coordinator import (
     GroupConfig,
     GroupCoordinator,
@@ -31,7 +32,6 @@ from reference_impl.groups.coordinator import (
     JoinResult,
     SyncResult,
 )
-from reference_impl.groups.errors import Errors
 from reference_impl.groups.group import GroupState, OffsetAndMetadata
 from reference_impl.groups.scheduler import ManualScheduler
 from reference_impl.groups.store import MemoryOffsetsStore
@@ -46,7 +46,7 @@ PROTOCOL_CHOICES = (
     (("range", b"r"), ("roundrobin", b"x")),
     (("roundrobin", b"x"),),
 )
-RESET = {Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID}
+RESET = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID}
 
 
 @dataclass
@@ -111,7 +111,7 @@ class GroupMachine(RuleBasedStateMachine):
     def _on_join(self, c: Client, r: JoinResult) -> None:
         assert c.outstanding == "join"
         c.outstanding = None
-        if r.error == Errors.NONE:
+        if r.error == ErrorCode.NONE:
             key = (c.group, r.generation_id)
             seen = self.generations.setdefault(key, (r.leader_id, r.protocol_name))
             assert seen == (r.leader_id, r.protocol_name), (key, seen, r)
@@ -122,23 +122,23 @@ class GroupMachine(RuleBasedStateMachine):
             c.leader, c.members = r.leader_id == r.member_id, r.members
             assert bool(r.members) <= c.leader, "only the leader gets the member list"
             self._touch(r.member_id)
-        elif r.error == Errors.MEMBER_ID_REQUIRED:
+        elif r.error == ErrorCode.MEMBER_ID_REQUIRED:
             assert r.member_id and c.require_known and c.instance_id is None
             c.member_id = r.member_id
         elif r.error in RESET:
             self._reset(c)
         else:
             assert r.error in (
-                Errors.INCONSISTENT_GROUP_PROTOCOL,
-                Errors.REBALANCE_IN_PROGRESS,
-                Errors.NOT_COORDINATOR,
+                ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                ErrorCode.REBALANCE_IN_PROGRESS,
+                ErrorCode.NOT_COORDINATOR,
             ), r
 
     def _on_sync(self, c: Client, r: SyncResult) -> None:
         assert c.outstanding == "sync"
         c.outstanding = None
         self._touch(c.member_id)  # any answer to a waiting SyncGroup restarts the session
-        if r.error == Errors.NONE:
+        if r.error == ErrorCode.NONE:
             sent = self.assignments[(c.group, c.generation)]
             if c.instance_id is None:
                 assert r.assignment == sent[c.member_id]
@@ -150,9 +150,9 @@ class GroupMachine(RuleBasedStateMachine):
             self._reset(c)
         else:
             assert r.error in (
-                Errors.REBALANCE_IN_PROGRESS,
-                Errors.ILLEGAL_GENERATION,
-                Errors.NOT_COORDINATOR,
+                ErrorCode.REBALANCE_IN_PROGRESS,
+                ErrorCode.ILLEGAL_GENERATION,
+                ErrorCode.NOT_COORDINATOR,
             ), r
 
     def _forget_generations(self, group: str, above: int) -> None:
@@ -214,12 +214,12 @@ class GroupMachine(RuleBasedStateMachine):
         if c.outstanding:
             return
         error = self.coordinator.heartbeat(c.group, c.generation, c.member_id, c.instance_id)
-        if error in (Errors.NONE, Errors.REBALANCE_IN_PROGRESS):
+        if error in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
             self._touch(c.member_id)
         elif error in RESET:
             self._reset(c)
         else:
-            assert error == Errors.ILLEGAL_GENERATION, error
+            assert error == ErrorCode.ILLEGAL_GENERATION, error
 
     @rule(i=st.integers(0, 4))
     def leave(self, i: int) -> None:
@@ -227,8 +227,8 @@ class GroupMachine(RuleBasedStateMachine):
         if c.outstanding or not c.member_id:
             return
         top, errors = self.coordinator.leave_group(c.group, [(c.member_id, c.instance_id)])
-        assert top == Errors.NONE
-        assert errors[0] in (Errors.NONE, *RESET), errors
+        assert top == ErrorCode.NONE
+        assert errors[0] in (ErrorCode.NONE, *RESET), errors
         self._reset(c)
 
     @rule(i=st.integers(0, 4), partition=st.integers(0, 2), offset=st.integers(0, 10**6))
@@ -242,7 +242,7 @@ class GroupMachine(RuleBasedStateMachine):
         def done(result: dict) -> None:
             assert c.outstanding == "commit"
             c.outstanding = None
-            if result[tp] == Errors.NONE:
+            if result[tp] == ErrorCode.NONE:
                 if self.incarnation[c.group] == incarnation:
                     self.committed[c.group][tp] = offset
                 if c.member_id:
@@ -270,10 +270,10 @@ class GroupMachine(RuleBasedStateMachine):
         def done(result: dict) -> None:
             error = result[("admin", 0)]
             if empty:
-                assert error in (Errors.NONE, Errors.NOT_COORDINATOR), error
+                assert error in (ErrorCode.NONE, ErrorCode.NOT_COORDINATOR), error
             else:
-                assert error == Errors.UNKNOWN_MEMBER_ID, error
-            if error == Errors.NONE and self.incarnation[group] == incarnation:
+                assert error == ErrorCode.UNKNOWN_MEMBER_ID, error
+            if error == ErrorCode.NONE and self.incarnation[group] == incarnation:
                 self.committed[group][("admin", 0)] = offset
 
         tp = {("admin", 0): OffsetAndMetadata(offset)}
@@ -300,10 +300,10 @@ class GroupMachine(RuleBasedStateMachine):
         p = self.coordinator.partition_for(group)
         self.coordinator.unload(p)
         self.restored = set()
-        self.store.fail_held(p, Errors.NOT_LEADER_OR_FOLLOWER)
+        self.store.fail_held(p, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         token = self.coordinator.start_loading(p)
         loading = self.coordinator.heartbeat(group, 0, "x", None)
-        assert loading == Errors.COORDINATOR_LOAD_IN_PROGRESS
+        assert loading == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         assert self.coordinator.finish_loading(p, token, self.store.read(p))
         for name in GROUPS:
             if self.coordinator.partition_for(name) != p:
@@ -346,17 +346,17 @@ class GroupMachine(RuleBasedStateMachine):
         def done(results: dict) -> None:
             error = results[group]
             if existing is None:
-                assert error == Errors.GROUP_ID_NOT_FOUND
+                assert error == ErrorCode.GROUP_ID_NOT_FOUND
             elif state == GroupState.EMPTY:
-                if error != Errors.NONE:
+                if error != ErrorCode.NONE:
                     # the tombstones were not written (a failover): the log still holds the
                     # group as it was before the first of its deletions that failed
-                    assert error == Errors.NOT_COORDINATOR, error
+                    assert error == ErrorCode.NOT_COORDINATOR, error
                     if group not in self.restored:
                         self.restored.add(group)
                         self._restore(group, before)
             else:
-                assert error == Errors.NON_EMPTY_GROUP
+                assert error == ErrorCode.NON_EMPTY_GROUP
 
         self.coordinator.delete_groups([group], done)
         if state == GroupState.EMPTY:
@@ -370,7 +370,7 @@ class GroupMachine(RuleBasedStateMachine):
             return
         for group, expected in self.committed.items():
             error, got = self.coordinator.fetch_offsets(group, None)
-            assert error == Errors.NONE
+            assert error == ErrorCode.NONE
             assert {tp: om.offset for tp, om in got.items()} == expected
 
     @invariant()

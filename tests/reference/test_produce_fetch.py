@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.client.wire import ConnectionClosed
+from conformance.protocol import ErrorCode
 from conformance.protocol.framing import encode_request
 from conformance.protocol.records import (
     Compression,
@@ -25,7 +26,6 @@ from conformance.protocol.records import (
     encode_message_set,
 )
 from conformance.protocol.records.legacy import LegacyMessage
-from reference_impl.log.errors import Errors
 from tests.reference.data_plane import CODEC, MiniCluster, fetch_body, produce_body
 
 PRODUCE, FETCH, LIST_OFFSETS, INIT_PRODUCER_ID = 0, 1, 2, 22
@@ -123,7 +123,7 @@ def test_fetch_v13_addresses_topics_by_id(tmp_path: Path) -> None:
             known, missing = resp.body["Responses"]
             assert known["TopicId"] == c.topics["t"].topic_id
             assert decode_batches(known["Partitions"][0]["Records"])[0].records[0].value == b"x"
-            assert missing["Partitions"][0]["ErrorCode"] == Errors.UNKNOWN_TOPIC_ID
+            assert missing["Partitions"][0]["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_ID
         finally:
             await c.stop()
 
@@ -169,34 +169,34 @@ def _length(raw: bytes, length: int) -> bytes:
 
 
 MALFORMED = {
-    "bad_crc": (lambda: batch(b"x")[:-2] + b"y\x00", Errors.CORRUPT_MESSAGE),
-    "length_below_header": (lambda: _length(batch(b"x"), 30), Errors.CORRUPT_MESSAGE),
-    "length_below_minimum": (lambda: _length(batch(b"x"), 3), Errors.CORRUPT_MESSAGE),
-    "length_claims_huge_size": (lambda: _length(batch(b"x"), 0x7FFFFFF0), Errors.INVALID_RECORD),
-    "truncated_batch": (lambda: batch(b"x" * 50)[:-10], Errors.INVALID_RECORD),
-    "bad_record_varint": (_bad_varint, Errors.INVALID_RECORD),
-    "record_count_mismatch": (_count_mismatch, Errors.INVALID_RECORD),
-    "two_batches": (lambda: batch(b"x") + batch(b"y"), Errors.INVALID_RECORD),
-    "empty_records": (lambda: b"", Errors.INVALID_RECORD),
-    "null_records": (lambda: None, Errors.INVALID_RECORD),
+    "bad_crc": (lambda: batch(b"x")[:-2] + b"y\x00", ErrorCode.CORRUPT_MESSAGE),
+    "length_below_header": (lambda: _length(batch(b"x"), 30), ErrorCode.CORRUPT_MESSAGE),
+    "length_below_minimum": (lambda: _length(batch(b"x"), 3), ErrorCode.CORRUPT_MESSAGE),
+    "length_claims_huge_size": (lambda: _length(batch(b"x"), 0x7FFFFFF0), ErrorCode.INVALID_RECORD),
+    "truncated_batch": (lambda: batch(b"x" * 50)[:-10], ErrorCode.INVALID_RECORD),
+    "bad_record_varint": (_bad_varint, ErrorCode.INVALID_RECORD),
+    "record_count_mismatch": (_count_mismatch, ErrorCode.INVALID_RECORD),
+    "two_batches": (lambda: batch(b"x") + batch(b"y"), ErrorCode.INVALID_RECORD),
+    "empty_records": (lambda: b"", ErrorCode.INVALID_RECORD),
+    "null_records": (lambda: None, ErrorCode.INVALID_RECORD),
     "magic_1_message_set": (
         lambda: encode_message_set([LegacyMessage(0, None, b"x", magic=1, timestamp=5)]),
-        Errors.INVALID_RECORD,
+        ErrorCode.INVALID_RECORD,
     ),
-    "nonzero_base_offset": (lambda: batch(b"x", base_offset=7), Errors.INVALID_RECORD),
+    "nonzero_base_offset": (lambda: batch(b"x", base_offset=7), ErrorCode.INVALID_RECORD),
     "control_batch": (
         lambda: encode_batch(
             control_batch(0, producer_id=1, producer_epoch=0, coordinator_epoch=0, timestamp=1)
         ),
-        Errors.INVALID_RECORD,
+        ErrorCode.INVALID_RECORD,
     ),
     "garbage_gzip_payload": (
         lambda: recrc(batch(b"x", compression=Compression.GZIP)[:61] + b"\x1f\x8b junk"),
-        Errors.CORRUPT_MESSAGE,
+        ErrorCode.CORRUPT_MESSAGE,
     ),
     "unknown_codec": (
         lambda: recrc(bytearray(batch(b"x"))[:22] + b"\x07" + batch(b"x")[23:]),
-        Errors.CORRUPT_MESSAGE,
+        ErrorCode.CORRUPT_MESSAGE,
     ),
 }
 
@@ -225,13 +225,13 @@ def test_too_large_batches_and_unknown_partitions(tmp_path: Path) -> None:
         c = await single(tmp_path, log={"max_message_bytes": 500})
         try:
             r = await produce(c, batch(b"x" * 600))
-            assert r["ErrorCode"] == Errors.MESSAGE_TOO_LARGE
+            assert r["ErrorCode"] == ErrorCode.MESSAGE_TOO_LARGE
             r = await produce(c, batch(b"x"), index=9)
-            assert r["ErrorCode"] == Errors.UNKNOWN_TOPIC_OR_PARTITION
+            assert r["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             r = await produce(c, batch(b"x"), acks=2)
-            assert r["ErrorCode"] == Errors.INVALID_REQUIRED_ACKS
+            assert r["ErrorCode"] == ErrorCode.INVALID_REQUIRED_ACKS
             r = await produce(c, batch(b"x", compression=Compression.ZSTD), version=6)
-            assert r["ErrorCode"] == Errors.UNSUPPORTED_COMPRESSION_TYPE
+            assert r["ErrorCode"] == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
             assert await fetch_all(c) == []
         finally:
             await c.stop()
@@ -355,10 +355,10 @@ def test_idempotent_producer_duplicates_and_sequence_gaps(tmp_path: Path) -> Non
             dup = await produce(c, idem(0, b"a", b"b"))
             assert (dup["ErrorCode"], dup["BaseOffset"]) == (0, 0), "a retry gets its offset"
             gap = await produce(c, idem(5, b"d"))
-            assert gap["ErrorCode"] == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+            assert gap["ErrorCode"] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
             assert (await produce(c, idem(0, b"e", pe=epoch + 1)))["BaseOffset"] == 3
             fenced = await produce(c, idem(1, b"f", pe=epoch))
-            assert fenced["ErrorCode"] == Errors.INVALID_PRODUCER_EPOCH
+            assert fenced["ErrorCode"] == ErrorCode.INVALID_PRODUCER_EPOCH
             values = [r.value for raw in await fetch_all(c) for r in decode_batches(raw)[0].records]
             assert values == [b"a", b"b", b"c", b"e"]
         finally:
@@ -467,13 +467,13 @@ def test_fetch_errors_out_of_range_fenced_epoch_and_sessions(tmp_path: Path) -> 
                     return resp.body["ErrorCode"]
                 return resp.body["Responses"][0]["Partitions"][0]["ErrorCode"]
 
-            assert await code(fetch_body("t", 5)) == Errors.OFFSET_OUT_OF_RANGE
+            assert await code(fetch_body("t", 5)) == ErrorCode.OFFSET_OUT_OF_RANGE
             await c.elect("t", 0, 1)  # leader epoch 1 now
             assert await code(fetch_body("t", 0, current_leader_epoch=0)) == 74
             assert await code(fetch_body("t", 0, current_leader_epoch=5)) == 75
             assert await code(fetch_body("t", 0, current_leader_epoch=1)) == 0
             session = dict(fetch_body("t", 0), SessionId=12, SessionEpoch=3)
-            assert await code(session) == Errors.FETCH_SESSION_ID_NOT_FOUND
+            assert await code(session) == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
             await conn.close()
         finally:
             await c.stop()

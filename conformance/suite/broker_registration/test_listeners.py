@@ -5,6 +5,7 @@ clients see answer them, and lead only while they are listed."""
 from __future__ import annotations
 
 from conformance.client.wire import ConnectionClosed
+from conformance.protocol import ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import safety, verify
 from conformance.suite.harness import Harness
@@ -13,7 +14,7 @@ from conformance.suite.meta import conformance
 REGISTRATION, HEARTBEAT, API_VERSIONS = 62, 63, 18
 BROKER_ID_NOT_REGISTERED = 102
 #: how a listener that does not serve an API may refuse it besides closing the connection
-REFUSALS = {35, 42}  # UNSUPPORTED_VERSION, INVALID_REQUEST
+REFUSALS = {ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST}
 
 
 @conformance("broker-registration/client-listener/not-served", "BROKER-REG.R9", api=REGISTRATION)
