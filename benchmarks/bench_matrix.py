@@ -33,7 +33,7 @@ VERSIONS = 10
 FEATURES = {
     "protocol": ("PROTOCOL", 30),
     "kip-78": ("KIP-78", 15),
-    "broker-registration": ("BROKER-REG", 20),
+    "broker-registration": ("BROKER-REGISTRATION", 20),
     "kip-42": ("KIP-42", 15),
     "kip-536": ("KIP-536", 5),
     "kip-590": ("KIP-590", 15),

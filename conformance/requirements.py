@@ -2,8 +2,9 @@
 
 Every test names requirement ids; results are recorded per (test, requirement) and carry the
 requirement's level, so the files here decide what a failure means (FAIL for MUST, NONSTRICT for
-SHOULD and MAY). Each file is validated against ``specs/schema/requirements.schema.json`` and the ids are
-checked for uniqueness and for the file's prefix.
+SHOULD and MAY). Each file is validated against ``specs/schema/requirements.schema.json``, the ids
+are checked for uniqueness, and the feature name must be the file's stem in upper case (one name
+per feature: ``kip-78.json`` holds ``KIP-78.R1``...).
 """
 
 from __future__ import annotations
@@ -102,6 +103,10 @@ def load_feature(path: Path) -> tuple[Feature, list[Requirement]]:
         e = errors[0]
         where = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in e.path)
         raise SpecError(str(path), where, e.message)
+    if obj["feature"] != path.stem.upper():
+        raise SpecError(
+            str(path), "$.feature", f"{obj['feature']} is not the file's stem in upper case"
+        )
     feature = Feature(obj["feature"], obj["title"], obj["status"], obj["source"], path, obj)
     reqs: list[Requirement] = []
     for i, r in enumerate(obj["requirements"]):

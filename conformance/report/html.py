@@ -417,8 +417,8 @@ def _requirement_texts(model: dict[str, Any]) -> str:
                 body += f'<p class="muted">Reading: {_e(req["reading"])}</p>'
         else:
             body = (
-                '<p class="muted">No text for this requirement in specs/requirements: shown by its id '
-                f"only (feature {_e(req['feature'])}, level {_e(req['level'])}).</p>"
+                '<p class="muted">No text for this requirement in specs/requirements: shown by '
+                f"its id only (feature {_e(req['feature'])}, level {_e(req['level'])}).</p>"
             )
         parts.append(f'<div class="req" id="{_req_anchor(rid)}"><b>{_e(rid)}</b>{body}</div>')
     return "".join(parts)

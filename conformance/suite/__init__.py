@@ -3,13 +3,11 @@
 Run them with ``kafka-conformance run [--target ...]`` or ``pytest --pyargs conformance.suite
 --bootstrap-server H:P`` (the plugin, ``conformance.plugin``, takes the same options).
 
-Layout (h2spec style: one file per spec area, each test beside the requirement it checks):
+Layout: one folder per requirement file (``specs/requirements/<feature>.json``), named after it
+as a Python name (``kip-78`` -> ``kip78/``, ``broker-registration`` -> ``broker_registration/``);
+a requirement's tests live in its feature's folder (``tests/suite/test_layout.py`` checks it):
 
-    test_spec_derived.py   every (API, version): generated valid requests answered well-formed
-    test_api_versions.py   ApiVersions honesty, KIP-511's v0 error answer
-    test_versions.py       versions outside the advertised range are refused
-    test_headers.py        null client ids, unknown tagged fields, pipelining order
-    test_robustness.py     malformed frames, oversize and negative sizes, abrupt disconnects
+    protocol/              PROTOCOL.*: framing, versions, headers, robustness for every API
     kip78/ broker_registration/ kip536/ kip590/ kip42/   the seed features
 
 Writing a test:

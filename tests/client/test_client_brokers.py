@@ -20,6 +20,7 @@ from conformance.client.record_types import TopicPartition
 from conformance.client.wire import Connection
 from conformance.protocol.records import Compression
 from conformance.suite.kip42 import scenarios as sc
+from conformance.suite.kip78.cluster_resource import cluster_resource
 from conformance.targets.reference import ReferenceTarget
 from conformance.targets.tansu import TansuTarget
 
@@ -76,7 +77,7 @@ async def _cluster_id(env: sc.ClientEnv) -> str | None:
 
 def test_cluster_resource_listeners(env) -> None:
     async def run() -> None:
-        await sc.cluster_resource(env, await _cluster_id(env))
+        await cluster_resource(env, await _cluster_id(env))
 
     asyncio.run(run())
 

@@ -13,29 +13,29 @@ TARGETS = ["reference 0.1.0", "reference 0.2.0", "tansu 0.5.1", "tansu 0.6.0"]
 # Each cell: verdict, then runs passed / runs scored. Worked out from fixtures/runs/make_runs.py,
 # not from the job: UNSUPPORTED / NOT_EXPOSED / PROPOSAL_ABSENT / SKIP runs are never scored.
 EXPECTED = """
-PROTOCOL.R1   | PASS 2/2    | PASS 2/2         | PASS 2/2        | PASS 3/3
-PROTOCOL.R2   | PASS 2/2    | PASS 2/2         | PASS 2/2        | PASS 3/3
-PROTOCOL.R3   | PASS 2/2    | PASS 2/2         | PASS 2/2        | PASS 3/3
-PROTOCOL.R6   | PASS 2/2    | PASS 2/2         | PASS 2/2        | PASS 3/3
-PROTOCOL.R7   | PASS 2/2    | PASS 2/2         | PASS 2/2        | FAIL 0/3
-PROTOCOL.R18  | PASS 2/2    | PASS 2/2         | NONSTRICT 0/2   | NONSTRICT 0/3
-KIP-78.R1     | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | PASS 3/3
-KIP-78.R2     | PASS 2/2    | PASS 2/2         | PASS 2/2        | PASS 3/3
-KIP-78.R3     | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | PASS 3/3
-KIP-78.R4     | PASS 2/2    | PASS 2/2         | NONSTRICT 0/2   | NONSTRICT 0/3
-KIP-78.R5     | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | PASS 3/3
-KIP-78.R7     | UNSUPPORTED | PASS 2/2         | PASS 2/2        | PASS 3/3
-KIP-78.R8     | PASS 1/1    | PASS 2/2         | SKIP            | SKIP
-BROKER-REG.R1 | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | UNSUPPORTED
-BROKER-REG.R2 | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | UNSUPPORTED
-BROKER-REG.R5 | PASS 2/2    | FLAKY 1/2 failed | UNSUPPORTED     | UNSUPPORTED
-KIP-42.R1     | PASS 2/2    | PASS 2/2         | PASS 2/2        | FLAKY 1/3 failed (lone failure)
-KIP-42.R8     | PASS 2/2    | PASS 2/2         | ERROR 0/2       | PASS 3/3
-KIP-536.R1    | PASS 2/2    | PASS 2/2         | PROPOSAL_ABSENT | PROPOSAL_ABSENT
-KIP-536.R2    | UNSUPPORTED | PASS 2/2         | PROPOSAL_ABSENT | PROPOSAL_ABSENT
-KIP-590.R1    | PASS 2/2    | FAIL 0/2         | PASS 2/2        | PASS 2/2
-KIP-590.R2    | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | UNSUPPORTED
-"""
+PROTOCOL.R1            | PASS 2/2    | PASS 2/2         | PASS 2/2        | PASS 3/3
+PROTOCOL.R2            | PASS 2/2    | PASS 2/2         | PASS 2/2        | PASS 3/3
+PROTOCOL.R3            | PASS 2/2    | PASS 2/2         | PASS 2/2        | PASS 3/3
+PROTOCOL.R6            | PASS 2/2    | PASS 2/2         | PASS 2/2        | PASS 3/3
+PROTOCOL.R7            | PASS 2/2    | PASS 2/2         | PASS 2/2        | FAIL 0/3
+PROTOCOL.R18           | PASS 2/2    | PASS 2/2         | NONSTRICT 0/2   | NONSTRICT 0/3
+KIP-78.R1              | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | PASS 3/3
+KIP-78.R2              | PASS 2/2    | PASS 2/2         | PASS 2/2        | PASS 3/3
+KIP-78.R3              | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | PASS 3/3
+KIP-78.R4              | PASS 2/2    | PASS 2/2         | NONSTRICT 0/2   | NONSTRICT 0/3
+KIP-78.R5              | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | PASS 3/3
+KIP-78.R7              | UNSUPPORTED | PASS 2/2         | PASS 2/2        | PASS 3/3
+KIP-78.R8              | PASS 1/1    | PASS 2/2         | SKIP            | SKIP
+BROKER-REGISTRATION.R1 | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | UNSUPPORTED
+BROKER-REGISTRATION.R2 | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | UNSUPPORTED
+BROKER-REGISTRATION.R5 | PASS 2/2    | FLAKY 1/2 failed | UNSUPPORTED     | UNSUPPORTED
+KIP-42.R1              | PASS 2/2    | PASS 2/2         | PASS 2/2        | FLAKY 1/3 failed (lone failure)
+KIP-42.R8              | PASS 2/2    | PASS 2/2         | ERROR 0/2       | PASS 3/3
+KIP-536.R1             | PASS 2/2    | PASS 2/2         | PROPOSAL_ABSENT | PROPOSAL_ABSENT
+KIP-536.R2             | UNSUPPORTED | PASS 2/2         | PROPOSAL_ABSENT | PROPOSAL_ABSENT
+KIP-590.R1             | PASS 2/2    | FAIL 0/2         | PASS 2/2        | PASS 2/2
+KIP-590.R2             | PASS 2/2    | PASS 2/2         | UNSUPPORTED     | UNSUPPORTED
+"""  # noqa: E501 (a table: one requirement a line)
 NOT_APPLICABLE = {"UNSUPPORTED", "NOT_EXPOSED", "PROPOSAL_ABSENT", "SKIP"}
 
 
@@ -70,7 +70,7 @@ def test_not_applicable_verdicts_never_count_as_failures(model):
         assert c["scored"] == c["passes"] + c["fail"] + c["error"] + c["nonstrict"]
     by = {(c["implementation"], c["version"], c["requirement_id"]): c for c in cells}
     # NOT_EXPOSED on the client listener beside PASS on the controller listener: a pass
-    assert by[("reference", "0.1.0", "BROKER-REG.R2")]["verdict"] == "PASS"
+    assert by[("reference", "0.1.0", "BROKER-REGISTRATION.R2")]["verdict"] == "PASS"
     # SKIP in one run, PASS in the other: a pass, not FLAKY
     assert by[("reference", "0.1.0", "KIP-78.R8")]["skip"] == 1
     summary = {(s["implementation"], s["version"]): s for s in model["summary"]}
@@ -84,12 +84,15 @@ def test_flakiness_with_rate_and_lone_failure_flag(model):
     flaky = {
         (f["implementation"], f["version"], f["requirement_id"]): f for f in model["flakiness"]
     }
-    assert set(flaky) == {("reference", "0.2.0", "BROKER-REG.R5"), ("tansu", "0.6.0", "KIP-42.R1")}
+    assert set(flaky) == {
+        ("reference", "0.2.0", "BROKER-REGISTRATION.R5"),
+        ("tansu", "0.6.0", "KIP-42.R1"),
+    }
     lone = flaky[("tansu", "0.6.0", "KIP-42.R1")]
     assert lone["lone_failure"] is True
     assert lone["failure_rate"] == pytest.approx(1 / 3)
     assert lone["failing_runs"] == ["20250318T160000Z-tansu-0.6.0-2"]
-    even = flaky[("reference", "0.2.0", "BROKER-REG.R5")]
+    even = flaky[("reference", "0.2.0", "BROKER-REGISTRATION.R5")]
     assert even["lone_failure"] is False  # one failure, but only one pass beside it
     assert even["failure_rate"] == 0.5
 

@@ -134,7 +134,8 @@ def test_start_time_is_served_in_flexible_versions_and_agreed(shared_cluster: Cl
 def test_every_broker_is_online_in_metrics_and_in_the_registration_record(
     shared_cluster: Cluster,
 ) -> None:
-    """BROKER-REG.R3, R8: Online everywhere; in ZooKeeper the controller's /cluster/brokers/N."""
+    """BROKER-REGISTRATION.R3, R8: Online everywhere; in ZooKeeper the controller's
+    /cluster/brokers/N."""
     controller = scrape(shared_cluster.controller_nodes()[0].config.metrics_port)
     for node in shared_cluster.broker_nodes():
         samples = scrape(node.config.metrics_port)

@@ -161,7 +161,7 @@ def test_alter_partition_checks_leader_epochs_and_isr(controller: Cluster) -> No
 
 
 def test_a_registration_for_another_cluster_is_refused(controller: Cluster) -> None:
-    """BROKER-REG.R1: INCONSISTENT_CLUSTER_ID."""
+    """BROKER-REGISTRATION.R1: INCONSISTENT_CLUSTER_ID."""
     answer = call(
         controller_address(controller),
         REGISTRATION,

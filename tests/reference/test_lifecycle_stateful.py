@@ -118,7 +118,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     def _registered(self, f: Fake, answer: dict) -> None:
         assert answer["ErrorCode"] == NONE, answer
         epoch = answer["BrokerEpoch"]
-        assert all(epoch > e for e in f.epochs), (epoch, f.epochs)  # BROKER-REG.R7
+        assert all(epoch > e for e in f.epochs), (epoch, f.epochs)  # BROKER-REGISTRATION.R7
         f.epochs.append(epoch)
         f.epoch, f.registered, f.state, f.contact = epoch, True, FENCED, time.monotonic()
 
@@ -159,7 +159,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         if f.state == OFFLINE:
             assert answer["ShouldShutDown"] and answer["IsFenced"]
         elif stopping:
-            # leaderships moving: ShouldShutDown now or later, then Offline (BROKER-REG.R6)
+            # leaderships moving: ShouldShutDown now or later, then Offline (BROKER-REGISTRATION.R6)
             f.state = OFFLINE if answer["ShouldShutDown"] else STOPPING
             assert answer["IsFenced"] == answer["ShouldShutDown"] or was_uncertain
             if was_uncertain and answer["IsFenced"] and not answer["ShouldShutDown"]:
@@ -262,7 +262,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 def test_broker_lifecycle_follows_the_registration_draft(
     store: str, tmp_path, request: pytest.FixtureRequest
 ) -> None:
-    """BROKER-REG.R1-R7, R10 as a state machine against a controller (no real brokers)."""
+    """BROKER-REGISTRATION.R1-R7, R10 as a state machine against a controller (no real brokers)."""
     zookeeper = request.getfixturevalue("zookeeper") if store == "zookeeper" else None
     cluster = new_cluster(
         tmp_path, store, zookeeper, brokers=0, overrides={"session_timeout_ms": SESSION_MS}

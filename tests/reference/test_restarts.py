@@ -125,8 +125,8 @@ def broker_facts(cluster: Cluster, broker_id: int) -> tuple[int, int]:
 
 
 def fenced_everywhere(cluster: Cluster, broker_id: int) -> bool:
-    """BROKER-REG.R4, R5, R11: a silent broker is fenced: in no Metadata or DescribeCluster,
-    leading no partition, and the controller's state metric says so."""
+    """BROKER-REGISTRATION.R4, R5, R11: a silent broker is fenced: in no Metadata or
+    DescribeCluster, leading no partition, and the controller's state metric says so."""
     for broker in ("broker-1", "broker-3"):
         md = metadata(cluster, broker)
         if broker_id in {b["NodeId"] for b in md["Brokers"]}:
@@ -174,7 +174,7 @@ def test_kill_9_of_each_node_kind_loses_no_metadata(
         cluster.wait_ready(timeout=30)
         restarted, new_epoch = broker_facts(cluster, 2)
         assert restarted > started  # KIP-536.R4
-        assert new_epoch > epoch  # BROKER-REG.R7
+        assert new_epoch > epoch  # BROKER-REGISTRATION.R7
         assert snapshot(cluster, "broker-2") == after  # KIP-78.R6 and everything else
 
         cluster.stop()

@@ -5,10 +5,11 @@ target (``--bootstrap-server`` / ``--controller-bootstrap``):
 
 * through transparent proxies on both listeners, the lifecycle tests fail nothing;
 * a controller-listener proxy that reuses a broker's first epoch for every later registration
-  (and maps heartbeats back to the real epoch, so the target keeps working) fails BROKER-REG.R7,
-  in the tests that name it, and nothing else;
+  (and maps heartbeats back to the real epoch, so the target keeps working) fails
+  BROKER-REGISTRATION.R7, in the tests that name it, and nothing else;
 * a client-listener proxy that keeps listing every broker it ever listed (so a fenced or
-  unregistered broker stays visible) fails BROKER-REG.R4 in the state machine, and nothing else.
+  unregistered broker stays visible) fails BROKER-REGISTRATION.R4 in the state machine, and
+  nothing else.
 """
 
 from __future__ import annotations
@@ -151,14 +152,17 @@ def test_a_reused_epoch_fails_exactly_the_epoch_requirement(cli, reference) -> N
     run, rewritten = run_through(cli, reference, LIFECYCLE, controller=EpochReuse())
     assert rewritten > 0
     assert failing(run) == {
-        (MACHINE, "BROKER-REG.R7"),
-        ("broker-registration/lifecycle/epochs", "BROKER-REG.R7"),
+        (MACHINE, "BROKER-REGISTRATION.R7"),
+        ("broker-registration/lifecycle/epochs", "BROKER-REGISTRATION.R7"),
     }, verdicts(run)
     v = verdicts(run)
     # the machine's other requirements were not evaluated past the failure; the focused
     # tests that never register a broker twice pass
-    assert v[(MACHINE, "BROKER-REG.R4")] == "SKIP"
-    assert v[("broker-registration/lifecycle/register-to-shutdown", "BROKER-REG.R6")] == "PASS"
+    assert v[(MACHINE, "BROKER-REGISTRATION.R4")] == "SKIP"
+    assert (
+        v[("broker-registration/lifecycle/register-to-shutdown", "BROKER-REGISTRATION.R6")]
+        == "PASS"
+    )
     message = next(
         r["message"] for r in run.records if r["test_id"] == MACHINE and r["verdict"] == "FAIL"
     )
@@ -170,6 +174,6 @@ def test_a_fenced_broker_kept_visible_fails_exactly_the_visibility_requirement(
 ) -> None:
     run, rewritten = run_through(cli, reference, MACHINE, client=StickyBrokers().response)
     assert rewritten > 0
-    assert failing(run) == {(MACHINE, "BROKER-REG.R4")}, verdicts(run)
+    assert failing(run) == {(MACHINE, "BROKER-REGISTRATION.R4")}, verdicts(run)
     message = next(r["message"] for r in run.records if r["verdict"] == "FAIL")
     assert "lists #" in message, message

@@ -1,5 +1,5 @@
-"""The broker-lifecycle, KIP-536 and KIP-590 feature tests against the reference cluster, in both
-metadata stores: every requirement of the three files is checked and PASSes, except those that
+"""The broker-registration, KIP-536 and KIP-590 feature tests against the reference cluster, in
+both metadata stores: every requirement of the three files is checked and PASSes, except those that
 need ZooKeeper, which the embedded store reports as SKIP naming ``--zookeeper``, and KIP-590.R5
 (NOT_CONTROLLER from a standby controller), which no test checks: the reference target runs one
 controller."""
@@ -12,10 +12,10 @@ import pytest
 
 from conformance.requirements import requirements
 
-SELECT = "BROKER-REG or KIP-536 or KIP-590"
+SELECT = "BROKER-REGISTRATION or KIP-536 or KIP-590"
 FILES = ("broker-registration", "kip-536", "kip-590")
 UNCHECKED = {"KIP-590.R5"}
-NEEDS_ZOOKEEPER = {"BROKER-REG.R8", "KIP-536.R5", "KIP-590.R4"}
+NEEDS_ZOOKEEPER = {"BROKER-REGISTRATION.R8", "KIP-536.R5", "KIP-590.R4"}
 
 
 def feature_requirements() -> set[str]:

@@ -1,4 +1,4 @@
-"""The broker-lifecycle, KIP-536 and KIP-590 feature tests against tansu (one broker, no
+"""The broker-registration, KIP-536 and KIP-590 feature tests against tansu (one broker, no
 controller listener, no ZooKeeper, no start time): nothing it does not offer is FAIL. KIP-536 is
 PROPOSAL_ABSENT, the controller-listener and ZooKeeper tests SKIP naming what is missing, an API
 it does not advertise is UNSUPPORTED; what it does serve is checked, and the one thing it gets

@@ -1,10 +1,10 @@
 """The state-machine models and their generic builder, without a target.
 
 A small in-memory controller that follows the registration draft stands in for the wire: the
-hypothesis machine built from ``specs/models/broker-lifecycle.json`` passes against it, and each
-deliberate fault in it fails exactly the requirement the model ties to that behaviour, with the
-steps that led there in the message. The model files validate, and a broken model is refused
-with its file and JSON path.
+hypothesis machine built from ``specs/models/broker-registration-lifecycle.json`` passes against
+it, and each deliberate fault in it fails exactly the requirement the model ties to that
+behaviour, with the steps that led there in the message. The model files validate, and a broken
+model is refused with its file and JSON path.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from conformance.suite.models import (
     state_machine,
 )
 
-LIFECYCLE = load_model("broker-lifecycle")
+LIFECYCLE = load_model("broker-registration-lifecycle")
 NONE, STALE, NOT_REGISTERED, DUPLICATE = 0, 77, 102, 101
 
 
@@ -130,9 +130,9 @@ def test_the_machine_passes_against_a_faithful_controller() -> None:
 @pytest.mark.parametrize(
     ("fault", "requirement"),
     [
-        ("reuse-epoch", "BROKER-REG.R7"),
-        ("never-fenced", "BROKER-REG.R2"),
-        ("sticky", "BROKER-REG.R4"),
+        ("reuse-epoch", "BROKER-REGISTRATION.R7"),
+        ("never-fenced", "BROKER-REGISTRATION.R2"),
+        ("sticky", "BROKER-REGISTRATION.R4"),
     ],
 )
 def test_each_fault_fails_its_requirement(fault: str, requirement: str) -> None:
@@ -154,11 +154,11 @@ def test_a_session_near_its_timeout_may_or_may_not_have_expired() -> None:
     runner.check_invariants()
     runner.entities[0].contact = time.monotonic() - 20  # certainly over: the model fences it
     assert runner.candidates(runner.entities[0]) == ["Fenced"]
-    assert runner.entities[0].timed_out == ("BROKER-REG.R5",)
+    assert runner.entities[0].timed_out == ("BROKER-REGISTRATION.R5",)
     controller.brokers[1000]["state"] = "ONLINE"  # ... but the target still lists it
     with pytest.raises(verify.Failed) as e:
         runner.check_invariants()
-    assert set(e.value.req_ids) == {"BROKER-REG.R4", "BROKER-REG.R5"}
+    assert set(e.value.req_ids) == {"BROKER-REGISTRATION.R4", "BROKER-REGISTRATION.R5"}
 
 
 def test_liveness_is_bounded() -> None:
@@ -175,7 +175,7 @@ def test_liveness_is_bounded() -> None:
 def test_model_files_validate_and_name_real_apis() -> None:
     codec = Codec.from_specs()
     names = sorted(p.stem for p in MODELS_DIR.glob("*.json"))
-    assert {"broker-lifecycle", "controller-routing"} <= set(names)
+    assert {"broker-registration-lifecycle", "kip-590-controller-routing"} <= set(names)
     for name in names:
         model = load_model(name)
         assert model.requirement_ids()
@@ -190,9 +190,11 @@ def test_model_files_validate_and_name_real_apis() -> None:
     [
         (lambda m: m["events"][0]["transitions"][0].update(to="Gone"), "$.events[0]", "Gone"),
         (
-            lambda m: m["events"][0]["transitions"][0].update(requirements=["BROKER-REG.R99"]),
+            lambda m: m["events"][0]["transitions"][0].update(
+                requirements=["BROKER-REGISTRATION.R99"]
+            ),
             "$",
-            "BROKER-REG.R99",
+            "BROKER-REGISTRATION.R99",
         ),
         (
             lambda m: m["events"][0]["transitions"][0]["expect"].update(ErrorCode="NO_SUCH"),
@@ -204,7 +206,7 @@ def test_model_files_validate_and_name_real_apis() -> None:
     ],
 )
 def test_a_broken_model_is_refused_with_its_path(tmp_path, change, where, what) -> None:
-    obj = json.loads((MODELS_DIR / "broker-lifecycle.json").read_text())
+    obj = json.loads((MODELS_DIR / "broker-registration-lifecycle.json").read_text())
     change(obj)
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(obj))

@@ -40,14 +40,14 @@ def test_proposals_are_marked() -> None:
 
 def test_each_reading_of_seed_versus_kafka_is_documented() -> None:
     reqs = requirements()
-    for name in ("KIP-78", "BROKER-REG", "KIP-536"):
+    for name in ("KIP-78", "BROKER-REGISTRATION", "KIP-536"):
         readings = reqs.features[name].raw["readings"]
         assert readings and all(r["checked"] and r["why"] for r in readings)
     assert "string" in json.dumps(reqs.features["KIP-78"].raw["readings"])
 
 
-def _write(tmp: Path, obj: dict) -> Path:
-    path = tmp / "x.json"
+def _write(tmp: Path, obj: dict, name: str = "kip-1") -> Path:
+    path = tmp / f"{name}.json"
     path.write_text(json.dumps(obj))
     return path
 
@@ -73,7 +73,7 @@ def _good() -> dict:
 
 def test_a_good_file_loads(tmp_path: Path) -> None:
     feature, reqs = load_feature(_write(tmp_path, _good()))
-    assert feature.name == "KIP-1" and reqs[0].id == "KIP-1.R1" and reqs[0].file == "x"
+    assert feature.name == "KIP-1" and reqs[0].id == "KIP-1.R1" and reqs[0].file == "kip-1"
 
 
 @pytest.mark.parametrize(
@@ -91,12 +91,20 @@ def test_a_bad_file_is_refused_with_its_path(tmp_path: Path, change, where) -> N
     change(obj)
     with pytest.raises(SpecError) as e:
         load_feature(_write(tmp_path, obj))
-    assert "x.json" in str(e.value) and where in str(e.value)
+    assert "kip-1.json" in str(e.value) and where in str(e.value)
 
 
-def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
-    for name in ("a", "b"):
-        (tmp_path / f"{name}.json").write_text(json.dumps(_good()))
+def test_the_feature_is_the_file_stem_in_upper_case(tmp_path: Path) -> None:
+    """One name per feature: ``broker-registration.json`` holds ``BROKER-REGISTRATION.Rn``."""
+    with pytest.raises(SpecError) as e:
+        load_feature(_write(tmp_path, _good(), name="kip-one"))
+    assert "kip-one.json" in str(e.value) and "$.feature" in str(e.value)
+
+
+def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
+    obj = _good()
+    obj["requirements"].append(obj["requirements"][0])
+    _write(tmp_path, obj)
     with pytest.raises(SpecError, match="already defined"):
         load_requirements(tmp_path)
 

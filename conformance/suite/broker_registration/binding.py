@@ -1,4 +1,5 @@
-"""How the broker-lifecycle model (``specs/models/broker-lifecycle.json``) meets a target.
+"""How the broker-registration-lifecycle model
+(``specs/models/broker-registration-lifecycle.json``) meets a target.
 
 Entities are fake brokers: ids in a suite-owned range (far above any real broker id, a fresh
 block per run of the model), registered on the controller listener with the listener names the
@@ -55,7 +56,7 @@ FEATURES = [
 
 @cache
 def model() -> Model:
-    return load_model("broker-lifecycle")
+    return load_model("broker-registration-lifecycle")
 
 
 @dataclass

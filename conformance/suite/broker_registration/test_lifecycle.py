@@ -3,8 +3,9 @@
 The state machine lets hypothesis choose events for three fake brokers; the focused tests walk
 the paths the draft describes (register -> Fenced -> caught up -> Online -> WantShutDown ->
 Stopping -> shut down; fencing on missed heartbeats; epochs; fenced brokers absent from client
-metadata; unregistering). Every expectation comes from ``specs/models/broker-lifecycle.json``;
-these tests only choose the paths. Without ``--controller-bootstrap`` they are SKIP.
+metadata; unregistering). Every expectation comes from
+``specs/models/broker-registration-lifecycle.json``; these tests only choose the paths. Without
+``--controller-bootstrap`` they are SKIP.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from conformance.suite.models import (
 )
 
 REGISTRATION, HEARTBEAT, UNREGISTER = 62, 63, 64
-R = "BROKER-REG.R"
+R = "BROKER-REGISTRATION.R"
 CLIENT_VIEWS = ["client-metadata", "client-describe-cluster"]
 #: steps per example of the state machine
 STEPS = 12

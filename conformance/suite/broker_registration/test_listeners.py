@@ -1,6 +1,6 @@
-"""Where the lifecycle RPCs are served (BROKER-REG.R9) and what Online brokers do for clients
-(BROKER-REG.R11): registration and heartbeats belong to the controller listener; the brokers
-clients see answer them, and lead only while they are listed."""
+"""Where the lifecycle RPCs are served (BROKER-REGISTRATION.R9) and what Online brokers do for
+clients (BROKER-REGISTRATION.R11): registration and heartbeats belong to the controller listener;
+the brokers clients see answer them, and lead only while they are listed."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ BROKER_ID_NOT_REGISTERED = 102
 REFUSALS = {ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST}
 
 
-@conformance("broker-registration/client-listener/not-served", "BROKER-REG.R9", api=REGISTRATION)
+@conformance(
+    "broker-registration/client-listener/not-served", "BROKER-REGISTRATION.R9", api=REGISTRATION
+)
 def test_not_served_on_the_client_listener(harness: Harness) -> None:
     advertised = [harness.api_name(k) for k in (REGISTRATION, HEARTBEAT) if k in harness.advertised]
     verify.check(not advertised, f"the client listener advertises {', '.join(advertised)}")
@@ -33,22 +35,28 @@ def test_not_served_on_the_client_listener(harness: Harness) -> None:
             timeout=5.0,
             accept=REFUSALS,
             message=f"{harness.api_name(key)} v0 sent to the client listener",
-            req_ids=("BROKER-REG.R9",),
+            req_ids=("BROKER-REGISTRATION.R9",),
         )
 
 
-@conformance("broker-registration/controller-listener/served", "BROKER-REG.R9", api=HEARTBEAT)
+@conformance(
+    "broker-registration/controller-listener/served", "BROKER-REGISTRATION.R9", api=HEARTBEAT
+)
 def test_served_on_the_controller_listener(harness: Harness) -> None:
     harness.endpoint("controller")
     harness.require(REGISTRATION, listener="controller")
     version = harness.pick_version(HEARTBEAT, listener="controller")
     conn = harness.connect("controller")
     body = safety.inert_request(harness.codec, HEARTBEAT, version)
-    answer = verify.expect_response(conn, HEARTBEAT, version, body, served="BROKER-REG.R9").body
-    verify.expect_error_code(answer, BROKER_ID_NOT_REGISTERED, "ErrorCode", "BROKER-REG.R9")
+    answer = verify.expect_response(
+        conn, HEARTBEAT, version, body, served="BROKER-REGISTRATION.R9"
+    ).body
+    verify.expect_error_code(
+        answer, BROKER_ID_NOT_REGISTERED, "ErrorCode", "BROKER-REGISTRATION.R9"
+    )
 
 
-@conformance("broker-registration/online-brokers-serve-clients", "BROKER-REG.R11", api=3)
+@conformance("broker-registration/online-brokers-serve-clients", "BROKER-REGISTRATION.R11", api=3)
 def test_listed_brokers_serve_and_lead(harness: Harness) -> None:
     """Every broker Metadata lists answers clients; every partition leader is a listed broker."""
     version = harness.pick_version(cluster.METADATA, "1+")

@@ -1,4 +1,4 @@
-"""The draft's persistent registration record, ``/cluster/brokers/N`` (BROKER-REG.R8).
+"""The draft's persistent registration record, ``/cluster/brokers/N`` (BROKER-REGISTRATION.R8).
 
 With ``--zookeeper``: the model's registration-record invariant follows a fake broker through
 its states (settings, epoch, state and version as the draft's znode shows them), the real
@@ -16,7 +16,7 @@ from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 from conformance.suite.znodes import zookeeper
 
-R8 = "BROKER-REG.R8"
+R8 = "BROKER-REGISTRATION.R8"
 
 
 @conformance("broker-registration/zookeeper/registration-record", R8)

@@ -3,8 +3,7 @@
 Hypothesis draws interceptor chains (passing, modifying, re-keying, raising, returning junk)
 and records; each example produces through the chain and reads back what was stored (see
 ``scenarios``). The audit test produces a few thousand records through an auditing interceptor
-pair and proves each acknowledged record is read back exactly once with its checksum. The
-ClusterResourceListener test (KIP-78.R9) lives here too: it is checked with the same client.
+pair and proves each acknowledged record is read back exactly once with its checksum.
 """
 
 from __future__ import annotations
@@ -13,12 +12,11 @@ import uuid
 
 from hypothesis import strategies as st
 
-from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.kip42 import scenarios as sc
 from conformance.suite.meta import conformance
 
-PRODUCE, FETCH, METADATA, OFFSET_COMMIT = 0, 1, 3, 8
+PRODUCE, FETCH, OFFSET_COMMIT = 0, 1, 8
 #: records of the audited round trip
 AUDIT_RECORDS = 2000
 
@@ -99,12 +97,3 @@ def test_audited_round_trip(harness: Harness) -> None:
     harness.call(
         sc.audited_round_trip(env, topic, AUDIT_RECORDS, seed=harness.seed or 0), timeout=300
     )
-
-
-@conformance("kip-78/client/cluster-resource-listener", "KIP-78.R9", api=METADATA)
-def test_cluster_resource_listener(harness: Harness) -> None:
-    env = sc.harness_env(harness)
-    version = harness.pick_version(METADATA, "2+")
-    body = {"Topics": [], "AllowAutoTopicCreation": False}
-    resp = verify.expect_response(harness.connect(), METADATA, version, body)
-    harness.call(sc.cluster_resource(env, resp.body["ClusterId"]))

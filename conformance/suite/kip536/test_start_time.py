@@ -1,4 +1,5 @@
-"""KIP-536: each broker's start time, as the tagged field ``specs/requirements/kip-536.json`` documents.
+"""KIP-536: each broker's start time, as the tagged field ``specs/requirements/kip-536.json``
+documents.
 
 The tag and its carriers are read from the requirement file's ``wire`` section. A target whose
 Metadata broker entries carry no start time (or 0, the proposal's value for clusters without the

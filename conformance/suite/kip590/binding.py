@@ -1,4 +1,5 @@
-"""How the controller-routing model (``specs/models/controller-routing.json``) meets a target.
+"""How the controller-routing model (``specs/models/kip-590-controller-routing.json``) meets a
+target.
 
 Entities are suite-owned topics (``kc-suite-590-<run>-<n>``); each mutation goes to the broker
 the step names (an index into the brokers the bootstrap's Metadata lists). A view is what one
@@ -28,7 +29,7 @@ TIMEOUT_MS = 15000
 
 @cache
 def model() -> Model:
-    return load_model("controller-routing")
+    return load_model("kip-590-controller-routing")
 
 
 def api_of(event: str) -> int:

@@ -1,1 +1,2 @@
-"""KIP-78 (cluster id): Metadata v2+, format, stability, DescribeCluster, the /cluster/id znode."""
+"""KIP-78 (cluster id): Metadata v2+, format, stability, DescribeCluster, the /cluster/id znode,
+and the client's ClusterResourceListeners (R9)."""

@@ -1,4 +1,4 @@
-"""KIP-78 as a state machine (``specs/models/cluster-id.json``): hypothesis mixes Metadata of
+"""KIP-78 as a state machine (``specs/models/kip-78-cluster-id.json``): hypothesis mixes Metadata of
 every advertised version and DescribeCluster, to every broker, on kept and new connections; the
 first id learned must be the one every later answer repeats."""
 
@@ -60,7 +60,7 @@ class ClusterIdBinding(Binding):
 @conformance("metadata/cluster-id/state-machine", *REQS, api=METADATA)
 def test_cluster_id_state_machine(harness: Harness) -> None:
     harness.require(METADATA)
-    model = load_model("cluster-id")
+    model = load_model("kip-78-cluster-id")
     brokers = cluster.brokers(harness)
     verify.check(brokers, "Metadata lists no broker")
     probe = ClusterIdBinding(harness, brokers)

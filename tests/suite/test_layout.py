@@ -1,0 +1,85 @@
+"""One name per feature: the requirement file's stem names the id prefix, the models and the
+suite's test folder, and each suite test lives in the folder of the requirements it checks."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import conformance.suite
+from conformance import specs
+from conformance.requirements import requirements
+from conformance.suite.meta import MARKER
+
+SUITE = Path(conformance.suite.__file__).parent
+
+
+def folder_of(stem: str) -> str:
+    """``kip-78`` -> ``kip78``, ``broker-registration`` -> ``broker_registration``."""
+    return re.sub(r"^kip-", "kip", stem).replace("-", "_")
+
+
+def suite_modules() -> list[str]:
+    return sorted(
+        ".".join(p.relative_to(SUITE.parents[1]).with_suffix("").parts)
+        for p in SUITE.rglob("test_*.py")
+    )
+
+
+def declared(module: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(test function, requirement ids) of every ``@conformance`` test in a suite module."""
+    mod = importlib.import_module(module)
+    out = []
+    for name, obj in vars(mod).items():
+        if name.startswith("test_") and callable(obj):
+            for mark in getattr(obj, "pytestmark", []):
+                if mark.name == MARKER:
+                    out.append((name, mark.kwargs["requirements"]))
+    return out
+
+
+def test_ids_are_prefixed_with_the_upper_cased_file_stem() -> None:
+    reqs = requirements()
+    assert "BROKER-REGISTRATION" in reqs.features
+    for r in reqs:
+        assert r.id.rsplit(".", 1)[0] == r.feature == r.file.upper(), r.id
+
+
+def test_models_are_named_feature_dash_what() -> None:
+    stems = {f.path.stem for f in requirements().features.values()}
+    models = sorted(specs.MODELS.glob("*.json"))
+    assert {p.stem for p in models} >= {
+        "broker-registration-lifecycle",
+        "kip-78-cluster-id",
+        "kip-590-controller-routing",
+    }
+    for path in models:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+        feature = obj["feature"].lower()
+        assert feature in stems, path.name
+        assert obj["model"] == path.stem, path.name
+        assert path.stem.startswith(feature + "-"), path.name
+
+
+def test_every_suite_test_is_in_a_feature_folder() -> None:
+    folders = {folder_of(f.path.stem) for f in requirements().features.values()}
+    modules = suite_modules()
+    assert "conformance.suite.protocol.test_robustness" in modules
+    for module in modules:
+        parts = module.split(".")
+        assert len(parts) == 4 and parts[2] in folders, module
+
+
+@pytest.mark.parametrize("module", suite_modules())
+def test_a_suite_test_checks_its_own_feature(module: str) -> None:
+    reqs = requirements()
+    tests = declared(module)
+    assert tests, f"{module}: no @conformance test"
+    folder = module.split(".")[2]
+    for name, ids in tests:
+        elsewhere = [r for r in ids if folder_of(reqs[r].file) != folder]
+        assert not elsewhere, f"{module}.{name} checks {elsewhere}: move it to their folder"
