@@ -23,6 +23,11 @@ REFERENCE_CLIENT_TYPES = ("zkBroker",)
 #: broker heartbeats and the controller's broker session: short, so that the suite's fencing
 #: check waits seconds, not Kafka's 9 s; twelve heartbeats fit in a session
 SUITE_TIMINGS = {"heartbeat_interval_ms": 250, "session_timeout_ms": 3000}
+#: the group coordinator's timings (broker settings): no delay before a new group's first
+#: rebalance and a 1 s minimum member session, so that the suite's group checks (session
+#: expiry included) wait about a second rather than Kafka's 3 s delay and 6 s minimum; the
+#: brokers report them (group.initial.rebalance.delay.ms, group.min.session.timeout.ms)
+SUITE_GROUP_TIMINGS = {"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 1000}
 
 
 def _now_ms() -> int:
@@ -38,6 +43,9 @@ class ReferenceTarget(Target):
     startup_timeout: float = 60.0
     client_listener_types: tuple[str, ...] = REFERENCE_CLIENT_TYPES
     overrides: dict[str, Any] = field(default_factory=lambda: dict(SUITE_TIMINGS))
+    broker_overrides: dict[str, Any] = field(
+        default_factory=lambda: {"settings": {"groups": dict(SUITE_GROUP_TIMINGS)}}
+    )
     _cluster: Any = field(default=None, repr=False)
     _zk: ZooKeeperServer | None = field(default=None, repr=False)
     _dir: Path | None = field(default=None, repr=False)
@@ -68,6 +76,7 @@ class ReferenceTarget(Target):
             metadata_store=store,
             client_controller_listener=True,
             overrides=dict(self.overrides),
+            broker_overrides=dict(self.broker_overrides),
         )
         spawned = _now_ms()
         try:

@@ -175,4 +175,18 @@ def _static(node: Any) -> dict[str, str]:
         "broker.session.timeout.ms": str(c.session_timeout_ms),
         "broker.rack": c.rack or "",
         "zookeeper.connect": c.zookeeper or "",
+        **_group_timings(c),
+    }
+
+
+def _group_timings(c: Any) -> dict[str, str]:
+    """The group coordinator's settings a client plans around (Kafka reports them as static
+    broker configs): the session timeouts it accepts and the first rebalance's delay."""
+    from reference_impl.groups.service import group_config
+
+    g = group_config((getattr(c, "settings", None) or {}).get("groups"))
+    return {
+        "group.min.session.timeout.ms": str(g.min_session_timeout_ms),
+        "group.max.session.timeout.ms": str(g.max_session_timeout_ms),
+        "group.initial.rebalance.delay.ms": str(g.initial_rebalance_delay_ms),
     }

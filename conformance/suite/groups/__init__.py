@@ -1,0 +1,1 @@
+"""Classic consumer groups: membership and administration (GROUPS.Rn)."""

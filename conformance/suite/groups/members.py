@@ -1,0 +1,380 @@
+"""Classic consumer groups on the wire, as the suite drives them: the coordinator, members on
+their own connections, and rebalance rounds.
+
+A round is driven the way Kafka's clients drive one, so that every answer is determined: a new
+member's JoinGroup (after MEMBER_ID_REQUIRED where the version asks for it) or a LeaveGroup
+starts the rebalance; each member already in the group learns of it from a Heartbeat answered
+REBALANCE_IN_PROGRESS and rejoins; every JoinGroup of the round is then answered together, the
+leader assigns, and every member's SyncGroup gets its share. Nothing here judges the answers:
+the tests and the model's binding do, naming their requirements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.client.wire import ConnectionClosed, Response
+from conformance.suite import brokers as cluster
+from conformance.suite import verify
+from conformance.suite.harness import Harness, SyncConnection
+from conformance.targets.base import Endpoint
+
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT = 8, 9, 10, 11, 12
+LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 13, 14, 15, 16, 42
+NONE, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 0, 14, 15, 16
+ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID = 22, 23, 25
+REBALANCE_IN_PROGRESS, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 27, 68, 69
+FENCED_INSTANCE_ID, MEMBER_ID_REQUIRED = 82, 79
+#: answers that mean "ask again shortly" while a coordinator is being placed or loaded
+TRANSIENT = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+PROTOCOL_TYPE = "consumer"
+PROTOCOL_NAME = "range"
+#: a member's session: far longer than any test, so that only the expiry test sees one end
+SESSION_MS = 45_000
+REBALANCE_MS = 4_000
+#: how long a coordinator may take to be placed (the first FindCoordinator may create
+#: __consumer_offsets) or to answer a rebalance
+COORDINATOR_WAIT = 30.0
+ROUND_WAIT = REBALANCE_MS / 1000 + 10
+#: Kafka's group.min.session.timeout.ms, where the target does not report its own
+KAFKA_MIN_SESSION_MS = 6000
+GROUP_KEY = 0
+
+
+def fresh_name(what: str) -> str:
+    """A group or topic name nobody else uses (the suite touches only what it made)."""
+    return f"kc-{what}-{uuid.uuid4().hex[:12]}"
+
+
+def subscription(member: str) -> bytes:
+    """Member metadata the leader must see as sent: distinct per member."""
+    return f"subscription of {member}".encode()
+
+
+def assignment_for(member_id: str, generation: int) -> bytes:
+    """What the suite's leader assigns a member: distinct per member and generation."""
+    return f"assignment {generation} {member_id}".encode()
+
+
+@dataclass
+class Member:
+    conn: SyncConnection
+    client_id: str
+    instance_id: str | None = None
+    member_id: str = ""
+    generation: int = -1
+    leader: str = ""
+    assignment: bytes | None = None
+    metadata: bytes = b""
+    session_ms: int = SESSION_MS
+    #: the JoinGroup answers this member got, in order
+    joins: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Round:
+    """What one rebalance round's answers were."""
+
+    first_joins: dict[str, dict] = field(default_factory=dict)  # client id -> MEMBER_ID_REQUIRED
+    leave: dict | None = None
+    heartbeats: list[int] = field(default_factory=list)  # codes while the rebalance started
+    joins: dict[str, dict] = field(default_factory=dict)  # client id -> JoinGroup answer
+    syncs: dict[str, dict] = field(default_factory=dict)  # client id -> SyncGroup answer
+    assigned: dict[str, bytes] = field(default_factory=dict)  # member id -> what leader gave
+
+
+class Group:
+    """One suite-made group: its coordinator, its members, the versions the target speaks."""
+
+    def __init__(
+        self, harness: Harness, name: str | None = None, *, join_versions: str | None = None
+    ) -> None:
+        self.harness = harness
+        self.name = name or fresh_name("group")
+        self.members: list[Member] = []
+        self.versions = {
+            api: harness.pick_version(api, join_versions if api == JOIN_GROUP else None)
+            for api in (FIND_COORDINATOR, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, JOIN_GROUP)
+        }
+        self._count = 0
+        self.coordinator = find_coordinator(harness, self.name, self.versions[FIND_COORDINATOR])
+        self._admin: SyncConnection | None = None
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    def connect(self, client_id: str | None = None) -> SyncConnection:
+        return self.harness.connect(self.coordinator.endpoint, client_id=client_id)
+
+    @property
+    def admin(self) -> SyncConnection:
+        if self._admin is None or self._admin.closed:
+            self._admin = self.connect("kc-admin")
+        return self._admin
+
+    def request(self, api: int, version: int, body: dict, conn: SyncConnection | None = None):
+        """An answered request to the coordinator (transient coordinator errors retried)."""
+        return coordinator_request(self.harness, conn or self.admin, api, version, body)
+
+    def start(self, m: Member, api: int, body: dict, timeout: float = ROUND_WAIT) -> Future:
+        """Send without waiting for the answer (JoinGroup / SyncGroup block for the round)."""
+        version = self.versions[api]
+        return asyncio.run_coroutine_threadsafe(
+            m.conn.conn.request(api, version, body, timeout=timeout), self.harness.loop
+        )
+
+    def finish(self, m: Member, api: int, fut: Future) -> dict:
+        name = self.harness.api_name(api)
+        try:
+            resp: Response = fut.result(ROUND_WAIT + 5)
+        except ConnectionClosed as e:
+            raise verify.Failed(f"{name} of {m.client_id}: connection closed ({e})") from None
+        except TimeoutError:
+            raise verify.Failed(f"{name} of {m.client_id}: no answer in {ROUND_WAIT} s") from None
+        return resp.body
+
+    # --- members -------------------------------------------------------------------------------
+
+    def new_member(self, instance_id: str | None = None) -> Member:
+        self._count += 1
+        client_id = f"kc-member-{self._count}"
+        m = Member(self.connect(client_id), client_id, instance_id)
+        m.metadata = subscription(client_id)
+        return m
+
+    def join_body(self, m: Member, *, protocol_type: str = PROTOCOL_TYPE) -> dict[str, Any]:
+        return {
+            "GroupId": self.name,
+            "SessionTimeoutMs": m.session_ms,
+            "RebalanceTimeoutMs": REBALANCE_MS,
+            "MemberId": m.member_id,
+            "GroupInstanceId": m.instance_id,
+            "ProtocolType": protocol_type,
+            "Protocols": [{"Name": PROTOCOL_NAME, "Metadata": m.metadata}],
+            "Reason": None,
+        }
+
+    def join(self, m: Member, **kw: Any) -> Future:
+        return self.start(m, JOIN_GROUP, self.join_body(m, **kw))
+
+    def ask_member_id(self, m: Member) -> dict:
+        """A new dynamic member's first JoinGroup at v4+: MEMBER_ID_REQUIRED and its id."""
+        body = self.finish(m, JOIN_GROUP, self.join(m))
+        if body["ErrorCode"] == MEMBER_ID_REQUIRED and body["MemberId"]:
+            m.member_id = body["MemberId"]
+        return body
+
+    def heartbeat(
+        self, m: Member, *, generation: int | None = None, member_id: str | None = None
+    ) -> int:
+        body = {
+            "GroupId": self.name,
+            "GenerationId": m.generation if generation is None else generation,
+            "MemberId": m.member_id if member_id is None else member_id,
+            "GroupInstanceId": m.instance_id if member_id is None else None,
+        }
+        version = self.versions[HEARTBEAT]
+        return verify.expect_response(m.conn, HEARTBEAT, version, body).body["ErrorCode"]
+
+    def sync_body(self, m: Member, assignments: dict[str, bytes]) -> dict[str, Any]:
+        return {
+            "GroupId": self.name,
+            "GenerationId": m.generation,
+            "MemberId": m.member_id,
+            "GroupInstanceId": m.instance_id,
+            "ProtocolType": PROTOCOL_TYPE,
+            "ProtocolName": PROTOCOL_NAME,
+            "Assignments": [{"MemberId": k, "Assignment": v} for k, v in assignments.items()],
+        }
+
+    def leave_body(self, leaving: Iterable[Member]) -> dict[str, Any]:
+        ms = list(leaving)
+        if self.versions[LEAVE_GROUP] < 3:
+            return {"GroupId": self.name, "MemberId": ms[0].member_id}
+        return {
+            "GroupId": self.name,
+            "Members": [
+                {"MemberId": m.member_id, "GroupInstanceId": m.instance_id, "Reason": None}
+                for m in ms
+            ],
+        }
+
+    # --- rounds --------------------------------------------------------------------------------
+
+    def await_rebalance(self, staying: list[Member], r: Round) -> None:
+        """Heartbeat a staying member until the coordinator says a rebalance is under way."""
+        deadline = time.monotonic() + COORDINATOR_WAIT
+        while True:
+            code = self.heartbeat(staying[0])
+            r.heartbeats.append(code)
+            if code != NONE or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+
+    def rebalance(
+        self, joining: Iterable[Member] = (), leaving: Iterable[Member] = (), *, sync: bool = True
+    ) -> Round:
+        """One round: ``joining`` members enter, ``leaving`` ones leave, the rest rejoin; the
+        leader assigns ``assignment_for`` each member and everyone syncs (unless ``sync`` is
+        False: the round stops after JoinGroup, the group CompletingRebalance)."""
+        joining, leaving = list(joining), list(leaving)
+        staying = [m for m in self.members if m not in leaving]
+        r = Round()
+        for m in joining:
+            if not m.member_id and m.instance_id is None and self.versions[JOIN_GROUP] >= 4:
+                r.first_joins[m.client_id] = self.ask_member_id(m)
+        if leaving:
+            v = self.versions[LEAVE_GROUP]
+            r.leave = self.request(LEAVE_GROUP, v, self.leave_body(leaving)).body
+            for m in leaving:
+                self.members.remove(m)
+        pending = {m.client_id: (m, self.join(m)) for m in joining}
+        if staying and (joining or leaving):
+            self.await_rebalance(staying, r)
+        pending.update({m.client_id: (m, self.join(m)) for m in staying})
+        members = [*staying, *joining]
+        self.members = members
+        for cid, (m, fut) in pending.items():
+            body = self.finish(m, JOIN_GROUP, fut)
+            m.joins.append(body)
+            r.joins[cid] = body
+            if body["ErrorCode"] == NONE:
+                m.member_id, m.generation, m.leader = (
+                    body["MemberId"],
+                    body["GenerationId"],
+                    body["Leader"],
+                )
+        if sync and all(b["ErrorCode"] == NONE for b in r.joins.values()):
+            self.sync_all(r)
+        return r
+
+    def sync_all(self, r: Round) -> None:
+        leader = next((m for m in self.members if m.member_id == m.leader), None)
+        if leader is None:
+            return
+        listed = [x["MemberId"] for x in r.joins[leader.client_id]["Members"]]
+        r.assigned = {mid: assignment_for(mid, leader.generation) for mid in listed}
+        futs = [
+            (m, self.start(m, SYNC_GROUP, self.sync_body(m, r.assigned if m is leader else {})))
+            for m in self.members
+        ]
+        for m, fut in futs:
+            body = self.finish(m, SYNC_GROUP, fut)
+            r.syncs[m.client_id] = body
+            if body["ErrorCode"] == NONE:
+                m.assignment = body["Assignment"]
+
+    def leave_all(self) -> None:
+        """Best effort: the suite's members leave (the group may then be deleted)."""
+        if not self.members:
+            return
+        try:
+            self.request(LEAVE_GROUP, self.versions[LEAVE_GROUP], self.leave_body(self.members))
+        except (verify.Failed, ConnectionError, TimeoutError):
+            pass
+        self.members = []
+
+    def cleanup(self) -> None:
+        """Leave, then delete the group where the target can (best effort)."""
+        self.leave_all()
+        try:
+            delete_groups(self.harness, self.admin, [self.name])
+        except Exception:
+            pass
+
+    # --- administration ------------------------------------------------------------------------
+
+    def describe(self, version: int | None = None) -> dict:
+        v = version if version is not None else self.harness.pick_version(DESCRIBE_GROUPS)
+        body = {"Groups": [self.name], "IncludeAuthorizedOperations": False}
+        groups = self.request(DESCRIBE_GROUPS, v, body).body["Groups"]
+        verify.check(len(groups) == 1, f"DescribeGroups v{v} of one group gave {len(groups)}")
+        return groups[0]
+
+
+@dataclass(frozen=True)
+class Coordinator:
+    node_id: int
+    endpoint: Endpoint
+
+
+def find_coordinator(
+    harness: Harness, group: str, version: int, *reqs: str, key_type: int = GROUP_KEY
+) -> Coordinator:
+    """FindCoordinator of ``group`` from the bootstrap, repeated while the coordinator is
+    being placed; a final answer other than NONE fails ``reqs``."""
+    conn = harness.connect()
+    if version >= 4:
+        body: dict[str, Any] = {"KeyType": key_type, "CoordinatorKeys": [group]}
+    else:
+        body = {"Key": group, "KeyType": key_type}
+    deadline = time.monotonic() + COORDINATOR_WAIT
+    while True:
+        got = verify.expect_response(conn, FIND_COORDINATOR, version, body).body
+        entry = got["Coordinators"][0] if version >= 4 and got.get("Coordinators") else got
+        code = entry.get("ErrorCode")
+        if code not in TRANSIENT or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    verify.check(
+        code == NONE,
+        f"FindCoordinator v{version} of group {group}: error {code} "
+        f"({verify.known_codes().get(code)}) after {COORDINATOR_WAIT:.0f} s",
+        *reqs,
+    )
+    return Coordinator(entry["NodeId"], Endpoint(entry["Host"], entry["Port"]))
+
+
+def coordinator_request(
+    harness: Harness, conn: SyncConnection, api: int, version: int, body: dict
+) -> Response:
+    """A request whose top-level (or only group's) error may be transient: asked again."""
+    deadline = time.monotonic() + COORDINATOR_WAIT
+    while True:
+        resp = verify.expect_response(conn, api, version, body)
+        codes = {c for _, c in verify.error_codes(harness, resp.body, api)}
+        if not codes & TRANSIENT or time.monotonic() > deadline:
+            return resp
+        time.sleep(0.1)
+
+
+def delete_groups(harness: Harness, conn: SyncConnection, names: list[str]) -> dict[str, int]:
+    version = harness.pick_version(DELETE_GROUPS)
+    body = coordinator_request(harness, conn, DELETE_GROUPS, version, {"GroupsNames": names}).body
+    return {r["GroupId"]: r["ErrorCode"] for r in body["Results"]}
+
+
+def list_groups(
+    harness: Harness, endpoint: Endpoint | None = None, states: list[str] | None = None
+) -> dict[str, dict]:
+    """ListGroups of one broker (the bootstrap unless named): group id -> entry."""
+    version = harness.pick_version(LIST_GROUPS, "4+" if states is not None else None)
+    conn = harness.connect(endpoint or "client")
+    body = {"StatesFilter": states or [], "TypesFilter": []}
+    got = coordinator_request(harness, conn, LIST_GROUPS, version, body).body
+    verify.check(got["ErrorCode"] == NONE, f"ListGroups v{version}: error {got['ErrorCode']}")
+    return {g["GroupId"]: g for g in got["Groups"]}
+
+
+def list_everywhere(harness: Harness, states: list[str] | None = None) -> dict[str, dict]:
+    """ListGroups of every broker, merged (each broker lists the groups it coordinates)."""
+    out: dict[str, dict] = {}
+    for b in cluster.brokers(harness):
+        out.update(list_groups(harness, b.endpoint, states))
+    return out
+
+
+def min_session_ms(harness: Harness) -> int:
+    """The shortest member session the target accepts (group.min.session.timeout.ms where a
+    broker reports it; Kafka's default otherwise)."""
+    brokers = cluster.brokers(harness)
+    got = cluster.broker_configs(harness, brokers[0], ["group.min.session.timeout.ms"]) or {}
+    try:
+        return int(got.get("group.min.session.timeout.ms", KAFKA_MIN_SESSION_MS))
+    except ValueError:
+        return KAFKA_MIN_SESSION_MS

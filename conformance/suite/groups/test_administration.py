@@ -1,0 +1,233 @@
+"""Group administration on the wire: DescribeGroups states and members, ListGroups (with the
+state filter where advertised), DeleteGroups of non-empty, empty and unknown groups."""
+
+from __future__ import annotations
+
+import time
+
+from conformance.suite import verify
+from conformance.suite.groups.members import (
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    GROUP_ID_NOT_FOUND,
+    LIST_GROUPS,
+    NON_EMPTY_GROUP,
+    NONE,
+    PROTOCOL_NAME,
+    PROTOCOL_TYPE,
+    REBALANCE_IN_PROGRESS,
+    Group,
+    Round,
+    delete_groups,
+    fresh_name,
+    list_everywhere,
+)
+from conformance.suite.harness import Harness
+from conformance.suite.meta import conformance
+from conformance.suite.offsets.commits import commit, delete_topics, fetch
+from conformance.suite.records_io import create_topic
+
+SETTLE = 10.0
+
+
+def state_of(g: Group) -> str:
+    return g.describe()["GroupState"]
+
+
+def wait_state(g: Group, want: str, leaving: str) -> str:
+    """The described state once it is no longer ``leaving`` (bounded)."""
+    deadline = time.monotonic() + SETTLE
+    state = state_of(g)
+    while state == leaving and time.monotonic() < deadline:
+        time.sleep(0.02)
+        state = state_of(g)
+    return state
+
+
+@conformance("groups/describe/states-and-members", "GROUPS.R13", "GROUPS.R14", api=DESCRIBE_GROUPS)
+def test_describe_follows_the_group(harness: Harness) -> None:
+    g = Group(harness)
+    v = harness.pick_version(DESCRIBE_GROUPS)
+    try:
+        got = g.describe()
+        verify.check(
+            got["ErrorCode"] == NONE and got["GroupState"] == "Dead",
+            f"DescribeGroups v{v} of a group that does not exist: error {got['ErrorCode']}, "
+            f"state {got['GroupState']!r}; expected NONE and Dead",
+            "GROUPS.R13",
+        )
+        a, b = g.new_member(), g.new_member()
+        g.rebalance(joining=[a])
+        verify.check(
+            state_of(g) == "Stable", f"one synced member: state {state_of(g)!r}", "GROUPS.R13"
+        )
+        # a second member starts a rebalance: PreparingRebalance until everyone rejoins
+        if g.versions[11] >= 4:
+            g.ask_member_id(b)
+        pending_b = g.join(b)
+        state = wait_state(g, "PreparingRebalance", "Stable")
+        verify.check(
+            state == "PreparingRebalance",
+            f"DescribeGroups v{v} while a new member waits to join: state {state!r}",
+            "GROUPS.R13",
+        )
+        hb = g.heartbeat(a)
+        verify.check(hb == REBALANCE_IN_PROGRESS, f"heartbeat answered {hb}", "GROUPS.R13")
+        pending_a = g.join(a)
+        r = Round()
+        g.members = [a, b]
+        for m, fut in ((a, pending_a), (b, pending_b)):
+            body = g.finish(m, 11, fut)
+            r.joins[m.client_id] = body
+            m.member_id, m.generation, m.leader = (
+                body["MemberId"],
+                body["GenerationId"],
+                body["Leader"],
+            )
+        state = state_of(g)
+        verify.check(
+            state == "CompletingRebalance",
+            f"DescribeGroups v{v} after every JoinGroup was answered, before the leader's "
+            f"SyncGroup: state {state!r}",
+            "GROUPS.R13",
+        )
+        g.sync_all(r)
+        got = g.describe()
+        verify.check(
+            got["GroupState"] == "Stable",
+            f"DescribeGroups v{v} after SyncGroup: state {got['GroupState']!r}",
+            "GROUPS.R13",
+        )
+        verify.check(
+            got["ProtocolType"] == PROTOCOL_TYPE and got["ProtocolData"] == PROTOCOL_NAME,
+            f"DescribeGroups v{v}: protocol type {got['ProtocolType']!r} and protocol "
+            f"{got['ProtocolData']!r}; the members joined with {PROTOCOL_TYPE!r}, "
+            f"{PROTOCOL_NAME!r}",
+            "GROUPS.R14",
+        )
+        want = {
+            m.member_id: (m.client_id, m.metadata, r.assigned.get(m.member_id)) for m in g.members
+        }
+        have = {
+            x["MemberId"]: (x["ClientId"], x["MemberMetadata"], x["MemberAssignment"])
+            for x in got["Members"]
+        }
+        verify.check(
+            have == want,
+            f"DescribeGroups v{v} members (id: client id, metadata, assignment) {have}; "
+            f"expected {want}",
+            "GROUPS.R14",
+        )
+        g.leave_all()
+        state = state_of(g)
+        verify.check(
+            state == "Empty",
+            f"DescribeGroups v{v} after every member left: {state!r}",
+            "GROUPS.R13",
+        )
+    finally:
+        g.cleanup()
+
+
+@conformance(
+    "groups/list-and-delete",
+    "GROUPS.R15",
+    "GROUPS.R16",
+    "GROUPS.R17",
+    "GROUPS.R18",
+    "GROUPS.R19",
+    api=LIST_GROUPS,
+)
+def test_list_and_delete(harness: Harness) -> None:
+    """A stable group and an empty one (made by a simple commit): listed as they are; the
+    stable one cannot be deleted, the empty one can and then disappears, and its id works
+    afresh."""
+    harness.require(DELETE_GROUPS)
+    topic = fresh_name("topic")
+    create_topic(harness, topic, 1)
+    stable, empty = Group(harness), Group(harness)
+    try:
+        a = stable.new_member()
+        stable.rebalance(joining=[a])
+        codes = commit(harness, empty.admin, empty.name, {(topic, 0): (5, "m")})
+        verify.check(set(codes.values()) == {NONE}, f"simple commit: {codes}", "GROUPS.R18")
+        listed = list_everywhere(harness)
+        ours = {n: listed.get(n) for n in (stable.name, empty.name)}
+        verify.check(
+            all(ours.values()), f"ListGroups of every broker lacks a group: {ours}", "GROUPS.R15"
+        )
+        verify.check(
+            listed[stable.name]["ProtocolType"] == PROTOCOL_TYPE,
+            f"ListGroups gives the stable group protocol type "
+            f"{listed[stable.name]['ProtocolType']!r}",
+            "GROUPS.R15",
+        )
+        lv = harness.advertised[LIST_GROUPS][1]
+        if lv >= 4:
+            for states, inside, outside in (
+                (["Stable"], stable, empty),
+                (["Empty"], empty, stable),
+            ):
+                got = list_everywhere(harness, states)
+                verify.check(
+                    inside.name in got
+                    and got[inside.name]["GroupState"] == states[0]
+                    and outside.name not in got,
+                    f"ListGroups with states filter {states}: {inside.name} listed "
+                    f"{got.get(inside.name)}, {outside.name} listed {got.get(outside.name)}",
+                    "GROUPS.R16",
+                )
+        # deletion
+        conn = stable.admin
+        got = delete_groups(harness, conn, [stable.name])
+        verify.check(
+            got.get(stable.name) == NON_EMPTY_GROUP,
+            f"DeleteGroups of a group with a member answered {got}",
+            "GROUPS.R17",
+        )
+        verify.check(
+            stable.heartbeat(a) == NONE and stable.describe()["GroupState"] == "Stable",
+            "the group refused deletion changed",
+            "GROUPS.R17",
+        )
+        ghost = fresh_name("never")
+        got = delete_groups(harness, Group(harness, ghost).admin, [ghost])
+        verify.check(
+            got.get(ghost) == GROUP_ID_NOT_FOUND,
+            f"DeleteGroups of a group that never existed answered {got}",
+            "GROUPS.R19",
+        )
+        got = delete_groups(harness, empty.admin, [empty.name])
+        verify.check(
+            got.get(empty.name) == NONE, f"DeleteGroups of an empty group: {got}", "GROUPS.R18"
+        )
+        state = empty.describe()["GroupState"]
+        verify.check(state == "Dead", f"a deleted group is described {state!r}", "GROUPS.R18")
+        listed = list_everywhere(harness)
+        verify.check(
+            empty.name not in listed,
+            f"ListGroups still lists the deleted group: {listed.get(empty.name)}",
+            "GROUPS.R15",
+            "GROUPS.R18",
+        )
+        offsets = fetch(harness, empty.admin, empty.name, [(topic, 0)], req="GROUPS.R18")
+        verify.check(
+            offsets.get((topic, 0), (None,))[0] == -1,
+            f"the deleted group's offset reads {offsets}",
+            "GROUPS.R18",
+        )
+        b = empty.new_member()
+        r = empty.rebalance(joining=[b])
+        body = r.joins[b.client_id]
+        first = a.joins[0]["GenerationId"]
+        verify.check(
+            body["ErrorCode"] == NONE and body["GenerationId"] == first,
+            f"JoinGroup into the deleted group's id answered error {body['ErrorCode']}, "
+            f"generation {body['GenerationId']}; expected a new group's first generation "
+            f"({first}, as the other group's)",
+            "GROUPS.R18",
+        )
+    finally:
+        stable.cleanup()
+        empty.cleanup()
+        delete_topics(harness, [topic])

@@ -1,0 +1,1 @@
+"""Committed offsets: OffsetCommit and OffsetFetch (OFFSETS.Rn)."""

@@ -1,0 +1,213 @@
+"""Committed offsets on the wire (``specs/requirements/offsets.json``): several topics and
+partitions read back with their metadata, -1 for what was never committed, the generation
+check, simple commits to a group without members, OffsetFetch of everything, durability
+across the coordinator's restart (where the target lets the suite restart a broker)."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import strategies as st
+
+from conformance.results.verdicts import MissingPrecondition
+from conformance.suite import verify
+from conformance.suite.groups.members import (
+    ILLEGAL_GENERATION,
+    NONE,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    TRANSIENT,
+    Group,
+    find_coordinator,
+    fresh_name,
+)
+from conformance.suite.harness import Harness, run_property
+from conformance.suite.meta import conformance
+from conformance.suite.offsets.commits import Offsets, commit, delete_topics, fetch
+from conformance.suite.records_io import create_topic
+
+PARTITIONS = 3
+#: how long a restarted coordinator may take to serve the group's offsets again
+RELOAD = 30.0
+
+offsets_values = st.integers(0, 2**40)
+metadata_values = st.one_of(st.none(), st.text(max_size=12))
+
+
+def two_topics(harness: Harness) -> list[str]:
+    topics = [fresh_name("topic"), fresh_name("topic")]
+    for t in topics:
+        create_topic(harness, t, PARTITIONS)
+    return topics
+
+
+def commits_for(topics: list[str]) -> st.SearchStrategy[Offsets]:
+    """Offsets for a non-empty subset of the topics' partitions."""
+    keys = [(t, p) for t in topics for p in range(PARTITIONS)]
+    return st.dictionaries(
+        st.sampled_from(keys), st.tuples(offsets_values, metadata_values), min_size=2
+    )
+
+
+def same_metadata(sent: str | None, got: str | None) -> bool:
+    """A null metadata string may come back empty (Kafka stores it as "")."""
+    return (sent or "") == (got or "")
+
+
+@conformance(
+    "offsets/commit-fetch/read-back",
+    "OFFSETS.R1",
+    "OFFSETS.R2",
+    "OFFSETS.R4",
+    "OFFSETS.R5",
+    api=OFFSET_COMMIT,
+)
+def test_simple_commits_read_back(harness: Harness) -> None:
+    """Drawn commits to a fresh group with no members (generation -1): each partition read
+    back by name and by fetching everything; partitions never committed read -1."""
+    topics = two_topics(harness)
+    every = [(t, p) for t in topics for p in range(PARTITIONS)]
+    cv = harness.pick_version(OFFSET_COMMIT, "1+")
+    fv = harness.pick_version(OFFSET_FETCH, "1+")
+    all_v = harness.pick_version(OFFSET_FETCH, "2+") if fv >= 2 else None
+
+    def check(offsets: Offsets) -> None:
+        group = fresh_name("group")
+        conn = harness.connect(find_coordinator(harness, group, pick_fc(harness)).endpoint)
+        codes = commit(harness, conn, group, offsets, version=cv)
+        verify.check(
+            codes == dict.fromkeys(offsets, NONE),
+            f"OffsetCommit v{cv} (generation -1, no member) to a group without members: {codes}",
+            "OFFSETS.R4",
+        )
+        got = fetch(harness, conn, group, every, version=fv)
+        for tp in every:
+            have = got.get(tp)
+            verify.check(have is not None, f"OffsetFetch v{fv} left out {tp}", "OFFSETS.R1")
+            assert have is not None
+            if tp in offsets:
+                want = offsets[tp]
+                verify.check(
+                    have[2] == NONE and have[0] == want[0] and same_metadata(want[1], have[1]),
+                    f"OffsetFetch v{fv} of {tp}: offset {have[0]}, metadata {have[1]!r}, error "
+                    f"{have[2]}; committed {want[0]} with {want[1]!r}",
+                    "OFFSETS.R1",
+                )
+            else:
+                verify.check(
+                    have[0] == -1 and have[2] == NONE,
+                    f"OffsetFetch v{fv} of never-committed {tp}: offset {have[0]}, error "
+                    f"{have[2]}; expected -1 and no error",
+                    "OFFSETS.R2",
+                )
+        if all_v is not None:
+            everything = fetch(harness, conn, group, None, version=all_v, req="OFFSETS.R5")
+            listed = {tp: v[0] for tp, v in everything.items()}
+            want = {tp: v[0] for tp, v in offsets.items()}
+            verify.check(
+                listed == want,
+                f"OffsetFetch v{all_v} of all (null topics) listed {listed}; committed {want}",
+                "OFFSETS.R5",
+            )
+
+    try:
+        run_property(harness, commits_for(topics), check)
+    finally:
+        delete_topics(harness, topics)
+
+
+def pick_fc(harness: Harness) -> int:
+    return harness.pick_version(10)
+
+
+@conformance("offsets/commit/generation", "OFFSETS.R3", "OFFSETS.R6", api=OFFSET_COMMIT)
+def test_member_commits_and_stale_generation(harness: Harness) -> None:
+    topic = fresh_name("topic")
+    create_topic(harness, topic, 1)
+    g = Group(harness)
+    try:
+        a, b = g.new_member(), g.new_member()
+        g.rebalance(joining=[a])
+        g.rebalance(joining=[b])
+        cv = harness.pick_version(OFFSET_COMMIT, "1+")
+        tp = (topic, 0)
+        codes = commit(
+            harness,
+            a.conn,
+            g.name,
+            {tp: (10, "gen")},
+            generation=a.generation,
+            member_id=a.member_id,
+            version=cv,
+        )
+        verify.check(
+            codes == {tp: NONE},
+            f"OffsetCommit v{cv} of member {a.member_id} at generation {a.generation}: {codes}",
+            "OFFSETS.R6",
+        )
+        got = fetch(harness, a.conn, g.name, [tp], req="OFFSETS.R6")
+        verify.check(got[tp][0] == 10, f"read back {got}; committed 10", "OFFSETS.R6")
+        stale = a.generation - 1
+        codes = commit(
+            harness,
+            a.conn,
+            g.name,
+            {tp: (99, "stale")},
+            generation=stale,
+            member_id=a.member_id,
+            version=cv,
+        )
+        verify.check(
+            codes == {tp: ILLEGAL_GENERATION},
+            f"OffsetCommit v{cv} at generation {stale} (current {a.generation}): {codes}",
+            "OFFSETS.R3",
+        )
+        got = fetch(harness, a.conn, g.name, [tp], req="OFFSETS.R3")
+        verify.check(
+            got[tp][0] == 10,
+            f"after the refused commit of 99 the offset reads {got[tp][0]}, not 10",
+            "OFFSETS.R3",
+        )
+    finally:
+        g.cleanup()
+        delete_topics(harness, [topic])
+
+
+@conformance("offsets/commit-fetch/survive-restart", "OFFSETS.R7", api=OFFSET_FETCH)
+def test_offsets_survive_coordinator_restart(harness: Harness) -> None:
+    target = harness.target
+    if not target.restartable:
+        raise MissingPrecondition(
+            f"the {target.kind} target does not let the suite restart a broker"
+        )
+    topics = two_topics(harness)
+    group = fresh_name("group")
+    try:
+        where = find_coordinator(harness, group, pick_fc(harness), "OFFSETS.R7")
+        if where.node_id not in target.restartable:
+            raise MissingPrecondition(f"the coordinator (node {where.node_id}) is not restartable")
+        offsets = {(t, p): (100 + p, f"m{p}") for t in topics for p in range(PARTITIONS)}
+        codes = commit(harness, harness.connect(where.endpoint), group, offsets)
+        verify.check(set(codes.values()) == {NONE}, f"OffsetCommit: {codes}", "OFFSETS.R7")
+        harness.end_test()
+        target.restart_broker(where.node_id)
+        deadline = time.monotonic() + RELOAD
+        while True:
+            where = find_coordinator(harness, group, pick_fc(harness), "OFFSETS.R7")
+            got = fetch(
+                harness, harness.connect(where.endpoint), group, list(offsets), req="OFFSETS.R7"
+            )
+            codes = {v[2] for v in got.values()}
+            if not codes & TRANSIENT or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        have = {tp: v[0] for tp, v in got.items()}
+        want = {tp: v[0] for tp, v in offsets.items()}
+        verify.check(
+            have == want,
+            f"after restarting the coordinator (node {where.node_id}) OffsetFetch gives "
+            f"{have}; committed {want}",
+            "OFFSETS.R7",
+        )
+    finally:
+        delete_topics(harness, topics)
