@@ -34,6 +34,7 @@ from reference_impl.metrics import NodeMetrics
 from reference_impl.net.listener import CLOSE, Api, Listener, RequestContext, Session
 from reference_impl.security.authorize import gated
 from reference_impl.security_hooks import authorizer_for, security_for
+from reference_impl.tasks import CLOSE_TIMEOUT_S, stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -220,12 +221,11 @@ class Node:
         """Graceful part of stopping (the broker's Stopping state); then ``close``."""
 
     async def close(self) -> None:
+        """Stop the listeners and every task the node spawned, each within a bound: a task that
+        ignores its cancellation is named in the log and left behind, never waited for."""
         for listener in self.listeners:
             await listener.stop()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
         self.metrics.stop()
 
     async def run(self) -> None:

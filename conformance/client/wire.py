@@ -67,7 +67,10 @@ class Connection:
         client_id: str | None = "kafka-conformance",
         timeout: float = 10.0,
     ) -> Connection:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for returns an inner result that
+        # is ready when the waiter is cancelled, swallowing the cancellation
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(host, port)
         return cls(reader, writer, codec, client_id)
 
     async def request(
@@ -77,7 +80,8 @@ class Connection:
         cid = next(self._ids) & 0x7FFFFFFF
         frame = encode_request(self.codec, api_key, version, cid, self.client_id, body)
         fut = self.send_frame(frame, api_key, version, cid)
-        return await asyncio.wait_for(fut, timeout)
+        async with asyncio.timeout(timeout):
+            return await fut
 
     def send_frame(self, frame: bytes, api_key: int, version: int, cid: int) -> asyncio.Future:
         """Send an already-encoded request (header + body) and return the future of its answer."""
@@ -159,20 +163,25 @@ class Connection:
             self._reader_task.cancel()
         self.closed = True
         self.writer.close()
-        try:
-            await self.writer.wait_closed()
-        except (ConnectionError, OSError):
-            pass
-        try:
-            await self._reader_task
-        except (asyncio.CancelledError, Exception):
-            pass
+        # Wait for the socket's close and the reader's end without taking on their outcomes,
+        # in a task of its own: a cancellation of the caller (a stopping node's fetcher, say)
+        # reaches the caller, is never swallowed, and does not cancel the shared close waiter
+        # that a later close() would then trip over.
+        closed = asyncio.ensure_future(self.writer.wait_closed())
+        closed.add_done_callback(_outcome_seen)
+        await asyncio.wait([closed, self._reader_task])
 
     async def __aenter__(self) -> Connection:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _outcome_seen(task: asyncio.Future) -> None:
+    """A connection reset while closing is no news (and must not be logged as unretrieved)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def pick_version(advertised: dict[int, tuple[int, int]], codec: Codec, api_key: int) -> int | None:

@@ -115,7 +115,8 @@ class ControllerChannel:
             if remaining <= 0:
                 raise TimeoutError(f"controller not reachable for api {api_key}: {last!r}")
             try:
-                conn = await asyncio.wait_for(self._connection(), remaining)
+                async with asyncio.timeout(remaining):
+                    conn = await self._connection()
                 v = version if version is not None else self.version(api_key)
                 if v is None:
                     raise ConnectionError(f"the controller does not serve api {api_key}")

@@ -111,7 +111,8 @@ class BrokerLifecycle:
         await self.register()
         while True:
             try:
-                await asyncio.wait_for(self.nudge.wait(), self.interval)
+                async with asyncio.timeout(self.interval):
+                    await self.nudge.wait()
             except TimeoutError:
                 pass
             self.nudge.clear()
@@ -172,7 +173,8 @@ class BrokerLifecycle:
         self.nudge.set()
         timeout = self.b.config.controlled_shutdown_timeout_ms / 1000
         try:
-            await asyncio.wait_for(asyncio.shield(task), timeout)
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(task)
             log.info("controller answered ShouldShutDown")
         except TimeoutError:
             log.warning("controlled shutdown timed out after %.1f s; stopping anyway", timeout)

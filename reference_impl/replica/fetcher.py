@@ -25,6 +25,7 @@ from conformance.protocol import ErrorCode, KafkaError
 from reference_impl import security_hooks
 from reference_impl.log.epochs import UNDEFINED_EPOCH
 from reference_impl.replica.partition import FOLLOWER, Partition
+from reference_impl.tasks import CLOSE_TIMEOUT_S, stop_tasks
 
 if TYPE_CHECKING:
     from reference_impl.replica.manager import ReplicaManager
@@ -76,9 +77,7 @@ class ReplicaFetcher:
         self.stopped = True
         self._changed.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            await stop_tasks([self._task], CLOSE_TIMEOUT_S)
         await self._disconnect()
 
     # -- the loop --------------------------------------------------------------------------
@@ -92,7 +91,8 @@ class ReplicaFetcher:
                 self._changed.clear()
                 wait = self._next_retry()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await self._changed.wait()
                 continue
             try:
                 conn = await self._connect()

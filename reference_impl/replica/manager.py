@@ -34,6 +34,7 @@ from reference_impl.replica.api import PartitionState, StopReplicaState, TopicPa
 from reference_impl.replica.config import ReplicationConfig
 from reference_impl.replica.fetcher import ReplicaFetcher
 from reference_impl.replica.partition import FOLLOWER, LEADER, Partition
+from reference_impl.tasks import CLOSE_TIMEOUT_S, stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -203,11 +204,7 @@ class ReplicaManager:
         for fetcher in list(self.fetchers.values()):
             await fetcher.stop()
         self.fetchers.clear()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
         if self.started:
             self._write_checkpoint()
         for p in self.partitions.values():
@@ -386,7 +383,8 @@ class ReplicaManager:
                 p.watch(fut)
             try:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(fut, remaining)
+                    async with asyncio.timeout(remaining):
+                        await fut
             finally:
                 for p in watched:
                     p.unwatch(fut)
@@ -497,7 +495,8 @@ class ReplicaManager:
         interval = max(lag / 2, 50) / 1000
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._isr_wakeup.wait(), interval)
+                async with asyncio.timeout(interval):
+                    await self._isr_wakeup.wait()
             self._isr_wakeup.clear()
             proposals = []
             for p in list(self.partitions.values()):
