@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[2]"
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def on_loopback(master: str) -> bool:
+    """``local[...]``, or a cluster master on this machine (``spark://127.0.0.1:7077``)."""
+    if master.startswith("local"):
+        return True
+    return urlparse(master).hostname in ("127.0.0.1", "localhost", "::1")
 
 
 def spark_session(
@@ -25,7 +34,8 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     master = master or DEFAULT_MASTER
-    if master.startswith("local"):
+    loopback = on_loopback(master)
+    if loopback:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.master(master)
@@ -39,10 +49,16 @@ def spark_session(
             "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
         )
     )
-    if master.startswith("local"):
+    if loopback:
+        # the driver, and executors of a cluster on this machine, talk over loopback only;
+        # executors there run this interpreter (a remote cluster brings its own, PYSPARK_PYTHON)
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
         )
+        if not master.startswith("local"):
+            builder = builder.config(
+                "spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable)
+            )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
