@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance.protocol import ApiKey
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.protocol.kio_adapter, the kio <-> ours value mapping
 
@@ -51,8 +53,6 @@ from tests.protocol.kio_adapter import (  # noqa: E402
     to_kio,
 )
 
-METADATA = 3
-PRODUCE = 0
 METADATA_VERSION = 12
 #: Produce v7: the newest non-flexible version, inside all three libraries' ranges
 #: (ours 0-11, kio 3-13, kafka-python 3-13).
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         make_case(
             codec,
             f"MetadataResponse v{METADATA_VERSION}",
-            METADATA,
+            ApiKey.METADATA,
             METADATA_VERSION,
             "response",
             meta,
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         make_case(
             codec,
             f"ProduceRequest v{PRODUCE_VERSION}",
-            PRODUCE,
+            ApiKey.PRODUCE,
             PRODUCE_VERSION,
             "request",
             prod,

@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.protocol import ApiKey
 from reference_impl.config import ControllerAddress, ListenerConfig, NodeConfig
 
 BROKER_PRINCIPAL = "User:broker"
-METADATA, DESCRIBE_CLUSTER = 3, 60
 
 
 class ClusterError(RuntimeError):
@@ -303,7 +303,7 @@ class Cluster:
                 lc = node.config.listeners[0]
                 try:
                     async with await Connection.open(lc.host, lc.port, codec=codec, timeout=1) as c:
-                        resp = await c.request(DESCRIBE_CLUSTER, 0, {}, timeout=1)
+                        resp = await c.request(ApiKey.DESCRIBE_CLUSTER, 0, {}, timeout=1)
                 except (OSError, ConnectionError, TimeoutError):
                     continue
                 if resp.body["ErrorCode"] == 0:
@@ -313,7 +313,7 @@ class Cluster:
             host, port = self.broker_address(self.nodes[name])
             try:
                 async with await Connection.open(host, port, codec=codec, timeout=1) as conn:
-                    resp = await conn.request(METADATA, 9, {"Topics": []}, timeout=1)
+                    resp = await conn.request(ApiKey.METADATA, 9, {"Topics": []}, timeout=1)
             except (OSError, ConnectionError, TimeoutError):
                 return False
             if not expected <= {b["NodeId"] for b in resp.body["Brokers"]}:

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.protocol import ApiKey
 from conformance.protocol.errors import DecodeError
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.targets.base import Endpoint
 
-METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 3, 32, 60
 BROKER_RESOURCE = 4
 ENDPOINT_BROKERS = 1
 
@@ -45,13 +45,13 @@ def metadata(
     **reqs: str,
 ) -> dict[str, Any]:
     return verify.expect_response(
-        conn, METADATA, version, metadata_body(version, topics), **reqs
+        conn, ApiKey.METADATA, version, metadata_body(version, topics), **reqs
     ).body
 
 
 def brokers(harness: Harness, version: int | None = None) -> list[Broker]:
     """The brokers the bootstrap's Metadata lists (advertised endpoints), by node id."""
-    v = version if version is not None else harness.pick_version(METADATA, "1+")
+    v = version if version is not None else harness.pick_version(ApiKey.METADATA, "1+")
     body = metadata(harness, harness.connect(), v)
     return sorted(
         (Broker(b["NodeId"], Endpoint(b["Host"], b["Port"])) for b in body["Brokers"]),
@@ -61,16 +61,16 @@ def brokers(harness: Harness, version: int | None = None) -> list[Broker]:
 
 def describe_cluster(harness: Harness, conn: SyncConnection, version: int) -> dict[str, Any]:
     body = {"IncludeClusterAuthorizedOperations": False, "EndpointType": ENDPOINT_BROKERS}
-    return verify.expect_response(conn, DESCRIBE_CLUSTER, version, body).body
+    return verify.expect_response(conn, ApiKey.DESCRIBE_CLUSTER, version, body).body
 
 
 def broker_configs(harness: Harness, broker: Broker, keys: list[str]) -> dict[str, str] | None:
     """The named static configs ``broker`` reports about itself (DescribeConfigs of its BROKER
     resource, sent to it); None where DescribeConfigs is not advertised or refused."""
-    if DESCRIBE_CONFIGS not in harness.advertised:
+    if ApiKey.DESCRIBE_CONFIGS not in harness.advertised:
         return None
-    lo, hi = harness.advertised[DESCRIBE_CONFIGS]
-    ours = harness.codec.message(DESCRIBE_CONFIGS, "request").valid_versions
+    lo, hi = harness.advertised[ApiKey.DESCRIBE_CONFIGS]
+    ours = harness.codec.message(ApiKey.DESCRIBE_CONFIGS, "request").valid_versions
     version = min(hi, ours.hi)
     if version < max(lo, ours.lo):
         return None
@@ -86,7 +86,7 @@ def broker_configs(harness: Harness, broker: Broker, keys: list[str]) -> dict[st
         "IncludeDocumentation": False,
     }
     try:
-        resp = harness.connect(broker.endpoint).request(DESCRIBE_CONFIGS, version, body)
+        resp = harness.connect(broker.endpoint).request(ApiKey.DESCRIBE_CONFIGS, version, body)
     except (ConnectionError, TimeoutError, OSError, DecodeError):
         return None
     results = resp.body.get("Results") or []

@@ -9,13 +9,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.records import build_batch, decode_batches, encode_batch
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.targets.base import Endpoint
-
-PRODUCE, FETCH, METADATA, CREATE_TOPICS = 0, 1, 3, 19
-TOPIC_ALREADY_EXISTS = 36
 
 
 @dataclass(frozen=True)
@@ -26,7 +24,7 @@ class Acked:
 
 def create_topic(harness: Harness, name: str, partitions: int = 1) -> None:
     """Create a suite-owned topic (already existing is fine)."""
-    version = harness.pick_version(CREATE_TOPICS)
+    version = harness.pick_version(ApiKey.CREATE_TOPICS)
     conn = harness.connect()
     topic = {
         "Name": name,
@@ -36,21 +34,23 @@ def create_topic(harness: Harness, name: str, partitions: int = 1) -> None:
         "Configs": [],
     }
     resp = conn.request(
-        CREATE_TOPICS, version, {"Topics": [topic], "TimeoutMs": 10000, "ValidateOnly": False}
+        ApiKey.CREATE_TOPICS,
+        version,
+        {"Topics": [topic], "TimeoutMs": 10000, "ValidateOnly": False},
     )
     code = resp.body["Topics"][0]["ErrorCode"]
-    if code not in (0, TOPIC_ALREADY_EXISTS):
+    if code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):
         raise MissingPrecondition(f"cannot create the suite's topic {name}: error {code}")
 
 
 def leader(harness: Harness, topic: str, partition: int = 0, timeout: float = 15.0) -> Endpoint:
     """The client endpoint of the partition's leader, once Metadata names one."""
-    version = harness.pick_version(METADATA, "1+")
+    version = harness.pick_version(ApiKey.METADATA, "1+")
     deadline = time.monotonic() + timeout
     conn = harness.connect()
     while True:
         body = {"Topics": [{"Name": topic}], "AllowAutoTopicCreation": False}
-        resp = conn.request(METADATA, version, body)
+        resp = conn.request(ApiKey.METADATA, version, body)
         brokers = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in resp.body["Brokers"]}
         for t in resp.body["Topics"]:
             for p in t["Partitions"]:
@@ -67,7 +67,7 @@ def leader(harness: Harness, topic: str, partition: int = 0, timeout: float = 15
 
 def produce(harness: Harness, topic: str, values: list[bytes]) -> list[Acked]:
     """Produce ``values`` with acks=-1 (one batch); returns what was acknowledged."""
-    version = harness.pick_version(PRODUCE, "3+")
+    version = harness.pick_version(ApiKey.PRODUCE, "3+")
     conn = harness.connect(leader(harness, topic))
     now = int(time.time() * 1000)
     batch = encode_batch(build_batch([(now, None, v) for v in values]))
@@ -77,7 +77,7 @@ def produce(harness: Harness, topic: str, values: list[bytes]) -> list[Acked]:
         "TimeoutMs": 10000,
         "TopicData": [{"Name": topic, "PartitionData": [{"Index": 0, "Records": batch}]}],
     }
-    resp = conn.request(PRODUCE, version, body)
+    resp = conn.request(ApiKey.PRODUCE, version, body)
     part = resp.body["Responses"][0]["PartitionResponses"][0]
     if part["ErrorCode"] != 0:
         raise MissingPrecondition(
@@ -89,7 +89,7 @@ def produce(harness: Harness, topic: str, values: list[bytes]) -> list[Acked]:
 
 def fetch_all(harness: Harness, topic: str, conn: SyncConnection | None = None) -> dict[int, bytes]:
     """Every record of partition 0 from offset 0: offset -> value."""
-    version = harness.pick_version(FETCH, "4-12")
+    version = harness.pick_version(ApiKey.FETCH, "4-12")
     conn = conn or harness.connect(leader(harness, topic))
     out: dict[int, bytes] = {}
     offset = 0
@@ -114,7 +114,7 @@ def fetch_all(harness: Harness, topic: str, conn: SyncConnection | None = None) 
             "ForgottenTopicsData": [],
             "RackId": "",
         }
-        resp = conn.request(FETCH, version, body)
+        resp = conn.request(ApiKey.FETCH, version, body)
         parts = [p for t in resp.body["Responses"] for p in t["Partitions"]]
         records = (parts[0]["Records"] if parts else None) or b""
         batches = decode_batches(records, allow_partial=True)

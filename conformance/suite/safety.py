@@ -35,6 +35,7 @@ import time
 import uuid
 from typing import Any
 
+from conformance.protocol import ApiKey
 from conformance.protocol.compiler import UNKNOWN_TAGS
 from conformance.protocol.framing import encode_request
 from conformance.protocol.records import (
@@ -100,7 +101,7 @@ _FIELD_RULES: dict[str, Any] = {
 def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
     """The generated request ``value`` with the rules above applied (a new dict)."""
     out = _struct(spec.struct, version, value)
-    if spec.api_key == 0:  # Produce
+    if spec.api_key == ApiKey.PRODUCE:  # Produce
         if out.get("Acks") not in (-1, 1):
             out["Acks"] = -1
         out["TransactionalId"] = None
@@ -108,7 +109,9 @@ def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
         for topic in out.get("TopicData") or []:
             for part in topic.get("PartitionData") or []:
                 part["Records"] = valid_records(version, part.get("Records"))
-    if spec.api_key == 3:  # Metadata: never auto-create (where the version can say so)
+    if (
+        spec.api_key == ApiKey.METADATA
+    ):  # Metadata: never auto-create (where the version can say so)
         out["AllowAutoTopicCreation"] = False
         if version < 12:  # null names are for topic-id lookups, which v10-11 must not use
             for i, topic in enumerate(out.get("Topics") or []):
@@ -183,11 +186,11 @@ def inert_request(codec, api_key: int, version: int) -> dict:
     stale = {"ControllerId": -1, "ControllerEpoch": 0, "BrokerEpoch": 0}
     if api_key in (4, 5, 6):
         body.update(stale)
-    elif api_key == 7:
+    elif api_key == ApiKey.CONTROLLED_SHUTDOWN:
         body.update({"BrokerId": -1, "BrokerEpoch": 0})
-    elif api_key == 56:
+    elif api_key == ApiKey.ALTER_PARTITION:
         body.update({"BrokerId": -1, "BrokerEpoch": 0, "Topics": []})
-    elif api_key == 62:
+    elif api_key == ApiKey.BROKER_REGISTRATION:
         body.update(
             {
                 "BrokerId": NO_BROKER,
@@ -198,11 +201,11 @@ def inert_request(codec, api_key: int, version: int) -> dict:
                 "Rack": None,
             }
         )
-    elif api_key == 63:
+    elif api_key == ApiKey.BROKER_HEARTBEAT:
         body.update({"BrokerId": NO_BROKER, "BrokerEpoch": 0})
-    elif api_key == 64:
+    elif api_key == ApiKey.UNREGISTER_BROKER:
         body.update({"BrokerId": NO_BROKER})
-    elif api_key == 58:
+    elif api_key == ApiKey.ENVELOPE:
         inner = encode_request(codec, 60, 0, 1, "kc-envelope", {})
         body.update(
             {

@@ -16,7 +16,7 @@ import logging
 import uuid
 from collections.abc import Callable
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import cluster_id as kip78
 from reference_impl.broker.controller_channel import ControllerChannel
 from reference_impl.broker.forwarding import Forwarder
@@ -31,7 +31,6 @@ from reference_impl.replica import api as replica_api
 
 log = logging.getLogger(__name__)
 
-DESCRIBE_CLUSTER, CREATE_TOPICS = 60, 19
 #: served before the broker is unfenced: what the controller sends, and ApiVersions / SASL
 UNGATED = frozenset({4, 5, 6, 17, 18, 36})
 
@@ -104,7 +103,9 @@ class BrokerNode(Node):
         while True:
             try:
                 resp = await self.lifecycle_channel.request(
-                    DESCRIBE_CLUSTER, {"IncludeClusterAuthorizedOperations": False}, timeout=5
+                    ApiKey.DESCRIBE_CLUSTER,
+                    {"IncludeClusterAuthorizedOperations": False},
+                    timeout=5,
                 )
             except TimeoutError:
                 log.warning("controller unreachable; waiting to learn the cluster id")
@@ -165,7 +166,7 @@ class BrokerNode(Node):
         }
         try:
             resp = await self.controller_channel.request(
-                CREATE_TOPICS, body, timeout=self.config.request_timeout_ms / 1000
+                ApiKey.CREATE_TOPICS, body, timeout=self.config.request_timeout_ms / 1000
             )
         except TimeoutError:
             return int(ErrorCode.REQUEST_TIMED_OUT)

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import decode_response
 from reference_impl import principal
 from reference_impl.error_responses import error_response
@@ -25,18 +25,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ENVELOPE = 58
 #: the APIs a broker forwards (KIP-590 plus topic creation, deletion and partitions)
-FORWARDED = {
-    19: "CreateTopics",
-    20: "DeleteTopics",
-    30: "CreateAcls",
-    31: "DeleteAcls",
-    33: "AlterConfigs",
-    37: "CreatePartitions",
-    44: "IncrementalAlterConfigs",
-    49: "AlterClientQuotas",
-}
+FORWARDED = frozenset(
+    {
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DELETE_TOPICS,
+        ApiKey.CREATE_ACLS,
+        ApiKey.DELETE_ACLS,
+        ApiKey.ALTER_CONFIGS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ALTER_CLIENT_QUOTAS,
+    }
+)
 
 
 class Forwarder:
@@ -45,7 +46,7 @@ class Forwarder:
 
     async def forward(self, ctx: RequestContext, body: dict) -> dict:
         metrics = self.b.metrics
-        metrics.redirected.labels(FORWARDED.get(ctx.api_key, str(ctx.api_key))).inc()
+        metrics.redirected.labels(ApiKey(ctx.api_key).api_name).inc()
         metrics.forwarding.inc()
         try:
             return await self._forward(ctx, body)
@@ -60,7 +61,9 @@ class Forwarder:
         }
         timeout = self.b.config.request_timeout_ms / 1000
         try:
-            resp = await self.b.controller_channel.request(ENVELOPE, envelope, timeout=timeout)
+            resp = await self.b.controller_channel.request(
+                ApiKey.ENVELOPE, envelope, timeout=timeout
+            )
         except TimeoutError:
             return self._error(ctx, body, ErrorCode.REQUEST_TIMED_OUT, "controller not reachable")
         code = resp.body["ErrorCode"]

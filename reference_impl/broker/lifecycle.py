@@ -17,7 +17,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import extensions
 from reference_impl.broker_state import BrokerState
 from reference_impl.node import NodeFatal
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-BROKER_REGISTRATION, BROKER_HEARTBEAT = 62, 63
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
@@ -78,7 +77,7 @@ class BrokerLifecycle:
         while True:
             try:
                 resp = await channel.request(
-                    BROKER_REGISTRATION, self.registration_body(), timeout=self._timeout()
+                    ApiKey.BROKER_REGISTRATION, self.registration_body(), timeout=self._timeout()
                 )
             except TimeoutError:
                 log.warning("controller unreachable for registration; retrying")
@@ -130,7 +129,7 @@ class BrokerLifecycle:
         }
         try:
             resp = await self.b.lifecycle_channel.request(
-                BROKER_HEARTBEAT, body, timeout=self.interval * 2
+                ApiKey.BROKER_HEARTBEAT, body, timeout=self.interval * 2
             )
         except TimeoutError:
             if time.monotonic() - self.last_answer > self._timeout():

@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from conformance.client.wire import Connection, pick_version
+from conformance.protocol import ApiKey
 from reference_impl import extensions, security_hooks
 from reference_impl.broker_state import BrokerState
 from reference_impl.controller.image import (
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 FULL = 2
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
@@ -183,9 +183,9 @@ class BrokerSender:
             )
         )
         if changed:
-            v = self._version(LEADER_AND_ISR)
+            v = self._version(ApiKey.LEADER_AND_ISR)
             body = self._leader_and_isr(image, changed, live, v, reg.epoch)
-            resp = await conn.request(LEADER_AND_ISR, v, body, timeout=timeout)
+            resp = await conn.request(ApiKey.LEADER_AND_ISR, v, body, timeout=timeout)
             if resp.body["ErrorCode"]:
                 raise PropagationError(f"LeaderAndIsr: error {resp.body['ErrorCode']}")
             for key in changed:
@@ -193,16 +193,16 @@ class BrokerSender:
                 self.known[key] = (p.leader_epoch, p.partition_epoch)
         gone = sorted(set(self.known) - hosted)
         if gone:
-            v = self._version(STOP_REPLICA)
+            v = self._version(ApiKey.STOP_REPLICA)
             body = self._stop_replica(image, gone, v, reg.epoch)
-            resp = await conn.request(STOP_REPLICA, v, body, timeout=timeout)
+            resp = await conn.request(ApiKey.STOP_REPLICA, v, body, timeout=timeout)
             if resp.body["ErrorCode"]:
                 raise PropagationError(f"StopReplica: error {resp.body['ErrorCode']}")
             for key in gone:
                 self.known.pop(key, None)
-        v = self._version(UPDATE_METADATA)
+        v = self._version(ApiKey.UPDATE_METADATA)
         body = self._update_metadata(image, live, v, reg.epoch)
-        resp = await conn.request(UPDATE_METADATA, v, body, timeout=timeout)
+        resp = await conn.request(ApiKey.UPDATE_METADATA, v, body, timeout=timeout)
         if resp.body["ErrorCode"]:
             raise PropagationError(f"UpdateMetadata: error {resp.body['ErrorCode']}")
         self.acked_offset = image.offset

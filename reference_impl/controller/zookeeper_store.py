@@ -34,6 +34,7 @@ import json
 import logging
 import time
 import uuid
+from enum import IntEnum
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -53,6 +54,7 @@ from reference_impl.controller.image import (
 )
 from reference_impl.controller.store import MetadataStore, StoreFenced
 from reference_impl.node import NodeFatal
+from reference_impl.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from reference_impl.zk import CONTROLLER, CONTROLLER_EPOCH, ZooKeeper, ZooKeeperError
 
 log = logging.getLogger(__name__)
@@ -72,31 +74,17 @@ BASE_PATHS = (
     "/kafka-acl-extended/prefixed",
 )
 DEFAULT = "<default>"
-RESOURCE_TYPES = {
-    2: "Topic",
-    3: "Group",
-    4: "Cluster",
-    5: "TransactionalId",
-    6: "DelegationToken",
-    7: "User",
-}
-OPERATIONS = {
-    2: "All",
-    3: "Read",
-    4: "Write",
-    5: "Create",
-    6: "Delete",
-    7: "Alter",
-    8: "Describe",
-    9: "ClusterAction",
-    10: "DescribeConfigs",
-    11: "AlterConfigs",
-    12: "IdempotentWrite",
-    13: "CreateTokens",
-    14: "DescribeTokens",
-}
-PERMISSIONS = {2: "Deny", 3: "Allow"}
-LITERAL, PREFIXED = 3, 4
+
+
+def _znode_names(enum: type[IntEnum], first: int) -> dict[int, str]:
+    """ZooKeeper ACL znodes spell the names in CamelCase (TRANSACTIONAL_ID: TransactionalId)."""
+    return {int(m): m.name.title().replace("_", "") for m in enum if m >= first}
+
+
+RESOURCE_TYPES = _znode_names(ResourceType, ResourceType.TOPIC)
+OPERATIONS = _znode_names(AclOperation, AclOperation.ALL)
+PERMISSIONS = _znode_names(PermissionType, PermissionType.DENY)
+LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
 
 
 def _dumps(obj: Any) -> bytes:

@@ -12,13 +12,12 @@ import ipaddress
 import math
 from typing import Any
 
-from conformance.protocol import ErrorCode, KafkaError
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.controller.image import quota_entity, quota_record
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
-KEY = 49
 ROLES = ("broker", "controller")
 CLIENT_KEYS = frozenset(
     {"producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate"}
@@ -28,7 +27,7 @@ ENTITY_TYPES = frozenset({"user", "client-id", "ip"})
 
 
 def api(node: Any) -> Api:
-    return mutation_api(node, KEY, alter)
+    return mutation_api(node, ApiKey.ALTER_CLIENT_QUOTAS, alter)
 
 
 def check_entity(entity: list[dict]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode, KafkaError
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl import config as cfg
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.controller.image import config_record
@@ -18,14 +18,13 @@ from reference_impl.handlers.common import BROKER, TOPIC
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
-KEY = 33
 ROLES = ("broker", "controller")
 #: how long an answer waits for the brokers to have the change (no timeout field in the API)
 PROPAGATION_WAIT_MS = 5000
 
 
 def api(node: Any) -> Api:
-    return mutation_api(node, KEY, alter)
+    return mutation_api(node, ApiKey.ALTER_CONFIGS, alter)
 
 
 def resolve(

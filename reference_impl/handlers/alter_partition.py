@@ -12,13 +12,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.broker_state import BrokerState
 from reference_impl.controller.image import Partition
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
-KEY = 56
 ROLES = ("controller",)
 
 
@@ -28,7 +27,7 @@ def api(node: Any) -> Api:
             return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Topics": []}
         return await alter(node, ctx, body)
 
-    return Api(KEY, handle)
+    return Api(ApiKey.ALTER_PARTITION, handle)
 
 
 def _partition_error(index: int, code: ErrorCode) -> dict[str, Any]:

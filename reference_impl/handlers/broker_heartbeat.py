@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
-KEY = 63
 ROLES = ("controller",)
 
 
@@ -25,4 +24,4 @@ def api(node: Any) -> Api:
         )
         return {"ErrorCode": 0, **answer}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.BROKER_HEARTBEAT, handle)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import extensions
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
-KEY = 62
 ROLES = ("controller",)
 PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 
@@ -41,4 +40,4 @@ def api(node: Any) -> Api:
         )
         return {"ErrorCode": 0, "BrokerEpoch": epoch}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.BROKER_REGISTRATION, handle)

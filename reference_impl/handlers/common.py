@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from conformance.protocol import ErrorCode
 from reference_impl import config as cfg
 from reference_impl.net.listener import Session
+from reference_impl.security.acl import AclOperation
 
 #: DescribeConfigs / AlterConfigs resource types
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -15,21 +17,6 @@ MAX_TOPIC_NAME = 249
 #: the reference refuses larger topics (a fuzzed NumPartitions must not exhaust memory)
 MAX_PARTITIONS = 1000
 
-#: Kafka's AclOperation codes, the bit positions of authorised-operation bitfields
-OPERATIONS = {
-    "READ": 3,
-    "WRITE": 4,
-    "CREATE": 5,
-    "DELETE": 6,
-    "ALTER": 7,
-    "DESCRIBE": 8,
-    "CLUSTER_ACTION": 9,
-    "DESCRIBE_CONFIGS": 10,
-    "ALTER_CONFIGS": 11,
-    "IDEMPOTENT_WRITE": 12,
-    "CREATE_TOKENS": 13,
-    "DESCRIBE_TOKENS": 14,
-}
 TOPIC_OPERATIONS = (
     "READ",
     "WRITE",
@@ -75,7 +62,7 @@ def authorized_operations(
     bits = 0
     for op in operations:
         if node.authorize(session, op, resource):
-            bits |= 1 << OPERATIONS[op]
+            bits |= 1 << AclOperation[op]  # the bit of an operation is its code
     return bits
 
 
@@ -149,7 +136,6 @@ def controller_request_error(node: Any, ctx: Any, body: dict, broker_epoch_since
     one seen, and exactly this broker's current epoch: a broker obeys only the controller it is
     registered with (versions without the epoch field are refused).
     """
-    from conformance.protocol import ErrorCode
     from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
     if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
-KEY = 7
 ROLES = ("controller",)
 
 
@@ -26,4 +25,4 @@ def api(node: Any) -> Api:
             "RemainingPartitions": [{"TopicName": t, "PartitionIndex": p} for t, p in remaining],
         }
 
-    return Api(KEY, handle)
+    return Api(ApiKey.CONTROLLED_SHUTDOWN, handle)

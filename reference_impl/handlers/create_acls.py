@@ -12,14 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security import acl
 from reference_impl.security.authorizer import NodeAclAuthorizer
 
 ROLES = ("broker", "controller")
-KEY = 30
-INVALID_REQUEST = 42
-SECURITY_DISABLED = 54
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 #: how long an ACL mutation waits for the brokers to acknowledge it before answering
 PROPAGATION_WAIT_MS = 5000
@@ -44,7 +42,7 @@ async def create(node: Any, body: dict) -> dict[str, Any]:
         b = binding(c)
         reason = b.invalid_reason()
         if reason is not None:
-            results.append({"ErrorCode": INVALID_REQUEST, "ErrorMessage": reason})
+            results.append({"ErrorCode": ErrorCode.INVALID_REQUEST, "ErrorMessage": reason})
             continue
         results.append({"ErrorCode": 0, "ErrorMessage": None})
         if b.to_dict() not in new:
@@ -75,7 +73,10 @@ def mutation_api(node: Any, key: int, serve: Any, disabled: Any) -> Api:
 
 
 def api(node: Any) -> Api:
-    error = {"ErrorCode": SECURITY_DISABLED, "ErrorMessage": NO_AUTHORIZER}
+    error = {"ErrorCode": ErrorCode.SECURITY_DISABLED, "ErrorMessage": NO_AUTHORIZER}
     return mutation_api(
-        node, KEY, create, lambda body: {"Results": [error for _ in body["Creations"]]}
+        node,
+        ApiKey.CREATE_ACLS,
+        create,
+        lambda body: {"Results": [error for _ in body["Creations"]]},
     )

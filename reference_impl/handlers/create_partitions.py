@@ -8,18 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode, KafkaError
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.controller.placement import assign_replicas, new_partition
 from reference_impl.handlers.common import MAX_PARTITIONS
 from reference_impl.net.listener import Api, RequestContext
 
-KEY = 37
 ROLES = ("broker", "controller")
 
 
 def api(node: Any) -> Api:
-    return mutation_api(node, KEY, create_partitions)
+    return mutation_api(node, ApiKey.CREATE_PARTITIONS, create_partitions)
 
 
 def _plan(image: Any, t: dict) -> list[list[int]]:

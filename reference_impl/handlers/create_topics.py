@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from conformance.protocol import ErrorCode, KafkaError
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl import config as cfg
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.controller.image import TOPIC_RESOURCE, config_record
@@ -25,12 +25,11 @@ from reference_impl.handlers.common import (
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
-KEY = 19
 ROLES = ("broker", "controller")
 
 
 def api(node: Any) -> Api:
-    return mutation_api(node, KEY, create)
+    return mutation_api(node, ApiKey.CREATE_TOPICS, create)
 
 
 def _fail(name: str, code: ErrorCode, message: str | None = None) -> dict[str, Any]:

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.handlers.create_acls import NO_AUTHORIZER, PROPAGATION_WAIT_MS, mutation_api
 from reference_impl.handlers.describe_acls import binding_filter
 from reference_impl.net.listener import Api
 from reference_impl.security import acl
 
 ROLES = ("broker", "controller")
-KEY = 31
-INVALID_REQUEST = 42
-SECURITY_DISABLED = 54
 
 
 def _matching_entry(b: acl.AclBinding) -> dict[str, Any]:
@@ -49,7 +47,11 @@ async def delete(node: Any, body: dict) -> dict[str, Any]:
             reason = f.unknown_reason()
             if reason is not None:
                 results.append(
-                    {"ErrorCode": INVALID_REQUEST, "ErrorMessage": reason, "MatchingAcls": []}
+                    {
+                        "ErrorCode": ErrorCode.INVALID_REQUEST,
+                        "ErrorMessage": reason,
+                        "MatchingAcls": [],
+                    }
                 )
                 continue
             matched = [b for b in bindings if f.matches(b)]
@@ -71,7 +73,14 @@ async def delete(node: Any, body: dict) -> dict[str, Any]:
 
 
 def api(node: Any) -> Api:
-    error = {"ErrorCode": SECURITY_DISABLED, "ErrorMessage": NO_AUTHORIZER, "MatchingAcls": []}
+    error = {
+        "ErrorCode": ErrorCode.SECURITY_DISABLED,
+        "ErrorMessage": NO_AUTHORIZER,
+        "MatchingAcls": [],
+    }
     return mutation_api(
-        node, KEY, delete, lambda body: {"FilterResults": [error for _ in body["Filters"]]}
+        node,
+        ApiKey.DELETE_ACLS,
+        delete,
+        lambda body: {"FilterResults": [error for _ in body["Filters"]]},
     )

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.handlers.group_common import GROUP_AUTHORIZATION_FAILED, group_allowed, groups
+from conformance.protocol import ApiKey, ErrorCode
+from reference_impl.handlers.group_common import group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
-
-KEY = 42
 
 
 def api(node: Any) -> Api:
@@ -19,7 +18,7 @@ def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         names = list(dict.fromkeys(body["GroupsNames"]))
         denied = {g for g in names if not group_allowed(node, ctx, "DELETE", g)}
-        results = dict.fromkeys(denied, GROUP_AUTHORIZATION_FAILED)
+        results = dict.fromkeys(denied, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         permitted = [g for g in names if g not in denied]
         if permitted:
             results.update(await service.delete(permitted))
@@ -28,4 +27,4 @@ def api(node: Any) -> Api:
             "Results": [{"GroupId": g, "ErrorCode": int(results[g])} for g in names],
         }
 
-    return Api(KEY, handle)
+    return Api(ApiKey.DELETE_GROUPS, handle)

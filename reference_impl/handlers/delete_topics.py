@@ -10,17 +10,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.net.listener import Api, RequestContext
 
-KEY = 20
 ROLES = ("broker", "controller")
 NO_ID = uuid.UUID(int=0)
 
 
 def api(node: Any) -> Api:
-    return mutation_api(node, KEY, delete)
+    return mutation_api(node, ApiKey.DELETE_TOPICS, delete)
 
 
 async def delete(node: Any, ctx: RequestContext, body: dict) -> dict:

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security import acl
 from reference_impl.security.authorizer import NodeAclAuthorizer
 
 ROLES = ("broker", "controller")
-KEY = 29
-INVALID_REQUEST = 42
-SECURITY_DISABLED = 54
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
 
@@ -39,7 +37,7 @@ def describe(authorizer: NodeAclAuthorizer, body: dict, version: int) -> dict[st
     f = binding_filter(body)
     reason = f.unknown_reason()
     if reason is not None:
-        return {"ErrorCode": INVALID_REQUEST, "ErrorMessage": reason, "Resources": []}
+        return {"ErrorCode": ErrorCode.INVALID_REQUEST, "ErrorMessage": reason, "Resources": []}
     found = [
         b
         for b in authorizer.acl.matching(f)
@@ -68,7 +66,11 @@ def describe(authorizer: NodeAclAuthorizer, body: dict, version: int) -> dict[st
 def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not isinstance(node.authorizer, NodeAclAuthorizer):
-            return {"ErrorCode": SECURITY_DISABLED, "ErrorMessage": NO_AUTHORIZER, "Resources": []}
+            return {
+                "ErrorCode": ErrorCode.SECURITY_DISABLED,
+                "ErrorMessage": NO_AUTHORIZER,
+                "Resources": [],
+            }
         return describe(node.authorizer, body, ctx.version)
 
-    return Api(KEY, handle)
+    return Api(ApiKey.DESCRIBE_ACLS, handle)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode, KafkaError
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl.handlers.alter_client_quotas import check_entity
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
-KEY = 48
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 
 
@@ -46,7 +45,7 @@ def api(node: Any) -> Api:
                 )
         return {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None, "Entries": entries}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.DESCRIBE_CLIENT_QUOTAS, handle)
 
 
 def _matches(component: dict, names: dict[str, str | None]) -> bool:

@@ -12,22 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import extensions
 from reference_impl.handlers.common import CLUSTER_OPERATIONS, authorized_operations
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
-KEY = 60
 ROLES = ("broker", "controller")
 BROKERS, CONTROLLERS = 1, 2
-MISMATCHED_ENDPOINT_TYPE = 114
 
 
 def api(node: Any) -> Api:
     if node.role == "broker":
-        return Api(KEY, lambda ctx, body: _broker(node, ctx, body))
-    return Api(KEY, lambda ctx, body: _controller(node, ctx, body))
+        return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _broker(node, ctx, body))
+    return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _controller(node, ctx, body))
 
 
 def _error(node: Any, code: int, message: str, endpoint_type: int) -> dict[str, Any]:
@@ -53,7 +51,10 @@ async def _broker(node: Any, ctx: RequestContext, body: dict) -> dict:
     endpoint_type = body["EndpointType"]
     if endpoint_type == CONTROLLERS:
         return _error(
-            node, MISMATCHED_ENDPOINT_TYPE, "brokers do not list controllers", endpoint_type
+            node,
+            ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+            "brokers do not list controllers",
+            endpoint_type,
         )
     if endpoint_type != BROKERS:
         return _error(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import config as cfg
 from reference_impl.handlers.common import (
     BROKER,
@@ -25,7 +25,6 @@ from reference_impl.handlers.common import (
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
-KEY = 32
 ROLES = ("broker", "controller")
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
@@ -37,7 +36,7 @@ def api(node: Any) -> Api:
             "Results": [_resource(node, ctx, body, r) for r in body["Resources"]],
         }
 
-    return Api(KEY, handle)
+    return Api(ApiKey.DESCRIBE_CONFIGS, handle)
 
 
 def _view(node: Any) -> tuple[set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.groups.coordinator import NO_SUMMARY
 from reference_impl.handlers.common import authorized_operations
-from reference_impl.handlers.group_common import GROUP_AUTHORIZATION_FAILED, group_allowed, groups
+from reference_impl.handlers.group_common import group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
 
-KEY = 15
 UNSET_OPERATIONS = -(2**31)
 GROUP_OPERATIONS = ("READ", "DELETE", "DESCRIBE")
 
@@ -24,7 +24,7 @@ def api(node: Any) -> Api:
     def describe(ctx: RequestContext, group_id: str, with_operations: bool) -> dict:
         entry: dict = {"GroupId": group_id, "AuthorizedOperations": UNSET_OPERATIONS}
         if not group_allowed(node, ctx, "DESCRIBE", group_id):
-            error, summary = GROUP_AUTHORIZATION_FAILED, NO_SUMMARY
+            error, summary = ErrorCode.GROUP_AUTHORIZATION_FAILED, NO_SUMMARY
         else:
             error, summary = service.coordinator.describe_group(group_id)
         if with_operations and not error and hasattr(node, "authorize"):
@@ -58,4 +58,4 @@ def api(node: Any) -> Api:
             "Groups": [describe(ctx, g, with_operations) for g in body["Groups"]],
         }
 
-    return Api(KEY, handle)
+    return Api(ApiKey.DESCRIBE_GROUPS, handle)

@@ -13,7 +13,7 @@ import logging
 import struct
 from typing import Any
 
-from conformance.protocol import Codec, DecodeError, ErrorCode, UnknownMessageError
+from conformance.protocol import ApiKey, Codec, DecodeError, ErrorCode, UnknownMessageError
 from conformance.protocol.framing import (
     decode_header_prefix,
     encode_response,
@@ -26,7 +26,6 @@ from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
 log = logging.getLogger(__name__)
 
-KEY = 58
 ROLES = ("controller",)
 
 
@@ -89,4 +88,4 @@ def api(node: Any) -> Api:
         data = encode_response(node.codec, api_key, version, header["CorrelationId"], response)
         return {"ErrorCode": 0, "ResponseData": data}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.ENVELOPE, handle)

@@ -17,15 +17,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.handlers.data_common import current_leader, node_endpoints
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.replica.manager import FetchPartition, FetchResult
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
-KEY = 1
 MIN_VERSION = 4
-TOPIC_AUTHORIZATION_FAILED = 29
 _LEADER_HINT = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
@@ -33,7 +31,7 @@ def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return await fetch(node, ctx, body)
 
-    return Api(KEY, handle, min_version=MIN_VERSION)
+    return Api(ApiKey.FETCH, handle, min_version=MIN_VERSION)
 
 
 async def fetch(node: Any, ctx: RequestContext, body: dict) -> dict:
@@ -62,7 +60,7 @@ async def fetch(node: Any, ctx: RequestContext, body: dict) -> dict:
         elif not follower_ok or (
             replica_id < 0 and not node.authorize(ctx.session, "READ", ("TOPIC", name))
         ):
-            error = TOPIC_AUTHORIZATION_FAILED
+            error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         else:
             error = None
         for p in t["Partitions"]:

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.groups.service import Coordinator
 from reference_impl.handlers.group_common import (
-    GROUP_AUTHORIZATION_FAILED,
     group_allowed,
     groups,
 )
 from reference_impl.net.listener import Api, RequestContext
 
-KEY = 10
 GROUP, TRANSACTION = 0, 1
 
 #: Kafka's default messages for the errors this answers with
@@ -29,7 +27,7 @@ MESSAGES = {
     int(ErrorCode.INVALID_REQUEST): "This most likely occurs because of a request being malformed "
     "by the client library or the message was sent to an incompatible broker. See the broker "
     "logs for more details.",
-    GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
 }
 
 
@@ -47,7 +45,7 @@ def api(node: Any) -> Api:
                 int(ErrorCode.INVALID_REQUEST), message=f"unknown key type {key_type}"
             )
         if not group_allowed(node, ctx, "DESCRIBE", key):
-            return Coordinator(GROUP_AUTHORIZATION_FAILED)
+            return Coordinator(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return await service.find(key, ctx.listener.name)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:
@@ -62,7 +60,7 @@ def api(node: Any) -> Api:
         c = await locate(ctx, key_type, body["Key"])
         return {"ThrottleTimeMs": 0, **_fields(c)}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.FIND_COORDINATOR, handle)
 
 
 def _fields(c: Coordinator) -> dict:

@@ -7,9 +7,6 @@ from typing import Any
 from reference_impl.groups.service import GroupService, service_for
 from reference_impl.net.listener import RequestContext
 
-GROUP_AUTHORIZATION_FAILED = 30
-TOPIC_AUTHORIZATION_FAILED = 29
-
 
 def groups(node: Any) -> GroupService:
     return service_for(node)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.handlers.group_common import GROUP_AUTHORIZATION_FAILED, group_allowed, groups
+from conformance.protocol import ApiKey, ErrorCode
+from reference_impl.handlers.group_common import group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
-
-KEY = 12
 
 
 def api(node: Any) -> Api:
@@ -15,7 +14,7 @@ def api(node: Any) -> Api:
 
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not group_allowed(node, ctx, "READ", body["GroupId"]):
-            error = GROUP_AUTHORIZATION_FAILED
+            error = ErrorCode.GROUP_AUTHORIZATION_FAILED
         else:
             error = service.coordinator.heartbeat(
                 body["GroupId"],
@@ -25,4 +24,4 @@ def api(node: Any) -> Api:
             )
         return {"ThrottleTimeMs": 0, "ErrorCode": int(error)}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.HEARTBEAT, handle)

@@ -10,19 +10,18 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from conformance.protocol import ErrorCode, KafkaError
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl.broker.forwarding import mutation_api
 from reference_impl.config import ConfigDef
 from reference_impl.handlers.alter_configs import alter
 from reference_impl.net.listener import Api
 
-KEY = 44
 ROLES = ("broker", "controller")
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 def api(node: Any) -> Api:
-    return mutation_api(node, KEY, partial(alter, incremental=True))
+    return mutation_api(node, ApiKey.INCREMENTAL_ALTER_CONFIGS, partial(alter, incremental=True))
 
 
 def apply_ops(

@@ -16,10 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 
-KEY = 22
 BLOCK = 1000
 FILE = "producer-ids"
 
@@ -76,4 +75,4 @@ def api(node: Any) -> Api:
             "ProducerEpoch": 0,
         }
 
-    return Api(KEY, handle)
+    return Api(ApiKey.INIT_PRODUCER_ID, handle)

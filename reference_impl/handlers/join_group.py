@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.groups.coordinator import JoinRequest
 from reference_impl.handlers.group_common import (
-    GROUP_AUTHORIZATION_FAILED,
     client_host,
     client_id,
     group_allowed,
     groups,
 )
 from reference_impl.net.listener import Api, RequestContext
-
-KEY = 11
 
 
 def api(node: Any) -> Api:
@@ -29,7 +27,7 @@ def api(node: Any) -> Api:
         v = ctx.version
         group_id = body["GroupId"]
         if not group_allowed(node, ctx, "READ", group_id):
-            return _answer(v, GROUP_AUTHORIZATION_FAILED, body["MemberId"])
+            return _answer(v, ErrorCode.GROUP_AUTHORIZATION_FAILED, body["MemberId"])
         session = body["SessionTimeoutMs"]
         req = JoinRequest(
             group_id=group_id,
@@ -61,7 +59,7 @@ def api(node: Any) -> Api:
             ],
         )
 
-    return Api(KEY, handle)
+    return Api(ApiKey.JOIN_GROUP, handle)
 
 
 def _answer(

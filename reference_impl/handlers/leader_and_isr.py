@@ -6,11 +6,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from conformance.protocol import ApiKey
 from reference_impl.handlers.common import controller_request_error
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.replica.api import PartitionState
 
-KEY = 4
 NO_ID = uuid.UUID(int=0)
 
 
@@ -43,7 +43,7 @@ def api(node: Any) -> Api:
             }
         return {"ErrorCode": error, "PartitionErrors": [p for ps in by_topic.values() for p in ps]}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.LEADER_AND_ISR, handle)
 
 
 def _state(topic: str, topic_id: uuid.UUID, s: dict) -> PartitionState:

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.handlers.group_common import GROUP_AUTHORIZATION_FAILED, group_allowed, groups
+from conformance.protocol import ApiKey, ErrorCode
+from reference_impl.handlers.group_common import group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
-
-KEY = 13
 
 
 def api(node: Any) -> Api:
@@ -23,7 +22,7 @@ def api(node: Any) -> Api:
         else:
             leaving = [(body["MemberId"], None)]
         if not group_allowed(node, ctx, "READ", body["GroupId"]):
-            top, errors = GROUP_AUTHORIZATION_FAILED, []
+            top, errors = ErrorCode.GROUP_AUTHORIZATION_FAILED, []
         else:
             top, errors = service.coordinator.leave_group(body["GroupId"], leaving)
         if v < 3:
@@ -35,4 +34,4 @@ def api(node: Any) -> Api:
         ]
         return {"ThrottleTimeMs": 0, "ErrorCode": int(top), "Members": members}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.LEAVE_GROUP, handle)

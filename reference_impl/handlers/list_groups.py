@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey
 from reference_impl.handlers.group_common import allowed, group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
 
-KEY = 16
 CLASSIC = "classic"
 CLUSTER = ("CLUSTER", "kafka-cluster")
 
@@ -42,4 +42,4 @@ def api(node: Any) -> Api:
             ],
         }
 
-    return Api(KEY, handle)
+    return Api(ApiKey.LIST_GROUPS, handle)

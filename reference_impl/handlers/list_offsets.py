@@ -11,19 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 
-KEY = 2
 MIN_VERSION = 1
-TOPIC_AUTHORIZATION_FAILED = 29
 
 
 def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return list_offsets(node, ctx, body)
 
-    return Api(KEY, handle, min_version=MIN_VERSION)
+    return Api(ApiKey.LIST_OFFSETS, handle, min_version=MIN_VERSION)
 
 
 def list_offsets(node: Any, ctx: RequestContext, body: dict) -> dict:
@@ -52,7 +50,7 @@ def list_offsets(node: Any, ctx: RequestContext, body: dict) -> dict:
             if seen[(name, index)] > 1:
                 entry["ErrorCode"] = int(ErrorCode.INVALID_REQUEST)
             elif not allowed:
-                entry["ErrorCode"] = TOPIC_AUTHORIZATION_FAILED
+                entry["ErrorCode"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
                 a = rm.list_offset(
                     replica_id,

@@ -14,7 +14,7 @@ import logging
 import uuid
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import extensions
 from reference_impl.handlers.common import (
     CLUSTER_OPERATIONS,
@@ -27,18 +27,16 @@ from reference_impl.security_hooks import CLUSTER
 
 log = logging.getLogger(__name__)
 
-KEY = 3
 INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 NO_ID = uuid.UUID(int=0)
 UNSET = -2147483648
-LISTENER_NOT_FOUND = 72
 
 
 def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return answer(node, ctx, body)
 
-    return Api(KEY, handle)
+    return Api(ApiKey.METADATA, handle)
 
 
 def answer(node: Any, ctx: RequestContext, body: dict) -> dict:
@@ -153,7 +151,7 @@ def _topic(node: Any, ctx: RequestContext, name: str, listener: str) -> dict[str
         if not cache.alive(leader):
             code, leader = ErrorCode.LEADER_NOT_AVAILABLE, -1
         elif cache.endpoint(leader, listener) is None:
-            code = ErrorCode.LEADER_NOT_AVAILABLE if v0 else LISTENER_NOT_FOUND
+            code = ErrorCode.LEADER_NOT_AVAILABLE if v0 else ErrorCode.LISTENER_NOT_FOUND
             leader = -1
         elif v0 and offline:
             code = ErrorCode.REPLICA_NOT_AVAILABLE

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.groups.group import OffsetAndMetadata
 from reference_impl.handlers.group_common import (
-    GROUP_AUTHORIZATION_FAILED,
-    TOPIC_AUTHORIZATION_FAILED,
     allowed,
     group_allowed,
     groups,
 )
 from reference_impl.net.listener import Api, RequestContext
-
-KEY = 8
 
 
 def api(node: Any) -> Api:
@@ -34,12 +31,12 @@ def api(node: Any) -> Api:
         ]
         results: dict[tuple[str, int], int] = {}
         if not group_allowed(node, ctx, "READ", group_id):
-            results = {(t, i): GROUP_AUTHORIZATION_FAILED for t, i, _ in requested}
+            results = {(t, i): ErrorCode.GROUP_AUTHORIZATION_FAILED for t, i, _ in requested}
         else:
             offsets = {}
             for topic, index, p in requested:
                 if not allowed(node, ctx, "READ", ("TOPIC", topic)):
-                    results[(topic, index)] = TOPIC_AUTHORIZATION_FAILED
+                    results[(topic, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                     continue
                 offsets[(topic, index)] = OffsetAndMetadata(
                     p["CommittedOffset"],
@@ -74,4 +71,4 @@ def api(node: Any) -> Api:
             ],
         }
 
-    return Api(KEY, handle)
+    return Api(ApiKey.OFFSET_COMMIT, handle)

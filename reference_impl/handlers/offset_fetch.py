@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.groups.group import OffsetAndMetadata
 from reference_impl.handlers.group_common import (
-    GROUP_AUTHORIZATION_FAILED,
-    TOPIC_AUTHORIZATION_FAILED,
     allowed,
     group_allowed,
     groups,
 )
 from reference_impl.net.listener import Api, RequestContext
-
-KEY = 9
 
 
 def api(node: Any) -> Api:
@@ -29,7 +26,7 @@ def api(node: Any) -> Api:
     def fetch(ctx: RequestContext, group_id: str, topics: list[dict] | None) -> tuple[int, list]:
         """(group error, [(topic, [(partition, OffsetAndMetadata | None, error)])])."""
         if not group_allowed(node, ctx, "DESCRIBE", group_id):
-            return GROUP_AUTHORIZATION_FAILED, []
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
         wanted = None
         if topics is not None:
             wanted = [(t["Name"], i) for t in topics for i in t["PartitionIndexes"]]
@@ -42,7 +39,7 @@ def api(node: Any) -> Api:
             if wanted is None and not permitted:
                 continue
             by_topic.setdefault(topic, []).append(
-                (index, om, 0 if permitted else TOPIC_AUTHORIZATION_FAILED)
+                (index, om, 0 if permitted else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             )
         return 0, list(by_topic.items())
 
@@ -62,7 +59,7 @@ def api(node: Any) -> Api:
             ]
         return {"ThrottleTimeMs": 0, "Topics": _topics(topics), "ErrorCode": error if v >= 2 else 0}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.OFFSET_FETCH, handle)
 
 
 def _topics(topics: list[tuple[str, list[tuple[int, OffsetAndMetadata | None, int]]]]) -> list:

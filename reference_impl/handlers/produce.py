@@ -15,20 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.handlers.data_common import current_leader, node_endpoints
 from reference_impl.net.listener import CLOSE, Api, RequestContext
 
-KEY = 0
 MIN_VERSION = 3
-TOPIC_AUTHORIZATION_FAILED = 29
 
 
 def api(node: Any) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict | None:
         return await produce(node, ctx, body)
 
-    return Api(KEY, handle, min_version=MIN_VERSION)
+    return Api(ApiKey.PRODUCE, handle, min_version=MIN_VERSION)
 
 
 async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
@@ -45,7 +43,7 @@ async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
             if acks not in (-1, 0, 1):
                 answers[key] = (int(ErrorCode.INVALID_REQUIRED_ACKS), -1, -1, None)
             elif not allowed:
-                answers[key] = (TOPIC_AUTHORIZATION_FAILED, -1, -1, None)
+                answers[key] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, None)
             else:
                 entries.append((name, p["Index"], records))
     if entries:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey
 from reference_impl.handlers.common import controller_request_error
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.replica.api import StopReplicaState
-
-KEY = 5
 
 
 def api(node: Any) -> Api:
@@ -31,7 +30,7 @@ def api(node: Any) -> Api:
             ],
         }
 
-    return Api(KEY, handle)
+    return Api(ApiKey.STOP_REPLICA, handle)
 
 
 def _stops(body: dict, v: int) -> list[StopReplicaState]:

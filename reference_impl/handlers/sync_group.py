@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode
-from reference_impl.handlers.group_common import GROUP_AUTHORIZATION_FAILED, group_allowed, groups
+from conformance.protocol import ApiKey, ErrorCode
+from reference_impl.handlers.group_common import group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
-
-KEY = 14
 
 
 def api(node: Any) -> Api:
@@ -23,7 +21,7 @@ def api(node: Any) -> Api:
         ptype = body["ProtocolType"] if v >= 5 else None
         pname = body["ProtocolName"] if v >= 5 else None
         if not group_allowed(node, ctx, "READ", body["GroupId"]):
-            return _answer(GROUP_AUTHORIZATION_FAILED)
+            return _answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if v >= 5 and (ptype is None or pname is None):
             return _answer(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         r = await service.sync(
@@ -37,7 +35,7 @@ def api(node: Any) -> Api:
         )
         return _answer(r.error, r.protocol_type, r.protocol_name, r.assignment)
 
-    return Api(KEY, handle)
+    return Api(ApiKey.SYNC_GROUP, handle)
 
 
 def _answer(

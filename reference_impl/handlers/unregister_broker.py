@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
-KEY = 64
 ROLES = ("controller",)
 
 
@@ -19,4 +18,4 @@ def api(node: Any) -> Api:
         await node.lifecycle.unregister(body["BrokerId"])
         return {"ErrorCode": 0}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.UNREGISTER_BROKER, handle)

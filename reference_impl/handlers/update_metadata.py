@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey
 from reference_impl.handlers.common import controller_request_error
 from reference_impl.net.listener import Api, RequestContext
-
-KEY = 6
 
 
 def api(node: Any) -> Api:
@@ -19,4 +18,4 @@ def api(node: Any) -> Api:
         node.metadata_applied()
         return {"ErrorCode": 0}
 
-    return Api(KEY, handle)
+    return Api(ApiKey.UPDATE_METADATA, handle)

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.protocol import Codec, DecodeError
+from conformance.protocol import ApiKey, Codec, DecodeError, ErrorCode
 from conformance.protocol.framing import (
     decode_header_prefix,
     encode_response,
@@ -27,10 +27,6 @@ from conformance.protocol.framing import (
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS = 18
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
-UNSUPPORTED_VERSION = 35
 FAILED_AUTHENTICATION_CLOSE_DELAY = 0.1
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hhi")
@@ -99,8 +95,8 @@ class Listener:
         self.max_request_size = max_request_size
         self.served: dict[int, Api] = {}
         self.ranges: dict[int, tuple[int, int]] = {}
-        if not any(api.key == API_VERSIONS for api in apis):
-            apis = [*apis, Api(API_VERSIONS, self._api_versions)]
+        if not any(api.key == ApiKey.API_VERSIONS for api in apis):
+            apis = [*apis, Api(ApiKey.API_VERSIONS, self._api_versions)]
         for api in apis:
             spec = codec.message(api.key, "request")
             if listener_type not in spec.listeners:
@@ -189,17 +185,20 @@ class Listener:
             )
             return _CLOSE
         if not rng[0] <= version <= rng[1]:
-            if api_key == API_VERSIONS:
-                body = {"ErrorCode": UNSUPPORTED_VERSION, "ApiKeys": self.api_versions_body()}
-                return encode_response(self.codec, API_VERSIONS, 0, cid, body)
+            if api_key == ApiKey.API_VERSIONS:
+                body = {
+                    "ErrorCode": ErrorCode.UNSUPPORTED_VERSION,
+                    "ApiKeys": self.api_versions_body(),
+                }
+                return encode_response(self.codec, ApiKey.API_VERSIONS, 0, cid, body)
             log.info(
                 "%s: closing %s: api %d version %d not served", self.name, address, api_key, version
             )
             return _CLOSE
         if not session.authenticated and api_key not in (
-            API_VERSIONS,
-            SASL_HANDSHAKE,
-            SASL_AUTHENTICATE,
+            ApiKey.API_VERSIONS,
+            ApiKey.SASL_HANDSHAKE,
+            ApiKey.SASL_AUTHENTICATE,
         ):
             log.info("%s: closing %s: api %d before authentication", self.name, address, api_key)
             return _CLOSE
@@ -224,7 +223,7 @@ class Listener:
         return _CLOSE
 
 
-_BEFORE_AUTH = (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE)
+_BEFORE_AUTH = (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 
 
 class _Close:

@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from conformance.client.wire import Connection, pick_version
-from conformance.protocol import ErrorCode, KafkaError
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl import security_hooks
 from reference_impl.log.epochs import UNDEFINED_EPOCH
 from reference_impl.replica.partition import FOLLOWER, Partition
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FETCH, LIST_OFFSETS = 1, 2
 LATEST, EARLIEST = -1, -2
 _RETRY = frozenset(
     {
@@ -98,7 +97,10 @@ class ReplicaFetcher:
                 conn = await self._connect()
                 body = self._request(ready)
                 resp = await conn.request(
-                    FETCH, self.version, body, timeout=cfg.replica_fetch_wait_max_ms / 1000 + 30
+                    ApiKey.FETCH,
+                    self.version,
+                    body,
+                    timeout=cfg.replica_fetch_wait_max_ms / 1000 + 30,
                 )
                 await self._handle(ready, resp.body)
             except (ConnectionError, OSError, TimeoutError) as e:
@@ -145,12 +147,12 @@ class ReplicaFetcher:
         except BaseException:
             await conn.close()
             raise
-        top = pick_version(versions, self.manager.codec, FETCH)
+        top = pick_version(versions, self.manager.codec, ApiKey.FETCH)
         if top is None:
             await conn.close()
             raise ConnectionError(f"broker {self.leader_id} does not serve Fetch")
         self.version = min(top, self.manager.replication.replica_fetch_version)
-        self.list_offsets_version = pick_version(versions, self.manager.codec, LIST_OFFSETS)
+        self.list_offsets_version = pick_version(versions, self.manager.codec, ApiKey.LIST_OFFSETS)
         self.conn = conn
         return conn
 
@@ -317,6 +319,6 @@ class ReplicaFetcher:
                 }
             ],
         }
-        resp = await conn.request(LIST_OFFSETS, v, body, timeout=30)
+        resp = await conn.request(ApiKey.LIST_OFFSETS, v, body, timeout=30)
         part = resp.body["Topics"][0]["Partitions"][0]
         return part["Offset"] if part["ErrorCode"] == 0 else None

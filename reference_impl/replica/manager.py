@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.protocol import ErrorCode, KafkaError
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl.log import LogConfig, PartitionLog
 from reference_impl.log.validation import validate_batch, validate_internal_batch
 from reference_impl.replica.allocator import keep_large_buffers
@@ -38,8 +38,6 @@ from reference_impl.tasks import CLOSE_TIMEOUT_S, stop_tasks
 
 log = logging.getLogger(__name__)
 
-ALTER_PARTITION = 56
-STALE_CONTROLLER_EPOCH = 11
 HW_CHECKPOINT = "replication-offset-checkpoint"
 TOPIC_ID_FILE = "partition.metadata"
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5
@@ -160,7 +158,7 @@ class ReplicaManager:
                 p = self.partitions.get(key)
                 if p is not None and not p.is_newer(st):
                     if st.leader_epoch < p.leader_epoch:
-                        errors[key] = STALE_CONTROLLER_EPOCH
+                        errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
                     continue
                 if self.node_id not in st.replicas:
                     continue
@@ -546,7 +544,7 @@ class ReplicaManager:
             "Topics": list(topics.values()),
         }
         try:
-            resp = await channel.request(ALTER_PARTITION, body, timeout=10)
+            resp = await channel.request(ApiKey.ALTER_PARTITION, body, timeout=10)
         except (TimeoutError, ConnectionError, OSError) as e:
             log.warning("AlterPartition failed: %r", e)
             for p in proposals:

@@ -32,14 +32,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+from conformance.protocol import ErrorCode
+from reference_impl.broker.forwarding import FORWARDED
 from reference_impl.error_responses import error_response
 from reference_impl.net.listener import CLOSE, Api, RequestContext
 
-CLUSTER_AUTHORIZATION_FAILED = 31
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 CLUSTER = ("CLUSTER", "kafka-cluster")
-#: APIs a broker forwards to the controller (``broker/forwarding.py``), authorised there
-FORWARDED = frozenset({19, 20, 30, 31, 33, 37, 44, 49})
 
 Handler = Callable[[RequestContext, dict], Awaitable[Any]]
 Rule = Callable[[Any, RequestContext, dict, Handler], Awaitable[Any]]
@@ -96,7 +94,7 @@ def _cluster(operation: str) -> Rule:
     async def rule(node: Any, ctx: RequestContext, body: dict, handler: Handler) -> Any:
         if not allowed(node, ctx, operation, *CLUSTER):
             message = f"{ctx.session.principal} is not authorized for {operation} on the cluster"
-            return _refuse(node, ctx, body, CLUSTER_AUTHORIZATION_FAILED, message)
+            return _refuse(node, ctx, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, message)
         return await handler(ctx, body)
 
     return rule
@@ -106,11 +104,11 @@ async def _init_producer_id(node: Any, ctx: RequestContext, body: dict, handler:
     tid = body["TransactionalId"]
     if tid is not None:
         if not allowed(node, ctx, "WRITE", "TRANSACTIONAL_ID", tid):
-            return _refuse(node, ctx, body, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
+            return _refuse(node, ctx, body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
     elif not (
         allowed(node, ctx, "IDEMPOTENT_WRITE", *CLUSTER) or allowed_any(node, ctx, "WRITE", "TOPIC")
     ):
-        return _refuse(node, ctx, body, CLUSTER_AUTHORIZATION_FAILED, None)
+        return _refuse(node, ctx, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     return await handler(ctx, body)
 
 
@@ -144,7 +142,7 @@ async def _produce(node: Any, ctx: RequestContext, body: dict, handler: Handler)
         if tid is None or not allowed(node, ctx, "WRITE", "TRANSACTIONAL_ID", tid):
             if body["Acks"] == 0:
                 return CLOSE  # as Kafka closes an acks=0 connection whose produce failed
-            code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             return {
                 "Responses": [
                     {

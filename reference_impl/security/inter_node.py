@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from conformance.client.sasl import SaslAuthenticationError, authenticate
 from conformance.client.wire import Connection
-from conformance.protocol import Codec
+from conformance.protocol import Codec, ErrorCode
 from reference_impl.security.settings import ClientCredentials
 
-ILLEGAL_SASL_STATE = 34
 _credentials: ClientCredentials | None = None
 
 
@@ -47,7 +46,7 @@ async def connect(
     try:
         await authenticate(conn, creds.mechanism, creds.username, creds.password, timeout=timeout)
     except SaslAuthenticationError as e:
-        if e.error_code == ILLEGAL_SASL_STATE:
+        if e.error_code == ErrorCode.ILLEGAL_SASL_STATE:
             return conn  # a listener without SASL answers so: this connection is as good as it gets
         await conn.close()
         raise

@@ -29,13 +29,11 @@ from typing import Any
 
 from scramp import ScramMechanism
 
+from conformance.protocol import ErrorCode
 from reference_impl.net.listener import CLOSE, Security, Session
 from reference_impl.security.settings import PLAIN, SCRAM_SHA_256, SecuritySettings
 
 ANONYMOUS = "User:ANONYMOUS"
-UNSUPPORTED_SASL_MECHANISM = 33
-ILLEGAL_SASL_STATE = 34
-SASL_AUTHENTICATION_FAILED = 58
 AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authentication"
 
 
@@ -226,21 +224,27 @@ def _close_after(session: Session) -> None:
 def handshake(session: Session, body: dict[str, Any]) -> Any:
     """The SaslHandshake answer (or CLOSE) for ``session``."""
     if not isinstance(session, SaslSession):
-        return {"ErrorCode": ILLEGAL_SASL_STATE, "Mechanisms": []}
+        return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "Mechanisms": []}
     security = session.security
     mechanism = body["Mechanism"]
     if session.exchange is not None:
         return CLOSE  # a second handshake in one exchange
     if session.authenticated:
         if security.session_lifetime_ms <= 0:
-            return {"ErrorCode": ILLEGAL_SASL_STATE, "Mechanisms": []}
+            return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "Mechanisms": []}
         if mechanism != session.mechanism:
             _close_after(session)
-            return {"ErrorCode": ILLEGAL_SASL_STATE, "Mechanisms": list(security.mechanisms)}
+            return {
+                "ErrorCode": ErrorCode.ILLEGAL_SASL_STATE,
+                "Mechanisms": list(security.mechanisms),
+            }
         session.reauthenticating = True
     if mechanism not in security.mechanisms:
         _close_after(session)
-        return {"ErrorCode": UNSUPPORTED_SASL_MECHANISM, "Mechanisms": list(security.mechanisms)}
+        return {
+            "ErrorCode": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+            "Mechanisms": list(security.mechanisms),
+        }
     session.exchange = security.exchange(mechanism)
     session.mechanism = mechanism
     return {"ErrorCode": 0, "Mechanisms": list(security.mechanisms)}
@@ -249,11 +253,11 @@ def handshake(session: Session, body: dict[str, Any]) -> Any:
 def authenticate(session: Session, body: dict[str, Any], version: int) -> Any:
     """The SaslAuthenticate answer (or CLOSE) for ``session``."""
     if not isinstance(session, SaslSession):
-        return {"ErrorCode": ILLEGAL_SASL_STATE, "ErrorMessage": AFTER_AUTHENTICATION}
+        return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "ErrorMessage": AFTER_AUTHENTICATION}
     exchange = session.exchange
     if exchange is None:
         if session.authenticated:
-            return {"ErrorCode": ILLEGAL_SASL_STATE, "ErrorMessage": AFTER_AUTHENTICATION}
+            return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "ErrorMessage": AFTER_AUTHENTICATION}
         return CLOSE  # SaslAuthenticate before any handshake
     try:
         token = exchange.step(body["AuthBytes"])
@@ -268,7 +272,11 @@ def authenticate(session: Session, body: dict[str, Any], version: int) -> Any:
         session.exchange = None
         session.authenticated = False
         _close_after(session)
-        return {"ErrorCode": SASL_AUTHENTICATION_FAILED, "ErrorMessage": str(e), "AuthBytes": b""}
+        return {
+            "ErrorCode": ErrorCode.SASL_AUTHENTICATION_FAILED,
+            "ErrorMessage": str(e),
+            "AuthBytes": b"",
+        }
     answer: dict[str, Any] = {"ErrorCode": 0, "ErrorMessage": None, "AuthBytes": token}
     if exchange.username is None:
         return answer  # more rounds to come

@@ -18,13 +18,12 @@ from conformance.client.sasl import (
     open_authenticated,
 )
 from conformance.client.wire import Connection
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from reference_impl.handlers import sasl_authenticate, sasl_handshake
 from reference_impl.net.listener import Api, Listener
 from reference_impl.security.sasl import Credentials, SaslSecurity
 
 CODEC = Codec.from_specs()
-METADATA = 3
 
 
 class Recorder:
@@ -48,7 +47,7 @@ async def _metadata(ctx, body):
 def run_with(test, credentials: Credentials, *, sasl_apis: bool = True):
     async def go():
         recorder = Recorder()
-        apis = [Api(METADATA, _metadata)]
+        apis = [Api(ApiKey.METADATA, _metadata)]
         if sasl_apis:
             apis += [
                 recorder.wrap(sasl_handshake.api(None)),
@@ -80,7 +79,7 @@ def test_authenticates_with_the_newest_versions(mechanism) -> None:
             password="alice-secret",
         )
         async with conn:
-            resp = await conn.request(METADATA, 12, {"Topics": []})
+            resp = await conn.request(ApiKey.METADATA, 12, {"Topics": []})
         return resp.body["ClusterId"], recorder.requests
 
     principal, requests = run_with(test, CREDENTIALS)

@@ -10,12 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.protocol import Codec, DecodeError, EncodeError, UnknownMessageError
+from conformance.protocol import ApiKey, Codec, DecodeError, EncodeError, UnknownMessageError
 from conformance.strategies.messages import message_values
 
 CODEC = Codec.from_specs()
 SPECS = [m for m in CODEC.specs if m.type in ("request", "response")]
-METADATA = 3
 
 
 @st.composite
@@ -57,11 +56,11 @@ def test_arbitrary_bytes_decode_or_raise_decode_error(spec, data, raw) -> None:
 
 def test_array_length_beyond_the_frame_names_the_field_and_allocates_nothing() -> None:
     raw = struct.pack(">i", 0x7FFFFFFF) + b"\x00" * 6  # MetadataRequest v1: Topics count
-    CODEC.compiled(METADATA, 1, "request")  # compile outside the measurement
+    CODEC.compiled(ApiKey.METADATA, 1, "request")  # compile outside the measurement
     tracemalloc.start()
     try:
         with pytest.raises(DecodeError) as info:
-            CODEC.decode(METADATA, 1, "request", raw)
+            CODEC.decode(ApiKey.METADATA, 1, "request", raw)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -74,7 +73,7 @@ def test_array_length_beyond_the_frame_names_the_field_and_allocates_nothing() -
 def test_string_length_beyond_the_frame() -> None:
     raw = struct.pack(">ih", 1, 300) + b"abc"  # one topic whose name claims 300 bytes
     with pytest.raises(DecodeError) as info:
-        CODEC.decode(METADATA, 1, "request", raw)
+        CODEC.decode(ApiKey.METADATA, 1, "request", raw)
     assert info.value.path == "Topics[0].Name"
     assert info.value.offset == 4
 
@@ -82,36 +81,36 @@ def test_string_length_beyond_the_frame() -> None:
 def test_null_in_a_non_nullable_string() -> None:
     raw = struct.pack(">ih", 1, -1)
     with pytest.raises(DecodeError, match="non-nullable") as info:
-        CODEC.decode(METADATA, 1, "request", raw)
+        CODEC.decode(ApiKey.METADATA, 1, "request", raw)
     assert info.value.path == "Topics[0].Name"
 
 
 def test_invalid_utf8() -> None:
     raw = struct.pack(">ih", 1, 2) + b"\xff\xfe"
     with pytest.raises(DecodeError, match="UTF-8") as info:
-        CODEC.decode(METADATA, 1, "request", raw)
+        CODEC.decode(ApiKey.METADATA, 1, "request", raw)
     assert info.value.path == "Topics[0].Name"
 
 
 def test_overlong_varint_in_a_flexible_version() -> None:
     raw = b"\xff\xff\xff\xff\xff\x01"  # MetadataRequest v9: Topics compact length, 6 bytes
     with pytest.raises(DecodeError, match="varint") as info:
-        CODEC.decode(METADATA, 9, "request", raw)
+        CODEC.decode(ApiKey.METADATA, 9, "request", raw)
     assert info.value.path == "Topics"
 
 
 def test_tagged_field_claiming_more_than_remains() -> None:
-    body = CODEC.encode(METADATA, 9, "request", {"Topics": []})
+    body = CODEC.encode(ApiKey.METADATA, 9, "request", {"Topics": []})
     raw = body[:-1] + b"\x01\x05\x40"  # one tagged field, tag 5, size 64: nothing follows
     with pytest.raises(DecodeError, match="claims 64 bytes") as info:
-        CODEC.decode(METADATA, 9, "request", raw)
+        CODEC.decode(ApiKey.METADATA, 9, "request", raw)
     assert info.value.path == "<tagged fields>"
 
 
 def test_unknown_tagged_fields_are_kept_and_re_encoded() -> None:
     value = {"Topics": [], "_unknown_tagged_fields": {7: b"\x01\x02", 3: b""}}
-    raw = CODEC.encode(METADATA, 9, "request", value)
-    back = CODEC.decode(METADATA, 9, "request", raw)
+    raw = CODEC.encode(ApiKey.METADATA, 9, "request", value)
+    back = CODEC.decode(ApiKey.METADATA, 9, "request", raw)
     assert back["_unknown_tagged_fields"] == {3: b"", 7: b"\x01\x02"}
     assert raw.endswith(b"\x02\x03\x00\x07\x02\x01\x02")  # two tags, ascending
 
@@ -119,26 +118,26 @@ def test_unknown_tagged_fields_are_kept_and_re_encoded() -> None:
 def test_null_where_not_nullable_is_an_encode_error_with_path() -> None:
     value = {"Topics": [{"Name": None}]}
     with pytest.raises(EncodeError) as info:
-        CODEC.encode(METADATA, 1, "request", value)
+        CODEC.encode(ApiKey.METADATA, 1, "request", value)
     assert info.value.path == "Topics[0].Name"
     assert "not nullable" in info.value.reason
 
 
 def test_out_of_range_int_is_an_encode_error_with_path() -> None:
     with pytest.raises(EncodeError) as info:
-        CODEC.encode(METADATA, 12, "response", {"ControllerId": 2**31})
+        CODEC.encode(ApiKey.METADATA, 12, "response", {"ControllerId": 2**31})
     assert info.value.path == "ControllerId"
 
 
 def test_wrong_type_is_an_encode_error_with_path() -> None:
     with pytest.raises(EncodeError) as info:
-        CODEC.encode(METADATA, 12, "response", {"Topics": [{"TopicId": "not-a-uuid"}]})
+        CODEC.encode(ApiKey.METADATA, 12, "response", {"Topics": [{"TopicId": "not-a-uuid"}]})
     assert info.value.path == "Topics[0].TopicId"
 
 
 def test_missing_fields_take_their_defaults() -> None:
-    raw = CODEC.encode(METADATA, 12, "response", {})
-    value = CODEC.decode(METADATA, 12, "response", raw)
+    raw = CODEC.encode(ApiKey.METADATA, 12, "response", {})
+    value = CODEC.decode(ApiKey.METADATA, 12, "response", raw)
     assert value["ControllerId"] == -1
     assert value["ClusterId"] is None
     assert value["Brokers"] == []
@@ -146,8 +145,8 @@ def test_missing_fields_take_their_defaults() -> None:
 
 
 def test_fields_absent_in_a_version_decode_as_their_default() -> None:
-    raw = CODEC.encode(METADATA, 0, "response", {"ClusterId": "ignored", "ControllerId": 5})
-    value = CODEC.decode(METADATA, 0, "response", raw)
+    raw = CODEC.encode(ApiKey.METADATA, 0, "response", {"ClusterId": "ignored", "ControllerId": 5})
+    value = CODEC.decode(ApiKey.METADATA, 0, "response", raw)
     assert value["ClusterId"] is None
     assert value["ControllerId"] == -1
     assert value["Topics"] == []
@@ -155,8 +154,8 @@ def test_fields_absent_in_a_version_decode_as_their_default() -> None:
 
 def test_uuid_fields_decode_as_uuid() -> None:
     tid = uuid.uuid4()
-    raw = CODEC.encode(METADATA, 12, "response", {"Topics": [{"TopicId": tid, "Name": "t"}]})
-    assert CODEC.decode(METADATA, 12, "response", raw)["Topics"][0]["TopicId"] == tid
+    raw = CODEC.encode(ApiKey.METADATA, 12, "response", {"Topics": [{"TopicId": tid, "Name": "t"}]})
+    assert CODEC.decode(ApiKey.METADATA, 12, "response", raw)["Topics"][0]["TopicId"] == tid
 
 
 @pytest.mark.parametrize(

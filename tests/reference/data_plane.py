@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from conformance.client.wire import Connection
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from reference_impl.broker.metadata_cache import (
     BrokerInfo,
     Endpoint,
@@ -32,7 +32,6 @@ from reference_impl.replica.api import PartitionState
 from reference_impl.replica.manager import ReplicaManager
 
 CODEC = Codec.from_specs()
-ALTER_PARTITION = 56
 
 
 @dataclass
@@ -168,7 +167,7 @@ class MiniCluster:
 
     async def request(self, api_key: int, body: dict, *, timeout: float = 30.0) -> _Response:
         """The controller channel: AlterPartition only."""
-        assert api_key == ALTER_PARTITION
+        assert api_key == ApiKey.ALTER_PARTITION
         out_topics = []
         changed = set()
         for t in body["Topics"]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from conformance.protocol import ApiKey
 from conformance.protocol.framing import encode_request
 from reference_impl import extensions
 from reference_impl.cluster_id import read_meta_properties
@@ -36,10 +37,6 @@ from tests.reference.control_plane import (
     wait_until,
 )
 
-METADATA, CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 3, 19, 20, 37
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
-DESCRIBE_QUOTAS, ALTER_QUOTAS, ENVELOPE, DESCRIBE_CLUSTER = 48, 49, 58, 60
-UPDATE_METADATA, LEADER_AND_ISR, STOP_REPLICA = 6, 4, 5
 BROKERS = ("broker-1", "broker-2", "broker-3")
 
 
@@ -78,7 +75,7 @@ def test_cluster_id_has_the_kip78_form_and_every_node_agrees(shared_cluster: Clu
             ids.add(metadata(shared_cluster, name, version)["ClusterId"])
         body = call(
             shared_cluster.broker_address(shared_cluster.nodes[name]),
-            DESCRIBE_CLUSTER,
+            ApiKey.DESCRIBE_CLUSTER,
             1,
             {"IncludeClusterAuthorizedOperations": False},
         )
@@ -118,7 +115,10 @@ def test_start_time_is_served_in_flexible_versions_and_agreed(shared_cluster: Cl
             brokers = metadata(shared_cluster, name, version)["Brokers"]
             assert {b["NodeId"]: extensions.start_time(b) for b in brokers} == runtime
         brokers = call(
-            shared_cluster.broker_address(shared_cluster.nodes[name]), DESCRIBE_CLUSTER, 0, {}
+            shared_cluster.broker_address(shared_cluster.nodes[name]),
+            ApiKey.DESCRIBE_CLUSTER,
+            0,
+            {},
         )["Brokers"]
         assert {b["BrokerId"]: extensions.start_time(b) for b in brokers} == runtime
         old = metadata(shared_cluster, name, 8)["Brokers"]
@@ -163,10 +163,17 @@ def test_api_versions_differ_per_listener(shared_cluster: Cluster) -> None:
     """Brokers serve the client APIs, the controller listener the controller ones."""
     broker = api_versions(shared_cluster.broker_address(shared_cluster.nodes["broker-1"]))
     controller = api_versions(controller_address(shared_cluster))
-    assert {METADATA, CREATE_TOPICS, DESCRIBE_CLUSTER, DESCRIBE_QUOTAS} <= set(broker)
-    assert not {62, 63, 64, ENVELOPE} & set(broker)
-    assert {62, 63, 64, ENVELOPE, 56, CREATE_TOPICS, DESCRIBE_CLUSTER} <= set(controller)
-    assert METADATA not in controller and DESCRIBE_QUOTAS not in controller
+    assert {
+        ApiKey.METADATA,
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DESCRIBE_CLUSTER,
+        ApiKey.DESCRIBE_CLIENT_QUOTAS,
+    } <= set(broker)
+    assert not {62, 63, 64, ApiKey.ENVELOPE} & set(broker)
+    assert {62, 63, 64, ApiKey.ENVELOPE, 56, ApiKey.CREATE_TOPICS, ApiKey.DESCRIBE_CLUSTER} <= set(
+        controller
+    )
+    assert ApiKey.METADATA not in controller and ApiKey.DESCRIBE_CLIENT_QUOTAS not in controller
     for address in (
         shared_cluster.broker_address(shared_cluster.nodes["broker-1"]),
         controller_address(shared_cluster),
@@ -198,7 +205,7 @@ def _api_versions_at(address: tuple[str, int], version: int) -> dict:
 def test_describe_cluster_on_the_controller_listener(shared_cluster: Cluster) -> None:
     body = call(
         controller_address(shared_cluster),
-        DESCRIBE_CLUSTER,
+        ApiKey.DESCRIBE_CLUSTER,
         1,
         {"IncludeClusterAuthorizedOperations": False, "EndpointType": 1},
     )
@@ -207,14 +214,14 @@ def test_describe_cluster_on_the_controller_listener(shared_cluster: Cluster) ->
     assert all(extensions.start_time(b) > 0 for b in body["Brokers"])
     controllers = call(
         controller_address(shared_cluster),
-        DESCRIBE_CLUSTER,
+        ApiKey.DESCRIBE_CLUSTER,
         1,
         {"IncludeClusterAuthorizedOperations": False, "EndpointType": 2},
     )
     assert [b["BrokerId"] for b in controllers["Brokers"]] == [0]
     mismatched = call(
         shared_cluster.broker_address(shared_cluster.nodes["broker-1"]),
-        DESCRIBE_CLUSTER,
+        ApiKey.DESCRIBE_CLUSTER,
         1,
         {"IncludeClusterAuthorizedOperations": False, "EndpointType": 2},
     )
@@ -232,7 +239,9 @@ def _topic_everywhere(cluster: Cluster, name: str) -> dict[str, dict | None]:
         "IncludeTopicAuthorizedOperations": False,
     }
     for broker in BROKERS:
-        t = call(cluster.broker_address(cluster.nodes[broker]), METADATA, 12, body)["Topics"][0]
+        t = call(cluster.broker_address(cluster.nodes[broker]), ApiKey.METADATA, 12, body)[
+            "Topics"
+        ][0]
         out[broker] = t if t["ErrorCode"] == 0 else None
     return out
 
@@ -242,12 +251,12 @@ def test_forwarded_topic_mutations_reach_every_broker(shared_cluster: Cluster) -
     name = unique("fwd")
     b1, b2, b3 = (shared_cluster.broker_address(shared_cluster.nodes[b]) for b in BROKERS)
     before = scrape(shared_cluster.nodes["broker-1"].config.metrics_port)
-    created = call(b1, CREATE_TOPICS, 7, topic_body(name, 3, 2))["Topics"][0]
+    created = call(b1, ApiKey.CREATE_TOPICS, 7, topic_body(name, 3, 2))["Topics"][0]
     assert created["ErrorCode"] == 0 and created["NumPartitions"] == 3
     seen = _topic_everywhere(shared_cluster, name)
     assert all(t is not None and len(t["Partitions"]) == 3 for t in seen.values()), seen
     assert {t["TopicId"] for t in seen.values()} == {created["TopicId"]}
-    again = call(b2, CREATE_TOPICS, 5, topic_body(name))["Topics"][0]
+    again = call(b2, ApiKey.CREATE_TOPICS, 5, topic_body(name))["Topics"][0]
     assert again["ErrorCode"] == 36  # TOPIC_ALREADY_EXISTS, the controller's inner answer
     after = scrape(shared_cluster.nodes["broker-1"].config.metrics_port)
     key = ("kafka_server_num_messages_redirected_total", frozenset({("api", "CreateTopics")}))
@@ -255,7 +264,7 @@ def test_forwarded_topic_mutations_reach_every_broker(shared_cluster: Cluster) -
 
     grown = call(
         b2,
-        CREATE_PARTITIONS,
+        ApiKey.CREATE_PARTITIONS,
         3,
         {
             "Topics": [{"Name": name, "Count": 5, "Assignments": None}],
@@ -273,7 +282,7 @@ def test_forwarded_topic_mutations_reach_every_broker(shared_cluster: Cluster) -
 
     deleted = call(
         b3,
-        DELETE_TOPICS,
+        ApiKey.DELETE_TOPICS,
         6,
         {"Topics": [{"Name": name, "TopicId": uuid.UUID(int=0)}], "TimeoutMs": 10000},
     )
@@ -286,7 +295,7 @@ def test_forwarded_topic_mutations_reach_every_broker(shared_cluster: Cluster) -
 def _describe_topic_config(address: tuple[str, int], name: str, key: str) -> dict:
     body = call(
         address,
-        DESCRIBE_CONFIGS,
+        ApiKey.DESCRIBE_CONFIGS,
         4,
         {
             "Resources": [{"ResourceType": 2, "ResourceName": name, "ConfigurationKeys": [key]}],
@@ -304,7 +313,7 @@ def test_forwarded_config_changes_are_described_by_every_broker(shared_cluster: 
     """KIP-590.R1, R4: IncrementalAlterConfigs/AlterConfigs via a broker; ZooKeeper gets it."""
     name = unique("cfg")
     b1, b2, b3 = (shared_cluster.broker_address(shared_cluster.nodes[b]) for b in BROKERS)
-    assert call(b1, CREATE_TOPICS, 7, topic_body(name, 1, 1))["Topics"][0]["ErrorCode"] == 0
+    assert call(b1, ApiKey.CREATE_TOPICS, 7, topic_body(name, 1, 1))["Topics"][0]["ErrorCode"] == 0
     body = {
         "Resources": [
             {
@@ -318,7 +327,7 @@ def test_forwarded_config_changes_are_described_by_every_broker(shared_cluster: 
         ],
         "ValidateOnly": False,
     }
-    answer = call(b2, INCREMENTAL_ALTER_CONFIGS, 1, body)
+    answer = call(b2, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
     assert answer["Responses"][0]["ErrorCode"] == 0, answer
     for address in (b1, b2, b3):
         entry = _describe_topic_config(address, name, "retention.ms")
@@ -331,7 +340,7 @@ def test_forwarded_config_changes_are_described_by_every_broker(shared_cluster: 
         }
     bad = call(
         b3,
-        INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
         1,
         {
             "Resources": [
@@ -347,7 +356,7 @@ def test_forwarded_config_changes_are_described_by_every_broker(shared_cluster: 
     assert bad["Responses"][0]["ErrorCode"] == 40  # INVALID_CONFIG
     replaced = call(
         b3,
-        ALTER_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
         2,
         {
             "Resources": [
@@ -371,7 +380,7 @@ def test_forwarded_client_quotas_are_described_by_every_broker(shared_cluster: C
     entity = [{"EntityType": "user", "EntityName": user}]
     answer = call(
         shared_cluster.broker_address(shared_cluster.nodes["broker-1"]),
-        ALTER_QUOTAS,
+        ApiKey.ALTER_CLIENT_QUOTAS,
         1,
         {
             "Entries": [
@@ -387,7 +396,7 @@ def test_forwarded_client_quotas_are_described_by_every_broker(shared_cluster: C
     for broker in BROKERS:
         described = call(
             shared_cluster.broker_address(shared_cluster.nodes[broker]),
-            DESCRIBE_QUOTAS,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS,
             1,
             {
                 "Components": [{"EntityType": "user", "MatchType": 0, "Match": user}],
@@ -406,7 +415,7 @@ def test_forwarded_client_quotas_are_described_by_every_broker(shared_cluster: C
 
 
 def _envelope(name: str, principal: str = "User:ANONYMOUS") -> dict:
-    inner = encode_request(CODEC, CREATE_TOPICS, 7, 42, "client", topic_body(name, 1, 1))
+    inner = encode_request(CODEC, ApiKey.CREATE_TOPICS, 7, 42, "client", topic_body(name, 1, 1))
     return {
         "RequestData": inner,
         "RequestPrincipal": serialize(principal),
@@ -420,7 +429,7 @@ def test_envelope_from_a_client_principal_is_refused(shared_cluster: Cluster) ->
     name = unique("env")
     controller = shared_cluster.controller_nodes()[0]
     external = ("127.0.0.1", controller.config.listener("EXTERNAL").port)
-    refused = call(external, ENVELOPE, 0, _envelope(name))
+    refused = call(external, ApiKey.ENVELOPE, 0, _envelope(name))
     assert refused["ErrorCode"] == 31 and refused["ResponseData"] is None
     assert all(t is None for t in _topic_everywhere(shared_cluster, name).values())
     samples = scrape(controller.config.metrics_port)
@@ -430,13 +439,13 @@ def test_envelope_from_a_client_principal_is_refused(shared_cluster: Cluster) ->
     )
     assert samples[key] >= 1
 
-    served = call(controller_address(shared_cluster), ENVELOPE, 0, _envelope(name))
+    served = call(controller_address(shared_cluster), ApiKey.ENVELOPE, 0, _envelope(name))
     assert served["ErrorCode"] == 0
     from conformance.protocol.framing import decode_response
 
-    header, inner = decode_response(CODEC, CREATE_TOPICS, 7, served["ResponseData"])
+    header, inner = decode_response(CODEC, ApiKey.CREATE_TOPICS, 7, served["ResponseData"])
     assert header["CorrelationId"] == 42 and inner["Topics"][0]["ErrorCode"] == 0
-    assert ENVELOPE not in api_versions(
+    assert ApiKey.ENVELOPE not in api_versions(
         shared_cluster.broker_address(shared_cluster.nodes["broker-1"])
     )
 
@@ -445,7 +454,7 @@ def test_envelope_from_a_client_principal_is_refused(shared_cluster: Cluster) ->
     ("api_key", "version", "body"),
     [
         (
-            UPDATE_METADATA,
+            ApiKey.UPDATE_METADATA,
             8,
             {
                 "ControllerId": 0,
@@ -456,7 +465,7 @@ def test_envelope_from_a_client_principal_is_refused(shared_cluster: Cluster) ->
             },
         ),
         (
-            LEADER_AND_ISR,
+            ApiKey.LEADER_AND_ISR,
             7,
             {
                 "ControllerId": 0,
@@ -467,7 +476,7 @@ def test_envelope_from_a_client_principal_is_refused(shared_cluster: Cluster) ->
             },
         ),
         (
-            STOP_REPLICA,
+            ApiKey.STOP_REPLICA,
             4,
             {"ControllerId": 0, "ControllerEpoch": 999, "BrokerEpoch": 1, "TopicStates": []},
         ),
@@ -490,9 +499,9 @@ def test_unknown_topics_are_created_on_request_only(shared_cluster: Cluster) -> 
         "IncludeTopicAuthorizedOperations": False,
     }
     address = shared_cluster.broker_address(shared_cluster.nodes["broker-3"])
-    assert call(address, METADATA, 12, body)["Topics"][0]["ErrorCode"] == 3
+    assert call(address, ApiKey.METADATA, 12, body)["Topics"][0]["ErrorCode"] == 3
     body["AllowAutoTopicCreation"] = True
-    assert call(address, METADATA, 12, body)["Topics"][0]["ErrorCode"] in (0, 5)
+    assert call(address, ApiKey.METADATA, 12, body)["Topics"][0]["ErrorCode"] in (0, 5)
     wait_until(lambda: all(t is not None for t in _topic_everywhere(shared_cluster, name).values()))
 
 
@@ -504,7 +513,7 @@ def test_a_mutation_is_visible_from_every_broker_quickly(shared_cluster: Cluster
         start = time.monotonic()
         call(
             shared_cluster.broker_address(shared_cluster.nodes["broker-2"]),
-            CREATE_TOPICS,
+            ApiKey.CREATE_TOPICS,
             7,
             topic_body(name, 1, 1),
         )
@@ -537,7 +546,7 @@ def test_concurrent_creates_of_one_topic_create_it_once(shared_cluster: Cluster)
     async def race() -> list[dict]:
         addresses = [shared_cluster.broker_address(shared_cluster.nodes[b]) for b in BROKERS]
         return await asyncio.gather(
-            *(acall(h, p, CREATE_TOPICS, 7, topic_body(name, 3, 3)) for h, p in addresses)
+            *(acall(h, p, ApiKey.CREATE_TOPICS, 7, topic_body(name, 3, 3)) for h, p in addresses)
         )
 
     answers = [r["Topics"][0] for r in run(race())]

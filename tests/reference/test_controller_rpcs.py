@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from conformance.protocol import ApiKey
 from reference_impl.launcher import Cluster
 from tests.reference.control_plane import (
     STORES,
@@ -20,8 +21,6 @@ from tests.reference.control_plane import (
     topic_body,
 )
 
-REGISTRATION, HEARTBEAT, DESCRIBE_CLUSTER = 62, 63, 60
-CONTROLLED_SHUTDOWN, ALTER_PARTITION, CREATE_TOPICS = 7, 56, 19
 CAUGHT_UP = 2**62
 
 
@@ -48,12 +47,12 @@ class Fakes:
 
     def __init__(self, cluster: Cluster, ids: list[int]) -> None:
         self.address = controller_address(cluster)
-        self.cluster_id = call(self.address, DESCRIBE_CLUSTER, 0, {})["ClusterId"]
+        self.cluster_id = call(self.address, ApiKey.DESCRIBE_CLUSTER, 0, {})["ClusterId"]
         self.epochs = {}
         for b in ids:
             answer = call(
                 self.address,
-                REGISTRATION,
+                ApiKey.BROKER_REGISTRATION,
                 3,
                 {
                     "BrokerId": b,
@@ -73,7 +72,7 @@ class Fakes:
     def heartbeat(self, b: int, **wants: bool) -> dict:
         return call(
             self.address,
-            HEARTBEAT,
+            ApiKey.BROKER_HEARTBEAT,
             1,
             {
                 "BrokerId": b,
@@ -95,7 +94,7 @@ class Fakes:
     ) -> dict:
         return call(
             self.address,
-            ALTER_PARTITION,
+            ApiKey.ALTER_PARTITION,
             3,
             {
                 "BrokerId": b,
@@ -131,7 +130,7 @@ def test_alter_partition_checks_leader_epochs_and_isr(controller: Cluster) -> No
     body = topic_body(f"ap-{uuid.uuid4().hex[:6]}", -1, -1)
     body["Topics"][0]["Assignments"] = [{"PartitionIndex": 0, "BrokerIds": [a, b, c]}]
     body["timeoutMs"] = 0
-    created = call(fakes.address, CREATE_TOPICS, 7, body)["Topics"][0]
+    created = call(fakes.address, ApiKey.CREATE_TOPICS, 7, body)["Topics"][0]
     assert created["ErrorCode"] == 0, created
     topic_id = created["TopicId"]
 
@@ -149,10 +148,13 @@ def test_alter_partition_checks_leader_epochs_and_isr(controller: Cluster) -> No
 
     # controlled shutdown of the leader: Stopping (still described), leadership moves to b
     answer = call(
-        fakes.address, CONTROLLED_SHUTDOWN, 3, {"BrokerId": a, "BrokerEpoch": fakes.epochs[a]}
+        fakes.address,
+        ApiKey.CONTROLLED_SHUTDOWN,
+        3,
+        {"BrokerId": a, "BrokerEpoch": fakes.epochs[a]},
     )
     assert answer == {"ErrorCode": 0, "RemainingPartitions": []}
-    described = call(fakes.address, DESCRIBE_CLUSTER, 1, {"EndpointType": 1})["Brokers"]
+    described = call(fakes.address, ApiKey.DESCRIBE_CLUSTER, 1, {"EndpointType": 1})["Brokers"]
     assert a in {x["BrokerId"] for x in described}
     moved = _only(fakes.alter(b, topic_id, [b], 1, 2))
     assert (moved["ErrorCode"], moved["LeaderId"], moved["LeaderEpoch"]) == (0, b, 1)
@@ -164,7 +166,7 @@ def test_a_registration_for_another_cluster_is_refused(controller: Cluster) -> N
     """BROKER-REGISTRATION.R1: INCONSISTENT_CLUSTER_ID."""
     answer = call(
         controller_address(controller),
-        REGISTRATION,
+        ApiKey.BROKER_REGISTRATION,
         0,
         {
             "BrokerId": 7,

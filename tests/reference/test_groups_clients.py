@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conformance.client.wire import Connection
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from reference_impl.groups.placement import OFFSETS_TOPIC, partition_for
 from reference_impl.launcher import Cluster
 
@@ -41,7 +41,6 @@ GROUPS = {
 #: what every consumer is told: quick heartbeats, so that rebalances are noticed at once
 HEARTBEAT_MS, SESSION_MS = 200, 6000
 CODEC = Codec.from_specs()
-FIND_COORDINATOR, OFFSET_FETCH, METADATA = 10, 9, 3
 
 
 def new_cluster(path: Path) -> Cluster:
@@ -62,7 +61,7 @@ def create_offsets_topic(cluster: Cluster) -> None:
     Done once, from one broker, before clients start: concurrent CreateTopics of one name
     from several brokers are not yet serialised by the controller.
     """
-    first = ask(cluster, "broker-1", FIND_COORDINATOR, 3, {"Key": "probe", "KeyType": 0})
+    first = ask(cluster, "broker-1", ApiKey.FIND_COORDINATOR, 3, {"Key": "probe", "KeyType": 0})
     assert first is not None and first["ErrorCode"] == 15  # COORDINATOR_NOT_AVAILABLE
 
     def agreed() -> bool:
@@ -353,20 +352,20 @@ def ask(cluster: Cluster, broker: str, key: int, version: int, body: dict) -> di
 
 
 def coordinator_of(cluster: Cluster, via: str, group: str) -> int:
-    r = ask(cluster, via, FIND_COORDINATOR, 3, {"Key": group, "KeyType": 0})
+    r = ask(cluster, via, ApiKey.FIND_COORDINATOR, 3, {"Key": group, "KeyType": 0})
     return r["NodeId"] if r is not None and r["ErrorCode"] == 0 else -1
 
 
 def committed(cluster: Cluster, broker: str, group: str, topic: str) -> dict[int, int] | None:
     body = {"GroupId": group, "Topics": [{"Name": topic, "PartitionIndexes": list(range(6))}]}
-    r = ask(cluster, broker, OFFSET_FETCH, 7, body)
+    r = ask(cluster, broker, ApiKey.OFFSET_FETCH, 7, body)
     if r is None or r["ErrorCode"]:
         return None
     return {p["PartitionIndex"]: p["CommittedOffset"] for p in r["Topics"][0]["Partitions"]}
 
 
 def offsets_leader(cluster: Cluster, via: str, partition: int) -> int:
-    r = ask(cluster, via, METADATA, 9, {"Topics": [{"Name": OFFSETS_TOPIC}]})
+    r = ask(cluster, via, ApiKey.METADATA, 9, {"Topics": [{"Name": OFFSETS_TOPIC}]})
     if r is None or not r["Topics"] or r["Topics"][0]["ErrorCode"]:
         return -1
     parts = {p["PartitionIndex"]: p for p in r["Topics"][0]["Partitions"]}

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from conformance.client.wire import Connection
-from conformance.protocol import Codec, ErrorCode
+from conformance.protocol import ApiKey, Codec, ErrorCode
 from reference_impl.groups.coordinator import GroupConfig, GroupCoordinator
 from reference_impl.groups.placement import partition_for
 from reference_impl.groups.scheduler import AsyncioScheduler
@@ -49,8 +49,6 @@ MODULES = (
 )
 PARTITIONS = 4
 DELAY_MS = 30
-FIND, JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE, LIST, DELETE = 10, 11, 12, 13, 14, 15, 16, 42
-COMMIT, FETCH = 8, 9
 E = ErrorCode
 RANGE = [{"Name": "range", "Metadata": b"sub"}]
 
@@ -130,10 +128,10 @@ def join_body(group: str, member: str = "", *, instance: str | None = None, **kw
 
 async def join(conn: Connection, group: str, version: int = 9, **kw) -> dict:
     """JoinGroup, repeating it once with the id a MEMBER_ID_REQUIRED answer gave."""
-    r = await call(conn, JOIN, version, join_body(group, **kw))
+    r = await call(conn, ApiKey.JOIN_GROUP, version, join_body(group, **kw))
     if r["ErrorCode"] == E.MEMBER_ID_REQUIRED:
         kw["member"] = r["MemberId"]
-        r = await call(conn, JOIN, version, join_body(group, **kw))
+        r = await call(conn, ApiKey.JOIN_GROUP, version, join_body(group, **kw))
     return r
 
 
@@ -147,7 +145,7 @@ async def sync(conn, group, r, assignments=None, version=5, **kw) -> dict:
         "ProtocolName": kw.get("pname", "range"),
         "Assignments": [{"MemberId": m, "Assignment": a} for m, a in (assignments or {}).items()],
     }
-    return await call(conn, SYNC, version, body)
+    return await call(conn, ApiKey.SYNC_GROUP, version, body)
 
 
 async def beat(conn, group, r, version=4, instance=None) -> int:
@@ -157,7 +155,7 @@ async def beat(conn, group, r, version=4, instance=None) -> int:
         "MemberId": r["MemberId"],
         "GroupInstanceId": instance,
     }
-    return (await call(conn, HEARTBEAT, version, body))["ErrorCode"]
+    return (await call(conn, ApiKey.HEARTBEAT, version, body))["ErrorCode"]
 
 
 async def stable_group(broker: Broker, group: str, n: int = 2) -> list[tuple[Connection, dict]]:
@@ -186,13 +184,13 @@ def test_find_coordinator_names_the_coordinator_in_every_version(version: int) -
         conn = await broker.connect()
         if version >= 4:
             body = {"KeyType": 0, "CoordinatorKeys": ["g1", "g2"]}
-            r = await call(conn, FIND, version, body)
+            r = await call(conn, ApiKey.FIND_COORDINATOR, version, body)
             assert [c["Key"] for c in r["Coordinators"]] == ["g1", "g2"]
             for c in r["Coordinators"]:
                 assert (c["ErrorCode"], c["NodeId"], c["Port"]) == (0, 7, broker.placement.port)
                 assert c["Host"] == "127.0.0.1"
         else:
-            r = await call(conn, FIND, version, {"Key": "g1", "KeyType": 0})
+            r = await call(conn, ApiKey.FIND_COORDINATOR, version, {"Key": "g1", "KeyType": 0})
             assert (r["ErrorCode"], r["NodeId"], r["Port"]) == (0, 7, broker.placement.port)
 
     run(test)
@@ -205,9 +203,16 @@ def test_find_coordinator_key_types_and_authorization(version: int) -> None:
 
         async def find(key: str, key_type: int) -> dict:
             if version >= 4:
-                r = await call(conn, FIND, version, {"KeyType": key_type, "CoordinatorKeys": [key]})
+                r = await call(
+                    conn,
+                    ApiKey.FIND_COORDINATOR,
+                    version,
+                    {"KeyType": key_type, "CoordinatorKeys": [key]},
+                )
                 return r["Coordinators"][0]
-            return await call(conn, FIND, version, {"Key": key, "KeyType": key_type})
+            return await call(
+                conn, ApiKey.FIND_COORDINATOR, version, {"Key": key, "KeyType": key_type}
+            )
 
         txn = await find("tx", 1)
         assert txn["ErrorCode"] == E.COORDINATOR_NOT_AVAILABLE and txn["NodeId"] == -1
@@ -226,11 +231,11 @@ def test_a_lone_member_joins_syncs_heartbeats_and_leaves_in_every_version(versio
 
     async def test(broker: Broker) -> None:
         conn = await broker.connect()
-        first = await call(conn, JOIN, version, join_body("g"))
+        first = await call(conn, ApiKey.JOIN_GROUP, version, join_body("g"))
         if version >= 4:
             assert first["ErrorCode"] == E.MEMBER_ID_REQUIRED
             assert first["MemberId"].startswith("client-") and first["GenerationId"] == -1
-            first = await call(conn, JOIN, version, join_body("g", first["MemberId"]))
+            first = await call(conn, ApiKey.JOIN_GROUP, version, join_body("g", first["MemberId"]))
         assert first["ErrorCode"] == 0
         assert first["GenerationId"] == 1 and first["Leader"] == first["MemberId"]
         assert first["ProtocolName"] == "range"
@@ -245,7 +250,7 @@ def test_a_lone_member_joins_syncs_heartbeats_and_leaves_in_every_version(versio
             body = {"GroupId": "g", "Members": [{"MemberId": first["MemberId"]}]}
         else:
             body = {"GroupId": "g", "MemberId": first["MemberId"]}
-        left = await call(conn, LEAVE, leave_v, body)
+        left = await call(conn, ApiKey.LEAVE_GROUP, leave_v, body)
         assert left["ErrorCode"] == 0
         if leave_v >= 3:
             assert [m["ErrorCode"] for m in left["Members"]] == [0]
@@ -281,7 +286,7 @@ def test_two_members_rebalance_on_join_and_on_leave() -> None:
         # one leaves: generation 3 holds the two others
         c_leave = conns[id(results[0])]
         leave = {"GroupId": "g", "Members": [{"MemberId": results[0]["MemberId"]}]}
-        assert (await call(c_leave, LEAVE, 5, leave))["ErrorCode"] == 0
+        assert (await call(c_leave, ApiKey.LEAVE_GROUP, 5, leave))["ErrorCode"] == 0
         again = await asyncio.gather(
             *(join(conns[id(r)], "g", member=r["MemberId"]) for r in results[1:])
         )
@@ -294,24 +299,24 @@ def test_two_members_rebalance_on_join_and_on_leave() -> None:
 def test_join_group_errors() -> None:
     async def test(broker: Broker) -> None:
         conn = await broker.connect()
-        r = await call(conn, JOIN, 5, join_body("g", SessionTimeoutMs=10))
+        r = await call(conn, ApiKey.JOIN_GROUP, 5, join_body("g", SessionTimeoutMs=10))
         assert r["ErrorCode"] == E.INVALID_SESSION_TIMEOUT
-        r = await call(conn, JOIN, 5, join_body(""))
+        r = await call(conn, ApiKey.JOIN_GROUP, 5, join_body(""))
         assert r["ErrorCode"] == E.INVALID_GROUP_ID
-        r = await call(conn, JOIN, 5, join_body("nobody", "made-up"))
+        r = await call(conn, ApiKey.JOIN_GROUP, 5, join_body("nobody", "made-up"))
         assert (r["ErrorCode"], r["GenerationId"]) == (E.UNKNOWN_MEMBER_ID, -1)
-        r = await call(conn, JOIN, 5, join_body("g", Protocols=[]))
+        r = await call(conn, ApiKey.JOIN_GROUP, 5, join_body("g", Protocols=[]))
         assert r["ErrorCode"] == E.INCONSISTENT_GROUP_PROTOCOL
         await stable_group(broker, "g", 1)
-        other = await call(conn, JOIN, 5, join_body("g", ProtocolType="connect"))
+        other = await call(conn, ApiKey.JOIN_GROUP, 5, join_body("g", ProtocolType="connect"))
         assert other["ErrorCode"] == E.INCONSISTENT_GROUP_PROTOCOL
         other = await call(
-            conn, JOIN, 5, join_body("g", Protocols=[{"Name": "x", "Metadata": b""}])
+            conn, ApiKey.JOIN_GROUP, 5, join_body("g", Protocols=[{"Name": "x", "Metadata": b""}])
         )
         assert other["ErrorCode"] == E.INCONSISTENT_GROUP_PROTOCOL
-        r = await call(conn, JOIN, 5, join_body("g", "made-up"))
+        r = await call(conn, ApiKey.JOIN_GROUP, 5, join_body("g", "made-up"))
         assert r["ErrorCode"] == E.UNKNOWN_MEMBER_ID
-        r = await call(conn, JOIN, 5, join_body("secret"))
+        r = await call(conn, ApiKey.JOIN_GROUP, 5, join_body("secret"))
         assert r["ErrorCode"] == 30
 
     run(test, deny={("READ", "GROUP", "secret")})
@@ -321,7 +326,7 @@ def test_a_full_group_refuses_new_members() -> None:
     async def test(broker: Broker) -> None:
         [(conn, r)] = await stable_group(broker, "g", 1)
         other = await broker.connect("other")
-        refused = await call(other, JOIN, 5, join_body("g"))
+        refused = await call(other, ApiKey.JOIN_GROUP, 5, join_body("g"))
         assert (refused["ErrorCode"], refused["MemberId"]) == (E.GROUP_MAX_SIZE_REACHED, "")
         # the member already in it may rejoin
         again = await join(conn, "g", version=5, member=r["MemberId"])
@@ -349,12 +354,15 @@ def test_sync_heartbeat_and_leave_errors() -> None:
         assert await beat(conn, "g", unknown) == E.UNKNOWN_MEMBER_ID
         assert await beat(conn, "", r) == E.INVALID_GROUP_ID
         left = await call(
-            conn, LEAVE, 5, {"GroupId": "g", "Members": [{"MemberId": "who"}, {"MemberId": "x"}]}
+            conn,
+            ApiKey.LEAVE_GROUP,
+            5,
+            {"GroupId": "g", "Members": [{"MemberId": "who"}, {"MemberId": "x"}]},
         )
         assert [m["ErrorCode"] for m in left["Members"]] == [E.UNKNOWN_MEMBER_ID] * 2
-        old = await call(conn, LEAVE, 1, {"GroupId": "g", "MemberId": "who"})
+        old = await call(conn, ApiKey.LEAVE_GROUP, 1, {"GroupId": "g", "MemberId": "who"})
         assert old["ErrorCode"] == E.UNKNOWN_MEMBER_ID
-        assert (await call(conn, LEAVE, 0, {"GroupId": "nope", "MemberId": "x"}))[
+        assert (await call(conn, ApiKey.LEAVE_GROUP, 0, {"GroupId": "nope", "MemberId": "x"}))[
             "ErrorCode"
         ] == E.UNKNOWN_MEMBER_ID
 
@@ -379,7 +387,7 @@ def test_static_member_rejoining_fences_its_old_id_without_a_rebalance() -> None
         assert broker.coordinator.groups["g"].state.value == "Stable"
         # removed by instance id alone (admin's removeMembersFromConsumerGroup)
         body = {"GroupId": "g", "Members": [{"MemberId": "", "GroupInstanceId": "i-0"}]}
-        assert (await call(c1, LEAVE, 4, body))["Members"][0]["ErrorCode"] == 0
+        assert (await call(c1, ApiKey.LEAVE_GROUP, 4, body))["Members"][0]["ErrorCode"] == 0
         assert broker.coordinator.groups["g"].state.value == "Empty"
 
     run(test)
@@ -414,20 +422,22 @@ def test_coordinator_errors_for_partitions_not_led_or_still_loading() -> None:
         conn = await broker.connect()
         p = partition_for("g", PARTITIONS)
         broker.coordinator.unload(p)
-        r = await call(conn, JOIN, 5, join_body("g"))
+        r = await call(conn, ApiKey.JOIN_GROUP, 5, join_body("g"))
         assert r["ErrorCode"] == E.NOT_COORDINATOR
         broker.coordinator.start_loading(p)
-        assert (await call(conn, JOIN, 5, join_body("g")))["ErrorCode"] == (
+        assert (await call(conn, ApiKey.JOIN_GROUP, 5, join_body("g")))["ErrorCode"] == (
             E.COORDINATOR_LOAD_IN_PROGRESS
         )
-        fetched = await call(conn, FETCH, 1, {"GroupId": "g", "Topics": [tp_request("t", 0)]})
+        fetched = await call(
+            conn, ApiKey.OFFSET_FETCH, 1, {"GroupId": "g", "Topics": [tp_request("t", 0)]}
+        )
         assert fetched["Topics"][0]["Partitions"][0]["ErrorCode"] == E.COORDINATOR_LOAD_IN_PROGRESS
-        fetched = await call(conn, FETCH, 5, {"GroupId": "g", "Topics": None})
+        fetched = await call(conn, ApiKey.OFFSET_FETCH, 5, {"GroupId": "g", "Topics": None})
         assert fetched["ErrorCode"] == E.COORDINATOR_LOAD_IN_PROGRESS
-        described = await call(conn, DESCRIBE, 5, {"Groups": ["g"]})
+        described = await call(conn, ApiKey.DESCRIBE_GROUPS, 5, {"Groups": ["g"]})
         assert described["Groups"][0]["ErrorCode"] == E.COORDINATOR_LOAD_IN_PROGRESS
         assert described["Groups"][0]["GroupState"] == ""
-        listed = await call(conn, LIST, 4, {})
+        listed = await call(conn, ApiKey.LIST_GROUPS, 4, {})
         assert listed["ErrorCode"] == E.COORDINATOR_LOAD_IN_PROGRESS
 
     run(test)
@@ -487,14 +497,19 @@ def test_offsets_committed_read_back_in_every_version(version: int) -> None:
 
     async def test(broker: Broker) -> None:
         conn = await broker.connect()
-        r = await call(conn, COMMIT, version, commit_body("g", {("t", 0): 42, ("t", 1): 7}))
+        r = await call(
+            conn, ApiKey.OFFSET_COMMIT, version, commit_body("g", {("t", 0): 42, ("t", 1): 7})
+        )
         assert commit_errors(r) == {("t", 0): 0, ("t", 1): 0}
         if fetch_v >= 8:
             body = {"Groups": [{"GroupId": "g", "Topics": [tp_request("t", 0, 1, 2)]}]}
-            got = (await call(conn, FETCH, fetch_v, body))["Groups"][0]
+            got = (await call(conn, ApiKey.OFFSET_FETCH, fetch_v, body))["Groups"][0]
         else:
             got = await call(
-                conn, FETCH, fetch_v, {"GroupId": "g", "Topics": [tp_request("t", 0, 1, 2)]}
+                conn,
+                ApiKey.OFFSET_FETCH,
+                fetch_v,
+                {"GroupId": "g", "Topics": [tp_request("t", 0, 1, 2)]},
             )
         parts = {p["PartitionIndex"]: p for p in got["Topics"][0]["Partitions"]}
         assert parts[0]["CommittedOffset"] == 42 and parts[1]["CommittedOffset"] == 7
@@ -510,8 +525,8 @@ def test_offsets_committed_read_back_in_every_version(version: int) -> None:
 def test_offset_fetch_all_partitions_and_several_groups() -> None:
     async def test(broker: Broker) -> None:
         conn = await broker.connect()
-        await call(conn, COMMIT, 8, commit_body("a", {("t", 0): 1, ("u", 3): 2}))
-        await call(conn, COMMIT, 8, commit_body("b", {("t", 0): 5}))
+        await call(conn, ApiKey.OFFSET_COMMIT, 8, commit_body("a", {("t", 0): 1, ("u", 3): 2}))
+        await call(conn, ApiKey.OFFSET_COMMIT, 8, commit_body("b", {("t", 0): 5}))
         body = {
             "Groups": [
                 {"GroupId": "a", "Topics": None},
@@ -521,7 +536,7 @@ def test_offset_fetch_all_partitions_and_several_groups() -> None:
             ],
             "RequireStable": True,
         }
-        got = (await call(conn, FETCH, 9, body))["Groups"]
+        got = (await call(conn, ApiKey.OFFSET_FETCH, 9, body))["Groups"]
         flat = [
             {
                 (t["Name"], p["PartitionIndex"]): p["CommittedOffset"]
@@ -532,7 +547,7 @@ def test_offset_fetch_all_partitions_and_several_groups() -> None:
         ]
         assert flat == [{("t", 0): 1, ("u", 3): 2}, {("t", 0): 5}, {}, {}]
         assert [g["ErrorCode"] for g in got] == [0, 0, 0, 30]
-        old = await call(conn, FETCH, 2, {"GroupId": "a", "Topics": None})
+        old = await call(conn, ApiKey.OFFSET_FETCH, 2, {"GroupId": "a", "Topics": None})
         assert sorted(t["Name"] for t in old["Topics"]) == ["t", "u"]
 
     run(test, deny={("DESCRIBE", "GROUP", "secret")})
@@ -542,7 +557,7 @@ def test_offset_commit_errors() -> None:
     async def test(broker: Broker) -> None:
         [(conn, r)] = await stable_group(broker, "g", 1)
         gen, member = r["GenerationId"], r["MemberId"]
-        ok = await call(conn, COMMIT, 8, commit_body("g", {("t", 0): 1}, gen, member))
+        ok = await call(conn, ApiKey.OFFSET_COMMIT, 8, commit_body("g", {("t", 0): 1}, gen, member))
         assert commit_errors(ok) == {("t", 0): 0}
         cases = [
             (commit_body("g", {("t", 0): 1}, gen + 1, member), E.ILLEGAL_GENERATION),
@@ -555,16 +570,22 @@ def test_offset_commit_errors() -> None:
             (commit_body("g", {("hidden", 0): 1}, gen, member), 29),
         ]
         for body, expected in cases:
-            got = commit_errors(await call(conn, COMMIT, 8, body))
+            got = commit_errors(await call(conn, ApiKey.OFFSET_COMMIT, 8, body))
             assert set(got.values()) == {expected}, (body, got)
         broker.store.fail_with = E.NOT_LEADER_OR_FOLLOWER
-        failed = await call(conn, COMMIT, 8, commit_body("g", {("t", 0): 9}, gen, member))
+        failed = await call(
+            conn, ApiKey.OFFSET_COMMIT, 8, commit_body("g", {("t", 0): 9}, gen, member)
+        )
         assert commit_errors(failed) == {("t", 0): E.NOT_COORDINATOR}
         broker.store.fail_with = E.MESSAGE_TOO_LARGE
-        failed = await call(conn, COMMIT, 8, commit_body("g", {("t", 0): 9}, gen, member))
+        failed = await call(
+            conn, ApiKey.OFFSET_COMMIT, 8, commit_body("g", {("t", 0): 9}, gen, member)
+        )
         assert commit_errors(failed) == {("t", 0): E.INVALID_COMMIT_OFFSET_SIZE}
         broker.store.fail_with = None
-        got = await call(conn, FETCH, 7, {"GroupId": "g", "Topics": [tp_request("t", 0)]})
+        got = await call(
+            conn, ApiKey.OFFSET_FETCH, 7, {"GroupId": "g", "Topics": [tp_request("t", 0)]}
+        )
         assert got["Topics"][0]["Partitions"][0]["CommittedOffset"] == 1
 
     run(
@@ -578,15 +599,20 @@ def test_offsets_and_groups_survive_a_coordinator_reload() -> None:
         pairs = await stable_group(broker, "g", 2)
         conn, r = pairs[0]
         await call(
-            conn, COMMIT, 8, commit_body("g", {("t", 0): 11}, r["GenerationId"], r["MemberId"])
+            conn,
+            ApiKey.OFFSET_COMMIT,
+            8,
+            commit_body("g", {("t", 0): 11}, r["GenerationId"], r["MemberId"]),
         )
         p = partition_for("g", PARTITIONS)
         broker.coordinator.unload(p)
         token = broker.coordinator.start_loading(p)
         assert broker.coordinator.finish_loading(p, token, broker.store.read(p))
-        got = await call(conn, FETCH, 7, {"GroupId": "g", "Topics": [tp_request("t", 0)]})
+        got = await call(
+            conn, ApiKey.OFFSET_FETCH, 7, {"GroupId": "g", "Topics": [tp_request("t", 0)]}
+        )
         assert got["Topics"][0]["Partitions"][0]["CommittedOffset"] == 11
-        described = (await call(conn, DESCRIBE, 5, {"Groups": ["g"]}))["Groups"][0]
+        described = (await call(conn, ApiKey.DESCRIBE_GROUPS, 5, {"Groups": ["g"]}))["Groups"][0]
         assert described["GroupState"] == "Stable"
         assert sorted(m["MemberAssignment"] for m in described["Members"]) == [b"a0", b"a1"]
         assert await beat(conn, "g", r) == 0
@@ -603,7 +629,7 @@ def test_describe_groups_in_every_version(version: int) -> None:
         pairs = await stable_group(broker, "g", 2)
         conn = pairs[0][0]
         body = {"Groups": ["g", "unknown"], "IncludeAuthorizedOperations": True}
-        g, unknown = (await call(conn, DESCRIBE, version, body))["Groups"]
+        g, unknown = (await call(conn, ApiKey.DESCRIBE_GROUPS, version, body))["Groups"]
         assert (g["ErrorCode"], g["GroupState"], g["ProtocolType"], g["ProtocolData"]) == (
             0,
             "Stable",
@@ -627,20 +653,24 @@ def test_list_groups_in_every_version(version: int) -> None:
     async def test(broker: Broker) -> None:
         await stable_group(broker, "busy", 1)
         conn = await broker.connect()
-        await call(conn, COMMIT, 8, commit_body("idle", {("t", 0): 1}))
-        listed = await call(conn, LIST, version, {"StatesFilter": [], "TypesFilter": []})
+        await call(conn, ApiKey.OFFSET_COMMIT, 8, commit_body("idle", {("t", 0): 1}))
+        listed = await call(
+            conn, ApiKey.LIST_GROUPS, version, {"StatesFilter": [], "TypesFilter": []}
+        )
         assert listed["ErrorCode"] == 0
         got = {g["GroupId"]: g for g in listed["Groups"]}
         assert set(got) == {"busy", "idle"}
         assert got["busy"]["ProtocolType"] == "consumer" and got["idle"]["ProtocolType"] == ""
         if version >= 4:
             assert got["busy"]["GroupState"] == "Stable" and got["idle"]["GroupState"] == "Empty"
-            only = await call(conn, LIST, version, {"StatesFilter": ["stable"], "TypesFilter": []})
+            only = await call(
+                conn, ApiKey.LIST_GROUPS, version, {"StatesFilter": ["stable"], "TypesFilter": []}
+            )
             assert [g["GroupId"] for g in only["Groups"]] == ["busy"]
         if version >= 5:
             assert got["busy"]["GroupType"] == "classic"
             none = await call(
-                conn, LIST, version, {"StatesFilter": [], "TypesFilter": ["consumer"]}
+                conn, ApiKey.LIST_GROUPS, version, {"StatesFilter": [], "TypesFilter": ["consumer"]}
             )
             assert none["Groups"] == []
 
@@ -652,16 +682,18 @@ def test_delete_groups_in_every_version(version: int) -> None:
     async def test(broker: Broker) -> None:
         await stable_group(broker, "busy", 1)
         conn = await broker.connect()
-        await call(conn, COMMIT, 8, commit_body("idle", {("t", 0): 1}))
+        await call(conn, ApiKey.OFFSET_COMMIT, 8, commit_body("idle", {("t", 0): 1}))
         body = {"GroupsNames": ["idle", "busy", "unknown", "idle", "secret"]}
-        results = (await call(conn, DELETE, version, body))["Results"]
+        results = (await call(conn, ApiKey.DELETE_GROUPS, version, body))["Results"]
         assert [(r["GroupId"], r["ErrorCode"]) for r in results] == [
             ("idle", 0),
             ("busy", E.NON_EMPTY_GROUP),
             ("unknown", E.GROUP_ID_NOT_FOUND),
             ("secret", 30),
         ]
-        got = await call(conn, FETCH, 7, {"GroupId": "idle", "Topics": [tp_request("t", 0)]})
+        got = await call(
+            conn, ApiKey.OFFSET_FETCH, 7, {"GroupId": "idle", "Topics": [tp_request("t", 0)]}
+        )
         assert got["Topics"][0]["Partitions"][0]["CommittedOffset"] == -1
         # the tombstones are in the log: a reload does not bring the group back
         p = partition_for("idle", PARTITIONS)

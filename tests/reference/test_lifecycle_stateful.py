@@ -30,6 +30,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.launcher import Cluster, free_port
 from tests.reference.control_plane import (
     STORES,
@@ -39,8 +40,6 @@ from tests.reference.control_plane import (
     scrape,
 )
 
-REGISTRATION, HEARTBEAT, UNREGISTER, DESCRIBE_CLUSTER = 62, 63, 64, 60
-NONE, STALE_BROKER_EPOCH, DUPLICATE, NOT_REGISTERED = 0, 77, 101, 102
 SESSION_MS = 500
 CAUGHT_UP, BEHIND = 2**62, -1
 OFFLINE, FENCED, ONLINE, STOPPING = "offline", "fenced", "online", "stopping"
@@ -95,7 +94,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             "Features": [],
             "Rack": None,
         }
-        return call(self.address, REGISTRATION, 3, body)
+        return call(self.address, ApiKey.BROKER_REGISTRATION, 3, body)
 
     def _heartbeat(
         self,
@@ -113,10 +112,10 @@ class LifecycleMachine(RuleBasedStateMachine):
             "WantFence": fence,
             "WantShutDown": shutdown,
         }
-        return call(self.address, HEARTBEAT, 1, body)
+        return call(self.address, ApiKey.BROKER_HEARTBEAT, 1, body)
 
     def _registered(self, f: Fake, answer: dict) -> None:
-        assert answer["ErrorCode"] == NONE, answer
+        assert answer["ErrorCode"] == ErrorCode.NONE, answer
         epoch = answer["BrokerEpoch"]
         assert all(epoch > e for e in f.epochs), (epoch, f.epochs)  # BROKER-REGISTRATION.R7
         f.epochs.append(epoch)
@@ -137,7 +136,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         old, f.incarnation = f.incarnation, uuid.uuid4()
         answer = self._register(f)
         live = f.registered and f.state != OFFLINE
-        if answer["ErrorCode"] == DUPLICATE:
+        if answer["ErrorCode"] == ErrorCode.DUPLICATE_BROKER_REGISTRATION:
             assert live, (f, answer)
             f.incarnation = old
         else:
@@ -150,9 +149,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         stopping = f.state == STOPPING
         answer = self._heartbeat(f, offset=CAUGHT_UP if caught_up else BEHIND, shutdown=stopping)
         if not f.registered:
-            assert answer["ErrorCode"] == NOT_REGISTERED, answer
+            assert answer["ErrorCode"] == ErrorCode.BROKER_ID_NOT_REGISTERED, answer
             return
-        assert answer["ErrorCode"] == NONE, answer
+        assert answer["ErrorCode"] == ErrorCode.NONE, answer
         assert answer["IsCaughtUp"] == caught_up
         was_uncertain = f.uncertain()
         f.contact = time.monotonic()
@@ -178,7 +177,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         if not f.registered or f.state in (OFFLINE, STOPPING):
             return
         answer = self._heartbeat(f, offset=CAUGHT_UP, fence=True)
-        assert answer["ErrorCode"] == NONE and answer["IsFenced"], answer
+        assert answer["ErrorCode"] == ErrorCode.NONE and answer["IsFenced"], answer
         f.state, f.contact = FENCED, time.monotonic()
 
     @rule(i=ids)
@@ -188,7 +187,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             return
         was_uncertain = f.uncertain()
         answer = self._heartbeat(f, offset=CAUGHT_UP, shutdown=True)
-        assert answer["ErrorCode"] == NONE, answer
+        assert answer["ErrorCode"] == ErrorCode.NONE, answer
         f.contact = time.monotonic()
         if f.state == FENCED or (was_uncertain and answer["ShouldShutDown"]):
             assert answer["ShouldShutDown"], answer  # a fenced broker just goes
@@ -202,7 +201,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         if len(f.epochs) < 2 or not f.registered:
             return
         answer = self._heartbeat(f, offset=CAUGHT_UP, epoch=f.epochs[-2])
-        assert answer["ErrorCode"] == STALE_BROKER_EPOCH, answer
+        assert answer["ErrorCode"] == ErrorCode.STALE_BROKER_EPOCH, answer
 
     @precondition(lambda self: not self.expired)
     @rule()
@@ -217,8 +216,10 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(i=ids)
     def unregister(self, i: int) -> None:
         f = self.fake(i)
-        answer = call(self.address, UNREGISTER, 0, {"BrokerId": f.broker_id})
-        assert answer["ErrorCode"] == (NONE if f.registered else NOT_REGISTERED), answer
+        answer = call(self.address, ApiKey.UNREGISTER_BROKER, 0, {"BrokerId": f.broker_id})
+        assert answer["ErrorCode"] == (
+            ErrorCode.NONE if f.registered else ErrorCode.BROKER_ID_NOT_REGISTERED
+        ), answer
         f.registered, f.state, f.epoch = False, OFFLINE, -1
 
     # --- invariants --------------------------------------------------------------------
@@ -227,7 +228,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     def fenced_brokers_are_not_described(self) -> None:
         body = call(
             self.address,
-            DESCRIBE_CLUSTER,
+            ApiKey.DESCRIBE_CLUSTER,
             1,
             {"IncludeClusterAuthorizedOperations": False, "EndpointType": 1},
         )
@@ -255,7 +256,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         for f in self.fakes.values():
             if f.registered:
-                call(self.address, UNREGISTER, 0, {"BrokerId": f.broker_id})
+                call(self.address, ApiKey.UNREGISTER_BROKER, 0, {"BrokerId": f.broker_id})
 
 
 @pytest.mark.parametrize("store", STORES)
@@ -269,7 +270,7 @@ def test_broker_lifecycle_follows_the_registration_draft(
     )
     cluster.start()
     try:
-        described = call(controller_address(cluster), DESCRIBE_CLUSTER, 0, {})
+        described = call(controller_address(cluster), ApiKey.DESCRIBE_CLUSTER, 0, {})
         machine = type(
             "Lifecycle",
             (LifecycleMachine,),

@@ -8,12 +8,11 @@ import struct
 import pytest
 
 from conformance.client.wire import Connection, ConnectionClosed
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from conformance.protocol.framing import decode_response, encode_request
 from reference_impl.net.listener import Api, Listener
 
 CODEC = Codec.from_specs()
-METADATA, BROKER_REGISTRATION, API_VERSIONS = 3, 62, 18
 
 
 async def _metadata(ctx, body):
@@ -38,7 +37,7 @@ async def _with_listener(listener_type, test):
         "test",
         listener_type,
         CODEC,
-        [Api(METADATA, _metadata), Api(BROKER_REGISTRATION, _registration)],
+        [Api(ApiKey.METADATA, _metadata), Api(ApiKey.BROKER_REGISTRATION, _registration)],
     )
     port = await listener.start()
     try:
@@ -54,38 +53,41 @@ def test_api_versions_lists_only_what_the_listener_type_exposes() -> None:
 
     broker = run(_with_listener("zkBroker", test))
     controller = run(_with_listener("controller", test))
-    assert set(broker) == {API_VERSIONS, METADATA}
-    assert set(controller) == {API_VERSIONS, BROKER_REGISTRATION}
-    assert broker[METADATA] == (0, 12)
+    assert set(broker) == {ApiKey.API_VERSIONS, ApiKey.METADATA}
+    assert set(controller) == {ApiKey.API_VERSIONS, ApiKey.BROKER_REGISTRATION}
+    assert broker[ApiKey.METADATA] == (0, 12)
 
 
 def test_unknown_api_versions_version_gets_unsupported_version_with_a_v0_body() -> None:
     async def test(port):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        frame = encode_request(CODEC, API_VERSIONS, 3, 7, "t", {})
+        frame = encode_request(CODEC, ApiKey.API_VERSIONS, 3, 7, "t", {})
         frame = frame[:2] + struct.pack(">h", 99) + frame[4:]
         writer.write(struct.pack(">i", len(frame)) + frame)
         size = struct.unpack(">i", await reader.readexactly(4))[0]
         raw = await reader.readexactly(size)
         writer.close()
-        return decode_response(CODEC, API_VERSIONS, 0, raw)
+        return decode_response(CODEC, ApiKey.API_VERSIONS, 0, raw)
 
     header, body = run(_with_listener("zkBroker", test))
     assert header["CorrelationId"] == 7
     assert body["ErrorCode"] == 35
-    assert {k["ApiKey"] for k in body["ApiKeys"]} == {API_VERSIONS, METADATA}
+    assert {k["ApiKey"] for k in body["ApiKeys"]} == {ApiKey.API_VERSIONS, ApiKey.METADATA}
 
 
 @pytest.mark.parametrize(
     "bad",
     [
         pytest.param(
-            struct.pack(">hhi", BROKER_REGISTRATION, 0, 1) + b"\x00\x00", id="api-not-on-listener"
+            struct.pack(">hhi", ApiKey.BROKER_REGISTRATION, 0, 1) + b"\x00\x00",
+            id="api-not-on-listener",
         ),
-        pytest.param(struct.pack(">hhi", METADATA, 13, 1) + b"\x00\x00", id="version-out-of-range"),
+        pytest.param(
+            struct.pack(">hhi", ApiKey.METADATA, 13, 1) + b"\x00\x00", id="version-out-of-range"
+        ),
         pytest.param(struct.pack(">hhi", 999, 0, 1) + b"\x00\x00", id="unknown-api-key"),
         pytest.param(
-            struct.pack(">hhih", METADATA, 1, 1, 0) + b"\x7f\xff\xff\xff", id="huge-array"
+            struct.pack(">hhih", ApiKey.METADATA, 1, 1, 0) + b"\x7f\xff\xff\xff", id="huge-array"
         ),
     ],
 )
@@ -95,7 +97,7 @@ def test_bad_requests_close_that_connection_only(bad: bytes) -> None:
         victim = await Connection.open("127.0.0.1", port, codec=CODEC)
         await victim.send_raw(struct.pack(">i", len(bad)) + bad)
         closed = await victim.wait_closed_by_peer(5)
-        response = await other.request(METADATA, 1, {"Topics": None})
+        response = await other.request(ApiKey.METADATA, 1, {"Topics": None})
         await other.close()
         await victim.close()
         return closed, response.body
@@ -120,7 +122,7 @@ def test_pipelined_requests_are_answered_in_order() -> None:
     async def test(port):
         async with await Connection.open("127.0.0.1", port, codec=CODEC) as conn:
             results = await asyncio.gather(
-                *(conn.request(METADATA, v % 13, {"Topics": []}) for v in range(40))
+                *(conn.request(ApiKey.METADATA, v % 13, {"Topics": []}) for v in range(40))
             )
             return [r.correlation_id for r in results]
 
@@ -133,7 +135,7 @@ def test_a_closed_connection_fails_pending_requests() -> None:
         conn = await Connection.open("127.0.0.1", port, codec=CODEC)
         await conn.send_raw(struct.pack(">i", 12) + struct.pack(">hhi", 999, 0, 1) + b"\0\0")
         with pytest.raises(ConnectionClosed):
-            await conn.request(METADATA, 1, {"Topics": None}, timeout=5)
+            await conn.request(ApiKey.METADATA, 1, {"Topics": None}, timeout=5)
         await conn.close()
         return True
 
@@ -143,8 +145,8 @@ def test_a_closed_connection_fails_pending_requests() -> None:
 def test_bytes_after_a_well_formed_body_are_ignored_like_kafka() -> None:
     async def test(port):
         async with await Connection.open("127.0.0.1", port, codec=CODEC) as conn:
-            frame = encode_request(CODEC, METADATA, 12, 5, "t", {"Topics": None}) + b"\0\0\0"
-            fut = conn.send_frame(frame, METADATA, 12, 5)
+            frame = encode_request(CODEC, ApiKey.METADATA, 12, 5, "t", {"Topics": None}) + b"\0\0\0"
+            fut = conn.send_frame(frame, ApiKey.METADATA, 12, 5)
             return (await asyncio.wait_for(fut, 5)).body
 
     assert run(_with_listener("zkBroker", test))["ClusterId"] == "c"

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.client.wire import ConnectionClosed
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import encode_request
 from conformance.protocol.records import (
     Compression,
@@ -27,8 +27,6 @@ from conformance.protocol.records import (
 )
 from conformance.protocol.records.legacy import LegacyMessage
 from tests.reference.data_plane import CODEC, MiniCluster, fetch_body, produce_body
-
-PRODUCE, FETCH, LIST_OFFSETS, INIT_PRODUCER_ID = 0, 1, 2, 22
 
 
 def run(coro):
@@ -56,7 +54,7 @@ async def single(tmp_path: Path, **settings) -> MiniCluster:
 async def produce(c: MiniCluster, records: bytes | None, *, version: int = 9, **kw) -> dict:
     conn = await c.connect(1)
     try:
-        resp = await conn.request(PRODUCE, version, produce_body("t", records, **kw))
+        resp = await conn.request(ApiKey.PRODUCE, version, produce_body("t", records, **kw))
     finally:
         await conn.close()
     return resp.body["Responses"][0]["PartitionResponses"][0]
@@ -68,7 +66,7 @@ async def fetch_all(c: MiniCluster, index: int = 0, version: int = 12) -> list[b
     offset = 0
     try:
         while True:
-            resp = await conn.request(FETCH, version, fetch_body("t", offset, index=index))
+            resp = await conn.request(ApiKey.FETCH, version, fetch_body("t", offset, index=index))
             part = resp.body["Responses"][0]["Partitions"][0]
             assert part["ErrorCode"] == 0
             batches = decode_batches(part["Records"])
@@ -118,7 +116,7 @@ def test_fetch_v13_addresses_topics_by_id(tmp_path: Path) -> None:
             unknown = dict(body["Topics"][0], TopicId=__import__("uuid").uuid4())
             body["Topics"].append(unknown)
             conn = await c.connect(1)
-            resp = await conn.request(FETCH, 16, body)
+            resp = await conn.request(ApiKey.FETCH, 16, body)
             await conn.close()
             known, missing = resp.body["Responses"]
             assert known["TopicId"] == c.topics["t"].topic_id
@@ -136,10 +134,10 @@ def test_old_versions_are_not_served_as_in_kafka_4(tmp_path: Path) -> None:
         try:
             conn = await c.connect(1)
             versions = await conn.api_versions()
-            assert versions[PRODUCE][0] == 3 and versions[FETCH][0] == 4
-            assert versions[LIST_OFFSETS][0] == 1
+            assert versions[ApiKey.PRODUCE][0] == 3 and versions[ApiKey.FETCH][0] == 4
+            assert versions[ApiKey.LIST_OFFSETS][0] == 1
             with pytest.raises(ConnectionClosed):
-                await conn.request(PRODUCE, 2, produce_body("t", batch(b"x")), timeout=5)
+                await conn.request(ApiKey.PRODUCE, 2, produce_body("t", batch(b"x")), timeout=5)
         finally:
             await c.stop()
 
@@ -245,14 +243,14 @@ def test_acks_0_gets_no_answer_and_an_error_closes_the_connection(tmp_path: Path
         try:
             conn = await c.connect(1)
             body = produce_body("t", batch(b"x"), acks=0)
-            frame = encode_request(CODEC, PRODUCE, 9, 5, "t", body)
+            frame = encode_request(CODEC, ApiKey.PRODUCE, 9, 5, "t", body)
             conn.writer.write(struct.pack(">i", len(frame)) + frame)
             # the next request's answer comes first: nothing was sent for acks=0
             versions = await conn.api_versions()
-            assert PRODUCE in versions
+            assert ApiKey.PRODUCE in versions
             assert await fetch_all(c) != []
             bad = produce_body("t", batch(b"x")[:-2] + b"y\x00", acks=0)
-            frame = encode_request(CODEC, PRODUCE, 9, 6, "t", bad)
+            frame = encode_request(CODEC, ApiKey.PRODUCE, 9, 6, "t", bad)
             await conn.send_raw(struct.pack(">i", len(frame)) + frame)
             assert await conn.wait_closed_by_peer(5)
         finally:
@@ -284,11 +282,13 @@ def test_mutated_produce_requests_never_harm_stored_records_or_other_clients(
             watcher = await c.connect(1)  # a client in the middle of a long poll
             poll = asyncio.ensure_future(
                 watcher.request(
-                    FETCH, 12, fetch_body("t", 0, index=1, max_wait_ms=3000, min_bytes=1)
+                    ApiKey.FETCH, 12, fetch_body("t", 0, index=1, max_wait_ms=3000, min_bytes=1)
                 )
             )
             frame = bytearray(
-                encode_request(CODEC, PRODUCE, 9, 1, "t", produce_body("t", batch(b"new" * 30)))
+                encode_request(
+                    CODEC, ApiKey.PRODUCE, 9, 1, "t", produce_body("t", batch(b"new" * 30))
+                )
             )
             head = 4 + 2 + 4 + 2 + 1  # key, version, correlation id, client id "t", tags
             for pos, data in patches:
@@ -297,7 +297,7 @@ def test_mutated_produce_requests_never_harm_stored_records_or_other_clients(
             if cut:
                 frame = frame[: max(head, len(frame) - cut)]
             conn = await c.connect(1)
-            fut = conn.send_frame(bytes(frame), PRODUCE, 9, 1)
+            fut = conn.send_frame(bytes(frame), ApiKey.PRODUCE, 9, 1)
             try:
                 resp = await asyncio.wait_for(fut, 3)
                 codes = [
@@ -336,12 +336,12 @@ def test_idempotent_producer_duplicates_and_sequence_gaps(tmp_path: Path) -> Non
         try:
             conn = await c.connect(1)
             resp = await conn.request(
-                INIT_PRODUCER_ID, 4, {"TransactionalId": None, "TransactionTimeoutMs": 1000}
+                ApiKey.INIT_PRODUCER_ID, 4, {"TransactionalId": None, "TransactionTimeoutMs": 1000}
             )
             pid, epoch = resp.body["ProducerId"], resp.body["ProducerEpoch"]
             other = (
                 await conn.request(
-                    INIT_PRODUCER_ID, 4, {"TransactionalId": None, "TransactionTimeoutMs": 1}
+                    ApiKey.INIT_PRODUCER_ID, 4, {"TransactionalId": None, "TransactionTimeoutMs": 1}
                 )
             ).body
             assert other["ProducerId"] != pid and pid >= 1 << 32  # broker 1's id space
@@ -373,7 +373,7 @@ def test_producer_ids_are_not_reused_after_a_restart(tmp_path: Path) -> None:
         out = []
         for _ in range(n):
             resp = await conn.request(
-                INIT_PRODUCER_ID, 4, {"TransactionalId": None, "TransactionTimeoutMs": 1}
+                ApiKey.INIT_PRODUCER_ID, 4, {"TransactionalId": None, "TransactionTimeoutMs": 1}
             )
             out.append(resp.body["ProducerId"])
         await conn.close()
@@ -402,13 +402,13 @@ def test_fetch_long_polls_until_data_arrives_or_max_wait(tmp_path: Path) -> None
         try:
             conn = await c.connect(1)
             t0 = time.monotonic()
-            resp = await conn.request(FETCH, 12, fetch_body("t", 0, max_wait_ms=400))
+            resp = await conn.request(ApiKey.FETCH, 12, fetch_body("t", 0, max_wait_ms=400))
             waited = time.monotonic() - t0
             assert resp.body["Responses"][0]["Partitions"][0]["Records"] == b""
             assert 0.35 <= waited < 2
             t0 = time.monotonic()
             poll = asyncio.ensure_future(
-                conn.request(FETCH, 12, fetch_body("t", 0, max_wait_ms=5000))
+                conn.request(ApiKey.FETCH, 12, fetch_body("t", 0, max_wait_ms=5000))
             )
             await asyncio.sleep(0.2)
             await produce(c, batch(b"wake"))
@@ -433,7 +433,9 @@ def test_fetch_byte_limits_return_whole_batches_and_at_least_one(tmp_path: Path)
                 await produce(c, raw, index=i % 2)
             conn = await c.connect(1)
             small = fetch_body("t", 0, partition_max_bytes=10)
-            part = (await conn.request(FETCH, 12, small)).body["Responses"][0]["Partitions"][0]
+            part = (await conn.request(ApiKey.FETCH, 12, small)).body["Responses"][0]["Partitions"][
+                0
+            ]
             assert len(decode_batches(part["Records"])) == 1, "the first batch comes whole"
             two = fetch_body("t", 0, partition_max_bytes=sizes[0] * 2)
             body = two
@@ -441,11 +443,11 @@ def test_fetch_byte_limits_return_whole_batches_and_at_least_one(tmp_path: Path)
                 dict(body["Topics"][0]["Partitions"][0], Partition=1)
             )
             body["MaxBytes"] = sizes[0] * 3
-            parts = (await conn.request(FETCH, 12, body)).body["Responses"][0]["Partitions"]
+            parts = (await conn.request(ApiKey.FETCH, 12, body)).body["Responses"][0]["Partitions"]
             got = [len(decode_batches(p["Records"])) for p in parts]
             assert got == [2, 1], "the request limit cuts the second partition"
             body["MaxBytes"] = 1
-            parts = (await conn.request(FETCH, 12, body)).body["Responses"][0]["Partitions"]
+            parts = (await conn.request(ApiKey.FETCH, 12, body)).body["Responses"][0]["Partitions"]
             assert [len(decode_batches(p["Records"])) for p in parts] == [1, 0]
             await conn.close()
         finally:
@@ -462,7 +464,7 @@ def test_fetch_errors_out_of_range_fenced_epoch_and_sessions(tmp_path: Path) -> 
             conn = await c.connect(1)
 
             async def code(body):
-                resp = await conn.request(FETCH, 12, body)
+                resp = await conn.request(ApiKey.FETCH, 12, body)
                 if resp.body["ErrorCode"]:
                     return resp.body["ErrorCode"]
                 return resp.body["Responses"][0]["Partitions"][0]["ErrorCode"]
@@ -501,7 +503,7 @@ def test_list_offsets_earliest_latest_by_time_and_max_time(tmp_path: Path) -> No
                         {"Name": "t", "Partitions": [{"PartitionIndex": 0, "Timestamp": ts}]}
                     ],
                 }
-                p = (await conn.request(LIST_OFFSETS, version, body)).body["Topics"][0]
+                p = (await conn.request(ApiKey.LIST_OFFSETS, version, body)).body["Topics"][0]
                 p = p["Partitions"][0]
                 assert p["ErrorCode"] == 0
                 return p["Offset"], p["Timestamp"]

@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from conformance.protocol import ApiKey
 from conformance.protocol.records import build_batch, decode_batches, encode_batch
 from reference_impl.log import PartitionLog
 from tests.reference.data_plane import MiniCluster, fetch_body, produce_body, wait_until
-
-PRODUCE, FETCH, LIST_OFFSETS = 0, 1, 2
 
 
 def run(coro):
@@ -41,7 +40,7 @@ def log_of(c: MiniCluster, b: int, topic: str = "t", index: int = 0) -> Partitio
 async def produce(c: MiniCluster, broker: int, records: bytes, **kw) -> dict:
     conn = await c.connect(broker)
     try:
-        resp = await conn.request(PRODUCE, 9, produce_body("t", records, **kw))
+        resp = await conn.request(ApiKey.PRODUCE, 9, produce_body("t", records, **kw))
     finally:
         await conn.close()
     return resp.body["Responses"][0]["PartitionResponses"][0]
@@ -133,7 +132,7 @@ def test_consumers_see_up_to_the_high_watermark_followers_up_to_the_log_end(
             assert (await produce(c, 1, batch(b"pending"), acks=1))["ErrorCode"] == 0
             conn = await c.connect(1)
             try:
-                resp = await conn.request(FETCH, 12, fetch_body("t", 0))
+                resp = await conn.request(ApiKey.FETCH, 12, fetch_body("t", 0))
                 part = resp.body["Responses"][0]["Partitions"][0]
                 assert part["HighWatermark"] == 1
                 got = [r.value for b in decode_batches(part["Records"]) for r in b.records]
@@ -145,7 +144,7 @@ def test_consumers_see_up_to_the_high_watermark_followers_up_to_the_log_end(
                         {"Name": "t", "Partitions": [{"PartitionIndex": 0, "Timestamp": -1}]}
                     ],
                 }
-                resp = await conn.request(LIST_OFFSETS, 7, body)
+                resp = await conn.request(ApiKey.LIST_OFFSETS, 7, body)
                 assert resp.body["Topics"][0]["Partitions"][0]["Offset"] == 1
             finally:
                 await conn.close()

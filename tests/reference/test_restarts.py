@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from conformance.protocol import ApiKey
 from reference_impl import extensions
 from reference_impl.config import ListenerConfig, NodeConfig
 from reference_impl.controller.image import MetadataImage
@@ -28,9 +29,6 @@ from tests.reference.control_plane import (
     wait_until,
 )
 
-CREATE_TOPICS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 19, 32, 44
-DESCRIBE_QUOTAS, ALTER_QUOTAS, CREATE_PARTITIONS = 48, 49, 37
-
 
 def snapshot(cluster: Cluster, broker: str) -> dict:
     """What a broker says about topics, their configs and the client quotas."""
@@ -47,7 +45,7 @@ def snapshot(cluster: Cluster, broker: str) -> dict:
     for name in topics:
         result = call(
             address,
-            DESCRIBE_CONFIGS,
+            ApiKey.DESCRIBE_CONFIGS,
             4,
             {
                 "Resources": [{"ResourceType": 2, "ResourceName": name, "ConfigurationKeys": None}],
@@ -56,7 +54,9 @@ def snapshot(cluster: Cluster, broker: str) -> dict:
             },
         )["Results"][0]
         configs[name] = {c["Name"]: c["Value"] for c in result["Configs"] if c["ConfigSource"] == 1}
-    quotas = call(address, DESCRIBE_QUOTAS, 1, {"Components": [], "Strict": False})["Entries"]
+    quotas = call(address, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, {"Components": [], "Strict": False})[
+        "Entries"
+    ]
     return {
         "cluster_id": md["ClusterId"],
         "topics": topics,
@@ -68,11 +68,13 @@ def snapshot(cluster: Cluster, broker: str) -> dict:
 def populate(cluster: Cluster, tag: str) -> None:
     address = cluster.broker_address(cluster.nodes["broker-1"])
     name = f"kept-{tag}"
-    created = call(address, CREATE_TOPICS, 7, topic_body(name, 3, 2, {"retention.ms": "5000"}))
+    created = call(
+        address, ApiKey.CREATE_TOPICS, 7, topic_body(name, 3, 2, {"retention.ms": "5000"})
+    )
     assert created["Topics"][0]["ErrorCode"] == 0
     grown = call(
         address,
-        CREATE_PARTITIONS,
+        ApiKey.CREATE_PARTITIONS,
         3,
         {
             "Topics": [{"Name": name, "Count": 4, "Assignments": None}],
@@ -83,7 +85,7 @@ def populate(cluster: Cluster, tag: str) -> None:
     assert grown["Results"][0]["ErrorCode"] == 0
     altered = call(
         address,
-        INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
         1,
         {
             "Resources": [
@@ -99,7 +101,7 @@ def populate(cluster: Cluster, tag: str) -> None:
     assert altered["Responses"][0]["ErrorCode"] == 0
     quota = call(
         address,
-        ALTER_QUOTAS,
+        ApiKey.ALTER_CLIENT_QUOTAS,
         1,
         {
             "Entries": [

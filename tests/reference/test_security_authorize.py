@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from conformance.protocol.records.batch import build_batch, encode_batch
 from reference_impl.net.listener import Api, RequestContext, Session
 from reference_impl.security.acl import AclAuthorizer, AclBinding, AclOperation
@@ -86,11 +86,11 @@ def test_the_client_host_decides_host_bound_acls() -> None:
 
 @pytest.mark.parametrize("key", [30, 31])
 def test_forwarded_acl_mutations_are_checked_on_the_controller_only(key) -> None:
-    body = {"Creations": [{}]} if key == 30 else {"Filters": [{}]}
+    body = {"Creations": [{}]} if key == ApiKey.CREATE_ACLS else {"Filters": [{}]}
     answer, called = serve(FakeNode("broker", []), key, 3, body)
     assert answer == {"ok": True} and called
     answer, called = serve(FakeNode("controller", []), key, 3, body)
-    results = answer["Results"] if key == 30 else answer["FilterResults"]
+    results = answer["Results"] if key == ApiKey.CREATE_ACLS else answer["FilterResults"]
     assert [r["ErrorCode"] for r in results] == [31] and not called
     granted = FakeNode("controller", [allow("CLUSTER", "kafka-cluster", "ALTER")])
     assert serve(granted, key, 3, body)[0] == {"ok": True}

@@ -18,14 +18,13 @@ import pytest
 
 from conformance.client.sasl import SaslAuthenticationError, open_authenticated
 from conformance.client.wire import Connection, ConnectionClosed
+from conformance.protocol import ApiKey
 from conformance.protocol.framing import encode_request
 from conformance.protocol.records.batch import build_batch, encode_batch
 from reference_impl.launcher import Cluster
 from reference_impl.principal import address_bytes, serialize
 from tests.reference.control_plane import CODEC, STORES, new_cluster, run, topic_body
 
-METADATA, PRODUCE, CREATE_TOPICS = 3, 0, 19
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, ENVELOPE = 29, 30, 31, 58
 TOPIC, CLUSTER = 2, 4
 LITERAL, PREFIXED, ANY_PATTERN = 3, 4, 1
 READ, WRITE, DESCRIBE, ALTER, ANY_OP = 3, 4, 8, 7, 1
@@ -60,7 +59,7 @@ class SecuredCluster(Cluster):
             try:
                 conn = await connect(self.broker_address(self.nodes[name]), "admin", timeout=1)
                 async with conn:
-                    resp = await conn.request(METADATA, 9, {"Topics": []}, timeout=1)
+                    resp = await conn.request(ApiKey.METADATA, 9, {"Topics": []}, timeout=1)
             except (OSError, ConnectionError, TimeoutError):
                 return False
             if not expected <= {b["NodeId"] for b in resp.body["Brokers"]}:
@@ -151,7 +150,9 @@ def acl_filter(name: str | None = None, principal: str | None = None) -> dict:
 
 
 def described(cluster: Cluster, broker: str, principal: str) -> set[tuple]:
-    body = call(address(cluster, broker), "admin", DESCRIBE_ACLS, 3, acl_filter(None, principal))
+    body = call(
+        address(cluster, broker), "admin", ApiKey.DESCRIBE_ACLS, 3, acl_filter(None, principal)
+    )
     assert body["ErrorCode"] == 0, body
     return {
         (r["ResourceType"], r["ResourceName"], r["PatternType"], a["Operation"])
@@ -170,7 +171,7 @@ def wait_for(check, timeout: float = 10.0):
 
 
 def create_topic(cluster: Cluster, name: str, rf: int = 3) -> None:
-    body = call(address(cluster), "admin", CREATE_TOPICS, 7, topic_body(name, 1, rf))
+    body = call(address(cluster), "admin", ApiKey.CREATE_TOPICS, 7, topic_body(name, 1, rf))
     assert body["Topics"][0]["ErrorCode"] == 0, body
     assert wait_for(
         lambda: all(
@@ -181,7 +182,7 @@ def create_topic(cluster: Cluster, name: str, rf: int = 3) -> None:
 
 
 def metadata_as(cluster: Cluster, user: str, broker: str = "broker-1", topics=None) -> dict:
-    return call(address(cluster, broker), user, METADATA, 12, {"Topics": topics})
+    return call(address(cluster, broker), user, ApiKey.METADATA, 12, {"Topics": topics})
 
 
 def produce_as(cluster: Cluster, user: str, topic: str, acks: int = -1) -> int:
@@ -195,7 +196,7 @@ def produce_as(cluster: Cluster, user: str, topic: str, acks: int = -1) -> int:
         "TimeoutMs": 10000,
         "TopicData": [{"Name": topic, "PartitionData": [{"Index": 0, "Records": records}]}],
     }
-    resp = call(address(cluster, f"broker-{leader}"), user, PRODUCE, 9, body)
+    resp = call(address(cluster, f"broker-{leader}"), user, ApiKey.PRODUCE, 9, body)
     return resp["Responses"][0]["PartitionResponses"][0]["ErrorCode"]
 
 
@@ -285,7 +286,7 @@ def test_nothing_is_served_before_authentication(cluster, listener) -> None:
     async def go():
         async with await Connection.open(*where, codec=CODEC) as conn:
             with pytest.raises(ConnectionClosed):
-                await conn.request(METADATA, 12, {"Topics": None}, timeout=5)
+                await conn.request(ApiKey.METADATA, 12, {"Topics": None}, timeout=5)
 
     run(go())
 
@@ -306,7 +307,7 @@ def test_acl_round_trip_through_brokers_is_seen_by_every_broker(cluster) -> None
     created = call(
         address(cluster, "broker-1"),
         "admin",
-        CREATE_ACLS,
+        ApiKey.CREATE_ACLS,
         3,
         {"Creations": [acl(name, principal, READ), acl(name[:4], principal, WRITE, pattern=4)]},
     )
@@ -317,7 +318,7 @@ def test_acl_round_trip_through_brokers_is_seen_by_every_broker(cluster) -> None
     deleted = call(
         address(cluster, "broker-2"),
         "admin",
-        DELETE_ACLS,
+        ApiKey.DELETE_ACLS,
         3,
         {"Filters": [acl_filter(name, principal)]},
     )
@@ -382,7 +383,7 @@ def test_non_super_user_is_held_to_acls(cluster) -> None:
     created = call(
         address(cluster),
         "admin",
-        CREATE_ACLS,
+        ApiKey.CREATE_ACLS,
         3,
         {"Creations": [acl(mine, "User:alice", WRITE)]},
     )
@@ -405,9 +406,9 @@ def test_acl_mutations_are_authorised_as_the_forwarded_principal(cluster) -> Non
     """alice has no ALTER on CLUSTER: the controller, acting as the principal the Envelope
     carries, refuses her CreateAcls; DescribeAcls needs DESCRIBE on CLUSTER likewise."""
     body = {"Creations": [acl(unique("x"), "User:alice", READ)]}
-    refused = call(address(cluster, "broker-3"), "alice", CREATE_ACLS, 3, body)
+    refused = call(address(cluster, "broker-3"), "alice", ApiKey.CREATE_ACLS, 3, body)
     assert [r["ErrorCode"] for r in refused["Results"]] == [31]
-    described_body = call(address(cluster), "alice", DESCRIBE_ACLS, 3, acl_filter())
+    described_body = call(address(cluster), "alice", ApiKey.DESCRIBE_ACLS, 3, acl_filter())
     assert described_body["ErrorCode"] == 31
 
 
@@ -415,7 +416,7 @@ def test_envelope_from_a_client_principal_is_refused(cluster) -> None:
     """KIP-590: only broker principals may send Envelope (ClusterAction on CLUSTER); the
     refused Envelope's inner request is not executed."""
     name = unique("envelope")
-    inner = encode_request(CODEC, CREATE_TOPICS, 7, 7, "client", topic_body(name, 1, 1))
+    inner = encode_request(CODEC, ApiKey.CREATE_TOPICS, 7, 7, "client", topic_body(name, 1, 1))
     envelope = {
         "RequestData": inner,
         "RequestPrincipal": serialize("User:admin"),
@@ -425,10 +426,10 @@ def test_envelope_from_a_client_principal_is_refused(cluster) -> None:
     def exists() -> bool:
         return any(t["Name"] == name for t in metadata_as(cluster, "admin")["Topics"])
 
-    refused = call(controller_external(cluster), "alice", ENVELOPE, 0, envelope)
+    refused = call(controller_external(cluster), "alice", ApiKey.ENVELOPE, 0, envelope)
     assert refused == {"ResponseData": None, "ErrorCode": 31}
     time.sleep(0.3)
     assert not exists()
-    served = call(controller_external(cluster), "broker", ENVELOPE, 0, envelope)
+    served = call(controller_external(cluster), "broker", ApiKey.ENVELOPE, 0, envelope)
     assert served["ErrorCode"] == 0 and served["ResponseData"]
     assert wait_for(exists)

@@ -15,13 +15,12 @@ import pytest
 
 from conformance.client.sasl import SaslAuthenticationError, authenticate
 from conformance.client.wire import Connection, ConnectionClosed
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from reference_impl.handlers import sasl_authenticate, sasl_handshake
 from reference_impl.net.listener import Api, Listener
 from reference_impl.security.sasl import Credentials, SaslSecurity
 
 CODEC = Codec.from_specs()
-METADATA, SASL_HANDSHAKE, SASL_AUTHENTICATE = 3, 17, 36
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 CREDENTIALS = Credentials(USERS)
 
@@ -49,7 +48,7 @@ async def with_listener(test, *, mechanisms=("PLAIN", "SCRAM-SHA-256"), lifetime
     apis = [
         sasl_handshake.api(None),
         sasl_authenticate.api(None),
-        Api(METADATA, served.metadata),
+        Api(ApiKey.METADATA, served.metadata),
     ]
     listener = Listener("test", "zkBroker", CODEC, apis, security=security)
     port = await listener.start()
@@ -61,7 +60,7 @@ async def with_listener(test, *, mechanisms=("PLAIN", "SCRAM-SHA-256"), lifetime
 
 
 async def metadata(conn: Connection) -> dict:
-    return (await conn.request(METADATA, 9, {"Topics": []}, timeout=5)).body
+    return (await conn.request(ApiKey.METADATA, 9, {"Topics": []}, timeout=5)).body
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
@@ -110,7 +109,7 @@ def test_wrong_credentials_fail_with_58_then_close(mechanism, user, password, me
 
 def test_unsupported_mechanism_lists_enabled_ones_then_closes() -> None:
     async def test(conn, served):
-        resp = await conn.request(SASL_HANDSHAKE, 1, {"Mechanism": "GSSAPI"})
+        resp = await conn.request(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "GSSAPI"})
         return resp.body, await conn.wait_closed_by_peer(5)
 
     body, closed = run(with_listener(test, mechanisms=("SCRAM-SHA-256",)))
@@ -138,9 +137,9 @@ def test_no_request_is_served_before_authentication() -> None:
 
 def test_a_request_after_a_half_done_exchange_closes() -> None:
     async def test(conn, served):
-        await conn.request(SASL_HANDSHAKE, 1, {"Mechanism": "SCRAM-SHA-256"})
+        await conn.request(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "SCRAM-SHA-256"})
         first = b"n,,n=alice,r=abcdefghijklmnop"
-        resp = await conn.request(SASL_AUTHENTICATE, 2, {"AuthBytes": first})
+        resp = await conn.request(ApiKey.SASL_AUTHENTICATE, 2, {"AuthBytes": first})
         assert resp.body["ErrorCode"] == 0 and resp.body["AuthBytes"].startswith(b"r=abcdef")
         with pytest.raises(ConnectionClosed):
             await metadata(conn)
@@ -152,16 +151,16 @@ def test_a_request_after_a_half_done_exchange_closes() -> None:
 def test_authenticate_before_handshake_closes() -> None:
     async def test(conn, served):
         with pytest.raises(ConnectionClosed):
-            await conn.request(SASL_AUTHENTICATE, 2, {"AuthBytes": b"\0alice\0alice-secret"})
+            await conn.request(ApiKey.SASL_AUTHENTICATE, 2, {"AuthBytes": b"\0alice\0alice-secret"})
 
     run(with_listener(test))
 
 
 def test_second_handshake_during_an_exchange_closes() -> None:
     async def test(conn, served):
-        await conn.request(SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
+        await conn.request(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
         with pytest.raises(ConnectionClosed):
-            await conn.request(SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
+            await conn.request(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
 
     run(with_listener(test))
 
@@ -170,20 +169,20 @@ def test_handshake_v0_is_not_offered() -> None:
     async def test(conn, served):
         versions = await conn.api_versions()
         with pytest.raises(ConnectionClosed):
-            await conn.request(SASL_HANDSHAKE, 0, {"Mechanism": "PLAIN"})
+            await conn.request(ApiKey.SASL_HANDSHAKE, 0, {"Mechanism": "PLAIN"})
         return versions
 
     versions = run(with_listener(test))
-    assert versions[SASL_HANDSHAKE] == (1, 1)
-    assert versions[SASL_AUTHENTICATE] == (0, 2)
+    assert versions[ApiKey.SASL_HANDSHAKE] == (1, 1)
+    assert versions[ApiKey.SASL_AUTHENTICATE] == (0, 2)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_every_sasl_authenticate_version_works(version) -> None:
     async def test(conn, served):
-        await conn.request(SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
+        await conn.request(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
         token = b"\0bob\0bob-secret"
-        resp = await conn.request(SASL_AUTHENTICATE, version, {"AuthBytes": token})
+        resp = await conn.request(ApiKey.SASL_AUTHENTICATE, version, {"AuthBytes": token})
         await metadata(conn)
         return resp.body, served.principals
 
@@ -195,8 +194,10 @@ def test_every_sasl_authenticate_version_works(version) -> None:
 
 def test_authzid_other_than_username_is_refused() -> None:
     async def test(conn, served):
-        await conn.request(SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
-        resp = await conn.request(SASL_AUTHENTICATE, 2, {"AuthBytes": b"bob\0alice\0alice-secret"})
+        await conn.request(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
+        resp = await conn.request(
+            ApiKey.SASL_AUTHENTICATE, 2, {"AuthBytes": b"bob\0alice\0alice-secret"}
+        )
         return resp.body, await conn.wait_closed_by_peer(5)
 
     body, closed = run(with_listener(test))
@@ -207,8 +208,10 @@ def test_authzid_other_than_username_is_refused() -> None:
 def test_sasl_apis_after_authentication_are_illegal_state() -> None:
     async def test(conn, served):
         await authenticate(conn, "PLAIN", "alice", "alice-secret")
-        hs = await conn.request(SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
-        auth = await conn.request(SASL_AUTHENTICATE, 2, {"AuthBytes": b"\0alice\0alice-secret"})
+        hs = await conn.request(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
+        auth = await conn.request(
+            ApiKey.SASL_AUTHENTICATE, 2, {"AuthBytes": b"\0alice\0alice-secret"}
+        )
         await metadata(conn)
         return hs.body, auth.body
 
@@ -219,7 +222,7 @@ def test_sasl_apis_after_authentication_are_illegal_state() -> None:
 
 def test_listener_without_sasl_answers_illegal_state() -> None:
     async def test(conn, served):
-        hs = await conn.request(SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
+        hs = await conn.request(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
         await metadata(conn)
         return hs.body, served.principals
 

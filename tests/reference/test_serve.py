@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance.protocol import ApiKey
 from tests.reference.control_plane import STORES, call, store_url, wait_until
-
-METADATA = 3
 
 
 def serve(args: list[str], log: Path) -> subprocess.Popen:
@@ -68,7 +67,7 @@ def test_serve_writes_the_ready_file_and_stops_gracefully(
         assert {"bootstrap_servers", "controller", "cluster_id", "brokers"} <= set(info)
         assert [b["node_id"] for b in info["brokers"]] == [1, 2, 3]
         for b in info["brokers"]:
-            body = call((b["host"], b["port"]), METADATA, 9, {"Topics": []})
+            body = call((b["host"], b["port"]), ApiKey.METADATA, 9, {"Topics": []})
             assert body["ClusterId"] == info["cluster_id"]
             assert {x["NodeId"] for x in body["Brokers"]} == {1, 2, 3}
         pids = [p for p in info["pids"].values()]

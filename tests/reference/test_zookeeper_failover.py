@@ -17,6 +17,7 @@ import uuid
 
 from kazoo.client import KazooClient
 
+from conformance.protocol import ApiKey
 from conformance.protocol.framing import encode_request
 from reference_impl.cluster_id import read_meta_properties
 from reference_impl.launcher import Cluster
@@ -31,8 +32,6 @@ from tests.reference.control_plane import (
     topic_body,
     wait_until,
 )
-
-CREATE_TOPICS, ENVELOPE = 19, 58
 
 
 def zk_client(cluster: Cluster) -> tuple[KazooClient, str]:
@@ -58,7 +57,10 @@ def create_through(cluster: Cluster, broker: str) -> float:
     name = f"t-{uuid.uuid4().hex[:8]}"
     start = time.monotonic()
     body = call(
-        cluster.broker_address(cluster.nodes[broker]), CREATE_TOPICS, 7, topic_body(name, 2, 2)
+        cluster.broker_address(cluster.nodes[broker]),
+        ApiKey.CREATE_TOPICS,
+        7,
+        topic_body(name, 2, 2),
     )
     assert body["Topics"][0]["ErrorCode"] == 0, body
     return time.monotonic() - start
@@ -104,14 +106,14 @@ def controller_change(cluster: Cluster) -> None:
     create_through(cluster, "broker-3")
     assert active_controller(cluster) == other and not is_active(cluster, first)
     # KIP-590.R5: a standby answers an Envelope (from a broker principal) with NOT_CONTROLLER
-    inner = encode_request(CODEC, CREATE_TOPICS, 7, 1, "c", topic_body("never", 1, 1))
+    inner = encode_request(CODEC, ApiKey.CREATE_TOPICS, 7, 1, "c", topic_body("never", 1, 1))
     envelope = {
         "RequestData": inner,
         "RequestPrincipal": serialize("User:ANONYMOUS"),
         "ClientHostAddress": address_bytes("127.0.0.1:1"),
     }
     standby = cluster.nodes[first].config.listeners[0]
-    assert call((standby.host, standby.port), ENVELOPE, 0, envelope)["ErrorCode"] == 41
+    assert call((standby.host, standby.port), ApiKey.ENVELOPE, 0, envelope)["ErrorCode"] == 41
 
 
 PAUSE = (FAST["zk_session_timeout_ms"] + 1000) / 1000

@@ -13,32 +13,34 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from conformance.targets.reference import ReferenceTarget
 from conformance.targets.tansu import TansuTarget
 from tests.suite.conftest import failing, verdicts
 from tests.suite.proxies import FaultyProxy, passthrough
 
-METADATA, API_VERSIONS, DESCRIBE_CLUSTER = 3, 18, 60
 SEED = "20261122"
 CODEC = Codec.from_specs()
 
 
 def drop_throttle_time(api: int, version: int, frame: bytes) -> bytes:
-    if api != METADATA or not 3 <= version <= 12:
+    if api != ApiKey.METADATA or not 3 <= version <= 12:
         return frame
     header = 5 if version >= 9 else 4  # correlation id (+ empty tagged fields from v9)
     return frame[:header] + frame[header + 4 :]
 
 
 def advertise_describe_cluster_v0_only(api: int, version: int, frame: bytes) -> bytes:
-    if api != API_VERSIONS or version > CODEC.message(API_VERSIONS, "response").valid_versions.hi:
+    if (
+        api != ApiKey.API_VERSIONS
+        or version > CODEC.message(ApiKey.API_VERSIONS, "response").valid_versions.hi
+    ):
         return frame
-    body = CODEC.decode(API_VERSIONS, version, "response", frame[4:])
+    body = CODEC.decode(ApiKey.API_VERSIONS, version, "response", frame[4:])
     for key in body["ApiKeys"]:
-        if key["ApiKey"] == DESCRIBE_CLUSTER:
+        if key["ApiKey"] == ApiKey.DESCRIBE_CLUSTER:
             key["MaxVersion"] = key["MinVersion"]
-    return frame[:4] + CODEC.encode(API_VERSIONS, version, "response", body)
+    return frame[:4] + CODEC.encode(ApiKey.API_VERSIONS, version, "response", body)
 
 
 @pytest.fixture(scope="module")

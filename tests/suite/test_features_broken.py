@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from conformance.protocol.framing import (
     decode_request,
     decode_response,
@@ -27,7 +27,6 @@ from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import failing, verdicts
 from tests.suite.proxies import FaultyProxy, passthrough
 
-METADATA, DESCRIBE_CLUSTER, REGISTRATION, HEARTBEAT = 3, 60, 62, 63
 SEED = "20261123"
 CODEC = Codec.from_specs()
 LIFECYCLE = (
@@ -48,11 +47,11 @@ class EpochReuse:
         self.real: dict[int, int] = {}  # broker id -> its latest real epoch
 
     def request(self, api: int, version: int, frame: bytes) -> bytes:
-        if api not in (REGISTRATION, HEARTBEAT):
+        if api not in (ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT):
             return frame
         header, body = decode_request(CODEC, frame)
         broker = body["BrokerId"]
-        if api == REGISTRATION:
+        if api == ApiKey.BROKER_REGISTRATION:
             self.asked[header["CorrelationId"]] = broker
             return frame
         if broker in self.shown and body["BrokerEpoch"] == self.shown[broker]:
@@ -63,7 +62,7 @@ class EpochReuse:
         return frame
 
     def response(self, api: int, version: int, frame: bytes) -> bytes:
-        if api != REGISTRATION:
+        if api != ApiKey.BROKER_REGISTRATION:
             return frame
         header, body = decode_response(CODEC, api, version, frame)
         broker = self.asked.pop(header["CorrelationId"], None)
@@ -81,9 +80,9 @@ class StickyBrokers:
         self.seen: dict[tuple[int, int], dict[int, dict]] = {}
 
     def response(self, api: int, version: int, frame: bytes) -> bytes:
-        if api not in (METADATA, DESCRIBE_CLUSTER):
+        if api not in (ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER):
             return frame
-        key = "NodeId" if api == METADATA else "BrokerId"
+        key = "NodeId" if api == ApiKey.METADATA else "BrokerId"
         header, body = decode_response(CODEC, api, version, frame)
         seen = self.seen.setdefault((api, version), {})
         listed = {b[key] for b in body["Brokers"]}

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conformance.protocol import Codec
+from conformance.protocol import Codec, ErrorCode
 from conformance.protocol.errors import SpecError
 from conformance.suite import verify
 from conformance.suite.models import (
@@ -29,7 +29,6 @@ from conformance.suite.models import (
 )
 
 LIFECYCLE = load_model("broker-registration-lifecycle")
-NONE, STALE, NOT_REGISTERED, DUPLICATE = 0, 77, 102, 101
 
 
 class FakeController(Binding):
@@ -61,7 +60,7 @@ class FakeController(Binding):
         b = self.brokers.get(body["BrokerId"])
         if name == "register":
             if b and b["state"] != "OFFLINE" and b["incarnation"] != body["IncarnationId"]:
-                return {"ErrorCode": DUPLICATE, "BrokerEpoch": -1}
+                return {"ErrorCode": ErrorCode.DUPLICATE_BROKER_REGISTRATION, "BrokerEpoch": -1}
             self.offset += 1
             epoch = b["first"] if b and "reuse-epoch" in self.faults else self.offset
             self.brokers[body["BrokerId"]] = {
@@ -70,16 +69,16 @@ class FakeController(Binding):
                 "first": b["first"] if b else epoch,
                 "incarnation": body["IncarnationId"],
             }
-            return {"ErrorCode": NONE, "BrokerEpoch": epoch}
+            return {"ErrorCode": ErrorCode.NONE, "BrokerEpoch": epoch}
         if name == "unregister":
             if b is None:
-                return {"ErrorCode": NOT_REGISTERED}
+                return {"ErrorCode": ErrorCode.BROKER_ID_NOT_REGISTERED}
             del self.brokers[body["BrokerId"]]
-            return {"ErrorCode": NONE}
+            return {"ErrorCode": ErrorCode.NONE}
         if b is None:
-            return {"ErrorCode": NOT_REGISTERED}
+            return {"ErrorCode": ErrorCode.BROKER_ID_NOT_REGISTERED}
         if body["BrokerEpoch"] != b["epoch"]:
-            return {"ErrorCode": STALE}
+            return {"ErrorCode": ErrorCode.STALE_BROKER_EPOCH}
         caught_up = body["CurrentMetadataOffset"] >= b["epoch"]
         shut = False
         if b["state"] == "OFFLINE" or body["WantShutDown"]:
@@ -93,7 +92,7 @@ class FakeController(Binding):
         if "never-fenced" in self.faults:
             fenced = False
         return {
-            "ErrorCode": NONE,
+            "ErrorCode": ErrorCode.NONE,
             "IsCaughtUp": caught_up,
             "IsFenced": fenced,
             "ShouldShutDown": shut,

@@ -23,6 +23,7 @@ from functools import cache
 from typing import Any
 
 from conformance.client.wire import ConnectionClosed
+from conformance.protocol import ApiKey
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import brokers as cluster
 from conformance.suite.harness import Harness, SyncConnection
@@ -30,8 +31,6 @@ from conformance.suite.models import Binding, Model, ModelRunner, load_model
 from conformance.suite.znodes import ZooKeeperReader
 from conformance.targets.base import Endpoint, free_port
 
-REGISTRATION, HEARTBEAT, UNREGISTER = 62, 63, 64
-METADATA, DESCRIBE_CLUSTER = 3, 60
 #: fake broker ids start here (int32 ids; real clusters number brokers far below)
 SUITE_IDS = 1_900_000_000
 BLOCK = 8
@@ -91,9 +90,9 @@ def learn(harness: Harness) -> Facts:
     """The controller listener's APIs, the cluster id, the brokers, their listener names and
     the broker session timeout; SKIP naming what is missing."""
     harness.endpoint("controller")  # SKIP without --controller-bootstrap
-    for key in (REGISTRATION, HEARTBEAT):
+    for key in (ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT):
         harness.require(key, listener="controller")
-    version = harness.pick_version(METADATA, "2+")
+    version = harness.pick_version(ApiKey.METADATA, "2+")
     body = cluster.metadata(harness, harness.connect(), version)
     cluster_id = body.get("ClusterId")
     if not cluster_id:
@@ -211,9 +210,9 @@ class LifecycleBinding(Binding):
             self._conns.pop(listener, None)
             raise
         broker_id = body.get("BrokerId")
-        if answer.get("ErrorCode") == 0 and api_key == REGISTRATION:
+        if answer.get("ErrorCode") == 0 and api_key == ApiKey.BROKER_REGISTRATION:
             self.registered.add(broker_id)
-        elif answer.get("ErrorCode") == 0 and api_key == UNREGISTER:
+        elif answer.get("ErrorCode") == 0 and api_key == ApiKey.UNREGISTER_BROKER:
             self.registered.discard(broker_id)
         return answer
 
@@ -225,15 +224,15 @@ class LifecycleBinding(Binding):
 
     def observe(self, name: str) -> dict[str, Any]:
         if name == "client_metadata_brokers":
-            version = self.harness.pick_version(METADATA, "1+")
+            version = self.harness.pick_version(ApiKey.METADATA, "1+")
             return {
                 label: self._ours(cluster.metadata(self.harness, self.conn(ep), version))
                 for label, ep in self.views
             }
         if name == "client_describe_cluster_brokers":
-            if DESCRIBE_CLUSTER not in self.harness.advertised:
+            if ApiKey.DESCRIBE_CLUSTER not in self.harness.advertised:
                 return {}
-            version = self.harness.pick_version(DESCRIBE_CLUSTER)
+            version = self.harness.pick_version(ApiKey.DESCRIBE_CLUSTER)
             return {
                 f"{label} DescribeCluster": self._ours(
                     cluster.describe_cluster(self.harness, self.conn(ep), version)

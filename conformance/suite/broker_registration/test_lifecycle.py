@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
@@ -28,7 +28,6 @@ from conformance.suite.models import (
     state_machine,
 )
 
-REGISTRATION, HEARTBEAT, UNREGISTER = 62, 63, 64
 R = "BROKER-REGISTRATION.R"
 CLIENT_VIEWS = ["client-metadata", "client-describe-cluster"]
 #: steps per example of the state machine
@@ -48,7 +47,7 @@ def walk(runner: ModelRunner, index: int, path: list[tuple[str, set[str]]]) -> N
 @conformance(
     "broker-registration/lifecycle/state-machine",
     *(f"{R}{n}" for n in (1, 2, 3, 4, 6, 7, 10)),
-    api=HEARTBEAT,
+    api=ApiKey.BROKER_HEARTBEAT,
 )
 def test_state_machine(harness: Harness) -> None:
     facts = lb.learn(harness)
@@ -67,7 +66,7 @@ def test_state_machine(harness: Harness) -> None:
 @conformance(
     "broker-registration/lifecycle/register-to-shutdown",
     *(f"{R}{n}" for n in (1, 2, 3, 4, 6)),
-    api=HEARTBEAT,
+    api=ApiKey.BROKER_HEARTBEAT,
 )
 def test_register_to_shutdown(harness: Harness) -> None:
     facts = lb.learn(harness)
@@ -102,7 +101,7 @@ def test_register_to_shutdown(harness: Harness) -> None:
     "broker-registration/lifecycle/fenced-on-missed-heartbeats",
     f"{R}5",
     f"{R}4",
-    api=HEARTBEAT,
+    api=ApiKey.BROKER_HEARTBEAT,
 )
 def test_fenced_on_missed_heartbeats(harness: Harness) -> None:
     facts = lb.learn(harness)
@@ -127,7 +126,7 @@ def test_fenced_on_missed_heartbeats(harness: Harness) -> None:
         runner.cleanup()
 
 
-@conformance("broker-registration/lifecycle/epochs", f"{R}7", api=REGISTRATION)
+@conformance("broker-registration/lifecycle/epochs", f"{R}7", api=ApiKey.BROKER_REGISTRATION)
 def test_epochs_grow_and_old_ones_are_refused(harness: Harness) -> None:
     facts = lb.learn(harness)
     runner = lb.new_runner(harness, facts, (f"{R}7",), invariants=[], count=1)
@@ -181,10 +180,10 @@ def test_fenced_brokers_are_absent_from_client_metadata(harness: Harness) -> Non
         runner.cleanup()
 
 
-@conformance("broker-registration/lifecycle/unregister", f"{R}10", api=UNREGISTER)
+@conformance("broker-registration/lifecycle/unregister", f"{R}10", api=ApiKey.UNREGISTER_BROKER)
 def test_unregister(harness: Harness) -> None:
     facts = lb.learn(harness)
-    harness.require(UNREGISTER, listener="controller")
+    harness.require(ApiKey.UNREGISTER_BROKER, listener="controller")
     runner = lb.new_runner(
         harness, facts, (f"{R}10",), views="brokers", invariants=CLIENT_VIEWS, count=1
     )
@@ -204,7 +203,9 @@ def test_unregister(harness: Harness) -> None:
         runner.cleanup()
 
 
-@conformance("broker-registration/register/other-cluster-refused", f"{R}1", api=REGISTRATION)
+@conformance(
+    "broker-registration/register/other-cluster-refused", f"{R}1", api=ApiKey.BROKER_REGISTRATION
+)
 def test_registration_for_another_cluster_is_refused(harness: Harness) -> None:
     facts = lb.learn(harness)
     runner = lb.new_runner(harness, facts, (f"{R}1",), invariants=[], count=1)

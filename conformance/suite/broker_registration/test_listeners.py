@@ -5,26 +5,30 @@ the brokers clients see answer them, and lead only while they are listed."""
 from __future__ import annotations
 
 from conformance.client.wire import ConnectionClosed
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import safety, verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 
-REGISTRATION, HEARTBEAT, API_VERSIONS = 62, 63, 18
-BROKER_ID_NOT_REGISTERED = 102
 #: how a listener that does not serve an API may refuse it besides closing the connection
 REFUSALS = {ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST}
 
 
 @conformance(
-    "broker-registration/client-listener/not-served", "BROKER-REGISTRATION.R9", api=REGISTRATION
+    "broker-registration/client-listener/not-served",
+    "BROKER-REGISTRATION.R9",
+    api=ApiKey.BROKER_REGISTRATION,
 )
 def test_not_served_on_the_client_listener(harness: Harness) -> None:
-    advertised = [harness.api_name(k) for k in (REGISTRATION, HEARTBEAT) if k in harness.advertised]
+    advertised = [
+        harness.api_name(k)
+        for k in (ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT)
+        if k in harness.advertised
+    ]
     verify.check(not advertised, f"the client listener advertises {', '.join(advertised)}")
-    harness.note(REGISTRATION, 0, "client")
-    for key in (REGISTRATION, HEARTBEAT):
+    harness.note(ApiKey.BROKER_REGISTRATION, 0, "client")
+    for key in (ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT):
         conn = harness.connect()
         body = safety.inert_request(harness.codec, key, 0)
         fut = conn.send_frame(harness.frame(key, 0, 7, body), key, 0, 7)
@@ -40,26 +44,28 @@ def test_not_served_on_the_client_listener(harness: Harness) -> None:
 
 
 @conformance(
-    "broker-registration/controller-listener/served", "BROKER-REGISTRATION.R9", api=HEARTBEAT
+    "broker-registration/controller-listener/served",
+    "BROKER-REGISTRATION.R9",
+    api=ApiKey.BROKER_HEARTBEAT,
 )
 def test_served_on_the_controller_listener(harness: Harness) -> None:
     harness.endpoint("controller")
-    harness.require(REGISTRATION, listener="controller")
-    version = harness.pick_version(HEARTBEAT, listener="controller")
+    harness.require(ApiKey.BROKER_REGISTRATION, listener="controller")
+    version = harness.pick_version(ApiKey.BROKER_HEARTBEAT, listener="controller")
     conn = harness.connect("controller")
-    body = safety.inert_request(harness.codec, HEARTBEAT, version)
+    body = safety.inert_request(harness.codec, ApiKey.BROKER_HEARTBEAT, version)
     answer = verify.expect_response(
-        conn, HEARTBEAT, version, body, served="BROKER-REGISTRATION.R9"
+        conn, ApiKey.BROKER_HEARTBEAT, version, body, served="BROKER-REGISTRATION.R9"
     ).body
     verify.expect_error_code(
-        answer, BROKER_ID_NOT_REGISTERED, "ErrorCode", "BROKER-REGISTRATION.R9"
+        answer, ErrorCode.BROKER_ID_NOT_REGISTERED, "ErrorCode", "BROKER-REGISTRATION.R9"
     )
 
 
 @conformance("broker-registration/online-brokers-serve-clients", "BROKER-REGISTRATION.R11", api=3)
 def test_listed_brokers_serve_and_lead(harness: Harness) -> None:
     """Every broker Metadata lists answers clients; every partition leader is a listed broker."""
-    version = harness.pick_version(cluster.METADATA, "1+")
+    version = harness.pick_version(ApiKey.METADATA, "1+")
     listed = cluster.brokers(harness, version)
     verify.check(listed, "Metadata lists no broker")
     ids = {b.node_id for b in listed}
@@ -70,7 +76,7 @@ def test_listed_brokers_serve_and_lead(harness: Harness) -> None:
         except (ConnectionClosed, OSError, TimeoutError) as e:
             raise verify.Failed(f"{broker} is listed but does not serve clients: {e}") from None
         body = verify.expect_response(
-            conn, cluster.METADATA, version, {"Topics": None, "AllowAutoTopicCreation": False}
+            conn, ApiKey.METADATA, version, {"Topics": None, "AllowAutoTopicCreation": False}
         ).body
         leaders = {
             (t["Name"], p["PartitionIndex"]): p["LeaderId"]

@@ -12,11 +12,11 @@ import uuid
 
 from hypothesis import strategies as st
 
+from conformance.protocol import ApiKey
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.kip42 import scenarios as sc
 from conformance.suite.meta import conformance
 
-PRODUCE, FETCH, OFFSET_COMMIT = 0, 1, 8
 #: records of the audited round trip
 AUDIT_RECORDS = 2000
 
@@ -27,7 +27,7 @@ AUDIT_RECORDS = 2000
     "KIP-42.R2",
     "KIP-42.R5",
     "KIP-42.R6",
-    api=PRODUCE,
+    api=ApiKey.PRODUCE,
 )
 def test_producer_chain(harness: Harness) -> None:
     env = sc.harness_env(harness)
@@ -45,7 +45,7 @@ def test_producer_chain(harness: Harness) -> None:
     "KIP-42.R2",
     "KIP-42.R5",
     "KIP-42.R6",
-    api=PRODUCE,
+    api=ApiKey.PRODUCE,
 )
 def test_send_errors(harness: Harness) -> None:
     env = sc.harness_env(harness)
@@ -57,7 +57,9 @@ def test_send_errors(harness: Harness) -> None:
     )
 
 
-@conformance("kip-42/consumer/interceptor-chain", "KIP-42.R3", "KIP-42.R5", "KIP-42.R6", api=FETCH)
+@conformance(
+    "kip-42/consumer/interceptor-chain", "KIP-42.R3", "KIP-42.R5", "KIP-42.R6", api=ApiKey.FETCH
+)
 def test_consumer_chain(harness: Harness) -> None:
     env = sc.harness_env(harness)
     topic = harness.call(env.new_topic())
@@ -69,10 +71,12 @@ def test_consumer_chain(harness: Harness) -> None:
     )
 
 
-@conformance("kip-42/consumer/on-commit", "KIP-42.R4", "KIP-42.R5", "KIP-42.R6", api=OFFSET_COMMIT)
+@conformance(
+    "kip-42/consumer/on-commit", "KIP-42.R4", "KIP-42.R5", "KIP-42.R6", api=ApiKey.OFFSET_COMMIT
+)
 def test_on_commit(harness: Harness) -> None:
     env = sc.harness_env(harness, commits=True)
-    harness.pick_version(OFFSET_COMMIT)
+    harness.pick_version(ApiKey.OFFSET_COMMIT)
     topic = harness.call(env.new_topic())
     values = st.lists(st.lists(st.integers(0, 99), max_size=2), min_size=1, max_size=4)
     run_property(
@@ -82,14 +86,14 @@ def test_on_commit(harness: Harness) -> None:
     )
 
 
-@conformance("kip-42/record-metadata/checksum-and-sizes", "KIP-42.R7", api=PRODUCE)
+@conformance("kip-42/record-metadata/checksum-and-sizes", "KIP-42.R7", api=ApiKey.PRODUCE)
 def test_checksum_and_sizes(harness: Harness) -> None:
     env = sc.harness_env(harness)
     topic = harness.call(env.new_topic())
     run_property(harness, sc.raw_records(), lambda v: harness.call(sc.checksums(env, topic, v)))
 
 
-@conformance("kip-42/audit/exactly-once", "KIP-42.R8", api=FETCH)
+@conformance("kip-42/audit/exactly-once", "KIP-42.R8", api=ApiKey.FETCH)
 def test_audited_round_trip(harness: Harness) -> None:
     env = sc.harness_env(harness)
     harness.notes.seeded = True

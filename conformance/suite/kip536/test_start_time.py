@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from functools import cache
 
+from conformance.protocol import ApiKey
 from conformance.requirements import requirements
 from conformance.results.verdicts import MissingPrecondition, ProposalAbsent
 from conformance.suite import brokers as cluster
@@ -23,7 +24,6 @@ from conformance.suite.meta import conformance
 from conformance.suite.znodes import zookeeper
 from conformance.targets.base import Endpoint
 
-METADATA, DESCRIBE_CLUSTER = 3, 60
 UNKNOWN_TAGS = "_unknown_tagged_fields"
 #: 2000-01-01T00:00:00Z: no broker of this protocol started before
 EPOCH_2000_MS = 946_684_800_000
@@ -80,7 +80,7 @@ def describe_view(harness: Harness, where: Endpoint | str, version: int, req: st
 
 def served(harness: Harness, req: str) -> tuple[int, View]:
     """Metadata's version and the bootstrap's view; PROPOSAL_ABSENT where no entry has it."""
-    version = harness.pick_version(METADATA, carrier_versions(METADATA))
+    version = harness.pick_version(ApiKey.METADATA, carrier_versions(ApiKey.METADATA))
     view = metadata_view(harness, "client", version, req)
     if not any(view.values()):
         raise ProposalAbsent(
@@ -90,7 +90,7 @@ def served(harness: Harness, req: str) -> tuple[int, View]:
     return version, view
 
 
-@conformance("kip-536/metadata/start-time-plausible", "KIP-536.R1", api=METADATA)
+@conformance("kip-536/metadata/start-time-plausible", "KIP-536.R1", api=ApiKey.METADATA)
 def test_present_and_plausible(harness: Harness) -> None:
     version, view = served(harness, "KIP-536.R1")
     now = int(time.time() * 1000)
@@ -112,10 +112,12 @@ def test_present_and_plausible(harness: Harness) -> None:
             )
 
 
-@conformance("kip-536/describe-cluster/matches-metadata", "KIP-536.R2", api=DESCRIBE_CLUSTER)
+@conformance("kip-536/describe-cluster/matches-metadata", "KIP-536.R2", api=ApiKey.DESCRIBE_CLUSTER)
 def test_describe_cluster_agrees(harness: Harness) -> None:
     _, view = served(harness, "KIP-536.R2")
-    version = harness.pick_version(DESCRIBE_CLUSTER, carrier_versions(DESCRIBE_CLUSTER))
+    version = harness.pick_version(
+        ApiKey.DESCRIBE_CLUSTER, carrier_versions(ApiKey.DESCRIBE_CLUSTER)
+    )
     described = describe_view(harness, "client", version, "KIP-536.R2")
     differ = {n: (ms, described.get(n)) for n, ms in view.items() if described.get(n) != ms}
     verify.check(
@@ -124,12 +126,12 @@ def test_describe_cluster_agrees(harness: Harness) -> None:
     )
 
 
-@conformance("kip-536/every-broker-agrees", "KIP-536.R3", api=METADATA)
+@conformance("kip-536/every-broker-agrees", "KIP-536.R3", api=ApiKey.METADATA)
 def test_every_broker_reports_the_same(harness: Harness) -> None:
     version, first = served(harness, "KIP-536.R3")
-    dc = DESCRIBE_CLUSTER in harness.advertised
-    dc_version = harness.pick_version(DESCRIBE_CLUSTER) if dc else None
-    harness.note(METADATA, version)
+    dc = ApiKey.DESCRIBE_CLUSTER in harness.advertised
+    dc_version = harness.pick_version(ApiKey.DESCRIBE_CLUSTER) if dc else None
+    harness.note(ApiKey.METADATA, version)
     differ: dict[str, View] = {}
     for broker in cluster.brokers(harness, version):
         views = {"Metadata": metadata_view(harness, broker.endpoint, version, "KIP-536.R3")}
@@ -143,7 +145,7 @@ def test_every_broker_reports_the_same(harness: Harness) -> None:
     verify.check(not differ, f"the bootstrap's view is {first}, but {differ}")
 
 
-@conformance("kip-536/restart/later", "KIP-536.R4", api=METADATA)
+@conformance("kip-536/restart/later", "KIP-536.R4", api=ApiKey.METADATA)
 def test_later_after_a_restart(harness: Harness) -> None:
     version, before = served(harness, "KIP-536.R4")
     target = harness.target
@@ -180,7 +182,7 @@ def test_later_after_a_restart(harness: Harness) -> None:
     )
 
 
-@conformance("kip-536/zookeeper/broker-znode-timestamp", "KIP-536.R5", api=METADATA)
+@conformance("kip-536/zookeeper/broker-znode-timestamp", "KIP-536.R5", api=ApiKey.METADATA)
 def test_equals_the_broker_znode_timestamp(harness: Harness) -> None:
     _, view = served(harness, "KIP-536.R5")
     with zookeeper(harness) as zk:

@@ -14,15 +14,14 @@ from functools import cache
 from typing import Any
 
 from conformance.client.wire import ConnectionClosed
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.errors import DecodeError
 from conformance.suite import brokers as cluster
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.models import Binding, Model, ModelRunner, load_model
 from conformance.targets.base import Endpoint
 
-CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS = 19, 20, 32
 TOPIC_RESOURCE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
 PROPAGATION = 10.0
 TIMEOUT_MS = 15000
 
@@ -40,14 +39,14 @@ def api_of(event: str) -> int:
 def available(harness: Harness) -> list[str]:
     """The model's events whose API the target advertises (creating and deleting topics are
     needed by every test: UNSUPPORTED without them; retention needs DescribeConfigs too)."""
-    harness.require(CREATE_TOPICS)
-    harness.require(DELETE_TOPICS)
+    harness.require(ApiKey.CREATE_TOPICS)
+    harness.require(ApiKey.DELETE_TOPICS)
     out = []
     for name in model().events:
         key = api_of(name)
         if key not in harness.advertised:
             continue
-        if name == "alter-retention" and DESCRIBE_CONFIGS not in harness.advertised:
+        if name == "alter-retention" and ApiKey.DESCRIBE_CONFIGS not in harness.advertised:
             continue
         out.append(name)
     return out
@@ -55,11 +54,11 @@ def available(harness: Harness) -> list[str]:
 
 def require_event(harness: Harness, event: str) -> None:
     """UNSUPPORTED unless the event's API (and what observes its effect) is advertised."""
-    harness.require(CREATE_TOPICS)
-    harness.require(DELETE_TOPICS)
+    harness.require(ApiKey.CREATE_TOPICS)
+    harness.require(ApiKey.DELETE_TOPICS)
     harness.require(api_of(event))
     if event == "alter-retention":
-        harness.require(DESCRIBE_CONFIGS)
+        harness.require(ApiKey.DESCRIBE_CONFIGS)
 
 
 class RoutingBinding(Binding):
@@ -68,7 +67,7 @@ class RoutingBinding(Binding):
         self.prefix = f"kc-suite-590-{uuid.uuid4().hex[:10]}-"
         self.created: set[str] = set()
         self._conns: dict[Endpoint, SyncConnection] = {}
-        self.metadata_version = harness.pick_version(cluster.METADATA, "1+")
+        self.metadata_version = harness.pick_version(ApiKey.METADATA, "1+")
 
     def entity_id(self, index: int) -> str:
         return f"{self.prefix}{index}"
@@ -107,7 +106,7 @@ class RoutingBinding(Binding):
         except ConnectionClosed:
             self._conns.pop(ep, None)
             raise
-        if api_key == CREATE_TOPICS:
+        if api_key == ApiKey.CREATE_TOPICS:
             for t in answer.get("Topics") or []:
                 if t.get("ErrorCode") == 0:
                     self.created.add(t["Name"])
@@ -123,16 +122,16 @@ class RoutingBinding(Binding):
             body = cluster.metadata(self.harness, conn, self.metadata_version, names)
             records: dict[int, Any] = {}
             for t in body["Topics"]:
-                if t["Name"] in names and t["ErrorCode"] != UNKNOWN_TOPIC_OR_PARTITION:
+                if t["Name"] in names and t["ErrorCode"] != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     records[names.index(t["Name"])] = {"partitions": len(t["Partitions"])}
-            if records and DESCRIBE_CONFIGS in self.harness.advertised:
+            if records and ApiKey.DESCRIBE_CONFIGS in self.harness.advertised:
                 for index, value in self._retention(conn, [names[i] for i in records]).items():
                     records[names.index(index)]["retention.ms"] = value
             views[str(broker)] = records
         return views
 
     def _retention(self, conn: SyncConnection, topics: list[str]) -> dict[str, str | None]:
-        version = self.harness.pick_version(DESCRIBE_CONFIGS)
+        version = self.harness.pick_version(ApiKey.DESCRIBE_CONFIGS)
         body = {
             "Resources": [
                 {"ResourceType": TOPIC_RESOURCE, "ResourceName": t, "ConfigurationKeys": None}
@@ -141,7 +140,7 @@ class RoutingBinding(Binding):
             "IncludeSynonyms": False,
             "IncludeDocumentation": False,
         }
-        answer = conn.request(DESCRIBE_CONFIGS, version, body).body
+        answer = conn.request(ApiKey.DESCRIBE_CONFIGS, version, body).body
         out: dict[str, str | None] = {}
         for r in answer.get("Results") or []:
             if r.get("ErrorCode") == 0:
@@ -152,7 +151,7 @@ class RoutingBinding(Binding):
     def cleanup(self, runner: ModelRunner | None = None) -> None:
         if not self.created:
             return
-        version = self.harness.pick_version(DELETE_TOPICS)
+        version = self.harness.pick_version(ApiKey.DELETE_TOPICS)
         names = sorted(self.created)
         body = {
             "TopicNames": names,
@@ -160,7 +159,7 @@ class RoutingBinding(Binding):
             "TimeoutMs": TIMEOUT_MS,
         }
         try:
-            self.conn(self.endpoint(None)).request(DELETE_TOPICS, version, body)
+            self.conn(self.endpoint(None)).request(ApiKey.DELETE_TOPICS, version, body)
         except (ConnectionError, TimeoutError, OSError, DecodeError):
             pass
         self.created.clear()

@@ -18,6 +18,7 @@ import struct
 import time
 import uuid
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import encode_request
 from conformance.results.verdicts import MissingPrecondition, NotExposed
 from conformance.suite import brokers as cluster
@@ -25,10 +26,7 @@ from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.meta import conformance
 
-ENVELOPE, CREATE_TOPICS, DELETE_TOPICS = 58, 19, 20
-CLUSTER_AUTHORIZATION_FAILED = 31
 UNADVERTISED_REFUSALS = {31, 35, 42}  # and UNSUPPORTED_VERSION, INVALID_REQUEST
-UNKNOWN_TOPIC_OR_PARTITION = 3
 R2 = "KIP-590.R2"
 #: how long an executed inner request could take to show
 SETTLE = 0.5
@@ -46,7 +44,7 @@ def principal(name: str) -> bytes:
 
 
 def envelope(harness: Harness, topic: str) -> dict:
-    version = harness.pick_version(CREATE_TOPICS)
+    version = harness.pick_version(ApiKey.CREATE_TOPICS)
     inner = {
         "Topics": [
             {
@@ -60,9 +58,11 @@ def envelope(harness: Harness, topic: str) -> dict:
         "TimeoutMs": 5000,
         "ValidateOnly": False,
     }
-    harness.note(ENVELOPE, 0)
+    harness.note(ApiKey.ENVELOPE, 0)
     return {
-        "RequestData": encode_request(harness.codec, CREATE_TOPICS, version, 1, "kc-suite", inner),
+        "RequestData": encode_request(
+            harness.codec, ApiKey.CREATE_TOPICS, version, 1, "kc-suite", inner
+        ),
         "RequestPrincipal": principal("User:ANONYMOUS"),
         "ClientHostAddress": bytes([127, 0, 0, 1]),
     }
@@ -70,21 +70,21 @@ def envelope(harness: Harness, topic: str) -> dict:
 
 def send(conn: SyncConnection, body: dict):
     cid = 58
-    frame = conn.harness.frame(ENVELOPE, 0, cid, body)
-    return conn.send_frame(frame, ENVELOPE, 0, cid)
+    frame = conn.harness.frame(ApiKey.ENVELOPE, 0, cid, body)
+    return conn.send_frame(frame, ApiKey.ENVELOPE, 0, cid)
 
 
 def not_created(harness: Harness, topic: str, where: str) -> None:
     """The inner CreateTopics did not run (the topic is deleted again if it did)."""
     time.sleep(SETTLE)
-    version = harness.pick_version(cluster.METADATA, "1+")
+    version = harness.pick_version(ApiKey.METADATA, "1+")
     body = cluster.metadata(harness, harness.connect(), version, [topic])
     codes = [t["ErrorCode"] for t in body["Topics"] if t["Name"] == topic]
-    if codes and codes[0] != UNKNOWN_TOPIC_OR_PARTITION:
-        if DELETE_TOPICS in harness.advertised:
+    if codes and codes[0] != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        if ApiKey.DELETE_TOPICS in harness.advertised:
             harness.connect().request(
-                DELETE_TOPICS,
-                harness.pick_version(DELETE_TOPICS),
+                ApiKey.DELETE_TOPICS,
+                harness.pick_version(ApiKey.DELETE_TOPICS),
                 {
                     "TopicNames": [topic],
                     "Topics": [{"Name": topic, "TopicId": uuid.UUID(int=0)}],
@@ -94,24 +94,24 @@ def not_created(harness: Harness, topic: str, where: str) -> None:
         raise verify.Failed(f"the Envelope sent {where} created topic {topic}", R2)
 
 
-@conformance("kip-590/envelope/client-listener/refused", R2, api=ENVELOPE)
+@conformance("kip-590/envelope/client-listener/refused", R2, api=ApiKey.ENVELOPE)
 def test_refused_on_the_client_listener(harness: Harness) -> None:
-    if not harness.exposed(ENVELOPE, "client"):
-        spec = harness.codec.message(ENVELOPE, "request")
+    if not harness.exposed(ApiKey.ENVELOPE, "client"):
+        spec = harness.codec.message(ApiKey.ENVELOPE, "request")
         raise NotExposed(
             f"Envelope is not on the client listener (spec listeners: {', '.join(spec.listeners)})"
         )
-    harness.require(CREATE_TOPICS)
+    harness.require(ApiKey.CREATE_TOPICS)
     topic = f"kc-suite-envelope-{uuid.uuid4().hex[:10]}"
-    advertised = ENVELOPE in harness.advertised
+    advertised = ApiKey.ENVELOPE in harness.advertised
     conn = harness.connect()
     fut = send(conn, envelope(harness, topic))
     verify.expect_error_or_disconnect(
         conn,
         fut,
-        ENVELOPE,
+        ApiKey.ENVELOPE,
         timeout=10.0,
-        accept={CLUSTER_AUTHORIZATION_FAILED} if advertised else UNADVERTISED_REFUSALS,
+        accept={ErrorCode.CLUSTER_AUTHORIZATION_FAILED} if advertised else UNADVERTISED_REFUSALS,
         message=f"a client's Envelope on the client listener ({'' if advertised else 'not '}"
         "advertised there)",
         req_ids=(R2,),
@@ -119,7 +119,7 @@ def test_refused_on_the_client_listener(harness: Harness) -> None:
     not_created(harness, topic, "to the client listener")
 
 
-@conformance("kip-590/envelope/controller-listener/client-refused", R2, api=ENVELOPE)
+@conformance("kip-590/envelope/controller-listener/client-refused", R2, api=ApiKey.ENVELOPE)
 def test_refused_by_the_controller(harness: Harness) -> None:
     ep = harness.target.controller_client
     if ep is None:
@@ -127,21 +127,25 @@ def test_refused_by_the_controller(harness: Harness) -> None:
             "no controller listener on which the suite connects as a client principal "
             "(the reference target has one; --controller-bootstrap connections may be a broker's)"
         )
-    harness.require(CREATE_TOPICS)
+    harness.require(ApiKey.CREATE_TOPICS)
     topic = f"kc-suite-envelope-{uuid.uuid4().hex[:10]}"
     conn = harness.connect(ep)
-    advertised = ENVELOPE in conn.api_versions()
+    advertised = ApiKey.ENVELOPE in conn.api_versions()
     conn = harness.connect(ep)
-    harness.note(ENVELOPE, 0, "controller")
+    harness.note(ApiKey.ENVELOPE, 0, "controller")
     if advertised:
-        answer = verify.expect_response(conn, ENVELOPE, 0, envelope(harness, topic), served=R2)
-        verify.expect_error_code(answer.body, CLUSTER_AUTHORIZATION_FAILED, "ErrorCode", R2)
+        answer = verify.expect_response(
+            conn, ApiKey.ENVELOPE, 0, envelope(harness, topic), served=R2
+        )
+        verify.expect_error_code(
+            answer.body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorCode", R2
+        )
     else:
         fut = send(conn, envelope(harness, topic))
         verify.expect_error_or_disconnect(
             conn,
             fut,
-            ENVELOPE,
+            ApiKey.ENVELOPE,
             timeout=10.0,
             accept=UNADVERTISED_REFUSALS,
             message="a client's Envelope on the controller listener (not advertised there)",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from conformance.protocol import ApiKey
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness
@@ -18,7 +19,6 @@ from conformance.suite.kip590 import binding as rb
 from conformance.suite.meta import conformance
 from conformance.suite.models import ModelRunner, run_machine, state_machine
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 37, 44
 R1, R3 = "KIP-590.R1", "KIP-590.R3"
 RETENTIONS = ["3600000", "7200000", "86400000", "604800000"]
 STEPS = 8
@@ -37,7 +37,7 @@ def prepare(harness: Harness, event: str, allowed: tuple[str, ...], count: int |
     return brokers, rb.new_runner(harness, brokers, allowed, count)
 
 
-@conformance("kip-590/create-topics/each-broker", R1, api=CREATE_TOPICS)
+@conformance("kip-590/create-topics/each-broker", R1, api=ApiKey.CREATE_TOPICS)
 def test_create_topics_through_each_broker(harness: Harness) -> None:
     rb.require_event(harness, "create")
     brokers = cluster.brokers(harness)
@@ -49,7 +49,9 @@ def test_create_topics_through_each_broker(harness: Harness) -> None:
         runner.cleanup()
 
 
-@conformance("kip-590/incremental-alter-configs/each-broker", R1, api=INCREMENTAL_ALTER_CONFIGS)
+@conformance(
+    "kip-590/incremental-alter-configs/each-broker", R1, api=ApiKey.INCREMENTAL_ALTER_CONFIGS
+)
 def test_alter_configs_through_each_broker(harness: Harness) -> None:
     brokers, runner = prepare(harness, "alter-retention", (R1,), count=1)
     try:
@@ -60,7 +62,7 @@ def test_alter_configs_through_each_broker(harness: Harness) -> None:
         runner.cleanup()
 
 
-@conformance("kip-590/create-partitions/each-broker", R1, api=CREATE_PARTITIONS)
+@conformance("kip-590/create-partitions/each-broker", R1, api=ApiKey.CREATE_PARTITIONS)
 def test_create_partitions_through_each_broker(harness: Harness) -> None:
     brokers, runner = prepare(harness, "add-partition", (R1,), count=1)
     try:
@@ -71,7 +73,7 @@ def test_create_partitions_through_each_broker(harness: Harness) -> None:
         runner.cleanup()
 
 
-@conformance("kip-590/delete-topics/each-broker", R1, api=DELETE_TOPICS)
+@conformance("kip-590/delete-topics/each-broker", R1, api=ApiKey.DELETE_TOPICS)
 def test_delete_topics_through_each_broker(harness: Harness) -> None:
     rb.require_event(harness, "delete")
     brokers = cluster.brokers(harness)
@@ -85,7 +87,7 @@ def test_delete_topics_through_each_broker(harness: Harness) -> None:
         runner.cleanup()
 
 
-@conformance("kip-590/create-topics/inner-error-passed-back", R3, api=CREATE_TOPICS)
+@conformance("kip-590/create-topics/inner-error-passed-back", R3, api=ApiKey.CREATE_TOPICS)
 def test_the_controllers_error_comes_back(harness: Harness) -> None:
     brokers, runner = prepare(harness, "create", (R3,), count=1)
     try:
@@ -106,7 +108,7 @@ def test_an_unknown_topics_error_comes_back(harness: Harness) -> None:
         runner.cleanup()
 
 
-@conformance("kip-590/routing/state-machine", R1, R3, api=CREATE_TOPICS)
+@conformance("kip-590/routing/state-machine", R1, R3, api=ApiKey.CREATE_TOPICS)
 def test_state_machine(harness: Harness) -> None:
     events = rb.available(harness)
     brokers = cluster.brokers(harness)

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from conformance.protocol import ApiKey
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
 from conformance.suite.cases import project_codec
@@ -15,7 +16,6 @@ from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 from conformance.targets.base import Endpoint
 
-METADATA, DESCRIBE_CLUSTER = 3, 60
 FORMAT = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
@@ -26,9 +26,9 @@ def metadata_body(version: int) -> dict:
 def cluster_id(
     harness: Harness, where: str | Endpoint = "client", version: int | None = None
 ) -> str | None:
-    version = version if version is not None else harness.pick_version(METADATA, "2+")
+    version = version if version is not None else harness.pick_version(ApiKey.METADATA, "2+")
     conn = harness.connect(where)
-    resp = verify.expect_response(conn, METADATA, version, metadata_body(version))
+    resp = verify.expect_response(conn, ApiKey.METADATA, version, metadata_body(version))
     return resp.body["ClusterId"]
 
 
@@ -41,26 +41,31 @@ def served_id(harness: Harness) -> str:
 
 
 def _versions() -> list[int]:
-    return list(project_codec().message(METADATA, "request").valid_versions)
+    return list(project_codec().message(ApiKey.METADATA, "request").valid_versions)
 
 
 @pytest.mark.parametrize("version", [v for v in _versions() if v >= 2])
-@conformance("metadata/v{version}/cluster-id/present", "KIP-78.R1", api=METADATA)
+@conformance("metadata/v{version}/cluster-id/present", "KIP-78.R1", api=ApiKey.METADATA)
 def test_present_from_v2(harness: Harness, version: int) -> None:
-    harness.require(METADATA, version)
-    harness.note(METADATA, version)
+    harness.require(ApiKey.METADATA, version)
+    harness.note(ApiKey.METADATA, version)
     cid = cluster_id(harness, version=version)
     verify.check(cid, f"Metadata v{version} carries cluster id {cid!r}")
 
 
 @pytest.mark.parametrize("version", [v for v in _versions() if v < 2])
-@conformance("metadata/v{version}/cluster-id/absent", "KIP-78.R2", api=METADATA)
+@conformance("metadata/v{version}/cluster-id/absent", "KIP-78.R2", api=ApiKey.METADATA)
 def test_absent_before_v2(harness: Harness, version: int) -> None:
-    harness.require(METADATA, version)
-    harness.note(METADATA, version)
+    harness.require(ApiKey.METADATA, version)
+    harness.note(ApiKey.METADATA, version)
     conn = harness.connect()
     resp = verify.expect_response(
-        conn, METADATA, version, metadata_body(version), decoding="KIP-78.R2", served="KIP-78.R2"
+        conn,
+        ApiKey.METADATA,
+        version,
+        metadata_body(version),
+        decoding="KIP-78.R2",
+        served="KIP-78.R2",
     )
     verify.check(
         "ClusterId" not in resp.body or resp.body["ClusterId"] is None,
@@ -69,13 +74,13 @@ def test_absent_before_v2(harness: Harness, version: int) -> None:
     )
 
 
-@conformance("metadata/v2+/cluster-id/format", "KIP-78.R3", api=METADATA)
+@conformance("metadata/v2+/cluster-id/format", "KIP-78.R3", api=ApiKey.METADATA)
 def test_format(harness: Harness) -> None:
     cid = served_id(harness)
     verify.check(FORMAT.match(cid), f"cluster id {cid!r} has characters outside [a-zA-Z0-9_-]")
 
 
-@conformance("metadata/v2+/cluster-id/base64-uuid", "KIP-78.R4", api=METADATA)
+@conformance("metadata/v2+/cluster-id/base64-uuid", "KIP-78.R4", api=ApiKey.METADATA)
 def test_base64_uuid(harness: Harness) -> None:
     cid = served_id(harness)
     verify.check(len(cid) == 22, f"cluster id {cid!r} is {len(cid)} characters, not 22")
@@ -86,11 +91,11 @@ def test_base64_uuid(harness: Harness) -> None:
     verify.check(len(raw) == 16, f"cluster id {cid!r} is not URL-safe Base64 of 16 bytes")
 
 
-@conformance("metadata/v2+/cluster-id/same-everywhere", "KIP-78.R5", api=METADATA)
+@conformance("metadata/v2+/cluster-id/same-everywhere", "KIP-78.R5", api=ApiKey.METADATA)
 def test_same_from_every_broker_and_connection(harness: Harness) -> None:
-    version = harness.pick_version(METADATA, "2+")
+    version = harness.pick_version(ApiKey.METADATA, "2+")
     conn = harness.connect()
-    resp = verify.expect_response(conn, METADATA, version, metadata_body(version))
+    resp = verify.expect_response(conn, ApiKey.METADATA, version, metadata_body(version))
     first = resp.body["ClusterId"]
     if not first:
         raise MissingPrecondition("the target serves no cluster id in Metadata (see KIP-78.R1)")
@@ -102,15 +107,15 @@ def test_same_from_every_broker_and_connection(harness: Harness) -> None:
             c = harness.connect(ep)
             for m in range(2):
                 seen[f"{ep} connection {n} request {m}"] = verify.expect_response(
-                    c, METADATA, version, metadata_body(version)
+                    c, ApiKey.METADATA, version, metadata_body(version)
                 ).body["ClusterId"]
-    lower = harness.pick_version(METADATA, "2")  # the lowest version with the field
+    lower = harness.pick_version(ApiKey.METADATA, "2")  # the lowest version with the field
     seen[f"{harness.target.bootstrap[0]} v{lower}"] = cluster_id(harness, version=lower)
     differ = {k: v for k, v in seen.items() if v != first}
     verify.check(not differ, f"cluster id {first!r} on the first answer, but: {differ}")
 
 
-@conformance("metadata/v2+/cluster-id/survives-restart", "KIP-78.R6", api=METADATA)
+@conformance("metadata/v2+/cluster-id/survives-restart", "KIP-78.R6", api=ApiKey.METADATA)
 def test_same_after_a_broker_restart(harness: Harness) -> None:
     target = harness.target
     if not target.restartable:
@@ -129,13 +134,15 @@ def test_same_after_a_broker_restart(harness: Harness) -> None:
     )
 
 
-@conformance("describe-cluster/cluster-id/matches-metadata", "KIP-78.R7", api=DESCRIBE_CLUSTER)
+@conformance(
+    "describe-cluster/cluster-id/matches-metadata", "KIP-78.R7", api=ApiKey.DESCRIBE_CLUSTER
+)
 def test_describe_cluster_agrees(harness: Harness) -> None:
     cid = served_id(harness)
-    version = harness.pick_version(DESCRIBE_CLUSTER)
+    version = harness.pick_version(ApiKey.DESCRIBE_CLUSTER)
     conn = harness.connect()
     resp = verify.expect_response(
-        conn, DESCRIBE_CLUSTER, version, {"IncludeClusterAuthorizedOperations": False}
+        conn, ApiKey.DESCRIBE_CLUSTER, version, {"IncludeClusterAuthorizedOperations": False}
     )
     verify.expect_error_code(resp.body, 0)
     verify.check(

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from conformance.client.wire import ConnectionClosed
+from conformance.protocol import ApiKey
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
@@ -16,7 +17,6 @@ from conformance.suite.meta import conformance
 from conformance.suite.models import Binding, ModelRunner, load_model, run_machine, state_machine
 from conformance.targets.base import Endpoint
 
-METADATA, DESCRIBE_CLUSTER = 3, 60
 REQS = ("KIP-78.R1", "KIP-78.R2", "KIP-78.R5", "KIP-78.R7")
 STEPS = 15
 
@@ -24,8 +24,8 @@ STEPS = 15
 class ClusterIdBinding(Binding):
     def __init__(self, harness: Harness, brokers: list[cluster.Broker]) -> None:
         self.harness, self.brokers = harness, brokers
-        lo, hi = harness.advertised[METADATA]
-        ours = harness.codec.message(METADATA, "request").valid_versions
+        lo, hi = harness.advertised[ApiKey.METADATA]
+        ours = harness.codec.message(ApiKey.METADATA, "request").valid_versions
         versions = [v for v in range(max(lo, ours.lo), min(hi, ours.hi) + 1)]
         self.versions = {
             "versions_with_id": [v for v in versions if v >= 2],
@@ -57,9 +57,9 @@ class ClusterIdBinding(Binding):
             raise
 
 
-@conformance("metadata/cluster-id/state-machine", *REQS, api=METADATA)
+@conformance("metadata/cluster-id/state-machine", *REQS, api=ApiKey.METADATA)
 def test_cluster_id_state_machine(harness: Harness) -> None:
-    harness.require(METADATA)
+    harness.require(ApiKey.METADATA)
     model = load_model("kip-78-cluster-id")
     brokers = cluster.brokers(harness)
     verify.check(brokers, "Metadata lists no broker")
@@ -67,10 +67,10 @@ def test_cluster_id_state_machine(harness: Harness) -> None:
     events = ["metadata"]
     if probe.versions["versions_without_id"]:
         events.append("metadata-before-v2")
-    if DESCRIBE_CLUSTER in harness.advertised:
+    if ApiKey.DESCRIBE_CLUSTER in harness.advertised:
         events.append("describe-cluster")
     if not probe.versions["versions_with_id"]:
-        harness.require(METADATA, 2)
+        harness.require(ApiKey.METADATA, 2)
 
     def strategy(name: str, spec: dict):
         source = spec["from"]

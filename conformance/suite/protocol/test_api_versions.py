@@ -6,31 +6,30 @@ from __future__ import annotations
 import pytest
 
 from conformance.client.wire import ConnectionClosed, ProtocolViolation
-from conformance.protocol import ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.errors import DecodeError
 from conformance.suite import verify
 from conformance.suite.harness import Harness, frame_claiming
 from conformance.suite.meta import conformance
 
-API_VERSIONS = 18
 BODY = {"ClientSoftwareName": "kafka-conformance", "ClientSoftwareVersion": "0.1.0"}
 
 
 def _spec_versions():
     from conformance.suite.cases import project_codec
 
-    return list(project_codec().message(API_VERSIONS, "request").valid_versions)
+    return list(project_codec().message(ApiKey.API_VERSIONS, "request").valid_versions)
 
 
 @pytest.mark.parametrize("version", _spec_versions())
-@conformance("api-versions/v{version}/answered", "PROTOCOL.R6", api=API_VERSIONS)
+@conformance("api-versions/v{version}/answered", "PROTOCOL.R6", api=ApiKey.API_VERSIONS)
 def test_answered_at_each_advertised_version(harness: Harness, version: int) -> None:
-    harness.require(API_VERSIONS, version)
-    harness.note(API_VERSIONS, version)
+    harness.require(ApiKey.API_VERSIONS, version)
+    harness.note(ApiKey.API_VERSIONS, version)
     conn = harness.connect()
     resp = verify.expect_response(
         conn,
-        API_VERSIONS,
+        ApiKey.API_VERSIONS,
         version,
         BODY,
         served="PROTOCOL.R6",
@@ -42,16 +41,18 @@ def test_answered_at_each_advertised_version(harness: Harness, version: int) -> 
     verify.check(resp.body["ApiKeys"], "the ApiKeys list is empty", "PROTOCOL.R6")
 
 
-@conformance("api-versions/newer-than-server/v0-error-answer", "PROTOCOL.R7", api=API_VERSIONS)
+@conformance(
+    "api-versions/newer-than-server/v0-error-answer", "PROTOCOL.R7", api=ApiKey.API_VERSIONS
+)
 def test_newer_version_gets_v0_error_answer(harness: Harness) -> None:
-    harness.require(API_VERSIONS)
-    lo, hi = harness.advertised[API_VERSIONS]
-    ours = harness.codec.message(API_VERSIONS, "request").valid_versions.hi
+    harness.require(ApiKey.API_VERSIONS)
+    lo, hi = harness.advertised[ApiKey.API_VERSIONS]
+    ours = harness.codec.message(ApiKey.API_VERSIONS, "request").valid_versions.hi
     claimed = max(hi, ours) + 1
-    harness.note(API_VERSIONS, claimed)
+    harness.note(ApiKey.API_VERSIONS, claimed)
     conn = harness.connect()
-    frame = frame_claiming(harness, API_VERSIONS, claimed, ours, BODY, cid=7)
-    fut = conn.send_frame(frame, API_VERSIONS, 0, 7)
+    frame = frame_claiming(harness, ApiKey.API_VERSIONS, claimed, ours, BODY, cid=7)
+    fut = conn.send_frame(frame, ApiKey.API_VERSIONS, 0, 7)
     try:
         resp = conn.wait(fut, 10)
     except ConnectionClosed:
@@ -68,17 +69,17 @@ def test_newer_version_gets_v0_error_answer(harness: Harness) -> None:
     verify.expect_error_code(resp.body, ErrorCode.UNSUPPORTED_VERSION)
     keys = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in resp.body["ApiKeys"]}
     verify.check(
-        API_VERSIONS in keys,
+        ApiKey.API_VERSIONS in keys,
         f"the v0 error answer does not list ApiVersions' own range (lists {sorted(keys)})",
     )
     verify.check(not conn.closed_by_peer(0.2), "the connection was closed after the answer")
 
 
-@conformance("api-versions/self-consistent", "PROTOCOL.R8", api=API_VERSIONS)
+@conformance("api-versions/self-consistent", "PROTOCOL.R8", api=ApiKey.API_VERSIONS)
 def test_self_consistent(harness: Harness) -> None:
-    version = harness.pick_version(API_VERSIONS)
+    version = harness.pick_version(ApiKey.API_VERSIONS)
     conn = harness.connect()
-    resp = verify.expect_response(conn, API_VERSIONS, version, BODY, served="PROTOCOL.R8")
+    resp = verify.expect_response(conn, ApiKey.API_VERSIONS, version, BODY, served="PROTOCOL.R8")
     keys = [k["ApiKey"] for k in resp.body["ApiKeys"]]
     dupes = sorted({k for k in keys if keys.count(k) > 1})
     verify.check(not dupes, f"api keys listed more than once: {dupes}")
@@ -88,10 +89,10 @@ def test_self_consistent(harness: Harness) -> None:
         if not 0 <= k["MinVersion"] <= k["MaxVersion"]
     ]
     verify.check(not bad, f"ranges with min > max or negative: {bad}")
-    verify.check(API_VERSIONS in keys, "ApiVersions itself is not listed")
+    verify.check(ApiKey.API_VERSIONS in keys, "ApiVersions itself is not listed")
 
 
-@conformance("api-versions/listeners-respected", "PROTOCOL.R18", api=API_VERSIONS)
+@conformance("api-versions/listeners-respected", "PROTOCOL.R18", api=ApiKey.API_VERSIONS)
 def test_only_apis_of_the_listener_are_advertised(harness: Harness) -> None:
     known = {key for (key, kind) in harness.codec.specs.by_key if kind == "request"}
     judged = sorted(k for k in harness.advertised if k in known)

@@ -4,13 +4,13 @@ fields ignored in header and body (R12), pipelined requests answered in order (R
 from __future__ import annotations
 
 from conformance.client.wire import ProtocolViolation
+from conformance.protocol import ApiKey
 from conformance.protocol.compiler import UNKNOWN_TAGS
 from conformance.protocol.errors import DecodeError
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 
-API_VERSIONS, METADATA, DESCRIBE_CLUSTER = 18, 3, 60
 AV_BODY = {"ClientSoftwareName": "kafka-conformance", "ClientSoftwareVersion": "0.1.0"}
 
 
@@ -18,12 +18,14 @@ def _metadata_body(version: int) -> dict:
     return {"Topics": [], "AllowAutoTopicCreation": False} if version >= 1 else {"Topics": []}
 
 
-@conformance("headers/null-client-id", "PROTOCOL.R13", api=METADATA)
+@conformance("headers/null-client-id", "PROTOCOL.R13", api=ApiKey.METADATA)
 def test_null_client_id_is_answered(harness: Harness) -> None:
-    version = harness.pick_version(METADATA, "1-8")  # header v1: ClientId nullable, not compact
+    version = harness.pick_version(
+        ApiKey.METADATA, "1-8"
+    )  # header v1: ClientId nullable, not compact
     conn = harness.connect(client_id=None)
     resp = verify.expect_response(
-        conn, METADATA, version, _metadata_body(version), served="PROTOCOL.R13"
+        conn, ApiKey.METADATA, version, _metadata_body(version), served="PROTOCOL.R13"
     )
     verify.check(resp.body["Brokers"], "Metadata with a null client id lists no broker")
 
@@ -32,15 +34,15 @@ def _stable(body: dict) -> dict:
     return {k: v for k, v in body.items() if k != "ThrottleTimeMs"}
 
 
-@conformance("headers/unknown-tagged-fields-ignored", "PROTOCOL.R12", api=METADATA)
+@conformance("headers/unknown-tagged-fields-ignored", "PROTOCOL.R12", api=ApiKey.METADATA)
 def test_unknown_tagged_fields_are_ignored(harness: Harness) -> None:
-    version = harness.pick_version(METADATA, "9+")
+    version = harness.pick_version(ApiKey.METADATA, "9+")
     conn = harness.connect()
-    plain = verify.expect_response(conn, METADATA, version, _metadata_body(version))
+    plain = verify.expect_response(conn, ApiKey.METADATA, version, _metadata_body(version))
     # in the body
     tagged_body = {**_metadata_body(version), UNKNOWN_TAGS: {90: b"kc", 7000: b""}}
     resp = verify.expect_response(
-        conn, METADATA, version, tagged_body, served="PROTOCOL.R12", decoding="PROTOCOL.R12"
+        conn, ApiKey.METADATA, version, tagged_body, served="PROTOCOL.R12", decoding="PROTOCOL.R12"
     )
     verify.check(
         _stable(resp.body) == _stable(plain.body),
@@ -51,15 +53,15 @@ def test_unknown_tagged_fields_are_ignored(harness: Harness) -> None:
     codec = harness.codec
     header = codec.compiled_header("request", 2).encode(
         {
-            "RequestApiKey": METADATA,
+            "RequestApiKey": ApiKey.METADATA,
             "RequestApiVersion": version,
             "CorrelationId": 4242,
             "ClientId": "kafka-conformance",
             UNKNOWN_TAGS: {77: b"\x00\x01", 500: b"x"},
         }
     )
-    frame = header + codec.encode(METADATA, version, "request", _metadata_body(version))
-    fut = conn.send_frame(frame, METADATA, version, 4242)
+    frame = header + codec.encode(ApiKey.METADATA, version, "request", _metadata_body(version))
+    fut = conn.send_frame(frame, ApiKey.METADATA, version, 4242)
     try:
         got = conn.wait(fut, 10)
     except Exception as e:
@@ -73,15 +75,17 @@ def test_unknown_tagged_fields_are_ignored(harness: Harness) -> None:
     )
 
 
-@conformance("connection/pipelined-answers-in-order", "PROTOCOL.R2", api=API_VERSIONS)
+@conformance("connection/pipelined-answers-in-order", "PROTOCOL.R2", api=ApiKey.API_VERSIONS)
 def test_pipelined_requests_answered_in_order(harness: Harness) -> None:
-    av = harness.pick_version(API_VERSIONS)
-    md = harness.pick_version(METADATA)
+    av = harness.pick_version(ApiKey.API_VERSIONS)
+    md = harness.pick_version(ApiKey.METADATA)
     conn = harness.connect()
     futs = []
     for i in range(1, 9):
         api, version, body = (
-            (API_VERSIONS, av, AV_BODY) if i % 2 else (METADATA, md, _metadata_body(md))
+            (ApiKey.API_VERSIONS, av, AV_BODY)
+            if i % 2
+            else (ApiKey.METADATA, md, _metadata_body(md))
         )
         frame = harness.frame(api, version, 1000 + i, body)
         futs.append((i, conn.send_frame(frame, api, version, 1000 + i)))

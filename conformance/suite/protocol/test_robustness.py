@@ -13,13 +13,13 @@ import uuid
 import pytest
 from hypothesis import strategies as st
 
+from conformance.protocol import ApiKey
 from conformance.results.verdicts import NotApplicable
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
 from conformance.suite.records_io import create_topic, fetch_all, produce
 
-METADATA, API_VERSIONS = 3, 18
 INVALID = {-1, 2, 42}  # UNKNOWN_SERVER_ERROR, CORRUPT_MESSAGE, INVALID_REQUEST
 SIZE = struct.Struct(">i")
 CLOSE_WAIT = 5.0
@@ -40,10 +40,10 @@ def acknowledged(harness: Harness):
 
 
 def _metadata_header(harness: Harness, version: int, cid: int = 9) -> bytes:
-    flexible = harness.codec.message(METADATA, "request").flexible(version)
+    flexible = harness.codec.message(ApiKey.METADATA, "request").flexible(version)
     return harness.codec.compiled_header("request", 2 if flexible else 1).encode(
         {
-            "RequestApiKey": METADATA,
+            "RequestApiKey": ApiKey.METADATA,
             "RequestApiVersion": version,
             "CorrelationId": cid,
             "ClientId": "kafka-conformance",
@@ -54,11 +54,11 @@ def _metadata_header(harness: Harness, version: int, cid: int = 9) -> bytes:
 def _refused(harness: Harness, body: bytes, version: int, what: str) -> None:
     """Send a Metadata header + ``body`` that cannot be parsed: error answer or closed."""
     conn = harness.connect()
-    fut = conn.send_frame(_metadata_header(harness, version) + body, METADATA, version, 9)
+    fut = conn.send_frame(_metadata_header(harness, version) + body, ApiKey.METADATA, version, 9)
     verify.expect_error_or_disconnect(
         conn,
         fut,
-        METADATA,
+        ApiKey.METADATA,
         timeout=CLOSE_WAIT,
         accept=INVALID,
         message=what,
@@ -77,9 +77,9 @@ def test_records_acknowledged(harness: Harness, acknowledged) -> None:
     verify.check(offsets == sorted(set(offsets)), f"acknowledged offsets not increasing: {offsets}")
 
 
-@conformance("robustness/length-past-the-frame", "PROTOCOL.R14", api=METADATA)
+@conformance("robustness/length-past-the-frame", "PROTOCOL.R14", api=ApiKey.METADATA)
 def test_array_length_past_the_frame(harness: Harness) -> None:
-    version = harness.pick_version(METADATA, "1-8")
+    version = harness.pick_version(ApiKey.METADATA, "1-8")
     _refused(
         harness,
         SIZE.pack(1000) + b"\x00\x03abc",
@@ -88,9 +88,9 @@ def test_array_length_past_the_frame(harness: Harness) -> None:
     )
 
 
-@conformance("robustness/invalid-varint", "PROTOCOL.R14", api=METADATA)
+@conformance("robustness/invalid-varint", "PROTOCOL.R14", api=ApiKey.METADATA)
 def test_invalid_varint(harness: Harness) -> None:
-    version = harness.pick_version(METADATA, "9+")
+    version = harness.pick_version(ApiKey.METADATA, "9+")
     _refused(
         harness,
         b"\xff\xff\xff\xff\xff\xff\x7f",
@@ -99,22 +99,24 @@ def test_invalid_varint(harness: Harness) -> None:
     )
 
 
-@conformance("robustness/truncated-body", "PROTOCOL.R14", api=METADATA)
+@conformance("robustness/truncated-body", "PROTOCOL.R14", api=ApiKey.METADATA)
 def test_truncated_body(harness: Harness) -> None:
-    version = harness.pick_version(METADATA, "1-8")
+    version = harness.pick_version(ApiKey.METADATA, "1-8")
     # one topic named with 20 characters, but only 3 of them sent
     _refused(
         harness, SIZE.pack(1) + b"\x00\x14abc", version, "Metadata with a truncated topic name"
     )
 
 
-@conformance("robustness/garbage-after-header", "PROTOCOL.R14", api=METADATA)
+@conformance("robustness/garbage-after-header", "PROTOCOL.R14", api=ApiKey.METADATA)
 def test_garbage_after_a_valid_header(harness: Harness) -> None:
-    version = harness.pick_version(METADATA, "1+")
+    version = harness.pick_version(ApiKey.METADATA, "1+")
 
     def one(garbage: bytes) -> None:
         conn = harness.connect()
-        fut = conn.send_frame(_metadata_header(harness, version) + garbage, METADATA, version, 9)
+        fut = conn.send_frame(
+            _metadata_header(harness, version) + garbage, ApiKey.METADATA, version, 9
+        )
         try:
             conn.wait(fut, CLOSE_WAIT)  # any answer, an error, or a close is acceptable here
         except Exception:
@@ -166,10 +168,10 @@ def test_negative_size(harness: Harness) -> None:
 def test_size_larger_than_the_frame(harness: Harness) -> None:
     """The size promises more than is sent and the client stops writing: nothing may be
     answered for the partial frame, and the server keeps serving others meanwhile."""
-    version = harness.pick_version(API_VERSIONS)
-    frame = harness.frame(API_VERSIONS, version, 3, {})
+    version = harness.pick_version(ApiKey.API_VERSIONS)
+    frame = harness.frame(ApiKey.API_VERSIONS, version, 3, {})
     conn = harness.connect()
-    fut = conn.send_frame(frame, API_VERSIONS, version, 3)  # a whole request first
+    fut = conn.send_frame(frame, ApiKey.API_VERSIONS, version, 3)  # a whole request first
     conn.wait(fut, CLOSE_WAIT)
     conn.send_raw(SIZE.pack(len(frame) + 100) + frame)
     verify.expect_still_serving(harness, "PROTOCOL.R14")
@@ -179,9 +181,9 @@ def test_size_larger_than_the_frame(harness: Harness) -> None:
 @pytest.mark.parametrize("cut", ["size", "header", "body"])
 @conformance("robustness/disconnect-mid-request/{cut}", "PROTOCOL.R16")
 def test_abrupt_disconnect_mid_request(harness: Harness, cut: str) -> None:
-    version = harness.pick_version(METADATA, "1+")
+    version = harness.pick_version(ApiKey.METADATA, "1+")
     body = harness.codec.encode(
-        METADATA,
+        ApiKey.METADATA,
         version,
         "request",
         {"Topics": [{"Name": "kc-suite-cut"}], "AllowAutoTopicCreation": False},

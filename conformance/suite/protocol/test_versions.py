@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.cases import ApiCase, api_cases
 from conformance.suite.harness import Harness, frame_claiming
 from conformance.suite.meta import conformance
 from conformance.suite.safety import CLUSTER_ACTION, inert_request, make_safe
-
-API_VERSIONS = 18
 
 
 def minimal_body(harness: Harness, api_key: int, version: int) -> dict:
@@ -38,14 +37,16 @@ def _refused(harness: Harness, api_key: int, claimed: int) -> None:
         fut,
         api_key,
         timeout=10,
-        accept={verify.UNSUPPORTED_VERSION},
+        accept={ErrorCode.UNSUPPORTED_VERSION},
         message=f"{harness.api_name(api_key)} v{claimed} (advertised {lo}-{hi})",
         req_ids=("PROTOCOL.R10",),
     )
     assert how in ("closed", "error")
 
 
-@pytest.mark.parametrize("case", [c for c in api_cases() if c.api_key != API_VERSIONS], ids=str)
+@pytest.mark.parametrize(
+    "case", [c for c in api_cases() if c.api_key != ApiKey.API_VERSIONS], ids=str
+)
 @conformance("versions/{case}/outside-advertised-refused", "PROTOCOL.R10")
 def test_versions_outside_the_advertised_range_are_refused(harness: Harness, case: ApiCase) -> None:
     harness.require(case.api_key)
