@@ -55,7 +55,10 @@ class Lifecycle:
         image = self.c.image
         assert image is not None
         now = time.monotonic()
-        self.last_heartbeat = {b: now for b in image.brokers}
+        # A fresh session for every broker that was Online or Stopping (we cannot know when it
+        # last heartbeated), none for a Fenced or Offline one, as Kafka's controller does: a
+        # fenced broker that restarts (a new incarnation) registers at once, not a session later.
+        self.last_heartbeat = {b: now for b, reg in image.brokers.items() if reg.state.visible}
         self.stopping.clear()
         for b, reg in image.brokers.items():
             self.c.metrics.set_broker_state(b, reg.state.value.lower())

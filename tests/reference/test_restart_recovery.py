@@ -20,7 +20,7 @@ from conformance.protocol.records import build_batch, encode_batch
 from conformance.targets.zookeeper import ZooKeeperServer
 from reference_impl.launcher import Cluster
 from reference_impl.log import PartitionLog, parse_header
-from tests.reference.control_plane import STORES, new_cluster
+from tests.reference.control_plane import STORES, metadata, new_cluster, wait_until
 from tests.reference.test_durability import create_topic, leader_of, wait_full_isr
 
 RECORDS = 3_000
@@ -98,5 +98,32 @@ def test_graceful_stop_and_restart_the_isr_is_full_again_and_brokers_are_idle(
         _check_restart(cluster, "restarted")
         _stop_leader_first(cluster, "restarted")  # the same, in the order that always hurt
         _check_restart(cluster, "restarted")
+    finally:
+        cluster.stop()
+
+
+def test_a_fenced_broker_restarting_with_the_controller_registers_at_once(tmp_path: Path) -> None:
+    """A broker that died (and was fenced) restarts together with the controller: the new
+    active controller gives the fenced registration no session, so the new incarnation is not
+    refused as a duplicate of a live one (it used to wait a whole session)."""
+    cluster = new_cluster(tmp_path / "cluster", "embedded", None)
+    cluster.start(timeout=60)
+    try:
+        cluster.kill("broker-1")
+        wait_until(
+            lambda: 1 not in {b["NodeId"] for b in metadata(cluster, "broker-2")["Brokers"]},
+            timeout=15,
+        )  # fenced after its session timeout
+        cluster.kill("controller-0")
+        mark = cluster.nodes["broker-1"].log_path.stat().st_size
+        cluster.start_node("controller-0")
+        cluster.start_node("broker-1")
+        cluster.wait_ready(timeout=30)
+        with open(cluster.nodes["broker-1"].log_path, encoding="utf-8") as f:
+            f.seek(mark)
+            since = f.read()
+        assert "earlier incarnation is still registered" not in since, (
+            "the restarted broker was refused as a duplicate of its fenced registration"
+        )
     finally:
         cluster.stop()
