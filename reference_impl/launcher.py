@@ -40,6 +40,22 @@ from reference_impl.config import ControllerAddress, ListenerConfig, NodeConfig
 BROKER_PRINCIPAL = "User:broker"
 
 
+#: names the node's stdin as its lifeline to the process that started it
+LIFELINE_ENV = "KC_NODE_LIFELINE_FD"
+
+
+def describe_exit(returncode: int) -> str:
+    """How a node process ended, in words: ``killed by signal 9 (SIGKILL)``, ``exited with
+    code 1``."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown"
+        return f"killed by signal {-returncode} ({name})"
+    return f"exited with code {returncode}"
+
+
 class ClusterError(RuntimeError):
     """The cluster did not come up (the message names the node and its last words)."""
 
@@ -63,26 +79,62 @@ class NodeProcess:
     log_path: Path
     proc: subprocess.Popen | None = None
     starts: int = 0
+    #: our end of the node's lifeline: the pipe on its stdin (see ``reference_impl.node``)
+    lifeline: int | None = None
+    #: the current process's exit was already reported by ``died``
+    reported: bool = False
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
     def start(self) -> None:
+        """Spawn the node in a session of its own (a terminal's Ctrl-C reaches ``serve`` only),
+        tied to this process by a lifeline: the node's stdin is a pipe whose writing end only we
+        hold, so when we go, however we go, the node reads end of file and stops."""
         if self.running:
             raise ClusterError(f"{self.name} is already running")
+        self.release()
         log = open(self.log_path, "ab")
+        read_end, write_end = os.pipe()
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", f"reference_impl.{self.config.role}", str(self.config_path)],
-                stdin=subprocess.DEVNULL,
+                stdin=read_end,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env={**os.environ, LIFELINE_ENV: "0"},
             )
+        except BaseException:
+            os.close(write_end)
+            raise
         finally:
+            os.close(read_end)
             log.close()
+        self.lifeline = write_end
+        self.reported = False
         self.starts += 1
+
+    def release(self) -> None:
+        """Close our end of the lifeline (the node, if still running, stops on its own)."""
+        if self.lifeline is not None:
+            os.close(self.lifeline)
+            self.lifeline = None
+
+    def died(self) -> int | None:
+        """The exit status of a process that ended since the last call, once; else None."""
+        if self.proc is None or self.reported or self.proc.poll() is None:
+            return None
+        self.reported = True
+        self.release()
+        return self.proc.returncode
+
+    def log_line(self, text: str) -> None:
+        """A line of the supervisor's in the node's log."""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(f"{stamp} supervisor: {self.name} {text}\n")
 
     @property
     def running(self) -> bool:
@@ -98,9 +150,11 @@ class NodeProcess:
         if self.proc is None:
             return None
         try:
-            return self.proc.wait(timeout)
+            code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
+        self.release()
+        return code
 
     def last_words(self) -> str:
         """The node's last error line (its one-line reason when it refused to run)."""
@@ -374,6 +428,11 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
         help="controller processes (more than one needs ZooKeeper)",
     )
     parser.add_argument("--ready-file", type=Path, default=None, metavar="FILE")
+    parser.add_argument(
+        "--restart-failed",
+        action="store_true",
+        help="start again a node that dies (its log and stderr say how it died)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout (s)")
     parser.set_defaults(handler=serve)
 
@@ -436,11 +495,7 @@ def serve(args: argparse.Namespace) -> int:
                 f"controller {info['controller']}, cluster id {info['cluster_id']}",
                 flush=True,
             )
-            while not stop.wait(0.5):
-                for node in cluster.nodes.values():
-                    if node.proc is not None and node.proc.poll() is not None and node.starts == 1:
-                        print(f"warning: {node.name} exited: {node.last_words()}", file=sys.stderr)
-                        node.starts += 1
+            supervise(cluster, stop, args.restart_failed)
         finally:
             if ready_file is not None:
                 ready_file.unlink(missing_ok=True)
@@ -449,6 +504,41 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         if temporary:
             shutil.rmtree(data_dir, ignore_errors=True)
+
+
+#: --restart-failed: the first restart's delay, doubled while a node keeps dying young
+RESTART_BACKOFF_S = (1.0, 30.0)
+#: a node that ran this long before dying is restarted after the first delay again
+RESTART_STABLE_S = 30.0
+
+
+def supervise(cluster: Cluster, stop: threading.Event, restart_failed: bool) -> None:
+    """Until ``stop``: report every node that dies and how (signal or exit code), on stderr and
+    in the node's log; with ``restart_failed``, start it again (with a growing delay while it
+    keeps dying within RESTART_STABLE_S of its start)."""
+    started = {name: time.monotonic() for name in cluster.nodes}
+    delay = dict.fromkeys(cluster.nodes, RESTART_BACKOFF_S[0])
+    due: dict[str, float] = {}
+    while not stop.wait(0.2):
+        now = time.monotonic()
+        for name, node in cluster.nodes.items():
+            code = node.died()
+            if code is not None:
+                how = describe_exit(code)
+                if now - started[name] >= RESTART_STABLE_S:
+                    delay[name] = RESTART_BACKOFF_S[0]
+                plan = f"; restarting in {delay[name]:.0f} s" if restart_failed else ""
+                print(f"warning: {name} {how}{plan}: {node.last_words()}", file=sys.stderr)
+                node.log_line(how + plan)
+                if restart_failed:
+                    due[name] = now + delay[name]
+                    delay[name] = min(delay[name] * 2, RESTART_BACKOFF_S[1])
+            if name in due and now >= due[name]:
+                del due[name]
+                node.start()
+                started[name] = now
+                node.log_line(f"restarted (pid {node.pid})")
+                print(f"{name} restarted (pid {node.pid})", file=sys.stderr, flush=True)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -21,6 +21,7 @@ import os
 import pkgutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,7 @@ from conformance.protocol import Codec, ErrorCode, KafkaError
 from reference_impl import handlers as handlers_package
 from reference_impl.config import ConfigError, NodeConfig
 from reference_impl.error_responses import error_response
+from reference_impl.launcher import LIFELINE_ENV
 from reference_impl.metrics import NodeMetrics
 from reference_impl.net.listener import CLOSE, Api, Listener, RequestContext, Session
 from reference_impl.security.authorize import gated
@@ -63,6 +65,10 @@ def guarded(codec: Codec, inner: Callable) -> Callable:
     return handler
 
 
+#: how long a node whose launcher is gone may take to stop before it exits regardless
+LIFELINE_GRACE_S = 30.0
+
+
 class NodeFatal(Exception):
     """The node cannot go on; the message is the one-line reason printed on exit."""
 
@@ -87,6 +93,8 @@ class Node:
         self._stop: asyncio.Event | None = None
         self._lock_fd: int | None = None
         self._tasks: set[asyncio.Task] = set()
+        #: the process that started this node is gone (its lifeline broke)
+        self.orphaned = False
 
     # --- helpers for subclasses and handlers ---------------------------------------------
 
@@ -228,11 +236,45 @@ class Node:
         await stop_tasks(self._tasks, CLOSE_TIMEOUT_S)
         self.metrics.stop()
 
+    def _watch_lifeline(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Stop when the process that started us is gone, however it died (kill -9 included).
+
+        The launcher gives a node a pipe as stdin (and names it in KC_NODE_LIFELINE_FD) whose
+        writing end only the launcher holds; end of file on it means the launcher is gone: the
+        node stops as on SIGTERM, and exits at the latest LIFELINE_GRACE_S later, so that its
+        data dir is free again either way. The graceful part of stopping (a broker's controlled
+        shutdown) is skipped: the cluster is going down as a whole, nobody would take over."""
+        fd_text = os.environ.get(LIFELINE_ENV)
+        if fd_text is None:
+            return
+        fd = int(fd_text)
+        os.set_blocking(fd, False)
+
+        def readable() -> None:
+            try:
+                data = os.read(fd, 4096)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if data:
+                return
+            loop.remove_reader(fd)
+            log.warning("the process that started this node is gone: stopping")
+            self.orphaned = True
+            self.request_stop()
+            watchdog = threading.Timer(LIFELINE_GRACE_S, os._exit, (1,))
+            watchdog.daemon = True
+            watchdog.start()
+
+        loop.add_reader(fd, readable)
+
     async def run(self) -> None:
         self._stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop)
+        self._watch_lifeline(loop)
         starting = loop.create_task(self.start(), name="start")
         stopped = loop.create_task(self._stop.wait(), name="stop")
         try:
@@ -240,7 +282,7 @@ class Node:
             if starting.done():
                 starting.result()  # a start-up failure (NodeFatal) ends here
                 await stopped
-                if self.fatal is None:
+                if self.fatal is None and not self.orphaned:
                     await self.shutdown()
             else:  # stopped while starting (still waiting for the controller, say)
                 starting.cancel()
