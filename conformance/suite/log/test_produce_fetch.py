@@ -1,0 +1,192 @@
+"""What Produce acknowledges is what Fetch returns (LOG.R1-R5, R13): offsets, partitions, acks,
+record contents and CreateTime timestamps, each on a fresh suite topic."""
+
+from __future__ import annotations
+
+import struct
+
+from hypothesis import strategies as st
+
+from conformance.client.wire import ConnectionClosed, ProtocolViolation
+from conformance.protocol.errors import DecodeError
+from conformance.protocol.records import Header, TimestampType
+from conformance.suite import brokers as cluster
+from conformance.suite import verify
+from conformance.suite.harness import Harness, run_property
+from conformance.suite.meta import conformance
+from conformance.suite.partitions import (
+    METADATA,
+    NONE,
+    PRODUCE,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    SuiteTopic,
+    batch_bytes,
+    now_ms,
+    quiet_version,
+)
+
+_bytes = st.one_of(st.none(), st.binary(max_size=48))
+_header = st.builds(Header, st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8)))
+#: one batch: (timestamp offset from now, key, value, headers) per record
+BATCHES = st.lists(
+    st.tuples(st.integers(-3_600_000, 0), _bytes, _bytes, st.lists(_header, max_size=3)),
+    min_size=1,
+    max_size=5,
+)
+
+
+def shown(r) -> str:
+    return f"key={r.key!r} value={r.value!r} headers={list(r.headers)} timestamp={r.timestamp}"
+
+
+@conformance("log/produce-fetch/round-trip", "LOG.R1", "LOG.R2", api=PRODUCE)
+def test_acknowledged_records_are_fetched_as_produced(harness: Harness) -> None:
+    harness.pick_version(PRODUCE, "3+")
+    with SuiteTopic.create(harness, "log-round-trip") as topic:
+        next_offset = 0
+
+        def check(drawn: list[tuple]) -> None:
+            nonlocal next_offset
+            base_ts = now_ms()
+            items = [(base_ts + dt, k, v, hs) for dt, k, v, hs in drawn]
+            base = topic.produce_ok(0, items, "LOG.R1")
+            expected, next_offset = next_offset, next_offset + len(items)
+            verify.check(
+                base == expected,
+                f"Produce of {len(items)} records to {topic.name}-0: BaseOffset {base}, "
+                f"expected {expected} (the log end after the earlier batches)",
+                "LOG.R2",
+            )
+            _, _, records = topic.fetch_records(0, base, "LOG.R1")
+            got = [r for r in records if base <= r.offset < base + len(items)]
+            verify.check(
+                [r.offset for r in got] == list(range(base, base + len(items))),
+                f"Fetch of {topic.name}-0 at {base}: offsets {[r.offset for r in got]}, "
+                f"expected {list(range(base, base + len(items)))}",
+                "LOG.R1",
+            )
+            for (ts, key, value, headers), r in zip(items, got, strict=True):
+                verify.check(
+                    (r.key, r.value, list(r.headers), r.timestamp) == (key, value, headers, ts),
+                    f"record at offset {r.offset} of {topic.name}-0: fetched {shown(r)}; "
+                    f"produced key={key!r} value={value!r} headers={headers} timestamp={ts}",
+                    "LOG.R1",
+                )
+
+        run_property(harness, BATCHES, check)
+
+
+@conformance("log/produce/named-partition-only", "LOG.R3", api=PRODUCE)
+def test_a_write_lands_in_the_partition_it_names(harness: Harness) -> None:
+    # every partition on one broker: a write stored in the wrong partition is then accepted
+    # by the same leader, so only where it lands can tell
+    first = cluster.brokers(harness)[0].node_id
+    harness.pick_version(PRODUCE, "3+")
+    with SuiteTopic.create(harness, "log-partitions", partitions=3, on_broker=first) as topic:
+        target = topic.partitions - 1
+        items = [(now_ms(), b"k", f"for partition {target}".encode())]
+        base = topic.produce_ok(target, items, "LOG.R3")
+        for p in range(topic.partitions):
+            answer, _, records = topic.fetch_records(p, 0, "LOG.R3")
+            values = [r.value for r in records]
+            if p == target:
+                verify.check(
+                    [r.offset for r in records] == [base] and values == [items[0][2]],
+                    f"Fetch of {topic.name}-{p}: records {values} at "
+                    f"{[r.offset for r in records]}, expected the one produced there at {base}",
+                    "LOG.R3",
+                )
+            else:
+                verify.check(
+                    not records and answer["HighWatermark"] == 0,
+                    f"Fetch of {topic.name}-{p} after producing only to partition {target}: "
+                    f"high watermark {answer['HighWatermark']}, records {values}; "
+                    "expected an empty partition",
+                    "LOG.R3",
+                )
+
+
+@conformance("log/produce/unknown-partition", "LOG.R4", api=PRODUCE)
+def test_produce_to_an_unknown_partition_is_refused(harness: Harness) -> None:
+    harness.pick_version(PRODUCE, "3+")
+    with SuiteTopic.create(harness, "log-unknown-partition") as topic:
+        missing = topic.partitions
+        answer = topic.produce(missing, batch_bytes([(now_ms(), None, b"x")]), "LOG.R4")
+        verify.check(
+            answer["ErrorCode"] == UNKNOWN_TOPIC_OR_PARTITION,
+            f"Produce to partition {missing} of {topic.name} (it has {topic.partitions}): "
+            f"ErrorCode {answer['ErrorCode']}, expected 3 (UNKNOWN_TOPIC_OR_PARTITION)",
+            "LOG.R4",
+        )
+        fetched = topic.fetch(0, 0, "LOG.R4")
+        verify.check(
+            fetched["HighWatermark"] == 0,
+            f"after the refused Produce, partition 0 of {topic.name} has high watermark "
+            f"{fetched['HighWatermark']}, expected 0",
+            "LOG.R4",
+        )
+
+
+@conformance("log/produce/acks", "LOG.R5", api=PRODUCE)
+def test_acks_zero_is_not_answered_and_acks_one_and_all_are(harness: Harness) -> None:
+    version = harness.pick_version(PRODUCE, "3+")
+    with SuiteTopic.create(harness, "log-acks") as topic:
+        conn = topic.conn(0)
+        body = topic.produce_body(0, batch_bytes([(now_ms(), None, b"acks=0")]), acks=0)
+        cid = 0x7FFF0000
+        frame = harness.frame(PRODUCE, version, cid, body)
+        conn.send_raw(struct.pack(">i", len(frame)) + frame)
+        meta_v = quiet_version(harness, METADATA, "1+")
+        try:
+            conn.request(METADATA, meta_v, {"Topics": [], "AllowAutoTopicCreation": False})
+        except ProtocolViolation as e:
+            raise verify.Failed(
+                f"Produce v{version} with acks=0, then Metadata v{meta_v} on the same "
+                f"connection: the first answer is not Metadata's ({e}); acks=0 must not be "
+                "answered",
+                "LOG.R5",
+            ) from None
+        except (ConnectionClosed, TimeoutError, DecodeError) as e:
+            raise verify.Failed(
+                f"Produce v{version} with acks=0, then Metadata: no Metadata answer ({e})",
+                "LOG.R5",
+            ) from None
+        for acks in (1, -1):
+            answer = topic.produce(
+                0, batch_bytes([(now_ms(), None, f"acks={acks}".encode())]), "LOG.R5", acks=acks
+            )
+            verify.check(
+                answer["ErrorCode"] == NONE,
+                f"Produce v{version} with acks={acks}: ErrorCode {answer['ErrorCode']}, "
+                "expected an answer with 0 (NONE)",
+                "LOG.R5",
+            )
+
+
+@conformance("log/produce/create-time-kept", "LOG.R13", api=PRODUCE)
+def test_create_time_is_kept(harness: Harness) -> None:
+    harness.pick_version(PRODUCE, "3+")
+    with SuiteTopic.create(harness, "log-create-time") as topic:
+        base_ts = now_ms() - 3_600_000
+        items = [(base_ts + 7 * i, None, f"r{i}".encode()) for i in range(3)]
+        answer = topic.produce(0, batch_bytes(items), "LOG.R13")
+        verify.check(
+            answer["ErrorCode"] == NONE and answer["LogAppendTimeMs"] == -1,
+            f"Produce to a CreateTime topic: ErrorCode {answer['ErrorCode']}, "
+            f"LogAppendTimeMs {answer['LogAppendTimeMs']}; expected 0 and -1",
+            "LOG.R13",
+        )
+        _, batches, records = topic.fetch_records(0, answer["BaseOffset"], "LOG.R13")
+        types = {b.timestamp_type for b in batches}
+        verify.check(
+            types == {TimestampType.CREATE_TIME},
+            f"fetched batches of a CreateTime topic have timestamp types "
+            f"{sorted(t.name for t in types)}, expected CREATE_TIME",
+            "LOG.R13",
+        )
+        verify.check(
+            [r.timestamp for r in records[:3]] == [i[0] for i in items],
+            f"fetched timestamps {[r.timestamp for r in records[:3]]}, produced "
+            f"{[i[0] for i in items]}",
+            "LOG.R13",
+        )

@@ -1,0 +1,114 @@
+"""Every LOG requirement FAILs against a broker with a real implementer's bug and PASSes against
+the reference cluster.
+
+A 3-broker reference cluster (embedded store) runs behind one proxy per broker
+(``faults_log.ProxiedCluster``). The suite's own test functions that name a requirement run
+against the proxies in-process, as the plugin runs them: through transparent proxies none fails;
+with the requirement's fault (``faults_log.LOG_FAULTS``) they fail with that requirement's id and
+the fault rewrote at least one frame. The verdicts the product records for these failures are
+checked end to end by one CLI run through a faulty proxy.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+
+import pytest
+from hypothesis import core
+
+from conformance.protocol import Codec
+from conformance.suite import verify
+from conformance.suite.harness import Harness
+from conformance.suite.log import test_compression, test_offsets, test_produce_fetch
+from conformance.targets.reference import ReferenceTarget
+from tests.suite.conftest import failing, verdicts
+from tests.suite.faults_log import LOG_FAULTS, HighWatermarkOffByOne, ProxiedCluster
+
+CODEC = Codec.from_specs()
+SEED = 20261123
+MODULES = (test_produce_fetch, test_offsets, test_compression)
+
+
+def suite_tests(modules=MODULES) -> dict[str, list[Callable]]:
+    """requirement id -> the suite test functions that name it."""
+    out: dict[str, list[Callable]] = {}
+    for module in modules:
+        for _, fn in inspect.getmembers(module, inspect.isfunction):
+            for mark in getattr(fn, "pytestmark", []):
+                if mark.name == "conformance":
+                    for req in mark.kwargs["requirements"]:
+                        out.setdefault(req, []).append(fn)
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference() -> Iterator[ReferenceTarget]:
+    target = ReferenceTarget()
+    target.start()
+    yield target
+    target.stop()
+
+
+@pytest.fixture(autouse=True)
+def fixed_seed(monkeypatch) -> None:
+    monkeypatch.setattr(core, "global_force_seed", SEED, raising=False)
+
+
+def run(cluster: ProxiedCluster, fn: Callable) -> verify.Failed | None:
+    """One suite test through the proxies: the failure it raised, or None."""
+    harness = Harness(cluster.target(), CODEC, examples=3, seed=SEED)
+    try:
+        harness.open()
+        fn(harness)
+    except verify.Failed as e:
+        return e
+    finally:
+        harness.close()
+    return None
+
+
+def test_every_log_requirement_has_a_test_and_a_fault() -> None:
+    from conformance.requirements import requirements
+
+    ids = {r.id for r in requirements() if r.file == "log"}
+    assert set(suite_tests()) >= ids
+    assert set(LOG_FAULTS) == ids
+
+
+def test_transparent_proxies_fail_nothing(reference) -> None:
+    with ProxiedCluster(reference) as cluster:
+        for fns in suite_tests().values():
+            for fn in fns:
+                assert run(cluster, fn) is None, fn.__name__
+
+
+@pytest.mark.parametrize("req", sorted(LOG_FAULTS, key=lambda r: int(r.split(".R")[1])))
+def test_the_fault_fails_the_requirement(reference, req: str) -> None:
+    fault = LOG_FAULTS[req]()
+    with ProxiedCluster(reference, fault) as cluster:
+        failures = [run(cluster, fn) for fn in suite_tests()[req]]
+    assert fault.changed > 0, f"{type(fault).__name__} rewrote nothing"
+    named = [f for f in failures if f is not None and req in f.req_ids]
+    assert named, f"{type(fault).__name__}: {[str(f) for f in failures]}"
+    assert all(str(f) for f in named)
+
+
+def test_a_faulty_high_watermark_fails_exactly_that_requirement_in_a_run(cli, reference) -> None:
+    fault = HighWatermarkOffByOne()
+    with ProxiedCluster(reference, fault) as cluster:
+        proc, run_ = cli(
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "--target-name",
+            "proxied",
+            "--seed",
+            str(SEED),
+            "--select",
+            "LOG.R6 or LOG.R7 or LOG.R10",
+        )
+    assert run_ is not None, proc.stderr[-2000:]
+    assert failing(run_) == {("log/fetch/high-watermark-after-acks-all", "LOG.R6")}, verdicts(run_)
+    message = next(r["message"] for r in run_.records if r["verdict"] == "FAIL")
+    assert "HighWatermark 5" in message and "expected 0 and 6" in message, message
+    assert {r["verdict"] for r in run_.records if r["requirement_id"] != "LOG.R6"} == {"PASS"}
