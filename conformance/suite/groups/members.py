@@ -207,8 +207,9 @@ class Group:
     # --- rounds --------------------------------------------------------------------------------
 
     def await_rebalance(self, staying: list[Member], r: Round) -> None:
-        """Heartbeat a staying member until the coordinator says a rebalance is under way."""
-        deadline = time.monotonic() + COORDINATOR_WAIT
+        """Heartbeat a staying member until the coordinator says a rebalance is under way
+        (at most for the rebalance timeout: a rebalance cannot be pending longer)."""
+        deadline = time.monotonic() + REBALANCE_MS / 1000 + 1
         while True:
             code = self.heartbeat(staying[0])
             r.heartbeats.append(code)

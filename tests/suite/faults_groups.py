@@ -1,0 +1,309 @@
+"""Group-coordinator bugs, injected by proxies in front of the reference cluster.
+
+``ProxiedCluster`` puts one ``FaultyProxy`` in front of every broker and rewrites the broker
+addresses in Metadata, FindCoordinator and DescribeCluster answers to the proxies, so that the
+suite reaches every broker (the coordinator included) through them. Each fault below rewrites
+answers the way a real implementation's bug would: a generation that is not bumped, an
+assignment handed to the wrong member, a state misreported, -1 offsets read as 0, a refusal
+turned into an acceptance. ``Faults`` applies several at once (each touches answers that only
+its own requirement's checks read first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.protocol import Codec
+from conformance.protocol.framing import decode_response, encode_response
+from conformance.targets.base import Endpoint
+from tests.suite.proxies import FaultyProxy
+
+CODEC = Codec.from_specs()
+(
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    METADATA,
+    FIND_COORDINATOR,
+    JOIN_GROUP,
+    HEARTBEAT,
+    LEAVE_GROUP,
+    SYNC_GROUP,
+    DESCRIBE_GROUPS,
+    LIST_GROUPS,
+    DESCRIBE_CONFIGS,
+    DELETE_GROUPS,
+    DESCRIBE_CLUSTER,
+) = (8, 9, 3, 10, 11, 12, 13, 14, 15, 16, 32, 42, 60)
+NONE, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID = 0, 22, 23, 25
+REBALANCE_IN_PROGRESS, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 27, 68, 69
+MEMBER_ID_REQUIRED, FENCED_INSTANCE_ID = 79, 82
+
+#: rewrites one decoded answer in place: (api key, version, body) -> whether it changed
+BodyFault = Callable[[int, int, dict], bool]
+
+
+def codes(body: Any, field_name: str = "ErrorCode"):
+    """Every dict in ``body`` (nested) that has ``field_name``."""
+    if isinstance(body, dict):
+        if field_name in body:
+            yield body
+        for v in body.values():
+            yield from codes(v, field_name)
+    elif isinstance(body, list):
+        for v in body:
+            yield from codes(v, field_name)
+
+
+def replace_code(apis: set[int], old: int, new: int) -> BodyFault:
+    """Answers of ``apis``: every error code ``old`` becomes ``new``."""
+
+    def fault(api: int, version: int, body: dict) -> bool:
+        if api not in apis:
+            return False
+        hit = [d for d in codes(body) if d["ErrorCode"] == old]
+        for d in hit:
+            d["ErrorCode"] = new
+        return bool(hit)
+
+    fault.__name__ = f"replace_{old}_by_{new}"
+    return fault
+
+
+# --- membership -------------------------------------------------------------------------------
+
+
+def generation_not_bumped(api: int, version: int, body: dict) -> bool:
+    """JoinGroup answers always carry the first generation."""
+    if api != JOIN_GROUP or body["ErrorCode"] != NONE or body["GenerationId"] == 1:
+        return False
+    body["GenerationId"] = 1
+    return True
+
+
+def wrong_coordinator_id(api: int, version: int, body: dict) -> bool:
+    """FindCoordinator names the right address under another broker's node id."""
+    if api != FIND_COORDINATOR:
+        return False
+    for entry in body.get("Coordinators") or [body]:
+        if entry.get("ErrorCode") == NONE:
+            entry["NodeId"] += 1
+    return True
+
+
+def no_member_id_given(api: int, version: int, body: dict) -> bool:
+    """MEMBER_ID_REQUIRED comes without the id the member must use."""
+    if api != JOIN_GROUP or body["ErrorCode"] != MEMBER_ID_REQUIRED:
+        return False
+    body["MemberId"] = ""
+    return True
+
+
+def metadata_to_followers(api: int, version: int, body: dict) -> bool:
+    """Followers are sent a member list too (their own entry)."""
+    if api != JOIN_GROUP or body["ErrorCode"] != NONE or body["Leader"] == body["MemberId"]:
+        return False
+    body["Members"] = [{"MemberId": body["MemberId"], "GroupInstanceId": None, "Metadata": b""}]
+    return True
+
+
+@dataclass
+class AssignmentToWrongMember:
+    """Each SyncGroup answer hands over the assignment of the answer before it."""
+
+    previous: bytes | None = None
+
+    def __call__(self, api: int, version: int, body: dict) -> bool:
+        if api != SYNC_GROUP or body["ErrorCode"] != NONE:
+            return False
+        mine, given = body["Assignment"], self.previous
+        self.previous = mine
+        if given is None or given == mine:
+            return False
+        body["Assignment"] = given
+        return True
+
+
+@dataclass
+class LeftMembersStayListed:
+    """The leader keeps being told of every member it was ever told of."""
+
+    seen: dict[str, dict] = field(default_factory=dict)
+
+    def __call__(self, api: int, version: int, body: dict) -> bool:
+        if api != JOIN_GROUP or body["ErrorCode"] != NONE or not body["Members"]:
+            return False
+        listed = {m["MemberId"] for m in body["Members"]}
+        if not listed & set(self.seen):  # another group: start over
+            self.seen.clear()
+        gone = [m for k, m in self.seen.items() if k not in listed]
+        for m in body["Members"]:
+            self.seen[m["MemberId"]] = m
+        body["Members"] = [*body["Members"], *gone]
+        return bool(gone)
+
+
+# --- administration ---------------------------------------------------------------------------
+
+
+def state_renamed(mapping: dict[str, str], apis: tuple[int, ...] = (DESCRIBE_GROUPS,)) -> BodyFault:
+    def fault(api: int, version: int, body: dict) -> bool:
+        if api not in apis:
+            return False
+        hit = False
+        for g in body["Groups"]:
+            if g.get("GroupState") in mapping:
+                g["GroupState"] = mapping[g["GroupState"]]
+                hit = True
+        return hit
+
+    return fault
+
+
+def assignments_not_described(api: int, version: int, body: dict) -> bool:
+    if api != DESCRIBE_GROUPS:
+        return False
+    hit = False
+    for g in body["Groups"]:
+        for m in g["Members"]:
+            if m["MemberAssignment"]:
+                m["MemberAssignment"] = b""
+                hit = True
+    return hit
+
+
+def empty_groups_unlisted(api: int, version: int, body: dict) -> bool:
+    """ListGroups leaves out groups whose protocol type is empty (made by commits only)."""
+    if api != LIST_GROUPS:
+        return False
+    kept = [g for g in body["Groups"] if g["ProtocolType"]]
+    hit = len(kept) != len(body["Groups"])
+    body["Groups"] = kept
+    return hit
+
+
+# --- offsets -----------------------------------------------------------------------------------
+
+
+def partitions_of(body: dict, version: int) -> list[dict]:
+    if version >= 8:
+        return [p for g in body["Groups"] for t in g["Topics"] for p in t["Partitions"]]
+    return [p for t in body["Topics"] for p in t["Partitions"]]
+
+
+def unknown_offset_as_zero(api: int, version: int, body: dict) -> bool:
+    if api != OFFSET_FETCH:
+        return False
+    hit = [p for p in partitions_of(body, version) if p["CommittedOffset"] == -1]
+    for p in hit:
+        p["CommittedOffset"] = 0
+    return bool(hit)
+
+
+def metadata_dropped(api: int, version: int, body: dict) -> bool:
+    if api != OFFSET_FETCH:
+        return False
+    hit = [p for p in partitions_of(body, version) if p["Metadata"]]
+    for p in hit:
+        p["Metadata"] = ""
+    return bool(hit)
+
+
+def fetch_lists_extra_partition(api: int, version: int, body: dict) -> bool:
+    """OffsetFetch answers list one more partition, never committed, of each topic."""
+    if api != OFFSET_FETCH:
+        return False
+    topics = [t for g in body["Groups"] for t in g["Topics"]] if version >= 8 else body["Topics"]
+    for t in topics:
+        if t["Partitions"]:
+            extra = dict(t["Partitions"][0], PartitionIndex=999, CommittedOffset=-1, Metadata="")
+            t["Partitions"].append(extra)
+    return bool(topics)
+
+
+# --- plumbing ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Faults:
+    """Several body faults over one frame fault; counts what each rewrote."""
+
+    faults: tuple[BodyFault, ...]
+    hits: dict[str, int] = field(default_factory=dict)
+
+    def apply(self, api: int, version: int, body: dict) -> bool:
+        changed = False
+        for f in self.faults:
+            if f(api, version, body):
+                name = getattr(f, "__name__", type(f).__name__)
+                self.hits[name] = self.hits.get(name, 0) + 1
+                changed = True
+        return changed
+
+
+INTERESTING = {
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    FIND_COORDINATOR,
+    JOIN_GROUP,
+    HEARTBEAT,
+    LEAVE_GROUP,
+    SYNC_GROUP,
+    DESCRIBE_GROUPS,
+    LIST_GROUPS,
+    DESCRIBE_CONFIGS,
+    DELETE_GROUPS,
+    33,
+    44,
+}
+
+
+class ProxiedCluster:
+    """One proxy per broker of ``brokers`` (node id -> endpoint); addresses rewritten."""
+
+    def __init__(self, brokers: dict[int, Endpoint], faults: Faults | None = None) -> None:
+        self.faults = faults or Faults(())
+        self.proxies = {
+            node: FaultyProxy((ep.host, ep.port), self._frame) for node, ep in brokers.items()
+        }
+        self.by_address = {
+            (ep.host, ep.port): self.proxies[node].port for node, ep in brokers.items()
+        }
+
+    @property
+    def bootstrap(self) -> str:
+        return next(iter(self.proxies.values())).address
+
+    def __enter__(self) -> ProxiedCluster:
+        for p in self.proxies.values():
+            p.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self.proxies.values():
+            p.__exit__(*exc)
+
+    def _redirect(self, api: int, body: dict) -> bool:
+        entries: list[dict] = []
+        if api == METADATA or api == DESCRIBE_CLUSTER:
+            entries = body.get("Brokers") or []
+        elif api == FIND_COORDINATOR:
+            entries = body.get("Coordinators") or [body]
+        hit = False
+        for e in entries:
+            port = self.by_address.get((e.get("Host"), e.get("Port")))
+            if port is not None:
+                e["Port"] = port
+                hit = True
+        return hit
+
+    def _frame(self, api: int, version: int, frame: bytes) -> bytes:
+        if api not in INTERESTING | {METADATA, DESCRIBE_CLUSTER}:
+            return frame
+        header, body = decode_response(CODEC, api, version, frame)
+        moved = self._redirect(api, body)
+        changed = api in INTERESTING and self.faults.apply(api, version, body)
+        if not (moved or changed):
+            return frame
+        return encode_response(CODEC, api, version, header["CorrelationId"], body)

@@ -1,0 +1,170 @@
+"""Group-coordinator bugs make exactly the group and offset requirements they break FAIL.
+
+A reference cluster (embedded store) runs behind one proxy per broker (``faults_groups``),
+addressed as an external target; each case injects a few bugs a real coordinator could have,
+runs only the tests that meet them, and expects each bug's requirement to FAIL in the test that
+checks it (OFFSETS.R7 needs a restartable target and is SKIP here, naming why). The
+requirements PASS against the reference itself in both stores
+(``test_groups_reference.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.targets.reference import ReferenceTarget
+from tests.suite.conftest import failing, verdicts
+from tests.suite.faults_groups import (
+    DELETE_GROUPS,
+    FENCED_INSTANCE_ID,
+    GROUP_ID_NOT_FOUND,
+    HEARTBEAT,
+    ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    LIST_GROUPS,
+    NON_EMPTY_GROUP,
+    NONE,
+    OFFSET_COMMIT,
+    REBALANCE_IN_PROGRESS,
+    SYNC_GROUP,
+    UNKNOWN_MEMBER_ID,
+    AssignmentToWrongMember,
+    Faults,
+    LeftMembersStayListed,
+    ProxiedCluster,
+    assignments_not_described,
+    empty_groups_unlisted,
+    fetch_lists_extra_partition,
+    generation_not_bumped,
+    metadata_dropped,
+    metadata_to_followers,
+    no_member_id_given,
+    replace_code,
+    state_renamed,
+    unknown_offset_as_zero,
+    wrong_coordinator_id,
+)
+
+SEED = "20261123"
+ROUNDS = "groups/membership/rounds"
+MEMBER_ID = "groups/join/member-id-required"
+EXPIRY = "groups/membership/session-expiry"
+STATIC = "groups/membership/static-rejoin"
+PROTOCOL = "groups/join/inconsistent-protocol-type"
+DESCRIBE = "groups/describe/states-and-members"
+LIST_DELETE = "groups/list-and-delete"
+READ_BACK = "offsets/commit-fetch/read-back"
+GENERATION = "offsets/commit/generation"
+
+CASES = {
+    "coordinator-and-member-id": (
+        (wrong_coordinator_id, no_member_id_given),
+        (ROUNDS, MEMBER_ID),
+        {(ROUNDS, "GROUPS.R1"), (MEMBER_ID, "GROUPS.R2")},
+    ),
+    "generation-not-bumped": (
+        (generation_not_bumped,),
+        (ROUNDS, GENERATION),
+        {(ROUNDS, "GROUPS.R3"), (GENERATION, "OFFSETS.R6")},
+    ),
+    "metadata-to-followers": (
+        (metadata_to_followers, empty_groups_unlisted, metadata_dropped),
+        (ROUNDS, LIST_DELETE, READ_BACK),
+        {(ROUNDS, "GROUPS.R4"), (LIST_DELETE, "GROUPS.R15"), (READ_BACK, "OFFSETS.R1")},
+    ),
+    "assignment-to-wrong-member": (
+        (AssignmentToWrongMember(), assignments_not_described, fetch_lists_extra_partition),
+        (ROUNDS, DESCRIBE, READ_BACK),
+        {(ROUNDS, "GROUPS.R5"), (DESCRIBE, "GROUPS.R14"), (READ_BACK, "OFFSETS.R5")},
+    ),
+    "stale-generation-accepted": (
+        (
+            replace_code({HEARTBEAT, SYNC_GROUP, OFFSET_COMMIT}, ILLEGAL_GENERATION, NONE),
+            replace_code({DELETE_GROUPS}, NON_EMPTY_GROUP, NONE),
+        ),
+        (ROUNDS, GENERATION, LIST_DELETE),
+        {(ROUNDS, "GROUPS.R6"), (GENERATION, "OFFSETS.R3"), (LIST_DELETE, "GROUPS.R17")},
+    ),
+    "unknown-member-accepted": (
+        (
+            replace_code({HEARTBEAT, SYNC_GROUP, LEAVE_GROUP}, UNKNOWN_MEMBER_ID, NONE),
+            replace_code({OFFSET_COMMIT}, NONE, UNKNOWN_MEMBER_ID),
+        ),
+        (ROUNDS, EXPIRY, READ_BACK),
+        {(ROUNDS, "GROUPS.R7"), (EXPIRY, "GROUPS.R10"), (READ_BACK, "OFFSETS.R4")},
+    ),
+    "rebalance-hidden": (
+        (
+            replace_code({HEARTBEAT}, REBALANCE_IN_PROGRESS, NONE),
+            state_renamed({"Dead": "Empty"}),
+            replace_code({DELETE_GROUPS}, GROUP_ID_NOT_FOUND, NONE),
+        ),
+        (ROUNDS, DESCRIBE, LIST_DELETE),
+        {(ROUNDS, "GROUPS.R8"), (DESCRIBE, "GROUPS.R13"), (LIST_DELETE, "GROUPS.R19")},
+    ),
+    "left-member-listed": (
+        (
+            LeftMembersStayListed(),
+            replace_code({HEARTBEAT}, FENCED_INSTANCE_ID, NONE),
+            replace_code({JOIN_GROUP}, INCONSISTENT_GROUP_PROTOCOL, NONE),
+            state_renamed({"Empty": "Stable"}, (LIST_GROUPS,)),
+        ),
+        (ROUNDS, STATIC, PROTOCOL, LIST_DELETE),
+        {
+            (ROUNDS, "GROUPS.R9"),
+            (STATIC, "GROUPS.R11"),
+            (PROTOCOL, "GROUPS.R12"),
+            (LIST_DELETE, "GROUPS.R16"),
+        },
+    ),
+    "unknown-offset-as-zero": (
+        (unknown_offset_as_zero,),
+        (READ_BACK, LIST_DELETE),
+        {(READ_BACK, "OFFSETS.R2"), (LIST_DELETE, "GROUPS.R18")},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def reference():
+    target = ReferenceTarget()
+    target.start()
+    yield target
+    target.stop()
+
+
+def run_through(cli, target: ReferenceTarget, select: tuple[str, ...], faults: Faults):
+    with ProxiedCluster(dict(target.restartable), faults) as proxied:
+        proc, run = cli(
+            "--bootstrap-server",
+            proxied.bootstrap,
+            "--target-name",
+            "proxied",
+            "--seed",
+            SEED,
+            "--select",
+            " or ".join(select),
+        )
+    assert run is not None, proc.stderr[-2000:]
+    assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]
+    return run
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_bug_fails_its_requirement(cli, reference, case: str) -> None:
+    bugs, select, expected = CASES[case]
+    faults = Faults(bugs)
+    run = run_through(cli, reference, select, faults)
+    assert faults.hits, f"{case}: no answer was rewritten"
+    assert expected <= failing(run), verdicts(run)
+    # the bugs touch nothing else: the requirements of other tests still pass
+    others = {k: v for k, v in verdicts(run).items() if k[0] not in {t for t, _ in expected}}
+    assert set(others.values()) <= {"PASS"}, others
+
+
+def test_through_transparent_proxies_everything_passes(cli, reference) -> None:
+    run = run_through(cli, reference, ("GROUPS", "OFFSETS"), Faults(()))
+    v = verdicts(run)
+    assert v[("offsets/commit-fetch/survive-restart", "OFFSETS.R7")] == "SKIP"
+    assert {k: x for k, x in v.items() if x != "PASS" and k[1] != "OFFSETS.R7"} == {}
