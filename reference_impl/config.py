@@ -69,6 +69,13 @@ class NodeConfig:
     default_replication_factor: int = 1
     offsets_topic_replication_factor: int = 3
     log_level: str = "INFO"
+    #: Kafka's connections.max.idle.ms: a connection with no request (or no progress of a
+    #: half-sent one) for this long is closed
+    connections_max_idle_ms: int = 600_000
+    #: where the node logs (None: stderr), rotated by size, keeping this many old files
+    log_file: str | None = None
+    log_file_max_bytes: int = 10 * 1024 * 1024
+    log_file_backups: int = 3
     #: sections owned by other components ("security", "log" …)
     settings: dict[str, Any] = field(default_factory=dict)
 

@@ -245,6 +245,7 @@ class Cluster:
             "data_dir": str(node_dir / "data"),
             "listeners": listeners,
             "metrics_port": self._port(300 + len(self.nodes)),
+            "log_file": str(node_dir / "node.log"),
             **self.overrides,
             **role_overrides,
         }

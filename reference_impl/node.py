@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,7 @@ class Node:
                     host=lc.host,
                     port=lc.port,
                     security=security_for(self.config, lc),
+                    idle_timeout=self.config.connections_max_idle_ms / 1000,
                 )
             )
 
@@ -296,6 +298,23 @@ class Node:
             raise NodeFatal(self.fatal)
 
 
+class RotatingLog(RotatingFileHandler):
+    """The node's log file, rotated by size. The launcher also points the process's stdout and
+    stderr at it (a crash's traceback, the one-line fatal reason): after each rotation they are
+    pointed at the new file too, so nothing keeps growing the rotated one."""
+
+    def __init__(self, path: str, max_bytes: int, backups: int) -> None:
+        super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+
+    def doRollover(self) -> None:
+        super().doRollover()
+        if self.stream is not None:
+            sys.stderr.flush()
+            sys.stdout.flush()
+            for fd in (1, 2):
+                os.dup2(self.stream.fileno(), fd)
+
+
 def main(factory: Callable[[NodeConfig], Node], argv: list[str] | None = None) -> int:
     """``python -m reference_impl.<role> CONFIG``: run one node; exit 1 with a reason on failure."""
     args = sys.argv[1:] if argv is None else argv
@@ -309,10 +328,13 @@ def main(factory: Callable[[NodeConfig], Node], argv: list[str] | None = None) -
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
     name = f"{config.role} {config.node_id}"
+    handler: logging.Handler = logging.StreamHandler(sys.stderr)
+    if config.log_file:
+        handler = RotatingLog(config.log_file, config.log_file_max_bytes, config.log_file_backups)
     logging.basicConfig(
         level=getattr(logging, config.log_level.upper(), logging.INFO),
         format=f"%(asctime)s %(levelname)s [{name}] %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[handler],
     )
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     try:

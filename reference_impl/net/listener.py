@@ -88,11 +88,14 @@ class Listener:
         port: int = 0,
         security: Security | None = None,
         max_request_size: int = 100 * 1024 * 1024,
+        idle_timeout: float | None = None,
     ) -> None:
         self.name, self.listener_type, self.codec = name, listener_type, codec
         self.host, self.port = host, port
         self.security = security or Security()
         self.max_request_size = max_request_size
+        #: Kafka's connections.max.idle.ms, in seconds (None: never)
+        self.idle_timeout = idle_timeout
         self.served: dict[int, Api] = {}
         self.ranges: dict[int, tuple[int, int]] = {}
         if not any(api.key == ApiKey.API_VERSIONS for api in apis):
@@ -145,14 +148,15 @@ class Listener:
         session = self.security.new_session()
         try:
             while True:
-                head = await reader.readexactly(4)
+                async with asyncio.timeout(self.idle_timeout):  # idle: no request begun
+                    head = await reader.readexactly(4)
                 (size,) = _SIZE.unpack(head)
                 if not 8 <= size <= self.max_request_size:
-                    log.info(
+                    log.debug(
                         "%s: closing %s: request size %d out of range", self.name, address, size
                     )
                     return
-                raw = await reader.readexactly(size)
+                raw = await self._read_frame(reader, size)
                 answer = await self._handle(raw, session, address)
                 if answer is _CLOSE:
                     return
@@ -164,6 +168,9 @@ class Listener:
                     # answer before the close (closing on unread bytes would reset it away)
                     await asyncio.sleep(FAILED_AUTHENTICATION_CLOSE_DELAY)
                     return
+        except TimeoutError:
+            log.debug("%s: closing %s: idle for %s s", self.name, address, self.idle_timeout)
+            return
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             return
         except asyncio.CancelledError:
@@ -173,11 +180,26 @@ class Listener:
             self._tasks.discard(task)
             writer.close()
 
+    async def _read_frame(self, reader: asyncio.StreamReader, size: int) -> bytes:
+        """The rest of a frame; a frame whose bytes stop coming for the idle time is abandoned
+        (TimeoutError), however slowly it had been trickling before."""
+        if self.idle_timeout is None:
+            return await reader.readexactly(size)
+        parts, left = [], size
+        while left:
+            async with asyncio.timeout(self.idle_timeout):
+                chunk = await reader.read(min(left, 1 << 20))
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"".join(parts), size)
+            parts.append(chunk)
+            left -= len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
     async def _handle(self, raw: bytes, session: Session, address: str) -> bytes | object | None:
         api_key, version, cid = _KEY_VERSION.unpack_from(raw, 0)
         rng = self.ranges.get(api_key)
         if rng is None:
-            log.info(
+            log.debug(
                 "%s: closing %s: api key %d not served on this listener",
                 self.name,
                 address,
@@ -191,7 +213,7 @@ class Listener:
                     "ApiKeys": self.api_versions_body(),
                 }
                 return encode_response(self.codec, ApiKey.API_VERSIONS, 0, cid, body)
-            log.info(
+            log.debug(
                 "%s: closing %s: api %d version %d not served", self.name, address, api_key, version
             )
             return _CLOSE
@@ -200,7 +222,7 @@ class Listener:
             ApiKey.SASL_HANDSHAKE,
             ApiKey.SASL_AUTHENTICATE,
         ):
-            log.info("%s: closing %s: api %d before authentication", self.name, address, api_key)
+            log.debug("%s: closing %s: api %d before authentication", self.name, address, api_key)
             return _CLOSE
         try:
             hv = request_header_version(self.codec, api_key, version)
@@ -219,7 +241,7 @@ class Listener:
         return encode_response(self.codec, api_key, version, cid, response)
 
     def _refuse(self, address: str, reason: str) -> object:
-        log.info("%s: closing %s: %s", self.name, address, reason)
+        log.debug("%s: closing %s: %s", self.name, address, reason)
         return _CLOSE
 
 
