@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
@@ -153,6 +154,28 @@ def load_requirements(kips_dir: Path | str | None = None) -> Requirements:
             seen[r.id] = path
             reqs.append(r)
     return Requirements(features, reqs)
+
+
+#: the fields of a requirement the report shows beside its id, as written in its file
+TEXT_FIELDS = ("level", "statement", "basis", "listener", "apis", "proposal", "reading", "note")
+
+
+def requirement_texts(folder: Path | str | None = None) -> dict[str, dict[str, Any]]:
+    """requirement id -> its ``TEXT_FIELDS`` and its feature's (``feature``: the file stem,
+    ``feature_title``, ``status``, ``source``), from the same validated files as everything
+    else. A missing folder has no texts; a malformed file raises SpecError."""
+    out: dict[str, dict[str, Any]] = {}
+    for feature in load_requirements(folder).features.values():
+        for req in feature.raw["requirements"]:
+            entry = {k: req[k] for k in TEXT_FIELDS if k in req}
+            entry.update(
+                feature=feature.path.stem,
+                feature_title=feature.title,
+                status=feature.status,
+                source=feature.source,
+            )
+            out[req["id"]] = entry
+    return out
 
 
 @cache

@@ -55,6 +55,7 @@ def add_matrix(sub: argparse._SubParsersAction) -> None:
 
 def matrix_command(args: argparse.Namespace) -> int:
     from conformance.matrix.job import run_matrix
+    from conformance.protocol.errors import SpecError
     from conformance.results.schema import RunError, find_runs
 
     try:
@@ -67,7 +68,7 @@ def matrix_command(args: argparse.Namespace) -> int:
             kips_dir=args.kips_dir,
             title=args.title,
         )
-    except RunError as e:
+    except (RunError, SpecError) as e:
         print(f"kafka-conformance: error: {e}", file=sys.stderr)
         return 2
     model = result.model

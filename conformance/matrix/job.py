@@ -21,9 +21,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from conformance.matrix import api_support, kips, requirement_matrix, run_diff
+from conformance.matrix import api_support, requirement_matrix, run_diff
 from conformance.matrix.ingest import Ingested, ingest, valid_records
 from conformance.matrix.versions import natural_key, order_versions
+from conformance.requirements import requirement_texts
 from conformance.results.schema import FEATURES, RunError, find_runs, started
 
 PARQUET_DIR = "results.parquet"
@@ -163,7 +164,7 @@ def compute(
     for cached in (counts_df, runs, cells_df):
         cached.unpersist()
 
-    requirements = kips.load_requirements(kips_dir)
+    requirements = requirement_texts(kips_dir)
     cells_out = []
     for r in cell_rows:
         key = tuple(r[k] for k in requirement_matrix.CELL_KEY)

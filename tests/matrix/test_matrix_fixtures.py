@@ -6,8 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conformance.matrix import run_diff
-from conformance.matrix.kips import load_requirements
 from conformance.report.verdict_style import cell_text
+from conformance.requirements import requirement_texts
 
 TARGETS = ["reference 0.1.0", "reference 0.2.0", "tansu 0.5.1", "tansu 0.6.0"]
 # Each cell: verdict, then runs passed / runs scored. Worked out from fixtures/runs/make_runs.py,
@@ -117,7 +117,7 @@ def test_failure_messages_and_requirement_texts_reach_the_cells(model):
     assert cell["details_total"] == 3
     assert all("UNSUPPORTED_VERSION" in d["message"] for d in cell["details"])
     assert {d["test_id"] for d in cell["details"]} == {"api-versions/v127/downgrade-answer"}
-    texts = load_requirements()
+    texts = requirement_texts()
     for rid, req in model["requirements"].items():
         assert req["known"] is (rid in texts)
         assert req.get("statement") == texts.get(rid, {}).get("statement")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html import escape
 from html.parser import HTMLParser
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from conformance import specs
 from conformance.report.verdict_style import COLOURS
 from tests.report import chromium
 
@@ -107,10 +109,9 @@ def test_requirement_without_text_is_shown_by_id(spark, tmp_path):
 
     kips = tmp_path / "kips"
     kips.mkdir()
-    (kips / "kip-78.json").write_text(
-        '{"title": "t", "requirements": [{"id": "KIP-78.R1", "level": "MUST", '
-        '"statement": "The cluster id is served."}]}'
-    )
+    kip78 = json.loads((specs.REQUIREMENTS / "kip-78.json").read_text())
+    kip78["requirements"] = [{**kip78["requirements"][0], "statement": "The cluster id is served."}]
+    (kips / "kip-78.json").write_text(json.dumps(kip78))
     out = run_matrix(
         [FIXTURE_RUNS / "20250303T090000Z-reference-0.1.0-1"], tmp_path / "r", spark=spark,
         kips_dir=kips,

@@ -10,7 +10,12 @@ import pytest
 
 from conformance.protocol import Codec
 from conformance.protocol.errors import SpecError
-from conformance.requirements import load_feature, load_requirements, requirements
+from conformance.requirements import (
+    load_feature,
+    load_requirements,
+    requirement_texts,
+    requirements,
+)
 from tests.suite.conftest import collect
 
 FILES = ("protocol", "kip-78", "broker-registration", "kip-42", "kip-536", "kip-590")
@@ -114,3 +119,18 @@ def test_the_suite_names_only_known_requirements() -> None:
     code, ids, out = collect()
     assert code == 0, out[-3000:]
     assert len(ids) > 280
+
+
+def test_the_report_texts_come_from_the_same_validated_files(tmp_path: Path) -> None:
+    """One loader: the report's texts are the requirements' own, and a malformed file is a
+    SpecError for the report too (never silently passed over)."""
+    texts = requirement_texts()
+    assert {rid: t["statement"] for rid, t in texts.items()} == {
+        r.id: r.statement for r in requirements()
+    }
+    assert texts["KIP-78.R1"]["feature"] == "kip-78" and texts["KIP-78.R1"]["level"] == "MUST"
+    obj = _good()
+    del obj["title"]
+    _write(tmp_path, obj)
+    with pytest.raises(SpecError, match=r"kip-1\.json"):
+        requirement_texts(tmp_path)
