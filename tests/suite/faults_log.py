@@ -152,7 +152,8 @@ class EveryWriteToPartitionZero(Fault):
 
 
 class UnknownPartitionAccepted(Fault):
-    """Produce to a partition the topic lacks is acknowledged (LOG.R4)."""
+    """Produce to a partition the broker does not have is acknowledged: an unknown partition
+    index, or a deleted topic (LOG.R4, LOG.R17)."""
 
     responses = (PRODUCE,)
 
@@ -337,6 +338,7 @@ LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R14": CodecBitsLost,
     "LOG.R15": ZstdAcceptedEarly,
     "LOG.R16": CrcNotChecked,
+    "LOG.R17": UnknownPartitionAccepted,
 }
 
 

@@ -20,18 +20,37 @@ from hypothesis import core
 from conformance.protocol import Codec
 from conformance.suite import verify
 from conformance.suite.harness import Harness
-from conformance.suite.log import test_compression, test_offsets, test_produce_fetch
+from conformance.suite.log import (
+    test_compression,
+    test_delete_then_use,
+    test_offsets,
+    test_partition_model,
+    test_produce_fetch,
+)
 from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import failing, verdicts
-from tests.suite.faults_log import LOG_FAULTS, HighWatermarkOffByOne, ProxiedCluster
+from tests.suite.faults_log import (
+    LOG_FAULTS,
+    HighWatermarkOffByOne,
+    ListOffsetsOffByOne,
+    ProxiedCluster,
+)
 
 CODEC = Codec.from_specs()
 SEED = 20261123
-MODULES = (test_produce_fetch, test_offsets, test_compression)
+MODULES = (
+    test_produce_fetch,
+    test_offsets,
+    test_compression,
+    test_delete_then_use,
+    test_partition_model,
+)
+MODEL = test_partition_model.test_partition_log_state_machine
 
 
 def suite_tests(modules=MODULES) -> dict[str, list[Callable]]:
-    """requirement id -> the suite test functions that name it."""
+    """requirement id -> the suite test functions that name it; the state machine (slower)
+    only for requirements no focused test names."""
     out: dict[str, list[Callable]] = {}
     for module in modules:
         for _, fn in inspect.getmembers(module, inspect.isfunction):
@@ -39,7 +58,7 @@ def suite_tests(modules=MODULES) -> dict[str, list[Callable]]:
                 if mark.name == "conformance":
                     for req in mark.kwargs["requirements"]:
                         out.setdefault(req, []).append(fn)
-    return out
+    return {req: [f for f in fns if f is not MODEL] or fns for req, fns in out.items()}
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +111,16 @@ def test_the_fault_fails_the_requirement(reference, req: str) -> None:
     named = [f for f in failures if f is not None and req in f.req_ids]
     assert named, f"{type(fault).__name__}: {[str(f) for f in failures]}"
     assert all(str(f) for f in named)
+
+
+def test_the_model_catches_an_off_by_one_list_offsets_and_prints_the_steps(reference) -> None:
+    fault = ListOffsetsOffByOne()
+    with ProxiedCluster(reference, fault) as cluster:
+        failure = run(cluster, MODEL)
+    assert failure is not None and failure.req_ids == ("LOG.R10",), failure
+    text = str(failure)
+    assert "[model log-partition; steps: " in text and "create(#0" in text, text
+    assert "list-" in text and "Offset=" in text, text
 
 
 def test_a_faulty_high_watermark_fails_exactly_that_requirement_in_a_run(cli, reference) -> None:

@@ -1,0 +1,131 @@
+"""How the log-partition model (``specs/models/log-partition.json``) meets a target.
+
+Each entity is a fresh suite topic (one partition) named per runner, so examples never share
+a topic. Requests go to the partition's leader once the topic exists (the bootstrap before),
+at the highest version both sides know within what ``conformance.suite.partitions`` encodes;
+the body a template gives is adapted where versions differ (DeleteTopics by name before v6,
+a replication factor of 1 before CreateTopics v4). ``Records`` given as a count becomes a batch
+of that many records, and each fetched partition gains ``FetchedRecords`` and ``FirstOffset``
+so the model can speak of what a Fetch returned.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from conformance.protocol.records import CorruptRecordError
+from conformance.suite import verify
+from conformance.suite.harness import Harness
+from conformance.suite.models import Binding, Model, ModelRunner
+from conformance.suite.partitions import (
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    FETCH,
+    LIST_OFFSETS,
+    PRODUCE,
+    SuiteTopic,
+    batch_bytes,
+    fresh_name,
+    now_ms,
+    quiet_version,
+    records_of,
+)
+
+#: the version range of each API the binding sends
+WITHIN: dict[int, str | None] = {PRODUCE: "3+", FETCH: "4-12", LIST_OFFSETS: "1+"}
+
+
+class TopicsBinding(Binding):
+    """Suite topics as model entities: requests to their leaders, created ones deleted at the
+    end."""
+
+    def __init__(self, harness: Harness, what: str, count: int) -> None:
+        self.harness = harness
+        self.count = count
+        self.topics = [SuiteTopic(harness, fresh_name(f"{what}-{i}"), 1) for i in range(count)]
+        self._by_name = {t.name: t for t in self.topics}
+
+    def entity_id(self, index: int) -> str:
+        return self.topics[index].name
+
+    def version(self, api_key: int) -> int:
+        return quiet_version(self.harness, api_key, WITHIN.get(api_key))
+
+    def adapt(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        """The template's body in the form ``version`` takes."""
+        if api_key == CREATE_TOPICS and version < 4:
+            for t in body["Topics"]:
+                if t["ReplicationFactor"] == -1:
+                    t["ReplicationFactor"] = 1
+        if api_key == DELETE_TOPICS:
+            names = [t["Name"] for t in body.pop("Topics")]
+            if version >= 6:
+                body["Topics"] = [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names]
+            else:
+                body["TopicNames"] = names
+        if api_key == PRODUCE:
+            for t in body["TopicData"]:
+                for p in t["PartitionData"]:
+                    if isinstance(p["Records"], int):
+                        ts = now_ms()
+                        p["Records"] = batch_bytes(
+                            [(ts, None, f"record {i}".encode()) for i in range(p["Records"])]
+                        )
+        return body
+
+    def topic_of(self, api_key: int, body: dict[str, Any]) -> SuiteTopic | None:
+        entries = body.get("Topics") or body.get("TopicData") or []
+        name = entries[0].get("Name", entries[0].get("Topic")) if entries else None
+        return self._by_name.get(name)
+
+    def send(self, name: str, request: dict[str, Any], body: dict[str, Any], to: Any) -> dict:
+        api_key = request["api_key"]
+        version = self.version(api_key)
+        topic = self.topic_of(api_key, body)
+        body = self.adapt(api_key, version, body)
+        conn = topic.conn(0) if topic is not None else self.harness.connect()
+        answer = conn.request(api_key, version, body).body
+        if api_key == CREATE_TOPICS and topic is not None:
+            if answer["Topics"] and answer["Topics"][0]["ErrorCode"] == 0:
+                topic.learn_leaders()
+        if api_key == DELETE_TOPICS and topic is not None:
+            topic.leaders = {}
+        if api_key == FETCH:
+            for t in answer["Responses"]:
+                for p in t["Partitions"]:
+                    try:
+                        _, records = records_of(p["Records"])
+                    except CorruptRecordError as e:
+                        raise verify.Failed(f"{name}: fetched records do not decode: {e}") from None
+                    p["FetchedRecords"] = len(records)
+                    p["FirstOffset"] = records[0].offset if records else -1
+        return answer
+
+    def cleanup(self, runner: ModelRunner) -> None:
+        for e in runner.entities:
+            if runner.model.visible(e.state):
+                self.topics[e.index].delete()
+
+
+def only_when_applicable(machine: type, model: Model) -> type:
+    """Give each event's rule a hypothesis precondition: some entity can take the event from
+    its state. Examples are then made of requests the model predicts, not of skipped steps
+    (hypothesis's simplest example would otherwise repeat the first rule, e.g. a create of a
+    topic that exists)."""
+    from hypothesis.stateful import precondition
+
+    def takes(runner: ModelRunner, event: str, index: int) -> bool:
+        options = runner.applicable(event, index)
+        return bool(options) and options[0][0] == runner.entities[index].state
+
+    for ev in model.events.values():
+        fn = getattr(machine, ev.method, None)
+        if fn is None or ev.wait is not None:
+            continue
+
+        def can(self: Any, event: str = ev.name) -> bool:
+            return any(takes(self.runner, event, i) for i in range(self.runner.count))
+
+        setattr(machine, ev.method, precondition(can)(fn))
+    return machine

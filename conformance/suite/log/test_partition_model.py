@@ -1,0 +1,37 @@
+"""The partition log as a state machine (``specs/models/log-partition.json``): hypothesis mixes
+create, produce, fetch (at, past and before the log end), ListOffsets and delete on two fresh
+topics, the model predicting every answer; a failure lists the steps that led to it."""
+
+from __future__ import annotations
+
+from conformance.suite.harness import Harness
+from conformance.suite.log.binding import TopicsBinding, only_when_applicable
+from conformance.suite.meta import conformance
+from conformance.suite.models import ModelRunner, load_model, run_machine, state_machine
+from conformance.suite.partitions import (
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    FETCH,
+    LIST_OFFSETS,
+    PRODUCE,
+)
+
+REQS = ("LOG.R1", "LOG.R2", "LOG.R6", "LOG.R7", "LOG.R10", "LOG.R17")
+#: examples and steps: each step is a round trip, create and delete wait for every broker
+EXAMPLES, STEPS = 4, 12
+
+
+@conformance("log/partition/state-machine", *REQS, api=PRODUCE)
+def test_partition_log_state_machine(harness: Harness) -> None:
+    for api_key, within in ((FETCH, "4-12"), (LIST_OFFSETS, "1+"), (CREATE_TOPICS, None)):
+        harness.pick_version(api_key, within)
+    harness.pick_version(DELETE_TOPICS)
+    harness.pick_version(PRODUCE, "3+")
+    model = load_model("log-partition")
+    machine = state_machine(
+        model,
+        lambda: ModelRunner(model, TopicsBinding(harness, "log-model", model.count), allowed=REQS),
+        initialize=["create"],
+    )
+    only_when_applicable(machine, model)
+    run_machine(harness, machine, examples=EXAMPLES, steps=STEPS)
