@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -300,11 +301,8 @@ class ReplicaManager:
                 if internal:
                     batch = validate_internal_batch(records)
                 else:
-                    batch = validate_batch(
-                        records,
-                        max_message_bytes=cfg.max_message_bytes,
-                        produce_version=produce_version,
-                    )
+                    batch = await validated_batch(records, cfg.max_message_bytes, produce_version)
+                    p = self.partition_or_error(topic, index)  # still ours after the wait?
                 if acks == -1 and len(p.isr) < cfg.min_insync_replicas:
                     raise KafkaError(
                         ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -607,6 +605,31 @@ class ReplicaManager:
             if p.role in (LEADER, FOLLOWER):
                 deleted += p.log.apply_retention(p.high_watermark)
         return deleted
+
+
+#: client batches at least this large, or compressed, are validated on a worker thread
+OFFLOAD_BYTES = 64 * 1024
+#: where a v2 batch's attributes end (their low 3 bits name the compression codec)
+_ATTRIBUTES_END = 23
+
+
+async def validated_batch(
+    records: bytes | None, max_message_bytes: int, produce_version: int
+) -> Any:
+    """``validate_batch``, off the event loop when it may be long (a big or compressed batch:
+    decompression and the walk over every record), so that one heavy Produce does not stall
+    every other connection of the broker; small plain batches stay inline (cheaper)."""
+    check = functools.partial(
+        validate_batch,
+        records,
+        max_message_bytes=max_message_bytes,
+        produce_version=produce_version,
+    )
+    heavy = records is not None and (
+        len(records) >= OFFLOAD_BYTES
+        or (len(records) >= _ATTRIBUTES_END and records[_ATTRIBUTES_END - 1] & 0x07)
+    )
+    return await asyncio.to_thread(check) if heavy else check()
 
 
 # -- files -------------------------------------------------------------------------------------
