@@ -26,6 +26,7 @@ from conformance.protocol.jsonform import JsonFormError, from_json, to_json
 from conformance.protocol.spec import SPEC_DIR, SpecSet
 from conformance.protocol.spec_check import check_spec_dir
 from conformance.run import add_run
+from conformance.suite.catalog import add_requirements
 from reference_impl.launcher import add_serve
 
 PROG = "kafka-conformance"
@@ -184,6 +185,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_specs,
     add_codec,
     add_matrix,
+    add_requirements,
 ]
 
 

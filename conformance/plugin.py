@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from conformance.results.verdicts import NotApplicable, Verdict, verdict_for
+from conformance.suite.credit import Ledger
 from conformance.suite.meta import MARKER, kebab
 
 #: hypothesis examples per property test of the suite (``--examples``)
@@ -380,8 +381,18 @@ def _message(report: pytest.TestReport, exc: BaseException | None) -> str:
     return " ".join(str(report.longrepr or "").split())[-2000:]
 
 
-def _verdicts(ti: TestInfo, state: State, phases: list[tuple[str, Phase]], soft: dict[str, str]):
-    """(requirement id, verdict, message) for each requirement of a finished test."""
+def _verdicts(
+    ti: TestInfo,
+    state: State,
+    phases: list[tuple[str, Phase]],
+    soft: dict[str, str],
+    ledger: Ledger,
+):
+    """(requirement id, verdict, message) for each requirement of a finished test.
+
+    A requirement is PASS only when a check naming it ran and held (``ledger``); one the test
+    lists but never checked takes the verdict the test recorded for it (UNSUPPORTED naming the
+    API version the target lacks, say), or SKIP "not checked"."""
     from conformance.requirements import requirements
 
     reqs = requirements()
@@ -433,27 +444,39 @@ def _verdicts(ti: TestInfo, state: State, phases: list[tuple[str, Phase]], soft:
         if teardown is not None and teardown.outcome == "failed":
             out.append((rid, Verdict.ERROR, f"teardown: {teardown.message}"))
             continue
+        if not ledger.credited(rid):
+            out.append((rid, *ledger.without_checks(rid)))
+            continue
         out.append((rid, Verdict.PASS, None))
     return out
 
 
 def _adjust_call_report(item, ti: TestInfo, state: State, report, exc) -> None:
     """Make pytest's outcome agree with the verdicts (soft failures, NONSTRICT as xfail)."""
-    soft = dict(state.harness.notes.soft) if state.harness else {}
+    notes = state.harness.notes if state.harness else None
+    soft = dict(notes.soft) if notes else {}
+    ledger = notes.ledger if notes else Ledger()
     phases = [
         ("setup", Phase("passed", None, 0, "")),
         ("call", Phase(report.outcome, exc, 0, _message(report, exc) if not report.passed else "")),
     ]
-    verdicts = {v for _, v, _ in _verdicts(ti, state, phases, soft)}
+    found = _verdicts(ti, state, phases, soft, ledger)
+    verdicts = {v for _, v, _ in found}
     if Verdict.FAIL in verdicts or Verdict.ERROR in verdicts:
         if report.passed:
             report.outcome = "failed"
-            report.longrepr = "; ".join(f"{k}: {m}" for k, m in soft.items())
+            report.longrepr = "; ".join(m for m in soft.values())
         return
     if Verdict.NONSTRICT in verdicts:
-        text = "; ".join(f"{k}: {m}" for k, m in soft.items()) or _message(report, exc)
+        text = "; ".join(m for m in soft.values()) or _message(report, exc)
         report.outcome = "skipped"
         report.wasxfail = f"NONSTRICT: {text}"[:500]
+        return
+    if report.passed and Verdict.PASS not in verdicts:
+        # nothing was credited: pytest shows the skip the verdicts say, with its reason
+        reason = "; ".join(f"{rid} {v.value}: {m}" for rid, v, m in found)
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {reason}"[:1000])
 
 
 def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
@@ -461,6 +484,7 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
     harness = state.harness
     notes = harness.notes if harness is not None else None
     soft = dict(notes.soft) if notes else {}
+    ledger = notes.ledger if notes else Ledger()
     duration_ms = round(sum(p.duration for _, p in phases) * 1000, 3)
     from conformance.requirements import requirements
 
@@ -468,7 +492,7 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
     uses_hypothesis = hasattr(getattr(item, "obj", None), "hypothesis") or bool(
         notes and notes.seeded
     )
-    for rid, verdict, message in _verdicts(ti, state, phases, soft):
+    for rid, verdict, message in _verdicts(ti, state, phases, soft, ledger):
         state.counts[verdict.value] = state.counts.get(verdict.value, 0) + 1
         if state.recorder is None:
             continue
@@ -489,6 +513,7 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
                 "duration_ms": duration_ms,
                 "seed": state.seed if uses_hypothesis else None,
                 "listener": (notes.listener if notes and notes.listener else reqs[rid].listener),
+                "observed": (ledger.observed[rid].record() if rid in ledger.observed else None),
             }
         )
     if harness is not None:

@@ -94,14 +94,17 @@ def _schema_errors(name: str, obj: Any) -> list[str]:
 def record_errors(obj: Any, run_id: str | None = None) -> list[str]:
     """What is wrong with one result record (empty when it is valid).
 
-    Beyond the schema: ``api_name`` is null exactly when ``api_key`` is, and the record belongs
-    to the run whose manifest it sits beside (``run_id``, when given).
+    Beyond the schema: ``api_name`` is null exactly when ``api_key`` is, a PASS that says what
+    it observed observed at least one check, and the record belongs to the run whose manifest it
+    sits beside (``run_id``, when given).
     """
     errors = _schema_errors("result", obj)
     if errors:
         return errors
     if (obj["api_key"] is None) != (obj["api_name"] is None):
         errors.append("api_name: must be null exactly when api_key is null")
+    if "observed" in obj and obj["verdict"] == "PASS" and not (obj["observed"] or {}).get("checks"):
+        errors.append("observed: a PASS needs at least one check that ran")
     if run_id is not None and obj["run_id"] != run_id:
         errors.append(f"run_id: {obj['run_id']!r} is not the manifest's run_id {run_id!r}")
     return errors

@@ -28,6 +28,9 @@ Writing a test:
   NOT_EXPOSED (the spec's ``listeners``); raise ``verdicts.ProposalAbsent`` where a proposal's
   feature is missing and ``verdicts.MissingPrecondition("no ZooKeeper connect string
   (--zookeeper)")`` where the environment lacks something: never a FAIL, never a vacuous PASS.
+* Every check names its requirement ids: ``verify.check(cond, message, "KIP-78.R3")``. Only a
+  check that ran credits a PASS (see ``conformance.suite.meta``); ``harness.can_check`` records
+  why a requirement cannot be checked here and lets the test go on with the others.
 * ``verify.Failed(message, *req_ids)`` fails only the named requirements of the test;
   ``verify.soft`` records a SHOULD failure without stopping the test.
 * Property tests go through ``conformance.suite.harness.run_property(harness, strategy,

@@ -19,7 +19,13 @@ from conformance.client.wire import Connection, ConnectionClosed, Response
 from conformance.protocol import Codec, DecodeError, UnknownMessageError
 from conformance.protocol.framing import encode_request
 from conformance.protocol.versions import Versions
-from conformance.results.verdicts import MissingPrecondition, NotExposed, Unsupported
+from conformance.results.verdicts import (
+    MissingPrecondition,
+    NotApplicable,
+    NotExposed,
+    Unsupported,
+)
+from conformance.suite import credit
 from conformance.targets.base import Endpoint, Target, TargetError
 
 T = TypeVar("T")
@@ -41,6 +47,8 @@ class TestNotes:
     listener: str | None = None
     #: whether the test drew hypothesis examples (its records then carry the run's seed)
     seeded: bool = False
+    #: which requirements its checks covered and what they saw (what credits a PASS)
+    ledger: credit.Ledger = field(default_factory=credit.begin)
 
     def fail_soft(self, req_id: str, message: str) -> None:
         self.soft.setdefault(req_id, message)
@@ -278,6 +286,34 @@ class Harness:
             )
         self.note(api_key, rng.hi, listener)
         return rng.hi
+
+    def can_check(
+        self,
+        api_key: int,
+        *req_ids: str,
+        within: Versions | str | None = None,
+        listener: str = "client",
+    ) -> bool:
+        """Whether ``api_key`` (some version in ``within``) can be exercised here; when not, the
+        reason is recorded for ``req_ids`` (their verdict, should no other check credit them)
+        and the test goes on with its other requirements."""
+        try:
+            self.require(api_key, None, listener)
+            if within is not None:
+                lo, hi = self.advertised_on(listener)[api_key]
+                ours = self.codec.message(api_key, "request").valid_versions
+                rng = Versions(max(lo, ours.lo), min(hi, ours.hi)).intersect(
+                    Versions.parse(within) if isinstance(within, str) else within
+                )
+                if rng.empty:
+                    raise Unsupported(
+                        f"{self.api_name(api_key)}: no version in {within} is advertised "
+                        f"(advertised {lo}-{hi})"
+                    )
+        except NotApplicable as why:
+            credit.cannot_check(why, *req_ids)
+            return False
+        return True
 
     def note(self, api_key: int, version: int | None, listener: str | None = None) -> None:
         """Record the API and version a test exercised (kept in its result records)."""

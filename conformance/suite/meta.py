@@ -6,6 +6,28 @@
 The id is the test's name in results, reports and ``--select``; it may use the test's
 parameters (``"spec/{case}/well-formed"``, formatted with ``str()`` of each parameter). The
 plugin refuses, at collection, a requirement id that ``specs/requirements`` does not define.
+
+Crediting: listing a requirement does not credit it. A requirement of a test is PASS only when a
+check naming it ran against the target during the test and held:
+
+* every ``verify.check(cond, message, *req_ids)`` / ``verify.soft`` / ``verify.expect_*`` names
+  its requirement ids explicitly (a check naming none is a suite bug: ValueError, ERROR), and
+  records under each id that it ran and what it saw (``saw=`` when the message is not that);
+  ``verify.expect_response`` credits the framing/served/correlation/decoding ids it was given;
+* a model run (``conformance.suite.models``) credits the requirements of each rule whose answer
+  matched, each check and liveness promise that held and each invariant that held, nothing else;
+* a requirement the target gives no way to check (an API or version it does not advertise) is
+  recorded with ``harness.can_check(api_key, *req_ids, within="0-1")`` (or
+  ``credit.cannot_check(Unsupported("why"), *req_ids)``) and the test goes on with the rest;
+* at the end, a listed requirement with no check that ran is that recorded verdict
+  (UNSUPPORTED naming the missing API or version), else SKIP "not checked: ...", never PASS.
+
+Each result record carries ``observed`` (checks run, failed, the first texts seen); a failure's
+text puts each requirement's statement beside its id. ``kafka-conformance requirements`` lists
+every requirement with its statement and the tests that check it, and the project's tests fail
+when a requirement has no test that can credit it (``conformance.suite.catalog``). Raising
+``verify.Failed`` directly fails its ids but credits nothing: use it for preconditions (a
+cluster listing no broker), not for what a check saw hold.
 """
 
 from __future__ import annotations

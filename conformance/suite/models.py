@@ -38,7 +38,7 @@ import jsonschema
 from conformance import specs
 from conformance.client.wire import ConnectionClosed, ProtocolViolation
 from conformance.protocol.errors import DecodeError, SpecError
-from conformance.suite import verify
+from conformance.suite import credit, verify
 
 MODELS_DIR = specs.MODELS
 MODEL_SCHEMA = specs.SCHEMA / "model.schema.json"
@@ -339,6 +339,8 @@ class ModelRunner:
             and (inv.get("when") is None or binding.holds(inv["when"]))
         ]
         self.steps: list[str] = []
+        #: the requirements of the rule the last answered step went through
+        self.last_requirements: tuple[str, ...] = ()
         #: told of every failure before it is raised (run_machine keeps the first)
         self.on_failure: Callable[[verify.Failed], None] | None = None
 
@@ -525,9 +527,14 @@ class ModelRunner:
                     continue
                 new = o.to or state
                 self.steps.append(f"{label} -> {shown}: {e.state} -> {new}")
+                # the answer is one the model allows: this rule's requirements were checked
+                credit.ran([*t.requirements, *e.timed_out], f"{label} -> {shown}")
+                self.last_requirements = (*t.requirements, *e.timed_out)
                 for c in t.checks:
                     a, b = (self.value(x, e, args=args, response=response) for x in c["args"])
-                    if not _compare({"greater": "gt", "equal": "eq"}[c["op"]], a, b):
+                    held = _compare({"greater": "gt", "equal": "eq"}[c["op"]], a, b)
+                    credit.ran(c["requirements"], f"{label}: {c['message']} ({a} vs {b})", held)
+                    if not held:
                         raise self.fail(
                             f"{label}: {c['message']} ({a} vs {b})", [*c["requirements"]]
                         )
@@ -576,6 +583,7 @@ class ModelRunner:
         if e.state not in lv["from"]:
             return
         deadline = time.monotonic() + self.binding.duration(lv["within"])
+        start = e.state
         while e.state not in lv["until"]:
             if time.monotonic() > deadline:
                 raise self.fail(
@@ -588,6 +596,7 @@ class ModelRunner:
             if len(self.steps) == before:
                 raise self.fail(f"{lv['repeat']} does not apply to {e.state}", lv["requirements"])
             time.sleep(0.05)
+        credit.ran(lv["requirements"], f"{e.label()}: {start} -> {e.state} ({lv['name']})")
 
     # --- invariants ------------------------------------------------------------------------------
 
@@ -601,6 +610,7 @@ class ModelRunner:
         while True:
             problems, reqs = self._violations(inv)
             if not problems:
+                credit.ran(_invariant_requirements(inv), f"{inv['name']} held")
                 return
             if time.monotonic() >= deadline:
                 within = f" within {settle:.1f} s" if settle else ""
@@ -677,6 +687,13 @@ class ModelRunner:
 
     def cleanup(self) -> None:
         self.binding.cleanup(self)
+
+
+def _invariant_requirements(inv: dict[str, Any]) -> list[str]:
+    reqs = inv["requirements"]
+    if isinstance(reqs, dict):  # visible_set: {"extra": [...], "missing": [...]}
+        return [r for ids in reqs.values() for r in ids]
+    return list(reqs)
 
 
 def lookup(value: Any, path: str) -> Any:

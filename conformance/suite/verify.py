@@ -1,9 +1,12 @@
-"""Small reusable checks, each failing with the requirement ids it concerns.
+"""Small reusable checks, each naming the requirement ids it checks.
 
-A check that fails raises :class:`Failed` naming requirement ids, so a test that checks several
-requirements records a failure only against the ones whose check failed (the others are recorded
-as not evaluated). ``soft`` records a failure without stopping the test: used for SHOULD checks
-made in passing, so that they never hide or mask the MUST checks of the same test.
+Every check records, under each id it names, that it ran and what it saw (``conformance.suite.
+credit``): that is what credits a requirement with PASS; a listed requirement no check of which
+ran is never PASS. A check that fails raises :class:`Failed` naming its requirement ids, so a test
+that checks several requirements records a failure only against the ones whose check failed (the
+others are recorded as not evaluated). ``soft`` records a failure without stopping the test: used
+for SHOULD checks made in passing, so that they never hide or mask the MUST checks of the same
+test. A check that names no requirement id is a suite bug (ValueError, an ERROR verdict).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from conformance.client.wire import ConnectionClosed, ProtocolViolation, Respons
 from conformance.protocol import ErrorCode
 from conformance.protocol.errors import DecodeError
 from conformance.protocol.spec import FieldSpec, StructSpec
+from conformance.suite import credit
 
 if TYPE_CHECKING:
     from conformance.suite.harness import Harness, SyncConnection
@@ -26,23 +30,47 @@ DOCUMENTED_ERRORS_FILE = Path(__file__).with_name("data") / "documented_errors.j
 
 
 class Failed(AssertionError):
-    """A check failed; ``req_ids`` are the requirements it concerns (empty: all of the test's)."""
+    """A check failed; ``req_ids`` are the requirements it concerns (empty: all of the test's).
+
+    Its text puts each requirement's statement beside its id, then what was seen (``detail``)."""
 
     def __init__(self, message: str, *req_ids: str) -> None:
-        super().__init__(message)
+        super().__init__(explain(message, req_ids))
+        self.detail = message
         self.req_ids = tuple(req_ids)
 
 
-def check(condition: object, message: str, *req_ids: str) -> None:
+def explain(message: str, req_ids: tuple[str, ...] | list[str]) -> str:
+    """``message`` preceded by the statement of each requirement it concerns."""
+    from conformance.requirements import requirements
+
+    reqs = requirements()
+    said = [f"{r} ({reqs[r].statement})" if r in reqs else r for r in dict.fromkeys(req_ids)]
+    return f"{'; '.join(said)}: {message}" if said else message
+
+
+def check(condition: object, message: str, *req_ids: str, saw: str | None = None) -> None:
+    """``condition`` must hold; ``message`` says what was expected and what came back (it is
+    also what the check saw, unless ``saw`` says it better). Names at least one requirement."""
+    if saw is None:
+        saw = f"held (it fails as: {message})" if condition else message
+    credit.ran(req_ids, saw, bool(condition))
     if not condition:
         raise Failed(message, *req_ids)
 
 
 def soft(harness: Harness, condition: object, message: str, req_id: str) -> bool:
     """Record a failure of ``req_id`` without stopping the test; returns ``condition``."""
+    credit.ran((req_id,), message, bool(condition))
     if not condition:
-        harness.notes.fail_soft(req_id, message)
+        harness.notes.fail_soft(req_id, explain(message, (req_id,)))
     return bool(condition)
+
+
+def ran(saw: str, *req_ids: str) -> None:
+    """Credit ``req_ids`` with a check that held where no ``check`` call expresses it (an
+    outcome the test accepted among several, say): ``saw`` is what the target did."""
+    credit.ran(req_ids, saw, True)
 
 
 def describe(harness: Harness, api_key: int, version: int, body: dict, limit: int = 600) -> str:
@@ -79,8 +107,9 @@ def expect_response(
     what = f"{conn.harness.api_name(api_key)} v{version}"
     try:
         if timeout is None:
-            return conn.request(api_key, version, body)
-        return conn.request(api_key, version, body, timeout=timeout)
+            resp = conn.request(api_key, version, body)
+        else:
+            resp = conn.request(api_key, version, body, timeout=timeout)
     except ConnectionClosed as e:
         raise Failed(
             f"{what}: the target closed the connection instead of answering ({e})", served
@@ -92,10 +121,13 @@ def expect_response(
     except ProtocolViolation as e:
         req = correlation if "correlation" in str(e) else framing
         raise Failed(f"{what}: {e}", req) from None
+    credit.ran((served, framing, correlation, decoding), f"{what} answered, well-formed")
+    return resp
 
 
 def expect_disconnect(conn: SyncConnection, timeout: float, message: str, *req_ids: str) -> None:
-    check(conn.closed_by_peer(timeout), message, *req_ids)
+    closed = conn.closed_by_peer(timeout)
+    check(closed, message, *req_ids, saw=f"closed within {timeout} s: {closed}")
 
 
 def expect_error_or_disconnect(
@@ -113,6 +145,7 @@ def expect_error_or_disconnect(
     try:
         resp = conn.wait(fut, timeout)
     except ConnectionClosed:
+        credit.ran(req_ids, f"{message}: the target closed the connection")
         return "closed"
     except (ProtocolViolation, DecodeError) as e:
         raise Failed(
@@ -123,6 +156,7 @@ def expect_error_or_disconnect(
             conn.closed_by_peer(0.5),
             f"{message}: neither answered nor closed within {timeout} s",
             *req_ids,
+            saw=f"{message}: no answer, then the connection closed",
         )
         return "closed"
     codes = [code for _, code in error_codes(conn.harness, resp.body, api_key)]
@@ -130,6 +164,7 @@ def expect_error_or_disconnect(
         codes and all(c in accept for c in codes if c != 0) and any(c in accept for c in codes),
         f"{message}: answered as if accepted (error codes {codes or 'none'})",
         *req_ids,
+        saw=f"{message}: answered with error codes {codes}",
     )
     return "error"
 
@@ -153,6 +188,7 @@ def expect_still_serving(harness: Harness, *req_ids: str) -> None:
         conn.api_versions()
     except (ConnectionError, OSError, TimeoutError, DecodeError) as e:
         raise Failed(f"the target stopped serving new connections: {e}", *req_ids) from None
+    credit.ran(req_ids, "a fresh connection still got ApiVersions answered")
 
 
 # --- error codes -----------------------------------------------------------------------------

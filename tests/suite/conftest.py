@@ -54,6 +54,16 @@ def verdicts(run) -> dict[tuple[str, str], str]:
     return {(r["test_id"], r["requirement_id"]): r["verdict"] for r in run.records}
 
 
+def unreached(record: dict) -> bool:
+    """A state machine's requirement that the examples drawn (with the run's seed) never reached:
+    honestly SKIP "not checked", never PASS; the focused tests of the requirement check it."""
+    return (
+        record["test_id"].endswith("/state-machine")
+        and record["verdict"] == "SKIP"
+        and (record["message"] or "").startswith("not checked:")
+    )
+
+
 def failing(run) -> set[tuple[str, str]]:
     return {k for k, v in verdicts(run).items() if v == "FAIL"}
 

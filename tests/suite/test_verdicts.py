@@ -16,6 +16,8 @@ from conformance.results.verdicts import (
     is_target_fault,
     verdict_for,
 )
+from conformance.suite import credit, verify
+from conformance.suite.credit import Ledger
 from conformance.suite.verify import Failed
 
 
@@ -91,12 +93,28 @@ def test_unknown_level_or_outcome_is_refused() -> None:
 REQS = ("PROTOCOL.R1", "PROTOCOL.R3", "PROTOCOL.R5")  # MUST, MUST, SHOULD
 
 
-def _run(call: Phase | None, soft: dict | None = None, strict: bool = False, setup=None):
+def _checked(*req_ids: str) -> Ledger:
+    ledger = Ledger()
+    ledger.ran(req_ids, "seen")
+    return ledger
+
+
+def _run(
+    call: Phase | None,
+    soft: dict | None = None,
+    strict: bool = False,
+    setup=None,
+    ledger: Ledger | None = None,
+    messages: bool = False,
+):
     phases = [("setup", setup or Phase("passed", None, 0, ""))]
     if call is not None:
         phases.append(("call", call))
     state = State(strict=strict)
-    out = _verdicts(TestInfo("t/x", REQS, None), state, phases, soft or {})
+    ledger = ledger if ledger is not None else _checked(*REQS)
+    out = _verdicts(TestInfo("t/x", REQS, None), state, phases, soft or {}, ledger)
+    if messages:
+        return {rid: (v.value, m) for rid, v, m in out}
     return {rid: v.value for rid, v, _ in out}
 
 
@@ -129,3 +147,44 @@ def test_setup_outcomes() -> None:
     unsupported = Unsupported("Fetch v4 not advertised")
     skipped = Phase("skipped", unsupported, 0, unsupported.reason)
     assert set(_run(None, setup=skipped).values()) == {"UNSUPPORTED"}
+
+
+# --- crediting: a PASS needs a check that ran -------------------------------------------------
+
+
+def test_a_passed_test_credits_only_the_requirements_a_check_ran_for() -> None:
+    passed = Phase("passed", None, 0, "")
+    got = _run(passed, ledger=_checked("PROTOCOL.R1"), messages=True)
+    assert got["PROTOCOL.R1"] == ("PASS", None)
+    for rid in ("PROTOCOL.R3", "PROTOCOL.R5"):
+        verdict, message = got[rid]
+        assert verdict == "SKIP" and f"no check of {rid} ran" in message
+
+
+def test_a_requirement_the_target_gave_no_way_to_check_says_why() -> None:
+    ledger = _checked("PROTOCOL.R1")
+    ledger.cannot(Unsupported("DescribeCluster is not advertised"), ["PROTOCOL.R3"])
+    got = _run(Phase("passed", None, 0, ""), ledger=ledger, messages=True)
+    assert got["PROTOCOL.R3"] == ("UNSUPPORTED", "DescribeCluster is not advertised")
+    # a check that did run for it after all credits it
+    ledger.ran(["PROTOCOL.R3"], "Metadata v12 answered")
+    assert _run(Phase("passed", None, 0, ""), ledger=ledger)["PROTOCOL.R3"] == "PASS"
+
+
+def test_checks_record_what_they_saw_per_requirement_and_need_an_id() -> None:
+    ledger = credit.begin()
+    verify.check(True, "cluster id 'x' is not 22 characters", "KIP-78.R4")
+    verify.check(True, "ignored", "KIP-78.R4", "KIP-78.R3", saw="cluster id 'abc'")
+    with pytest.raises(Failed) as failed:
+        verify.check(False, "cluster id 'a b' has a space", "KIP-78.R3")
+    assert ledger.observed["KIP-78.R4"].record() == {
+        "checks": 2,
+        "failed": 0,
+        "seen": ["held (it fails as: cluster id 'x' is not 22 characters)", "cluster id 'abc'"],
+    }
+    assert ledger.observed["KIP-78.R3"].record()["failed"] == 1
+    # the statement stands beside the id in the failure
+    assert str(failed.value).startswith("KIP-78.R3 (The cluster id consists only of")
+    assert failed.value.detail == "cluster id 'a b' has a space"
+    with pytest.raises(ValueError, match="names the requirement"):
+        verify.check(True, "a check naming nothing")

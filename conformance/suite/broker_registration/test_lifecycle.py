@@ -40,7 +40,9 @@ def walk(runner: ModelRunner, index: int, path: list[tuple[str, set[str]]]) -> N
         new = runner.step(event, index)
         if new is None:
             raise RuntimeError(f"{event} does not apply to {runner.entities[index].state}")
-        verify.check(new in states, f"{event} led to {new}, expected {states}")
+        verify.check(
+            new in states, f"{event} led to {new}, expected {states}", *runner.last_requirements
+        )
         runner.check_invariants()
 
 
@@ -92,7 +94,7 @@ def test_register_to_shutdown(harness: Harness) -> None:
         )
         runner.drive("stopping-shuts-down", 0)
         runner.check_invariants()
-        verify.check(runner.entities[0].state == "Offline", "the broker never shut down")
+        verify.check(runner.entities[0].state == "Offline", "the broker never shut down", f"{R}6")
     finally:
         runner.cleanup()
 
@@ -223,6 +225,7 @@ def test_registration_for_another_cluster_is_refused(harness: Harness) -> None:
             answer["ErrorCode"] == ErrorCode.INCONSISTENT_CLUSTER_ID,
             f"a registration naming cluster {other!r} (this one is {facts.cluster_id!r}) was "
             f"answered {error_name(answer['ErrorCode'])}",
+            f"{R}1",
         )
         walk(runner, 0, [("heartbeat-caught-up", {"Offline"})])  # not registered
     finally:

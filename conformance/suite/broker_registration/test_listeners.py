@@ -26,7 +26,11 @@ def test_not_served_on_the_client_listener(harness: Harness) -> None:
         for k in (ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT)
         if k in harness.advertised
     ]
-    verify.check(not advertised, f"the client listener advertises {', '.join(advertised)}")
+    verify.check(
+        not advertised,
+        f"the client listener advertises {', '.join(advertised)}",
+        "BROKER-REGISTRATION.R9",
+    )
     harness.note(ApiKey.BROKER_REGISTRATION, 0, "client")
     for key in (ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT):
         conn = harness.connect()
@@ -67,14 +71,17 @@ def test_listed_brokers_serve_and_lead(harness: Harness) -> None:
     """Every broker Metadata lists answers clients; every partition leader is a listed broker."""
     version = harness.pick_version(ApiKey.METADATA, "1+")
     listed = cluster.brokers(harness, version)
-    verify.check(listed, "Metadata lists no broker")
+    if not listed:
+        raise verify.Failed("Metadata lists no broker", "BROKER-REGISTRATION.R11")
     ids = {b.node_id for b in listed}
     for broker in listed:
         try:
             conn = harness.connect(broker.endpoint)
             conn.api_versions()
         except (ConnectionClosed, OSError, TimeoutError) as e:
-            raise verify.Failed(f"{broker} is listed but does not serve clients: {e}") from None
+            raise verify.Failed(
+                f"{broker} is listed but does not serve clients: {e}", "BROKER-REGISTRATION.R11"
+            ) from None
         body = verify.expect_response(
             conn, ApiKey.METADATA, version, {"Topics": None, "AllowAutoTopicCreation": False}
         ).body
@@ -85,4 +92,8 @@ def test_listed_brokers_serve_and_lead(harness: Harness) -> None:
             if p["LeaderId"] >= 0
         }
         unlisted = {k: v for k, v in leaders.items() if v not in ids}
-        verify.check(not unlisted, f"{broker}: partitions led by brokers not listed: {unlisted}")
+        verify.check(
+            not unlisted,
+            f"{broker}: partitions led by brokers not listed: {unlisted}",
+            "BROKER-REGISTRATION.R11",
+        )

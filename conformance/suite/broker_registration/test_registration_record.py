@@ -25,21 +25,29 @@ def test_registration_record_follows_the_states(harness: Harness) -> None:
         facts = lb.learn(harness)
         for broker in facts.brokers:
             found = zk.json(f"/cluster/brokers/{broker.node_id}")
-            verify.check(found is not None, f"no /cluster/brokers/{broker.node_id} for {broker}")
+            verify.check(
+                found is not None, f"no /cluster/brokers/{broker.node_id} for {broker}", R8
+            )
             record = found[0]
-            verify.check(isinstance(record, dict), f"{broker}: the record is not JSON: {record!r}")
+            verify.check(
+                isinstance(record, dict), f"{broker}: the record is not JSON: {record!r}", R8
+            )
             verify.check(
                 str(record.get("state", "")).upper() == "ONLINE",
                 f"{broker} is listed to clients, but its record says {record.get('state')!r}",
+                R8,
             )
             endpoints = (record.get("settings") or {}).get("endpoints") or []
             verify.check(
                 any(str(e).endswith(f"//{broker.endpoint}") for e in endpoints),
                 f"{broker}: the record's endpoints {endpoints} do not include {broker.endpoint}",
+                R8,
             )
-            verify.check(record.get("version") == 1, f"{broker}: version {record.get('version')}")
             verify.check(
-                isinstance(record.get("epoch"), int), f"{broker}: epoch {record.get('epoch')!r}"
+                record.get("version") == 1, f"{broker}: version {record.get('version')}", R8
+            )
+            verify.check(
+                isinstance(record.get("epoch"), int), f"{broker}: epoch {record.get('epoch')!r}", R8
             )
         runner = lb.new_runner(
             harness, facts, (R8,), invariants=["registration-record"], zk=zk, count=1

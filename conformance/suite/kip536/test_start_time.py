@@ -95,12 +95,17 @@ def test_present_and_plausible(harness: Harness) -> None:
     version, view = served(harness, "KIP-536.R1")
     now = int(time.time() * 1000)
     for node, ms in sorted(view.items()):
-        verify.check(ms, f"broker {node}'s Metadata v{version} entry has no start time")
+        verify.check(
+            ms, f"broker {node}'s Metadata v{version} entry has no start time", "KIP-536.R1"
+        )
         assert ms is not None
-        verify.check(ms > EPOCH_2000_MS, f"broker {node} started at {ms} ms, before 2000")
+        verify.check(
+            ms > EPOCH_2000_MS, f"broker {node} started at {ms} ms, before 2000", "KIP-536.R1"
+        )
         verify.check(
             ms <= now + FUTURE_TOLERANCE_MS,
             f"broker {node} started at {ms} ms, {ms - now} ms in the future",
+            "KIP-536.R1",
         )
         bounds = harness.target.started.get(node)
         if bounds is not None:
@@ -109,6 +114,7 @@ def test_present_and_plausible(harness: Harness) -> None:
                 spawned <= ms <= serving,
                 f"broker {node} reports start time {ms}, but its process was spawned at "
                 f"{spawned} and served at {serving}",
+                "KIP-536.R1",
             )
 
 
@@ -123,6 +129,7 @@ def test_describe_cluster_agrees(harness: Harness) -> None:
     verify.check(
         not differ,
         f"start times (Metadata, DescribeCluster v{version}) differ for brokers {differ}",
+        "KIP-536.R2",
     )
 
 
@@ -142,7 +149,7 @@ def test_every_broker_reports_the_same(harness: Harness) -> None:
         for api, view in views.items():
             if view != first:
                 differ[f"{api} from {broker}"] = view
-    verify.check(not differ, f"the bootstrap's view is {first}, but {differ}")
+    verify.check(not differ, f"the bootstrap's view is {first}, but {differ}", "KIP-536.R3")
 
 
 @conformance("kip-536/restart/later", "KIP-536.R4", api=ApiKey.METADATA)
@@ -154,7 +161,9 @@ def test_later_after_a_restart(harness: Harness) -> None:
             f"the {target.kind} target does not let the suite restart a broker"
         )
     node = sorted(target.restartable)[0]
-    verify.check(before.get(node), f"broker {node} is not listed with a start time: {before}")
+    verify.check(
+        before.get(node), f"broker {node} is not listed with a start time: {before}", "KIP-536.R4"
+    )
     old = before[node] or 0
     harness.end_test()
     asked = int(time.time() * 1000)
@@ -174,11 +183,13 @@ def test_later_after_a_restart(harness: Harness) -> None:
         not stale,
         f"broker {node} started at {old} before its restart; {PROPAGATION:.0f} s after it came "
         f"back these views still say: {stale}",
+        "KIP-536.R4",
     )
     early = {k: v for k, v in views.items() if v is not None and v < asked}
     verify.check(
         not early,
         f"broker {node} was restarted at {asked} ms, but its start time is earlier: {early}",
+        "KIP-536.R4",
     )
 
 
@@ -188,11 +199,14 @@ def test_equals_the_broker_znode_timestamp(harness: Harness) -> None:
     with zookeeper(harness) as zk:
         for node, ms in sorted(view.items()):
             found = zk.json(f"/brokers/ids/{node}")
-            verify.check(found is not None, f"no /brokers/ids/{node} znode for a listed broker")
+            verify.check(
+                found is not None, f"no /brokers/ids/{node} znode for a listed broker", "KIP-536.R5"
+            )
             assert found is not None
             znode = found[0]
             stamp = znode.get("timestamp") if isinstance(znode, dict) else None
             verify.check(
                 stamp is not None and str(stamp) == str(ms),
                 f"broker {node}: /brokers/ids/{node} timestamp is {stamp!r}, its start time {ms}",
+                "KIP-536.R5",
             )

@@ -50,7 +50,7 @@ def test_present_from_v2(harness: Harness, version: int) -> None:
     harness.require(ApiKey.METADATA, version)
     harness.note(ApiKey.METADATA, version)
     cid = cluster_id(harness, version=version)
-    verify.check(cid, f"Metadata v{version} carries cluster id {cid!r}")
+    verify.check(cid, f"Metadata v{version} carries cluster id {cid!r}", "KIP-78.R1")
 
 
 @pytest.mark.parametrize("version", [v for v in _versions() if v < 2])
@@ -77,18 +77,27 @@ def test_absent_before_v2(harness: Harness, version: int) -> None:
 @conformance("metadata/v2+/cluster-id/format", "KIP-78.R3", api=ApiKey.METADATA)
 def test_format(harness: Harness) -> None:
     cid = served_id(harness)
-    verify.check(FORMAT.match(cid), f"cluster id {cid!r} has characters outside [a-zA-Z0-9_-]")
+    verify.check(
+        FORMAT.match(cid),
+        f"cluster id {cid!r} has characters outside [a-zA-Z0-9_-]",
+        "KIP-78.R3",
+        saw=f"cluster id {cid!r}",
+    )
 
 
 @conformance("metadata/v2+/cluster-id/base64-uuid", "KIP-78.R4", api=ApiKey.METADATA)
 def test_base64_uuid(harness: Harness) -> None:
     cid = served_id(harness)
-    verify.check(len(cid) == 22, f"cluster id {cid!r} is {len(cid)} characters, not 22")
+    verify.check(
+        len(cid) == 22, f"cluster id {cid!r} is {len(cid)} characters, not 22", "KIP-78.R4"
+    )
     try:
         raw = base64.urlsafe_b64decode(cid + "==")
     except ValueError:
         raw = b""
-    verify.check(len(raw) == 16, f"cluster id {cid!r} is not URL-safe Base64 of 16 bytes")
+    verify.check(
+        len(raw) == 16, f"cluster id {cid!r} is not URL-safe Base64 of 16 bytes", "KIP-78.R4"
+    )
 
 
 @conformance("metadata/v2+/cluster-id/same-everywhere", "KIP-78.R5", api=ApiKey.METADATA)
@@ -112,7 +121,12 @@ def test_same_from_every_broker_and_connection(harness: Harness) -> None:
     lower = harness.pick_version(ApiKey.METADATA, "2")  # the lowest version with the field
     seen[f"{harness.target.bootstrap[0]} v{lower}"] = cluster_id(harness, version=lower)
     differ = {k: v for k, v in seen.items() if v != first}
-    verify.check(not differ, f"cluster id {first!r} on the first answer, but: {differ}")
+    verify.check(
+        not differ,
+        f"cluster id {first!r} on the first answer, but: {differ}",
+        "KIP-78.R5",
+        saw=f"{len(seen)} answers, all {first!r}" if not differ else None,
+    )
 
 
 @conformance("metadata/v2+/cluster-id/survives-restart", "KIP-78.R6", api=ApiKey.METADATA)
@@ -131,6 +145,7 @@ def test_same_after_a_broker_restart(harness: Harness) -> None:
     verify.check(
         not changed,
         f"cluster id was {before!r}; after restarting broker {node_id} ({ep}): {changed}",
+        "KIP-78.R6",
     )
 
 
@@ -144,10 +159,11 @@ def test_describe_cluster_agrees(harness: Harness) -> None:
     resp = verify.expect_response(
         conn, ApiKey.DESCRIBE_CLUSTER, version, {"IncludeClusterAuthorizedOperations": False}
     )
-    verify.expect_error_code(resp.body, 0)
+    verify.expect_error_code(resp.body, 0, "ErrorCode", "KIP-78.R7")
     verify.check(
         resp.body["ClusterId"] == cid,
         f"DescribeCluster says {resp.body['ClusterId']!r}, Metadata says {cid!r}",
+        "KIP-78.R7",
     )
 
 
@@ -166,18 +182,22 @@ def test_znode_agrees(harness: Harness) -> None:
         try:
             data, _ = zk.get("/cluster/id")
         except NoNodeError:
-            raise verify.Failed(f"no /cluster/id znode under {connect}") from None
+            raise verify.Failed(f"no /cluster/id znode under {connect}", "KIP-78.R8") from None
     finally:
         zk.stop()
         zk.close()
     try:
         obj = json.loads(data)
     except ValueError:
-        raise verify.Failed(f"/cluster/id is not JSON: {data[:100]!r}") from None
-    verify.check(isinstance(obj, dict), f"/cluster/id is not a JSON object: {obj!r}")
+        raise verify.Failed(f"/cluster/id is not JSON: {data[:100]!r}", "KIP-78.R8") from None
+    verify.check(isinstance(obj, dict), f"/cluster/id is not a JSON object: {obj!r}", "KIP-78.R8")
     verify.check(
-        obj.get("id") == cid, f"/cluster/id holds id {obj.get('id')!r}, Metadata serves {cid!r}"
+        obj.get("id") == cid,
+        f"/cluster/id holds id {obj.get('id')!r}, Metadata serves {cid!r}",
+        "KIP-78.R8",
     )
     verify.check(
-        obj.get("version") in (1, "1"), f"/cluster/id version is {obj.get('version')!r}, not 1"
+        obj.get("version") in (1, "1"),
+        f"/cluster/id version is {obj.get('version')!r}, not 1",
+        "KIP-78.R8",
     )

@@ -58,21 +58,27 @@ def test_newer_version_gets_v0_error_answer(harness: Harness) -> None:
     except ConnectionClosed:
         raise verify.Failed(
             f"ApiVersions v{claimed} (newer than the advertised {lo}-{hi}): the target closed "
-            "the connection instead of answering in v0 with UNSUPPORTED_VERSION"
+            "the connection instead of answering in v0 with UNSUPPORTED_VERSION",
+            "PROTOCOL.R7",
         ) from None
     except (DecodeError, ProtocolViolation) as e:
         raise verify.Failed(
-            f"ApiVersions v{claimed}: the answer is not a v0 response: {e}"
+            f"ApiVersions v{claimed}: the answer is not a v0 response: {e}", "PROTOCOL.R7"
         ) from None
     except TimeoutError:
-        raise verify.Failed(f"ApiVersions v{claimed}: no answer within 10 s") from None
-    verify.expect_error_code(resp.body, ErrorCode.UNSUPPORTED_VERSION)
+        raise verify.Failed(
+            f"ApiVersions v{claimed}: no answer within 10 s", "PROTOCOL.R7"
+        ) from None
+    verify.expect_error_code(resp.body, ErrorCode.UNSUPPORTED_VERSION, "ErrorCode", "PROTOCOL.R7")
     keys = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in resp.body["ApiKeys"]}
     verify.check(
         ApiKey.API_VERSIONS in keys,
         f"the v0 error answer does not list ApiVersions' own range (lists {sorted(keys)})",
+        "PROTOCOL.R7",
     )
-    verify.check(not conn.closed_by_peer(0.2), "the connection was closed after the answer")
+    verify.check(
+        not conn.closed_by_peer(0.2), "the connection was closed after the answer", "PROTOCOL.R7"
+    )
 
 
 @conformance("api-versions/self-consistent", "PROTOCOL.R8", api=ApiKey.API_VERSIONS)
@@ -82,24 +88,25 @@ def test_self_consistent(harness: Harness) -> None:
     resp = verify.expect_response(conn, ApiKey.API_VERSIONS, version, BODY, served="PROTOCOL.R8")
     keys = [k["ApiKey"] for k in resp.body["ApiKeys"]]
     dupes = sorted({k for k in keys if keys.count(k) > 1})
-    verify.check(not dupes, f"api keys listed more than once: {dupes}")
+    verify.check(not dupes, f"api keys listed more than once: {dupes}", "PROTOCOL.R8")
     bad = [
         (k["ApiKey"], k["MinVersion"], k["MaxVersion"])
         for k in resp.body["ApiKeys"]
         if not 0 <= k["MinVersion"] <= k["MaxVersion"]
     ]
-    verify.check(not bad, f"ranges with min > max or negative: {bad}")
-    verify.check(ApiKey.API_VERSIONS in keys, "ApiVersions itself is not listed")
+    verify.check(not bad, f"ranges with min > max or negative: {bad}", "PROTOCOL.R8")
+    verify.check(ApiKey.API_VERSIONS in keys, "ApiVersions itself is not listed", "PROTOCOL.R8")
 
 
 @conformance("api-versions/listeners-respected", "PROTOCOL.R18", api=ApiKey.API_VERSIONS)
 def test_only_apis_of_the_listener_are_advertised(harness: Harness) -> None:
     known = {key for (key, kind) in harness.codec.specs.by_key if kind == "request"}
     judged = sorted(k for k in harness.advertised if k in known)
-    verify.check(judged, "the target advertises none of the APIs the specs know")
+    verify.check(judged, "the target advertises none of the APIs the specs know", "PROTOCOL.R18")
     wrong = [harness.api_name(k) for k in judged if not harness.exposed(k, "client")]
     verify.check(
         not wrong,
         f"advertised on the client listener, but the specs list them only for other listeners "
         f"({', '.join(harness.listener_types('client'))} expected): {', '.join(wrong)}",
+        "PROTOCOL.R18",
     )

@@ -27,7 +27,9 @@ def test_null_client_id_is_answered(harness: Harness) -> None:
     resp = verify.expect_response(
         conn, ApiKey.METADATA, version, _metadata_body(version), served="PROTOCOL.R13"
     )
-    verify.check(resp.body["Brokers"], "Metadata with a null client id lists no broker")
+    verify.check(
+        resp.body["Brokers"], "Metadata with a null client id lists no broker", "PROTOCOL.R13"
+    )
 
 
 def _stable(body: dict) -> dict:
@@ -95,11 +97,13 @@ def test_pipelined_requests_answered_in_order(harness: Harness) -> None:
         except DecodeError:
             continue  # the correlation id matched (the body is R3's business)
         except ProtocolViolation as e:
-            raise verify.Failed(f"pipelined request {i}: {e}") from None
+            raise verify.Failed(f"pipelined request {i}: {e}", "PROTOCOL.R2") from None
         except Exception as e:
             raise verify.Failed(
-                f"pipelined request {i}: no answer ({type(e).__name__}: {e})"
+                f"pipelined request {i}: no answer ({type(e).__name__}: {e})", "PROTOCOL.R2"
             ) from None
         verify.check(
-            resp.correlation_id == 1000 + i, f"request {i} got correlation id {resp.correlation_id}"
+            resp.correlation_id == 1000 + i,
+            f"request {i} got correlation id {resp.correlation_id}",
+            "PROTOCOL.R2",
         )

@@ -72,9 +72,13 @@ def test_records_acknowledged(harness: Harness, acknowledged) -> None:
     _, acked = acknowledged
     if isinstance(acked, BaseException):
         raise acked
-    verify.check(len(acked) == 5, f"{len(acked)} of 5 records acknowledged")
+    verify.check(len(acked) == 5, f"{len(acked)} of 5 records acknowledged", "PROTOCOL.R17")
     offsets = [a.offset for a in acked]
-    verify.check(offsets == sorted(set(offsets)), f"acknowledged offsets not increasing: {offsets}")
+    verify.check(
+        offsets == sorted(set(offsets)),
+        f"acknowledged offsets not increasing: {offsets}",
+        "PROTOCOL.R17",
+    )
 
 
 @conformance("robustness/length-past-the-frame", "PROTOCOL.R14", api=ApiKey.METADATA)
@@ -151,17 +155,22 @@ def test_size_over_the_limit(harness: Harness) -> None:
     conn = harness.connect()
     conn.send_raw(SIZE.pack(0x7FFFFFF0) + b"\x00\x12\x00\x03")
     verify.expect_disconnect(
-        conn, CLOSE_WAIT, "a frame announcing 2 GiB was not refused by closing the connection"
+        conn,
+        CLOSE_WAIT,
+        "a frame announcing 2 GiB was not refused by closing the connection",
+        "PROTOCOL.R15",
     )
-    verify.expect_still_serving(harness)
+    verify.expect_still_serving(harness, "PROTOCOL.R15")
 
 
 @conformance("robustness/negative-size", "PROTOCOL.R15")
 def test_negative_size(harness: Harness) -> None:
     conn = harness.connect()
     conn.send_raw(SIZE.pack(-5) + b"\x00\x12\x00\x03")
-    verify.expect_disconnect(conn, CLOSE_WAIT, "a frame of size -5 did not close the connection")
-    verify.expect_still_serving(harness)
+    verify.expect_disconnect(
+        conn, CLOSE_WAIT, "a frame of size -5 did not close the connection", "PROTOCOL.R15"
+    )
+    verify.expect_still_serving(harness, "PROTOCOL.R15")
 
 
 @conformance("robustness/size-larger-than-the-frame", "PROTOCOL.R14")
@@ -195,7 +204,7 @@ def test_abrupt_disconnect_mid_request(harness: Harness, cut: str) -> None:
         conn = harness.connect()
         conn.send_raw(whole[:at])
         conn.abort()
-    verify.expect_still_serving(harness)
+    verify.expect_still_serving(harness, "PROTOCOL.R16")
 
 
 @conformance("robustness/acknowledged-kept", "PROTOCOL.R17", api=1)
@@ -208,4 +217,5 @@ def test_acknowledged_records_are_kept(harness: Harness, acknowledged) -> None:
     verify.check(
         not missing,
         f"acknowledged records missing or changed at offsets {missing} (fetched {sorted(got)})",
+        "PROTOCOL.R17",
     )
