@@ -29,6 +29,31 @@ from conformance.suite.meta import MARKER, kebab
 
 #: hypothesis examples per property test of the suite (``--examples``)
 DEFAULT_EXAMPLES = 5
+#: the seed of every run that names none: the same suite against the same target draws the same
+#: examples, so it gives the same verdicts (``--seed random`` draws a fresh one, recorded)
+DEFAULT_SEED = 20261123
+
+
+def parse_seed(text: str) -> int | str:
+    """``--seed``: a non-negative integer, or ``random`` for a fresh seed."""
+    if text == "random":
+        return text
+    try:
+        seed = int(text)
+    except ValueError:
+        raise ValueError(f"--seed {text!r}: an integer or 'random'") from None
+    if seed < 0:
+        raise ValueError(f"--seed {text!r}: an integer or 'random'")
+    return seed
+
+
+def run_seed(option: int | str | None) -> int:
+    """The seed a run uses: the fixed default, the one given, or a fresh one for 'random'."""
+    if option is None:
+        return DEFAULT_SEED
+    if option == "random":
+        return random.SystemRandom().randrange(2**32)
+    return int(option)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -74,9 +99,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--seed",
         default=None,
-        type=int,
-        metavar="N",
-        help="hypothesis seed (recorded in the manifest; reproduces a run)",
+        metavar="N|random",
+        help=f"hypothesis seed (default {DEFAULT_SEED}: runs are deterministic; 'random' for a "
+        "fresh one); recorded in the manifest, it reproduces a run",
     )
     g.addoption(
         "--examples",
@@ -285,9 +310,12 @@ def _open_run(config: pytest.Config, state: State) -> None:
         raise pytest.UsageError(f"--spec-dir: {e}") from None
     if spec_dir:
         state.spec_release = Path(spec_dir).resolve().name
-    state.seed = config.getoption("seed")
-    if state.seed is None:
-        state.seed = random.SystemRandom().randrange(2**32)
+    try:
+        state.seed = run_seed(
+            None if config.getoption("seed") is None else parse_seed(str(config.getoption("seed")))
+        )
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
     _force_hypothesis_seed(state.seed)
     state.strict = bool(config.getoption("strict"))
     try:

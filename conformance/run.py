@@ -16,6 +16,7 @@ import socket
 import sys
 from pathlib import Path
 
+from conformance.plugin import DEFAULT_SEED, parse_seed
 from conformance.targets import KINDS, TargetError, TargetOptions, make_target
 
 PROG = "kafka-conformance"
@@ -59,10 +60,11 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--seed",
-        type=int,
+        type=_seed,
         default=None,
-        metavar="N",
-        help="hypothesis seed (a failing run's manifest names its seed)",
+        metavar="N|random",
+        help=f"hypothesis seed (default {DEFAULT_SEED}: the same suite against the same target "
+        "gives the same verdicts); 'random' draws a fresh one; the manifest records it",
     )
     p.add_argument(
         "--examples",
@@ -97,6 +99,13 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         help="one line per test instead of progress dots",
     )
     p.set_defaults(handler=run_command)
+
+
+def _seed(text: str) -> int | str:
+    try:
+        return parse_seed(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"--seed {text!r}: ")) from None
 
 
 def target_options(args: argparse.Namespace) -> TargetOptions:
