@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.protocol import Codec
-from conformance.protocol.framing import decode_response, encode_response
+from conformance.protocol.framing import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
 from conformance.targets.base import Endpoint
 from tests.suite.proxies import FaultyProxy
 
@@ -36,7 +41,11 @@ CODEC = Codec.from_specs()
     DELETE_GROUPS,
     DESCRIBE_CLUSTER,
 ) = (8, 9, 3, 10, 11, 12, 13, 14, 15, 16, 32, 42, 60)
+ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 33, 44
 NONE, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID = 0, 22, 23, 25
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG = 3, 40
+TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
+SET, DELETE, APPEND = 0, 1, 2
 REBALANCE_IN_PROGRESS, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 27, 68, 69
 MEMBER_ID_REQUIRED, FENCED_INSTANCE_ID = 79, 82
 
@@ -222,24 +231,136 @@ def fetch_lists_extra_partition(api: int, version: int, body: dict) -> bool:
     return bool(topics)
 
 
+# --- configs -----------------------------------------------------------------------------------
+
+
+def config_source(old: int, new: int, *, spare_bootstrap: bool = False) -> BodyFault:
+    """DescribeConfigs reports source ``old`` as ``new`` (optionally not on the bootstrap
+    broker: the others then disagree with it)."""
+
+    def fault(api: int, version: int, body: dict) -> bool:
+        if api != DESCRIBE_CONFIGS:
+            return False
+        hit = [c for r in body["Results"] for c in r["Configs"] if c["ConfigSource"] == old]
+        for c in hit:
+            c["ConfigSource"] = new
+        return bool(hit)
+
+    fault.__name__ = f"config_source_{old}_as_{new}"
+    fault.spare_bootstrap = spare_bootstrap  # type: ignore[attr-defined]
+    return fault
+
+
+def unknown_topic_described(api: int, version: int, body: dict) -> bool:
+    """DescribeConfigs of a topic that does not exist answers NONE with no configs."""
+    if api != DESCRIBE_CONFIGS:
+        return False
+    hit = [r for r in body["Results"] if r["ErrorCode"] == UNKNOWN_TOPIC_OR_PARTITION]
+    for r in hit:
+        r["ErrorCode"], r["ErrorMessage"] = NONE, None
+    return bool(hit)
+
+
+#: rewrites one decoded request in place: (api key, version, body) -> (api key, version) to
+#: send it as (the answer's layout must be the same), or None when it is left alone
+RequestFault = Callable[[int, int, dict], "tuple[int, int] | None"]
+
+
+def alter_applied_incrementally(api: int, version: int, body: dict) -> tuple[int, int] | None:
+    """AlterConfigs is applied as IncrementalAlterConfigs SET of the configs it names (the
+    answers of the two have the same layout)."""
+    if api != ALTER_CONFIGS:
+        return None
+    for r in body["Resources"]:
+        for c in r["Configs"]:
+            c["ConfigOperation"] = SET
+    return INCREMENTAL_ALTER_CONFIGS, 1 if version >= 2 else 0
+
+
+def incremental_op(old: int, new: int | None) -> RequestFault:
+    """IncrementalAlterConfigs operation ``old`` becomes ``new`` (None: the config is left
+    out of the request)."""
+
+    def fault(api: int, version: int, body: dict) -> tuple[int, int] | None:
+        if api != INCREMENTAL_ALTER_CONFIGS:
+            return None
+        hit = False
+        for r in body["Resources"]:
+            kept = []
+            for c in r["Configs"]:
+                if c["ConfigOperation"] == old:
+                    hit = True
+                    if new is None:
+                        continue
+                    c["ConfigOperation"] = new
+                kept.append(c)
+            r["Configs"] = kept
+        return (api, version) if hit else None
+
+    fault.__name__ = f"incremental_op_{old}_as_{new}"
+    return fault
+
+
+def values_not_validated(api: int, version: int, body: dict) -> tuple[int, int] | None:
+    """A value that is not a number is stored as 1 (the broker does not validate numbers)."""
+    if api not in (ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
+        return None
+    hit = [c for r in body["Resources"] for c in r["Configs"] if c.get("Value") == "not-a-number"]
+    for c in hit:
+        c["Value"] = "1"
+    return (api, version) if hit else None
+
+
+def validate_only_ignored(api: int, version: int, body: dict) -> tuple[int, int] | None:
+    if api not in (ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS) or not body["ValidateOnly"]:
+        return None
+    body["ValidateOnly"] = False
+    return api, version
+
+
+def config_keys_ignored(api: int, version: int, body: dict) -> tuple[int, int] | None:
+    if api != DESCRIBE_CONFIGS:
+        return None
+    hit = [r for r in body["Resources"] if r["ConfigurationKeys"] is not None]
+    for r in hit:
+        r["ConfigurationKeys"] = None
+    return (api, version) if hit else None
+
+
 # --- plumbing ----------------------------------------------------------------------------------
 
 
 @dataclass
 class Faults:
-    """Several body faults over one frame fault; counts what each rewrote."""
+    """Several answer and request faults at once; counts what each rewrote."""
 
     faults: tuple[BodyFault, ...]
+    requests: tuple[RequestFault, ...] = ()
     hits: dict[str, int] = field(default_factory=dict)
 
-    def apply(self, api: int, version: int, body: dict) -> bool:
+    def _hit(self, f: Any) -> None:
+        name = getattr(f, "__name__", type(f).__name__)
+        self.hits[name] = self.hits.get(name, 0) + 1
+
+    def apply(self, api: int, version: int, body: dict, bootstrap: bool) -> bool:
         changed = False
         for f in self.faults:
+            if bootstrap and getattr(f, "spare_bootstrap", False):
+                continue
             if f(api, version, body):
-                name = getattr(f, "__name__", type(f).__name__)
-                self.hits[name] = self.hits.get(name, 0) + 1
+                self._hit(f)
                 changed = True
         return changed
+
+    def apply_request(self, api: int, version: int, body: dict) -> tuple[int, int] | None:
+        sent_as = None
+        for f in self.requests:
+            got = f(api, version, body)
+            if got is not None:
+                self._hit(f)
+                sent_as = got
+                api, version = got
+        return sent_as
 
 
 INTERESTING = {
@@ -254,18 +375,25 @@ INTERESTING = {
     LIST_GROUPS,
     DESCRIBE_CONFIGS,
     DELETE_GROUPS,
-    33,
-    44,
+    ALTER_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
 }
 
 
 class ProxiedCluster:
-    """One proxy per broker of ``brokers`` (node id -> endpoint); addresses rewritten."""
+    """One proxy per broker of ``brokers`` (node id -> endpoint; the first is the bootstrap);
+    addresses rewritten to the proxies."""
 
     def __init__(self, brokers: dict[int, Endpoint], faults: Faults | None = None) -> None:
         self.faults = faults or Faults(())
+        first = next(iter(brokers))
         self.proxies = {
-            node: FaultyProxy((ep.host, ep.port), self._frame) for node, ep in brokers.items()
+            node: FaultyProxy(
+                (ep.host, ep.port),
+                lambda a, v, f, boot=(node == first): self._frame(a, v, f, boot),
+                self._request,
+            )
+            for node, ep in brokers.items()
         }
         self.by_address = {
             (ep.host, ep.port): self.proxies[node].port for node, ep in brokers.items()
@@ -298,12 +426,24 @@ class ProxiedCluster:
                 hit = True
         return hit
 
-    def _frame(self, api: int, version: int, frame: bytes) -> bytes:
+    def _request(self, api: int, version: int, frame: bytes) -> bytes:
+        if not self.faults.requests or api not in INTERESTING:
+            return frame
+        header, body = decode_request(CODEC, frame)
+        sent_as = self.faults.apply_request(api, version, body)
+        if sent_as is None:
+            return frame
+        new_api, new_version = sent_as
+        return encode_request(
+            CODEC, new_api, new_version, header["CorrelationId"], header["ClientId"], body
+        )
+
+    def _frame(self, api: int, version: int, frame: bytes, bootstrap: bool) -> bytes:
         if api not in INTERESTING | {METADATA, DESCRIBE_CLUSTER}:
             return frame
         header, body = decode_response(CODEC, api, version, frame)
         moved = self._redirect(api, body)
-        changed = api in INTERESTING and self.faults.apply(api, version, body)
+        changed = api in INTERESTING and self.faults.apply(api, version, body, bootstrap)
         if not (moved or changed):
             return frame
         return encode_response(CODEC, api, version, header["CorrelationId"], body)

@@ -1,0 +1,1 @@
+"""Topic configuration: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (CONFIGS.Rn)."""

@@ -1,0 +1,265 @@
+"""Topic configuration semantics (``specs/requirements/configs.json``) on a topic the suite
+makes: sources of defaults and overrides, AlterConfigs' whole-set replacement, the four
+incremental operations, refusals, validate-only, every broker's view, unknown topics."""
+
+from __future__ import annotations
+
+from conformance.suite import brokers as cluster
+from conformance.suite import verify
+from conformance.suite.configs.topic_configs import (
+    ALTER_CONFIGS,
+    APPEND,
+    DELETE,
+    DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
+    INVALID_CONFIG,
+    NONE,
+    SET,
+    SUBTRACT,
+    TOPIC_CONFIG,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    Configs,
+    alter,
+    configs_of,
+    describe,
+    incremental,
+    items,
+    settle,
+    source_name,
+)
+from conformance.suite.groups.members import fresh_name
+from conformance.suite.harness import Harness
+from conformance.suite.meta import conformance
+from conformance.suite.offsets.commits import delete_topics
+from conformance.suite.records_io import create_topic
+
+RETENTION, MAX_BYTES, POLICY = "retention.ms", "max.message.bytes", "cleanup.policy"
+
+
+def overrides(configs: Configs) -> dict[str, str | None]:
+    return {k: v for k, (v, s) in configs.items() if s == TOPIC_CONFIG}
+
+
+def new_topic(harness: Harness) -> str:
+    name = fresh_name("topic")
+    create_topic(harness, name, 1)
+    return name
+
+
+@conformance(
+    "configs/topic/sources-everywhere",
+    "CONFIGS.R1",
+    "CONFIGS.R2",
+    "CONFIGS.R9",
+    "CONFIGS.R11",
+    api=DESCRIBE_CONFIGS,
+)
+def test_sources_and_every_broker(harness: Harness) -> None:
+    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    topic = new_topic(harness)
+    try:
+        conn = harness.connect()
+        first = configs_of(harness, conn, topic, "CONFIGS.R1")
+        verify.check(RETENTION in first, f"DescribeConfigs lists no {RETENTION}", "CONFIGS.R1")
+        verify.check(
+            not overrides(first),
+            f"a topic created without configs reports TOPIC_CONFIG for {overrides(first)}",
+            "CONFIGS.R1",
+        )
+        keys = [RETENTION, POLICY]
+        got = describe(harness, conn, [topic], keys, req="CONFIGS.R11")[topic][1]
+        verify.check(
+            set(got) == set(keys),
+            f"DescribeConfigs naming {keys} answered {sorted(got)}",
+            "CONFIGS.R11",
+        )
+        code = incremental(harness, conn, topic, [(RETENTION, SET, "3600000")])
+        verify.check(code == NONE, f"IncrementalAlterConfigs SET answered {code}", "CONFIGS.R2")
+        mine = configs_of(harness, conn, topic, "CONFIGS.R2")
+        verify.check(
+            mine.get(RETENTION) == ("3600000", TOPIC_CONFIG),
+            f"after SET {RETENTION}=3600000 the broker that took it reports "
+            f"{mine.get(RETENTION)} (source {source_name(mine.get(RETENTION, (0, 0))[1])})",
+            "CONFIGS.R2",
+        )
+        views = settle(
+            harness, topic, lambda c: c.get(RETENTION) == ("3600000", TOPIC_CONFIG), "CONFIGS.R9"
+        )
+        want = ("3600000", TOPIC_CONFIG)
+        wrong = {w: v.get(RETENTION) for w, v in views.items() if v.get(RETENTION) != want}
+        verify.check(
+            not wrong,
+            f"brokers still report {RETENTION} as {wrong} after the change was acknowledged",
+            "CONFIGS.R9",
+        )
+    finally:
+        delete_topics(harness, [topic])
+
+
+@conformance("configs/alter/replaces-whole-set", "CONFIGS.R3", api=ALTER_CONFIGS)
+def test_alter_replaces_the_whole_set(harness: Harness) -> None:
+    harness.require(ALTER_CONFIGS)
+    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    topic = new_topic(harness)
+    try:
+        conn = harness.connect()
+        code = incremental(harness, conn, topic, [(RETENTION, SET, "3600000")])
+        verify.check(code == NONE, f"IncrementalAlterConfigs SET answered {code}", "CONFIGS.R3")
+        code = alter(harness, conn, topic, {MAX_BYTES: "2000000"})
+        verify.check(code == NONE, f"AlterConfigs answered {code}", "CONFIGS.R3")
+        got = configs_of(harness, conn, topic, "CONFIGS.R3")
+        verify.check(
+            overrides(got) == {MAX_BYTES: "2000000"},
+            f"after AlterConfigs with only {MAX_BYTES}=2000000 (and {RETENTION} set before) "
+            f"the topic's overrides are {overrides(got)}",
+            "CONFIGS.R3",
+        )
+    finally:
+        delete_topics(harness, [topic])
+
+
+@conformance(
+    "configs/incremental/operations", "CONFIGS.R4", "CONFIGS.R5", api=INCREMENTAL_ALTER_CONFIGS
+)
+def test_incremental_operations(harness: Harness) -> None:
+    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    topic = new_topic(harness)
+    try:
+        conn = harness.connect()
+        default = configs_of(harness, conn, topic, "CONFIGS.R4")
+        code = incremental(
+            harness, conn, topic, [(RETENTION, SET, "3600000"), (MAX_BYTES, SET, "2000000")]
+        )
+        verify.check(code == NONE, f"SET of two configs answered {code}", "CONFIGS.R4")
+        code = incremental(harness, conn, topic, [(RETENTION, DELETE, None)])
+        verify.check(code == NONE, f"DELETE answered {code}", "CONFIGS.R4")
+        got = configs_of(harness, conn, topic, "CONFIGS.R4")
+        verify.check(
+            overrides(got) == {MAX_BYTES: "2000000"}
+            and got.get(RETENTION, (None,))[0] == default[RETENTION][0],
+            f"after SET {RETENTION}, {MAX_BYTES} then DELETE {RETENTION}: overrides "
+            f"{overrides(got)}, {RETENTION} = {got.get(RETENTION)} (default "
+            f"{default.get(RETENTION)})",
+            "CONFIGS.R4",
+        )
+        base = items(default[POLICY][0])
+        code = incremental(harness, conn, topic, [(POLICY, APPEND, "compact")])
+        verify.check(code == NONE, f"APPEND to {POLICY} answered {code}", "CONFIGS.R5")
+        got = configs_of(harness, conn, topic, "CONFIGS.R5")
+        verify.check(
+            items(got[POLICY][0]) == base | {"compact"} and got[POLICY][1] == TOPIC_CONFIG,
+            f"APPEND compact to {POLICY} (was {sorted(base)}): {got.get(POLICY)}",
+            "CONFIGS.R5",
+        )
+        code = incremental(harness, conn, topic, [(POLICY, SUBTRACT, "delete")])
+        verify.check(code == NONE, f"SUBTRACT from {POLICY} answered {code}", "CONFIGS.R5")
+        got = configs_of(harness, conn, topic, "CONFIGS.R5")
+        verify.check(
+            items(got[POLICY][0]) == (base | {"compact"}) - {"delete"},
+            f"SUBTRACT delete from {POLICY}: {got.get(POLICY)}",
+            "CONFIGS.R5",
+        )
+    finally:
+        delete_topics(harness, [topic])
+
+
+@conformance(
+    "configs/refusals-and-validate-only",
+    "CONFIGS.R6",
+    "CONFIGS.R7",
+    "CONFIGS.R8",
+    api=INCREMENTAL_ALTER_CONFIGS,
+)
+def test_refusals_and_validate_only(harness: Harness) -> None:
+    harness.require(ALTER_CONFIGS)
+    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    topic = new_topic(harness)
+    try:
+        conn = harness.connect()
+        code = incremental(harness, conn, topic, [(MAX_BYTES, SET, "2000000")])
+        verify.check(code == NONE, f"SET answered {code}", "CONFIGS.R8")
+        before = configs_of(harness, conn, topic, "CONFIGS.R8")
+        unknown = "kc.no.such.config"
+        cases = [
+            (
+                "CONFIGS.R6",
+                "AlterConfigs of an unknown config",
+                INVALID_CONFIG,
+                lambda v: alter(harness, conn, topic, {unknown: "1"}, validate_only=v),
+            ),
+            (
+                "CONFIGS.R6",
+                "IncrementalAlterConfigs SET of an unknown config",
+                INVALID_CONFIG,
+                lambda v: incremental(harness, conn, topic, [(unknown, SET, "1")], validate_only=v),
+            ),
+            (
+                "CONFIGS.R7",
+                f"AlterConfigs {RETENTION}=not-a-number",
+                INVALID_CONFIG,
+                lambda v: alter(harness, conn, topic, {RETENTION: "not-a-number"}, validate_only=v),
+            ),
+            (
+                "CONFIGS.R7",
+                f"IncrementalAlterConfigs SET {RETENTION}=not-a-number",
+                INVALID_CONFIG,
+                lambda v: incremental(
+                    harness, conn, topic, [(RETENTION, SET, "not-a-number")], validate_only=v
+                ),
+            ),
+            (
+                "CONFIGS.R8",
+                f"AlterConfigs {RETENTION}=3600000",
+                NONE,
+                lambda v: alter(harness, conn, topic, {RETENTION: "3600000"}, validate_only=v),
+            ),
+            (
+                "CONFIGS.R8",
+                f"IncrementalAlterConfigs SET {RETENTION}=3600000",
+                NONE,
+                lambda v: incremental(
+                    harness, conn, topic, [(RETENTION, SET, "3600000")], validate_only=v
+                ),
+            ),
+        ]
+        for req, what, want, send in cases:
+            # a refused change is tried for real, then validate-only; a valid one only as a check
+            for validate_only in (False, True) if want != NONE else (True,):
+                mode = " (validate only)" if validate_only else ""
+                code = send(validate_only)
+                # validate-only must answer as the change would be answered (CONFIGS.R8)
+                named = "CONFIGS.R8" if validate_only else req
+                verify.check(code == want, f"{what}{mode} answered {code}; expected {want}", named)
+                after = configs_of(harness, conn, topic, req)
+                verify.check(
+                    after == before,
+                    f"{what}{mode} changed the topic's configs: overrides "
+                    f"{overrides(before)} became {overrides(after)}",
+                    named,
+                )
+    finally:
+        delete_topics(harness, [topic])
+
+
+@conformance("configs/describe/unknown-topic", "CONFIGS.R10", api=DESCRIBE_CONFIGS)
+def test_unknown_topic(harness: Harness) -> None:
+    harness.require(DESCRIBE_CONFIGS, None)
+    topic, ghost = new_topic(harness), fresh_name("never")
+    try:
+        for b in cluster.brokers(harness):
+            got = describe(harness, harness.connect(b.endpoint), [ghost, topic], req="CONFIGS.R10")
+            verify.check(
+                got.get(ghost, (None,))[0] == UNKNOWN_TOPIC_OR_PARTITION,
+                f"DescribeConfigs through {b} of topic {ghost}, which does not exist, answered "
+                f"error {got.get(ghost, (None,))[0]}; expected UNKNOWN_TOPIC_OR_PARTITION",
+                "CONFIGS.R10",
+            )
+            code, configs = got.get(topic, (None, {}))
+            verify.check(
+                code == NONE and configs,
+                f"DescribeConfigs through {b}: the existing topic {topic} asked alongside "
+                f"answered error {code} with {len(configs)} configs",
+                "CONFIGS.R10",
+            )
+    finally:
+        delete_topics(harness, [topic])
