@@ -2,8 +2,8 @@
 
 Each subcommand is one ``add_<command>(subparsers)`` function that builds its parser and sets
 ``handler`` to a function taking the parsed arguments and returning the exit code. ``COMMANDS``
-lists them; ``run``, ``serve`` and ``matrix`` (see DESIGN.md) join the list the same way when
-they exist.
+lists them. This module is the only place that knows both the suite and the bundled reference
+cluster (``serve``); see ARCHITECTURE.md for the import contracts.
 
 Exit codes: 0 success, 1 the checked thing is bad (``specs check`` found errors), 2 the command
 could not do its work (bad arguments, unknown API or version, malformed input). Errors of the
@@ -27,7 +27,6 @@ from conformance.protocol.spec import SPEC_DIR, SpecSet
 from conformance.protocol.spec_check import check_spec_dir
 from conformance.run import add_run
 from conformance.suite.catalog import add_requirements
-from reference_impl.launcher import add_serve
 
 PROG = "kafka-conformance"
 
@@ -176,9 +175,71 @@ def codec_command(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- serve --------------------------------------------------------------------------------
+
+
+def add_serve(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="run the bundled reference cluster until SIGINT/SIGTERM",
+        description="Start one controller and N brokers on loopback; write the ready file once "
+        "every broker is Online; stop gracefully on SIGINT/SIGTERM.",
+    )
+    parser.add_argument("--brokers", type=int, default=3, metavar="N")
+    parser.add_argument(
+        "--metadata-store",
+        default="embedded",
+        metavar="embedded|zookeeper://H:P[/chroot]",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="node data (default: a temporary dir, removed on exit)",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port-base", type=int, default=None, metavar="P")
+    parser.add_argument(
+        "--controllers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="controller processes (more than one needs ZooKeeper)",
+    )
+    parser.add_argument("--ready-file", type=Path, default=None, metavar="FILE")
+    parser.add_argument(
+        "--restart-failed",
+        action="store_true",
+        help="start again a node that dies (its log and stderr say how it died)",
+    )
+    parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout (s)")
+    parser.set_defaults(handler=serve_command)
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    # imported here: the other commands never load the reference cluster
+    from reference_impl.launcher import ClusterError, serve
+
+    try:
+        return serve(
+            brokers=args.brokers,
+            metadata_store=args.metadata_store,
+            data_dir=args.data_dir,
+            host=args.host,
+            port_base=args.port_base,
+            controllers=args.controllers,
+            ready_file=args.ready_file,
+            restart_failed=args.restart_failed,
+            timeout=args.timeout,
+        )
+    except ClusterError as e:
+        raise CliError(str(e)) from None
+
+
 # --- entry point ---------------------------------------------------------------------------
 
-#: The subcommands, in help order. run, serve and matrix are added here as they are written.
+#: The subcommands, in help order.
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_run,
     add_serve,

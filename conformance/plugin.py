@@ -578,16 +578,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             _write_manifest(session.config, state)
             report_dir = session.config.getoption("report")
             if report_dir:
-                from conformance.results.summary import render_report
+                from conformance.matrix.job import render_run_report
 
-                render_report(state.recorder.dir, Path(report_dir))
+                render_run_report(state.recorder.dir, Path(report_dir))
     finally:
         _close_run(state)
         state.active = False
 
 
 def _write_manifest(config: pytest.Config, state: State) -> None:
-    from conformance.results.recorder import fingerprint
+    from conformance.results.recorder import fingerprint, suite_version
 
     t, h = state.target, state.harness
     state.recorder.finish(
@@ -605,12 +605,3 @@ def _write_manifest(config: pytest.Config, state: State) -> None:
         strict=state.strict,
         select=state.select,
     )
-
-
-def suite_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("kafka-conformance")
-    except PackageNotFoundError:
-        return "0+unknown"

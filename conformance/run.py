@@ -186,8 +186,9 @@ def _interrupt_on_sigterm() -> None:
 def run_command(args: argparse.Namespace) -> int:
     import pytest
 
+    from conformance.matrix.job import render_run_report
     from conformance.results.schema import RunError as BadRun
-    from conformance.results.summary import render_report, summarise
+    from conformance.results.summary import summarise
 
     try:
         check_options(args)
@@ -221,7 +222,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
     if not args.no_report:
-        report = render_report(run_dir, args.report or run_dir / "report")
+        report = render_run_report(run_dir, args.report or run_dir / "report")
         print(f"report: {report}")
     print(f"results: {run_dir}")
     print(f"verdicts: {summary.line()}")

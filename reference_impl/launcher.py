@@ -17,7 +17,6 @@ without it, free ports are picked. Node ids: controllers 0, 1001, 1002 …; brok
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -396,62 +395,34 @@ def _codec(cls: Any) -> Any:
     return _CODEC[0]
 
 
-# --- the serve command --------------------------------------------------------------------
+# --- serve: the cluster until a signal -----------------------------------------------------
 
 
-def add_serve(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "serve",
-        help="run the bundled reference cluster until SIGINT/SIGTERM",
-        description="Start one controller and N brokers on loopback; write the ready file once "
-        "every broker is Online; stop gracefully on SIGINT/SIGTERM.",
-    )
-    parser.add_argument("--brokers", type=int, default=3, metavar="N")
-    parser.add_argument(
-        "--metadata-store",
-        default="embedded",
-        metavar="embedded|zookeeper://H:P[/chroot]",
-    )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="node data (default: a temporary dir, removed on exit)",
-    )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port-base", type=int, default=None, metavar="P")
-    parser.add_argument(
-        "--controllers",
-        type=int,
-        default=1,
-        metavar="N",
-        help="controller processes (more than one needs ZooKeeper)",
-    )
-    parser.add_argument("--ready-file", type=Path, default=None, metavar="FILE")
-    parser.add_argument(
-        "--restart-failed",
-        action="store_true",
-        help="start again a node that dies (its log and stderr say how it died)",
-    )
-    parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout (s)")
-    parser.set_defaults(handler=serve)
-
-
-def serve(args: argparse.Namespace) -> int:
-    """Run the cluster until SIGINT/SIGTERM. The ready file exists only while the cluster is
-    ready: a stale one is removed first, the new one appears whole (rename) once every broker is
-    Online and is removed before the cluster stops. A signal during start-up stops the nodes
-    spawned so far and exits 128 + the signal's number, without writing the ready file."""
-    from conformance.cli import CliError
-
-    if args.brokers < 1:
-        raise CliError("--brokers must be at least 1")
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        raise CliError("the reference cluster listens on loopback only")
-    if args.controllers > 1 and not args.metadata_store.startswith("zookeeper://"):
-        raise CliError("several controllers need --metadata-store zookeeper://H:P")
-    ready_file: Path | None = args.ready_file
+def serve(
+    *,
+    brokers: int = 3,
+    metadata_store: str = "embedded",
+    data_dir: Path | None = None,
+    host: str = "127.0.0.1",
+    port_base: int | None = None,
+    controllers: int = 1,
+    ready_file: Path | None = None,
+    restart_failed: bool = False,
+    timeout: float = 60.0,
+) -> int:
+    """Run the cluster until SIGINT/SIGTERM; returns the exit code. The ready file exists only
+    while the cluster is ready: a stale one is removed first, the new one appears whole (rename)
+    once every broker is Online and is removed before the cluster stops. A signal during start-up
+    stops the nodes spawned so far and returns 128 + the signal's number, without writing the
+    ready file. With ``restart_failed`` a node that dies is started again (``supervise``). Bad
+    arguments and a cluster that does not start raise ClusterError (the command line,
+    ``kafka-conformance serve``, prints it as one line)."""
+    if brokers < 1:
+        raise ClusterError("--brokers must be at least 1")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise ClusterError("the reference cluster listens on loopback only")
+    if controllers > 1 and not metadata_store.startswith("zookeeper://"):
+        raise ClusterError("several controllers need --metadata-store zookeeper://H:P")
     if ready_file is not None:
         ready_file.unlink(missing_ok=True)
     stop = threading.Event()
@@ -463,25 +434,25 @@ def serve(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
-    temporary = args.data_dir is None
-    data_dir = Path(tempfile.mkdtemp(prefix="kc-serve-")) if temporary else args.data_dir
+    temporary = data_dir is None
+    data_dir = Path(tempfile.mkdtemp(prefix="kc-serve-")) if data_dir is None else data_dir
     started = time.monotonic()
     try:
         cluster = Cluster(
             data_dir,
-            brokers=args.brokers,
-            controllers=args.controllers,
-            metadata_store=args.metadata_store,
-            host=args.host,
-            port_base=args.port_base,
+            brokers=brokers,
+            controllers=controllers,
+            metadata_store=metadata_store,
+            host=host,
+            port_base=port_base,
         )
         try:
-            cluster.start(timeout=args.timeout, abort=stop)
-        except ClusterError as e:
+            cluster.start(timeout=timeout, abort=stop)
+        except ClusterError:
             if received:
                 print(f"stopped during start-up by signal {received[0]}", file=sys.stderr)
                 return 128 + received[0]
-            raise CliError(str(e)) from None
+            raise
         if stop.is_set():  # the signal came as the last broker became Online
             cluster.stop()
             print(f"stopped during start-up by signal {received[0]}", file=sys.stderr)
@@ -496,7 +467,7 @@ def serve(args: argparse.Namespace) -> int:
                 f"controller {info['controller']}, cluster id {info['cluster_id']}",
                 flush=True,
             )
-            supervise(cluster, stop, args.restart_failed)
+            supervise(cluster, stop, restart_failed)
         finally:
             if ready_file is not None:
                 ready_file.unlink(missing_ok=True)

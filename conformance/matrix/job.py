@@ -352,3 +352,12 @@ def run_matrix(
         files = render_all(model, out, title=title)
     model["timings"] = timings.stages
     return MatrixOutput(model, files)
+
+
+def render_run_report(
+    run_dir: Path | str, out_dir: Path | str, *, spark_master: str | None = None, spark=None
+) -> Path:
+    """The report of one run (what ``run`` and the plugin's ``--report`` write): the same job and
+    renderers as the matrix, over one run directory; returns the HTML file's path."""
+    result = run_matrix([run_dir], out_dir, spark_master=spark_master, spark=spark)
+    return result.files["html"]

@@ -1,8 +1,8 @@
 """Renderings of the matrix model: HTML, Markdown, JSON, CSV, badges and plots.
 
 Every output is rendered from the one model that ``conformance.matrix.job.compute`` returns, so
-they cannot disagree. ``render_run_report`` is the path a single ``run`` takes: the same job over
-one run directory.
+they cannot disagree. The report only renders a model: it never imports the matrix (the matrix
+job calls ``render_all``; an import-linter contract holds the direction).
 """
 
 from __future__ import annotations
@@ -47,14 +47,3 @@ def render_all(
     files["json"] = out_dir / "matrix.json"
     files["json"].write_text(json.dumps(model, indent=1, default=str) + "\n", encoding="utf-8")
     return files
-
-
-def render_run_report(
-    run_dir: Path | str, out_dir: Path | str, *, spark_master: str | None = None, spark=None
-) -> Path:
-    """The report of one run, through the same job and renderers as the matrix; returns the
-    HTML file's path."""
-    from conformance.matrix.job import run_matrix
-
-    result = run_matrix([run_dir], out_dir, spark_master=spark_master, spark=spark)
-    return result.files["html"]

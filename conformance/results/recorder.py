@@ -23,6 +23,16 @@ class RecordError(ValueError):
     """A record or manifest the suite produced does not follow its schema (a suite bug)."""
 
 
+def suite_version() -> str:
+    """The installed kafka-conformance's version, recorded in every manifest."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kafka-conformance")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 

@@ -2,8 +2,8 @@
 
 ``summarise`` reads a run directory and says what the exit code of ``run`` must be: non-zero
 when a requirement FAILed (a MUST, or a SHOULD under --strict), when the suite broke (ERROR), or
-when nothing was checked at all. ``render_report`` uses the report package's
-``render_run_report`` and falls back to a plain Markdown table when that is not installed.
+when nothing was checked at all. The run's report is rendered by the matrix job
+(``conformance.matrix.job.render_run_report``).
 """
 
 from __future__ import annotations
@@ -60,53 +60,3 @@ def summarise(run_dir: Path | str) -> Summary:
         if r["verdict"] in ("FAIL", "ERROR"):
             s.failed.append(r)
     return s
-
-
-def render_report(run_dir: Path | str, out_dir: Path | str) -> Path:
-    """The report of one run in ``out_dir``; returns the main file written."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        from conformance.report import render_run_report  # the report package, when present
-    except ImportError:
-        render_run_report = None
-    if render_run_report is not None:
-        result = render_run_report(Path(run_dir), out)
-        return Path(result) if result else out
-    return _minimal(run_dir, out)
-
-
-def _minimal(run_dir: Path | str, out: Path) -> Path:
-    run = load_run(run_dir)
-    m = run.manifest
-    by_req: dict[str, Counter] = {}
-    for r in run.records:
-        by_req.setdefault(r["requirement_id"], Counter())[r["verdict"]] += 1
-    lines = [
-        f"# Conformance run {m['run_id']}",
-        "",
-        f"Target: {m['target_name']} {m['target_version']} at {m['bootstrap']}; "
-        f"seed {m['hypothesis_seed']}; {m['started_at']} to {m['ended_at']}",
-        "",
-        "| requirement | " + " | ".join(ORDER) + " |",
-        "| --- |" + " --- |" * len(ORDER),
-    ]
-    for rid in sorted(by_req, key=_req_key):
-        c = by_req[rid]
-        lines.append(f"| {rid} | " + " | ".join(str(c[v] or "") for v in ORDER) + " |")
-    bad = [r for r in run.records if r["verdict"] in ("FAIL", "ERROR", "NONSTRICT")]
-    if bad:
-        lines += ["", "## Not passed", ""]
-        for r in bad:
-            lines.append(
-                f"- **{r['verdict']}** `{r['test_id']}` {r['requirement_id']}: {r['message']}"
-            )
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def _req_key(rid: str) -> tuple[str, int]:
-    feature, _, n = rid.rpartition(".R")
-    return feature, int(n) if n.isdigit() else 0

@@ -56,7 +56,7 @@ class ReferenceTarget(Target):
         except ImportError as e:
             raise TargetError(f"the bundled reference cluster is not available: {e}") from None
         if self.version == "unknown":
-            from conformance.plugin import suite_version
+            from conformance.results.recorder import suite_version
 
             self.version = suite_version()
 

@@ -3,14 +3,13 @@ turns a run into run's exit code."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from conformance.results.recorder import Recorder, RecordError, fingerprint, new_run_id
 from conformance.results.schema import load_run
-from conformance.results.summary import _minimal, summarise
+from conformance.results.summary import summarise
 
 MANIFEST = {
     "target_name": "tansu",
@@ -84,10 +83,3 @@ def test_exit_codes(tmp_path: Path, verdicts: list[str], code: int) -> None:
     summary = summarise(write_run(tmp_path, verdicts))
     assert summary.exit_code() == code
     assert summary.total == len(verdicts)
-
-
-def test_the_minimal_report_lists_what_did_not_pass(tmp_path: Path) -> None:
-    run_dir = write_run(tmp_path, ["PASS", "FAIL"])
-    text = _minimal(run_dir, tmp_path / "report").read_text()
-    assert "PROTOCOL.R3" in text and "**FAIL**" in text
-    assert json.loads((run_dir / "manifest.json").read_text())["run_id"] in text
