@@ -249,7 +249,7 @@ class SuiteTopic:
         partition: int,
         offset: int,
         *,
-        max_wait: int = 0,
+        max_wait: int = 100,
         min_bytes: int = 1,
         partition_max: int = FETCH_BYTES,
         max_bytes: int = FETCH_BYTES,
@@ -279,7 +279,9 @@ class SuiteTopic:
         return quiet_version(self.harness, FETCH, "4-12")
 
     def fetch(self, partition: int, offset: int, *reqs: str, **kw: Any) -> dict[str, Any]:
-        """The partition's entry of a Fetch answer (consumer, read_uncommitted)."""
+        """The partition's entry of a Fetch answer (consumer, read_uncommitted). MaxWaitMs is
+        100 unless given: answered at once where there is data, after 100 ms where there is
+        none."""
         v = self.fetch_version()
         resp = verify.expect_response(
             self.conn(partition),

@@ -32,10 +32,13 @@ from conformance.targets.base import Endpoint, Target
 from tests.suite.proxies import FaultyProxy
 
 CODEC = Codec.from_specs()
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 0, 1, 2, 3, 10, 60
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR = 0, 1, 2, 3, 10
+INIT_PRODUCER_ID, DESCRIBE_CLUSTER = 22, 60
 UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE, UNSUPPORTED_COMPRESSION_TYPE = 3, 1, 76
 #: a v2 batch: the CRC-32C at byte 17 covers everything from byte 21 (the attributes) on
 CRC_AT, CRC_FROM, ATTRIBUTES_AT = 17, 21, 21
+#: producer id (int64), epoch (int16) and base sequence (int32) follow the timestamps
+PRODUCER_AT, NO_PRODUCER = 43, b"\xff" * 8
 
 
 class Fault:
@@ -320,6 +323,40 @@ class CrcNotChecked(Fault):
         return changed
 
 
+class NoProducerId(Fault):
+    """InitProducerId answers success without giving a producer id (IDEMPOTENCE.R1)."""
+
+    responses = (INIT_PRODUCER_ID,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        if body["ErrorCode"] != 0:
+            return False
+        body["ProducerId"] = -1
+        return True
+
+
+class IdempotenceIgnored(Fault):
+    """The broker ignores producer ids: every batch is appended as if it carried none, so
+    retries are duplicated and neither gaps nor old epochs are refused (modelled by clearing
+    the producer fields on the way in) (IDEMPOTENCE.R2-R4)."""
+
+    requests = (PRODUCE,)
+
+    def on_request(self, api, version, body) -> bool:
+        changed = False
+        for t in body["TopicData"]:
+            for p in t["PartitionData"]:
+                data = bytearray(p["Records"] or b"")
+                if len(data) < 61 or data[PRODUCER_AT : PRODUCER_AT + 8] == NO_PRODUCER:
+                    continue
+                data[PRODUCER_AT : PRODUCER_AT + 14] = NO_PRODUCER + b"\xff\xff" + b"\xff" * 4
+                crc = crc32c(bytes(data[CRC_FROM:]))
+                data[CRC_AT : CRC_AT + 4] = crc.to_bytes(4, "big")
+                p["Records"] = bytes(data)
+                changed = True
+        return changed
+
+
 #: requirement id -> the fault that must make it FAIL
 LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R1": HeadersDropped,
@@ -339,6 +376,12 @@ LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R15": ZstdAcceptedEarly,
     "LOG.R16": CrcNotChecked,
     "LOG.R17": UnknownPartitionAccepted,
+}
+IDEMPOTENCE_FAULTS: dict[str, type[Fault]] = {
+    "IDEMPOTENCE.R1": NoProducerId,
+    "IDEMPOTENCE.R2": IdempotenceIgnored,
+    "IDEMPOTENCE.R3": IdempotenceIgnored,
+    "IDEMPOTENCE.R4": IdempotenceIgnored,
 }
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from conformance.requirements import requirements
 
-FILES = ("log",)
+FILES = ("log", "idempotence")
 SELECT = " or ".join(f.upper() for f in FILES)
 
 

@@ -1,5 +1,5 @@
-"""Every LOG requirement FAILs against a broker with a real implementer's bug and PASSes against
-the reference cluster.
+"""Every LOG and IDEMPOTENCE requirement FAILs against a broker with a real implementer's bug
+and PASSes against the reference cluster.
 
 A 3-broker reference cluster (embedded store) runs behind one proxy per broker
 (``faults_log.ProxiedCluster``). The suite's own test functions that name a requirement run
@@ -20,6 +20,7 @@ from hypothesis import core
 from conformance.protocol import Codec
 from conformance.suite import verify
 from conformance.suite.harness import Harness
+from conformance.suite.idempotence import test_idempotent_produce
 from conformance.suite.log import (
     test_compression,
     test_delete_then_use,
@@ -30,6 +31,7 @@ from conformance.suite.log import (
 from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import failing, verdicts
 from tests.suite.faults_log import (
+    IDEMPOTENCE_FAULTS,
     LOG_FAULTS,
     HighWatermarkOffByOne,
     ListOffsetsOffByOne,
@@ -37,6 +39,8 @@ from tests.suite.faults_log import (
 )
 
 CODEC = Codec.from_specs()
+FAULTS = {**LOG_FAULTS, **IDEMPOTENCE_FAULTS}
+FILES = ("log", "idempotence")
 SEED = 20261123
 MODULES = (
     test_produce_fetch,
@@ -44,6 +48,7 @@ MODULES = (
     test_compression,
     test_delete_then_use,
     test_partition_model,
+    test_idempotent_produce,
 )
 MODEL = test_partition_model.test_partition_log_state_machine
 
@@ -87,12 +92,12 @@ def run(cluster: ProxiedCluster, fn: Callable) -> verify.Failed | None:
     return None
 
 
-def test_every_log_requirement_has_a_test_and_a_fault() -> None:
+def test_every_requirement_has_a_test_and_a_fault() -> None:
     from conformance.requirements import requirements
 
-    ids = {r.id for r in requirements() if r.file == "log"}
+    ids = {r.id for r in requirements() if r.file in FILES}
     assert set(suite_tests()) >= ids
-    assert set(LOG_FAULTS) == ids
+    assert set(FAULTS) == ids
 
 
 def test_transparent_proxies_fail_nothing(reference) -> None:
@@ -102,9 +107,9 @@ def test_transparent_proxies_fail_nothing(reference) -> None:
                 assert run(cluster, fn) is None, fn.__name__
 
 
-@pytest.mark.parametrize("req", sorted(LOG_FAULTS, key=lambda r: int(r.split(".R")[1])))
+@pytest.mark.parametrize("req", list(FAULTS))
 def test_the_fault_fails_the_requirement(reference, req: str) -> None:
-    fault = LOG_FAULTS[req]()
+    fault = FAULTS[req]()
     with ProxiedCluster(reference, fault) as cluster:
         failures = [run(cluster, fn) for fn in suite_tests()[req]]
     assert fault.changed > 0, f"{type(fault).__name__} rewrote nothing"

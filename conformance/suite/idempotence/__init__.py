@@ -1,0 +1,1 @@
+"""IDEMPOTENCE: producer ids, epochs and sequence numbers as the partition leader checks them."""

@@ -1,0 +1,132 @@
+"""The idempotent producer against the partition leader (IDEMPOTENCE.R1-R4): a producer id from
+InitProducerId, then batches carrying it with sequences that continue, repeat, skip ahead, or
+an epoch that went back; each on a fresh suite topic."""
+
+from __future__ import annotations
+
+from conformance.suite import verify
+from conformance.suite.harness import Harness
+from conformance.suite.meta import conformance
+from conformance.suite.partitions import (
+    INIT_PRODUCER_ID,
+    NONE,
+    PRODUCE,
+    SuiteTopic,
+    batch_bytes,
+    now_ms,
+)
+
+OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH = 45, 47
+
+
+def producer_id(harness: Harness, *reqs: str) -> tuple[int, int]:
+    """A producer id and epoch for idempotence (no transactional id)."""
+    version = harness.pick_version(INIT_PRODUCER_ID)
+    body = {
+        "TransactionalId": None,
+        "TransactionTimeoutMs": 60000,
+        "ProducerId": -1,
+        "ProducerEpoch": -1,
+    }
+    answer = verify.expect_response(
+        harness.connect(), INIT_PRODUCER_ID, version, body, served=reqs[0]
+    ).body
+    verify.check(
+        answer["ErrorCode"] == NONE and answer["ProducerId"] >= 0 and answer["ProducerEpoch"] >= 0,
+        f"InitProducerId v{version} without a transactional id: ErrorCode "
+        f"{answer['ErrorCode']}, ProducerId {answer['ProducerId']}, ProducerEpoch "
+        f"{answer['ProducerEpoch']}; expected 0 and an id and epoch >= 0",
+        *reqs,
+    )
+    return answer["ProducerId"], answer["ProducerEpoch"]
+
+
+def idempotent(pid: int, epoch: int, sequence: int, values: list[bytes]) -> bytes:
+    ts = now_ms()
+    return batch_bytes(
+        [(ts, None, v) for v in values],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+    )
+
+
+def appended(topic: SuiteTopic, req: str) -> list[bytes | None]:
+    return [r.value for r in topic.fetch_all(0, req)]
+
+
+@conformance("idempotence/init-producer-id", "IDEMPOTENCE.R1", api=INIT_PRODUCER_ID)
+def test_init_producer_id_gives_an_id(harness: Harness) -> None:
+    producer_id(harness, "IDEMPOTENCE.R1")
+
+
+@conformance("idempotence/produce/retry-not-duplicated", "IDEMPOTENCE.R2", api=PRODUCE)
+def test_a_retried_batch_is_acknowledged_once(harness: Harness) -> None:
+    harness.pick_version(INIT_PRODUCER_ID)
+    harness.pick_version(PRODUCE, "3+")
+    pid, epoch = producer_id(harness, "IDEMPOTENCE.R2")
+    with SuiteTopic.create(harness, "idempotence-retry") as topic:
+        first = idempotent(pid, epoch, 0, [b"a", b"b"])
+        answers = [topic.produce(0, first, "IDEMPOTENCE.R2") for _ in range(2)]
+        got = [(a["ErrorCode"], a["BaseOffset"]) for a in answers]
+        verify.check(
+            got == [(NONE, 0), (NONE, 0)],
+            f"the same idempotent batch (producer {pid}, epoch {epoch}, sequences 0-1) sent "
+            f"twice to {topic.name}-0: answered (ErrorCode, BaseOffset) {got}, expected "
+            "(0, 0) both times",
+            "IDEMPOTENCE.R2",
+        )
+        values = appended(topic, "IDEMPOTENCE.R2")
+        verify.check(
+            values == [b"a", b"b"],
+            f"after the retry {topic.name}-0 holds {values}, expected [b'a', b'b'] once",
+            "IDEMPOTENCE.R2",
+        )
+
+
+@conformance("idempotence/produce/sequence-gap-refused", "IDEMPOTENCE.R3", api=PRODUCE)
+def test_a_sequence_gap_is_refused(harness: Harness) -> None:
+    harness.pick_version(INIT_PRODUCER_ID)
+    harness.pick_version(PRODUCE, "3+")
+    pid, epoch = producer_id(harness, "IDEMPOTENCE.R3")
+    with SuiteTopic.create(harness, "idempotence-gap") as topic:
+        ok = topic.produce(0, idempotent(pid, epoch, 0, [b"s0", b"s1"]), "IDEMPOTENCE.R3")
+        gap = topic.produce(0, idempotent(pid, epoch, 5, [b"s5"]), "IDEMPOTENCE.R3")
+        verify.check(
+            (ok["ErrorCode"], gap["ErrorCode"]) == (NONE, OUT_OF_ORDER_SEQUENCE_NUMBER),
+            f"producer {pid} epoch {epoch}: sequences 0-1 then 5 (2 expected) to {topic.name}-0: "
+            f"ErrorCodes {ok['ErrorCode']} and {gap['ErrorCode']}, expected 0 and 45 "
+            "(OUT_OF_ORDER_SEQUENCE_NUMBER)",
+            "IDEMPOTENCE.R3",
+        )
+        values = appended(topic, "IDEMPOTENCE.R3")
+        verify.check(
+            values == [b"s0", b"s1"],
+            f"after the refused batch {topic.name}-0 holds {values}, expected [b's0', b's1']",
+            "IDEMPOTENCE.R3",
+        )
+
+
+@conformance("idempotence/produce/older-epoch-fenced", "IDEMPOTENCE.R4", api=PRODUCE)
+def test_an_older_epoch_is_fenced(harness: Harness) -> None:
+    harness.pick_version(INIT_PRODUCER_ID)
+    harness.pick_version(PRODUCE, "3+")
+    pid, epoch = producer_id(harness, "IDEMPOTENCE.R4")
+    with SuiteTopic.create(harness, "idempotence-epoch") as topic:
+        old = topic.produce(0, idempotent(pid, epoch, 0, [b"old"]), "IDEMPOTENCE.R4")
+        new = topic.produce(0, idempotent(pid, epoch + 1, 0, [b"new"]), "IDEMPOTENCE.R4")
+        stale = topic.produce(0, idempotent(pid, epoch, 1, [b"stale"]), "IDEMPOTENCE.R4")
+        codes = (old["ErrorCode"], new["ErrorCode"], stale["ErrorCode"])
+        verify.check(
+            codes == (NONE, NONE, INVALID_PRODUCER_EPOCH),
+            f"producer {pid} to {topic.name}-0: epoch {epoch} seq 0, epoch {epoch + 1} seq 0, "
+            f"then epoch {epoch} seq 1 again: ErrorCodes {codes}, expected 0, 0 and 47 "
+            "(INVALID_PRODUCER_EPOCH)",
+            "IDEMPOTENCE.R4",
+        )
+        values = appended(topic, "IDEMPOTENCE.R4")
+        verify.check(
+            values == [b"old", b"new"],
+            f"after the fenced batch {topic.name}-0 holds {values}, expected [b'old', b'new']",
+            "IDEMPOTENCE.R4",
+        )
