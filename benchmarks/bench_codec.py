@@ -265,7 +265,7 @@ def ops_per_second(fns: dict[str, Callable[[], Any]], repeat: int, clock: Callab
 
 
 TARGETS = {
-    # (operation, peer): minimum ours/peer ratio, from DESIGN.md (MetadataResponse v12)
+    # (operation, peer): minimum ours/peer ratio, from ARCHITECTURE.md (MetadataResponse v12)
     ("encode", "kio"): 5.0,
     ("encode", "kafka-python"): 2.0,
     ("decode", "kafka-python"): 2.0,

@@ -1,10 +1,11 @@
 """Where security plugs into the nodes: each listener's ``Security`` and the node's authorizer.
 
-Until SASL and ACLs exist (``reference_impl/security/``), a connection is the principal its
-listener is configured with (``ListenerConfig.principal``, ``User:ANONYMOUS`` by default, as
-Kafka's PLAINTEXT listeners), and the default authorizer allows everything except ClusterAction
-on CLUSTER, which only broker principals and super users hold: that is what Envelope,
-broker registration and the controller-to-broker RPCs require (KIP-590).
+On a listener without SASL a connection is the principal the listener is configured with
+(``ListenerConfig.principal``, ``User:ANONYMOUS`` by default, as Kafka's PLAINTEXT listeners);
+``SASL_PLAINTEXT`` listeners authenticate (``reference_impl/security/``). A node without ACLs
+enabled uses ``DefaultAuthorizer``: everything is allowed except ClusterAction on CLUSTER, which
+only broker principals and super users hold: that is what Envelope, broker registration and the
+controller-to-broker RPCs require (KIP-590).
 
 Handlers call ``node.authorize(session, operation, resource)`` with Kafka's operation names
 ("CREATE", "ALTER_CONFIGS", "CLUSTER_ACTION" …) and a resource ``(type, name)``; the ACL
@@ -56,12 +57,8 @@ async def connect(
 ) -> Connection:
     """A connection to another node (controller channel, propagation, replica fetches),
     authenticated as this node's broker principal when ``security/inter_node.py`` says so."""
-    try:
-        from reference_impl.security import inter_node
-    except ModuleNotFoundError as e:
-        if e.name is None or not e.name.startswith("reference_impl.security"):
-            raise
-        return await Connection.open(host, port, codec=codec, client_id=client_id, timeout=timeout)
+    from reference_impl.security import inter_node
+
     return await inter_node.connect(host, port, codec=codec, client_id=client_id, timeout=timeout)
 
 

@@ -2,7 +2,7 @@
 
 Per file: the message's api key, type, name, version ranges and listeners, and for every field
 (recursively, common structs included) its name, type, version ranges, tag, parsed default and
-flags must equal upstream 3.9.0's. The files must cover DESIGN.md's scope and must not carry
+flags must equal upstream 3.9.0's. The files must cover ARCHITECTURE.md's scope and must not carry
 upstream comments or ``about`` prose.
 """
 
@@ -30,7 +30,7 @@ from tests.conftest import KAFKA_SPECS
 UPSTREAM = KAFKA_SPECS / "3.9.0"
 OUR_FILES = sorted(SPEC_DIR.glob("*.json"))
 
-#: DESIGN.md's scope: api keys whose request and response the project specifies.
+#: ARCHITECTURE.md's scope: api keys whose request and response the project specifies.
 SCOPE_KEYS = [*range(21), 22, 29, 30, 31, 32, 33, 36, 37, 42, 44, 48, 49, 56, 58, 60, 62, 63, 64]
 HEADERS = ["RequestHeader", "ResponseHeader"]
 

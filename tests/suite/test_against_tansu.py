@@ -75,7 +75,7 @@ def test_every_test_recorded_each_of_its_requirements(tansu_run) -> None:
 @pytest.mark.parametrize(
     ("test_id", "requirement", "verdict", "why"),
     [
-        # tansu answers versions above its advertised maximum (DESIGN.md, observed facts)
+        # tansu answers versions above its advertised maximum (ARCHITECTURE.md, tansu)
         ("versions/metadata/outside-advertised-refused", "PROTOCOL.R10", "FAIL", "Metadata v13"),
         # it does not answer a too-new ApiVersions in v0 with UNSUPPORTED_VERSION
         ("api-versions/newer-than-server/v0-error-answer", "PROTOCOL.R7", "FAIL", "ApiVersions v5"),
