@@ -23,7 +23,7 @@ from reference_impl.log import PartitionLog, parse_header
 from tests.reference.control_plane import STORES, metadata, new_cluster, wait_until
 from tests.reference.test_durability import create_topic, leader_of, wait_full_isr
 
-RECORDS = 3_000
+RECORDS = 2_000
 
 
 def _batch(*values: bytes) -> tuple[bytes, object]:
