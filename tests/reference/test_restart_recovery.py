@@ -68,7 +68,7 @@ def _check_restart(cluster: Cluster, topic: str) -> None:
     cluster.start(timeout=60)
     wait_full_isr(cluster, topic, timeout=15)
     settled = _diverged_lines(cluster)
-    time.sleep(2)  # idle brokers: the followers no longer exchange divergences
+    time.sleep(1)  # idle brokers: the followers no longer exchange divergences
     assert _diverged_lines(cluster) == settled, "followers still loop on diverging epochs"
     assert settled < 10, f"{settled} 'diverged' lines: a loop, not a one-off truncation"
 
