@@ -72,6 +72,7 @@ DESCRIBE = "groups/describe/states-and-members"
 LIST_DELETE = "groups/list-and-delete"
 READ_BACK = "offsets/commit-fetch/read-back"
 GENERATION = "offsets/commit/generation"
+MACHINE = "groups/membership/state-machine"
 SOURCES = "configs/topic/sources-everywhere"
 ALTER = "configs/alter/replaces-whole-set"
 INCREMENTAL = "configs/incremental/operations"
@@ -89,8 +90,13 @@ CASES = {
     "generation-not-bumped": (
         (generation_not_bumped, unknown_topic_described),
         (),
-        (ROUNDS, GENERATION, UNKNOWN_TOPIC),
-        {(ROUNDS, "GROUPS.R3"), (GENERATION, "OFFSETS.R6"), (UNKNOWN_TOPIC, "CONFIGS.R10")},
+        (ROUNDS, GENERATION, UNKNOWN_TOPIC, MACHINE),
+        {
+            (ROUNDS, "GROUPS.R3"),
+            (GENERATION, "OFFSETS.R6"),
+            (UNKNOWN_TOPIC, "CONFIGS.R10"),
+            (MACHINE, "GROUPS.R3"),
+        },
     ),
     "metadata-to-followers": (
         (

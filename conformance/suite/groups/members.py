@@ -354,11 +354,14 @@ def delete_groups(harness: Harness, conn: SyncConnection, names: list[str]) -> d
 
 
 def list_groups(
-    harness: Harness, endpoint: Endpoint | None = None, states: list[str] | None = None
+    harness: Harness,
+    endpoint: Endpoint | None = None,
+    states: list[str] | None = None,
+    conn: SyncConnection | None = None,
 ) -> dict[str, dict]:
     """ListGroups of one broker (the bootstrap unless named): group id -> entry."""
     version = harness.pick_version(LIST_GROUPS, "4+" if states is not None else None)
-    conn = harness.connect(endpoint or "client")
+    conn = conn or harness.connect(endpoint or "client")
     body = {"StatesFilter": states or [], "TypesFilter": []}
     got = coordinator_request(harness, conn, LIST_GROUPS, version, body).body
     if got["ErrorCode"] != NONE:  # a precondition of the caller's checks: credits nothing
@@ -366,11 +369,16 @@ def list_groups(
     return {g["GroupId"]: g for g in got["Groups"]}
 
 
-def list_everywhere(harness: Harness, states: list[str] | None = None) -> dict[str, dict]:
-    """ListGroups of every broker, merged (each broker lists the groups it coordinates)."""
+def list_everywhere(
+    harness: Harness,
+    states: list[str] | None = None,
+    conns: list[SyncConnection] | None = None,
+) -> dict[str, dict]:
+    """ListGroups of every broker, merged (each broker lists the groups it coordinates);
+    ``conns``: kept connections to every broker."""
     out: dict[str, dict] = {}
-    for b in cluster.brokers(harness):
-        out.update(list_groups(harness, b.endpoint, states))
+    for conn in conns or [harness.connect(b.endpoint) for b in cluster.brokers(harness)]:
+        out.update(list_groups(harness, states=states, conn=conn))
     return out
 
 

@@ -112,7 +112,8 @@ def delete_topics(harness: Harness, names: list[str]) -> None:
         "Topics": [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names],
         "TimeoutMs": 10000,
     }
-    try:
-        harness.connect().request(DELETE_TOPICS, version, body)
+    try:  # sent, not waited for: the broker deletes them whether or not we wait
+        conn = harness.connect()
+        conn.send_frame(harness.frame(DELETE_TOPICS, version, 1, body), DELETE_TOPICS, version, 1)
     except Exception:
         pass

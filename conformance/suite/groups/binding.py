@@ -1,0 +1,185 @@
+"""How the groups-membership model (``specs/models/groups-membership.json``) meets a target.
+
+Entities are fresh suite groups (new names for every example). A group's rounds are driven by
+``members.Group`` as a client drives them; the binding reports each round as the flat answer
+the model's ``join-member`` / ``leave-member`` expect, fills the member id ``<member>`` with the
+group's oldest member, flattens OffsetFetch and DeleteGroups to one partition / one group, and
+observes DescribeGroups (each group's coordinator) and ListGroups (every broker). At the end its
+members leave and its groups and topic are deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.suite import verify
+from conformance.suite.groups.members import (
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    HEARTBEAT,
+    NONE,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    REBALANCE_IN_PROGRESS,
+    Group,
+    Round,
+    coordinator_request,
+    fresh_name,
+    list_groups,
+)
+from conformance.suite.harness import Harness, SyncConnection
+from conformance.suite.models import Binding, ModelRunner
+from conformance.suite.offsets.commits import fetch_body
+from conformance.targets.base import Endpoint
+
+MEMBER = "<member>"
+#: how long DescribeGroups / ListGroups may take to show what an answered request did
+SETTLE = 3.0
+
+
+class GroupsBinding(Binding):
+    def __init__(self, harness: Harness, topic: str, count: int) -> None:
+        self.harness, self.topic, self.count = harness, topic, count
+        self.names = [fresh_name("model") for _ in range(count)]
+        self.groups: dict[int, Group] = {}
+        self.dv = harness.pick_version(DESCRIBE_GROUPS)
+        self.conns: dict[Endpoint, SyncConnection] = {}
+        self.fetch_version = harness.pick_version(OFFSET_FETCH, "1+")
+        self.commit_version = harness.pick_version(OFFSET_COMMIT, "1+")
+
+    def entity_id(self, index: int) -> str:
+        return self.names[index]
+
+    def context(self, name: str) -> Any:
+        if name == "topic":
+            return self.topic
+        raise KeyError(name)
+
+    def duration(self, name: str) -> float:
+        if name == "settle":
+            return SETTLE
+        raise KeyError(name)
+
+    def group(self, name: str) -> Group:
+        index = self.names.index(name)
+        if index not in self.groups:
+            self.groups[index] = Group(self.harness, name)
+        return self.groups[index]
+
+    # --- requests ---------------------------------------------------------------------------
+
+    def send(self, name: str, request: dict[str, Any], body: dict[str, Any], to: Any) -> dict:
+        if name == "delete":
+            g = self.group(body["GroupsNames"][0])
+            v = self.harness.pick_version(DELETE_GROUPS)
+            got = coordinator_request(self.harness, g.admin, DELETE_GROUPS, v, body).body
+            return {"ErrorCode": got["Results"][0]["ErrorCode"]}
+        g = self.group(body["GroupId"])
+        if name == "join-member":
+            return self._summary(g, g.rebalance(joining=[g.new_member()]))
+        if name == "leave-member":
+            leaving = g.members[-1]
+            summary = self._summary(g, g.rebalance(leaving=[leaving]), leaving.member_id)
+            summary["LeftHeartbeatErrorCode"] = g.heartbeat(leaving)
+            return summary
+        if name == "heartbeat":
+            codes = [g.heartbeat(m) for m in g.members]
+            return {"ErrorCode": next((c for c in codes if c != NONE), NONE)}
+        if body.get("MemberId") == MEMBER:
+            body = {**body, "MemberId": g.members[0].member_id if g.members else ""}
+        if name == "member-heartbeat":
+            v = g.versions[HEARTBEAT]
+            return g.request(HEARTBEAT, v, body).body
+        if name == "commit":
+            return g.request(OFFSET_COMMIT, self.commit_version, body).body
+        if name == "fetch":
+            v = self.fetch_version
+            req = fetch_body(g.name, v, [(self.topic, 0)])
+            got = g.request(OFFSET_FETCH, v, req).body
+            entry = got["Groups"][0] if v >= 8 else got
+            parts = [p for t in entry["Topics"] for p in t["Partitions"]]
+            code = entry.get("ErrorCode", NONE) or (parts[0]["ErrorCode"] if parts else None)
+            return {
+                "ErrorCode": code,
+                "CommittedOffset": parts[0]["CommittedOffset"] if parts else None,
+            }
+        raise KeyError(name)
+
+    @staticmethod
+    def _summary(g: Group, r: Round, left: str | None = None) -> dict[str, Any]:
+        answers = [*r.joins.values(), *r.syncs.values()]
+        if r.leave is not None:
+            answers.append(r.leave)
+        codes = [
+            c
+            for a in answers
+            for c in [a.get("ErrorCode", NONE)]
+            + [m.get("ErrorCode", NONE) for m in a.get("Members") or [] if "ErrorCode" in m]
+        ]
+        gens = {b["GenerationId"] for b in r.joins.values()}
+        leaders = {b["Leader"] for b in r.joins.values()}
+        ids = {b["MemberId"] for b in r.joins.values()}
+        leader_answer = next((b for b in r.joins.values() if b["Leader"] == b["MemberId"]), None)
+        listed = {m["MemberId"] for m in (leader_answer or {}).get("Members") or []}
+        followers = sum(len(b["Members"]) for b in r.joins.values() if b["Leader"] != b["MemberId"])
+        delivered = bool(r.syncs) and all(
+            s["ErrorCode"] == NONE and s["Assignment"] == r.assigned.get(m.member_id)
+            for m in g.members
+            for s in [r.syncs.get(m.client_id, {"ErrorCode": -1})]
+        )
+        return {
+            "ErrorCode": next((c for c in codes if c != NONE), NONE),
+            "GenerationId": gens.pop() if len(gens) == 1 else -2,
+            "Members": len(listed),
+            "LeaderIsMember": len(leaders) == 1 and leaders <= ids,
+            "FollowersListed": followers,
+            "AssignmentsDelivered": delivered,
+            "RebalanceSeen": not r.heartbeats or REBALANCE_IN_PROGRESS in r.heartbeats,
+            "LeftListed": left in listed if left is not None else False,
+        }
+
+    # --- views ------------------------------------------------------------------------------
+
+    def observe(self, name: str) -> dict[str, Any]:
+        if name == "describe":
+            records: dict[int, Any] = {}
+            for conn, names in self._by_coordinator().items():
+                body = {"Groups": names, "IncludeAuthorizedOperations": False}
+                got = coordinator_request(self.harness, conn, DESCRIBE_GROUPS, self.dv, body).body
+                for d in got["Groups"]:
+                    verify.check(
+                        d["ErrorCode"] == NONE,
+                        f"DescribeGroups of {d['GroupId']}: error {d['ErrorCode']}",
+                        "GROUPS.R13",
+                    )
+                    i = self.names.index(d["GroupId"])
+                    records[i] = {"GroupState": d["GroupState"], "members": len(d["Members"])}
+            return {"DescribeGroups": records}
+        if name == "list":
+            listed: set[str] = set()
+            for conn in self._by_coordinator():
+                listed |= set(list_groups(self.harness, conn=conn))
+            return {
+                "ListGroups (the groups' coordinators)": {
+                    i for i, n in enumerate(self.names) if n in listed
+                }
+            }
+        raise KeyError(name)
+
+    def _by_coordinator(self) -> dict[SyncConnection, list[str]]:
+        """The groups' names by a kept connection to their coordinator (one per broker)."""
+        out: dict[SyncConnection, list[str]] = {}
+        for n in self.names:
+            ep = self.group(n).coordinator.endpoint
+            conn = self.conns.get(ep)
+            if conn is None or conn.closed:
+                conn = self.conns[ep] = self.harness.connect(ep)
+            out.setdefault(conn, []).append(n)
+        return out
+
+    def cleanup(self, runner: ModelRunner | None = None) -> None:
+        for g in self.groups.values():
+            try:
+                g.cleanup()
+            except Exception:
+                pass
