@@ -38,6 +38,30 @@ setup() {
     fi
     # ZooKeeper (Debian package) for the reference cluster's zookeeper:// metadata store tests
     [ -f /usr/share/java/zookeeper.jar ] || install_deb zookeeper "the ZooKeeper-mode reference tests"
+    docker_engine
+}
+
+# A Docker engine (Debian's docker.io) for the docker target's tests, started when not running.
+# Its containers use the host's network, so the daemon needs no bridge or iptables rules.
+docker_engine() {
+    engine_up() { "$VENV/bin/python" -c 'import docker; docker.from_env().ping()' 2>/dev/null; }
+    engine_up && return 0
+    if [ "$(id -u)" != 0 ]; then
+        echo "note: no Docker engine reachable and not root: install Debian's docker.io and start dockerd (the docker target's tests need it)" >&2
+        return 0
+    fi
+    command -v dockerd >/dev/null || install_deb docker.io "the docker target's tests"
+    command -v dockerd >/dev/null || return 0
+    if ! pgrep -x dockerd >/dev/null; then
+        setsid dockerd --iptables=false --ip6tables=false --bridge=none \
+            >>/var/log/kc-dockerd.log 2>&1 </dev/null &
+    fi
+    local i
+    for i in $(seq 60); do
+        [ -S /var/run/docker.sock ] && engine_up && return 0
+        sleep 0.5
+    done
+    echo "note: dockerd did not answer on /var/run/docker.sock within 30 s (see /var/log/kc-dockerd.log)" >&2
 }
 
 case "${1:-}" in

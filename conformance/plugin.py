@@ -320,6 +320,8 @@ def _open_run(config: pytest.Config, state: State) -> None:
     state.strict = bool(config.getoption("strict"))
     try:
         target = make_target(opts)
+        if config.getoption("results_dir"):
+            target.logs_dir = Path(config.getoption("results_dir"))
         state.target = target
         target.start()
         harness = Harness(

@@ -20,7 +20,13 @@ from conformance.targets.base import (
 
 #: the mechanisms conformance.client.sasl speaks
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256")
-KINDS = ("reference", "reference:zookeeper", "tansu", "external", "docker:IMAGE")
+KINDS = (
+    "reference",
+    "reference:zookeeper",
+    "tansu",
+    "external",
+    "docker:IMAGE[?profile=NAME|PATH]",
+)
 
 
 @dataclass

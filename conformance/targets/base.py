@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 #: Listener types of a broker's client listener when the target does not say which it is: a
 #: ZooKeeper-mode broker (zkBroker) or a KRaft broker (broker) both serve clients there.
@@ -129,6 +130,9 @@ class Target:
     #: node id -> (ms before its process was spawned, ms once it served clients) for each
     #: broker the target started: what its start time (KIP-536) must lie between
     started: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: where the target leaves the logs of a start that failed: the run's results folder (None:
+    #: the temporary folder); the error names the file
+    logs_dir: Path | None = None
 
     def start(self) -> None:
         """Start what the target runs (nothing for an external one)."""

@@ -1,114 +1,180 @@
-"""``docker:IMAGE``: an Apache Kafka image run with the docker SDK, in KRaft or ZooKeeper mode.
+"""``docker:IMAGE[?profile=NAME|PATH]``: a container image run as the target (the docker SDK).
 
-``docker:apache/kafka:3.9.1`` runs one combined broker+controller in KRaft mode;
-``docker:apache/kafka:3.9.1?mode=zookeeper`` runs a ZooKeeper container and a ZooKeeper-mode
-broker beside it (images that still support it: Kafka before 4.0, e.g. bitnami/kafka:3.9 or
-confluentinc/cp-kafka:7.x, which read the same ``KAFKA_*`` settings). Ports are published on
-127.0.0.1 only. The container configuration is plain data (``broker_config``) so that it can be
-checked without an engine; where no engine is reachable the target fails with one clear line.
+How an image is started and when it serves is its profile (``conformance.targets.profiles``):
+named in the target, or recognised from the image name (``docker:apache/kafka:3.9.1`` is
+``kafka-kraft``, ``docker:ghcr.io/tansu-io/tansu:0.6`` is ``tansu``). The implementation's name
+is the image's last path part and its version the tag, so runs of several tags of one image are
+versions of one implementation in a matrix.
+
+The container shares the host's network and listens on 127.0.0.1 only, on a block of free ports
+the target picks. ``stop`` removes it; so does the interpreter's exit, and a container whose
+owning process died without either (killed) is removed by the next start. When a start fails the
+container's log is kept in ``logs_dir`` (the run's results folder) and the error names the file.
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
+import os
+import random
+import socket
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 from conformance.targets.base import Endpoint, Target, TargetError, free_port, wait_listening
+from conformance.targets.profiles import Profile, load_profile, recognise
+from conformance.targets.zookeeper import ZooKeeperServer
 
-MODES = ("kraft", "zookeeper")
-ZOOKEEPER_IMAGE = "zookeeper:3.8"
-#: a fixed KRaft cluster id (22-character URL-safe Base64, as KIP-78 recommends)
-KRAFT_CLUSTER_ID = "a2NvbmZvcm1hbmNlLXN1aQ"
+#: label of every container the target starts: "<host name>:<pid>" of the process that owns it
+OWNER_LABEL = "kafka-conformance.owner"
+#: the OCI label an image may carry its version in (read when the tag says nothing: latest)
+VERSION_LABEL = "org.opencontainers.image.version"
+#: port blocks of more than one port are taken below Linux's ephemeral range (32768-60999), so
+#: that ports the OS hands out to connections meanwhile do not land in them
+BLOCK_RANGE = (20000, 32768)
+
+
+def parse_image(image: str) -> tuple[str, str]:
+    """(repository, version) of ``[registry[:port]/]path[:tag][@digest]``; version is the tag,
+    else the digest's first 12 hex digits, else ``latest``."""
+    ref, _, digest = image.partition("@")
+    head, _, last = ref.rpartition("/")
+    name, _, tag = last.partition(":")
+    repository = f"{head}/{name}" if head else name
+    if tag:
+        return repository, tag
+    if digest:
+        return repository, digest.split(":", 1)[-1][:12]
+    return repository, "latest"
+
+
+def free_block(size: int, host: str = "127.0.0.1", attempts: int = 50) -> int:
+    """The first of ``size`` consecutive ports nobody listens on right now."""
+    if size == 1:
+        return free_port(host)
+    rng = random.Random()
+    for _ in range(attempts):
+        base = rng.randrange(BLOCK_RANGE[0], BLOCK_RANGE[1] - size)
+        if all(_bindable(host, base + i) for i in range(size)):
+            return base
+    raise TargetError(f"no block of {size} free ports on {host} in {BLOCK_RANGE}")
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def metadata_brokers(ep: Endpoint, timeout: float) -> int:
+    """How many brokers a Metadata request on ``ep`` lists (0 when it is not answered)."""
+    from conformance.client.metadata import ClusterMetadata
+
+    async def probe() -> int:
+        meta = ClusterMetadata(str(ep), request_timeout=timeout)
+        try:
+            await meta.start()
+            return len(meta.brokers)
+        finally:
+            await meta.close()
+
+    try:
+        return asyncio.run(asyncio.wait_for(probe(), timeout))
+    except Exception:  # not serving yet, whatever the way: the caller waits and asks again
+        return 0
 
 
 @dataclass
 class DockerTarget(Target):
     kind: str = "docker"
     image: str = ""
-    mode: str = "kraft"
-    host_port: int = 0
-    controller_port: int = 0
-    zookeeper_port: int = 0
-    startup_timeout: float = 120.0
+    profile: Profile | None = None
+    host: str = "127.0.0.1"
+    #: the first port of the container's block (0: chosen at start)
+    port: int = 0
     _client: Any = field(default=None, repr=False)
-    _containers: list[Any] = field(default_factory=list, repr=False)
-    _network: Any = field(default=None, repr=False)
+    _container: Any = field(default=None, repr=False)
+    _zk: ZooKeeperServer | None = field(default=None, repr=False)
 
     @classmethod
     def from_spec(cls, spec: str) -> DockerTarget:
-        """``IMAGE[?mode=kraft|zookeeper]``."""
+        """``IMAGE[?profile=NAME|PATH]``."""
         image, _, query = spec.partition("?")
         if not image:
             raise TargetError("docker target needs an image: --target docker:IMAGE")
-        params = parse_qs(query)
-        unknown = set(params) - {"mode"}
+        params = parse_qs(query, keep_blank_values=True)
+        unknown = set(params) - {"profile"}
         if unknown:
-            raise TargetError(f"docker target: unknown option(s) {', '.join(sorted(unknown))}")
-        mode = params.get("mode", ["kraft"])[-1]
-        if mode not in MODES:
-            raise TargetError(f"docker target: mode must be kraft or zookeeper, not {mode!r}")
-        name, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "")
+            raise TargetError(
+                f"docker target: unknown option(s) {', '.join(sorted(unknown))} (known: profile)"
+            )
+        repository, version = parse_image(image)
+        profile = load_profile(params["profile"][-1]) if "profile" in params else None
+        profile = profile or recognise(repository)
         return cls(
-            name=(name or image).split("/")[-1],
-            version=tag or "latest",
+            name=repository.rsplit("/", 1)[-1],
+            version=version,
             image=image,
-            mode=mode,
-            client_listener_types=("broker",) if mode == "kraft" else ("zkBroker",),
+            profile=profile,
+            client_listener_types=profile.client_listener_types,
         )
+
+    def describe(self) -> str:
+        return f"{super().describe()} (image {self.image}, profile {self.prof.name})"
+
+    @property
+    def prof(self) -> Profile:
+        if self.profile is None:
+            raise TargetError("the docker target has no profile")
+        return self.profile
+
+    @property
+    def container_name(self) -> str:
+        return f"kc-{self.prof.name}-{self.port}"
 
     # --- configuration (no engine needed) -------------------------------------------------
 
-    def broker_config(self, zookeeper_host: str = "zookeeper") -> dict[str, Any]:
-        """The broker container's run arguments: image, environment, published ports."""
-        if not self.host_port:
-            raise ValueError("host_port must be chosen before the configuration is built")
-        env: dict[str, str] = {
-            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
-            "INTERNAL:PLAINTEXT",
-            "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
-            "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
-            "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
-            "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
-            "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
-            "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "true",
-        }
-        ports = {"9092/tcp": ("127.0.0.1", self.host_port)}
-        if self.mode == "kraft":
-            env |= {
-                "KAFKA_NODE_ID": "1",
-                "KAFKA_PROCESS_ROLES": "broker,controller",
-                "CLUSTER_ID": KRAFT_CLUSTER_ID,
-                "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093",
-                "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
-                "KAFKA_LISTENERS": "PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093,"
-                "INTERNAL://0.0.0.0:19092",
-                "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{self.host_port},"
-                "INTERNAL://localhost:19092",
-            }
-            if self.controller_port:
-                ports["9093/tcp"] = ("127.0.0.1", self.controller_port)
-        else:
-            env |= {
-                "KAFKA_BROKER_ID": "1",
-                "KAFKA_ZOOKEEPER_CONNECT": f"{zookeeper_host}:2181",
-                "KAFKA_LISTENERS": "PLAINTEXT://0.0.0.0:9092,INTERNAL://0.0.0.0:19092",
-                "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{self.host_port},"
-                "INTERNAL://localhost:19092",
-            }
-        return {"image": self.image, "environment": env, "ports": ports, "detach": True}
-
-    def zookeeper_config(self) -> dict[str, Any]:
-        if not self.zookeeper_port:
-            raise ValueError("zookeeper_port must be chosen before the configuration is built")
-        return {
-            "image": ZOOKEEPER_IMAGE,
-            "name": None,
-            "environment": {"ZOO_4LW_COMMANDS_WHITELIST": "srvr,ruok"},
-            "ports": {"2181/tcp": ("127.0.0.1", self.zookeeper_port)},
+    def run_config(self, zookeeper: str | None = None) -> dict[str, Any]:
+        """The container's run arguments, for a port block chosen already."""
+        if not self.port:
+            raise ValueError("the port block must be chosen before the configuration is built")
+        command, env = self.prof.render(self.prof.values(self.host, self.port, zookeeper))
+        cfg: dict[str, Any] = {
+            "image": self.image,
+            "name": self.container_name,
+            "environment": env,
+            "network_mode": "host",
+            "labels": {OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"},
             "detach": True,
         }
+        if command is not None:
+            cfg["command"] = command
+        return cfg
+
+    def endpoint(self, port_name: str) -> Endpoint:
+        return Endpoint(self.host, self.port + self.prof.ports[port_name])
 
     # --- running -------------------------------------------------------------------------------
 
@@ -129,48 +195,141 @@ class DockerTarget(Target):
             ) from None
         return client
 
-    def start(self) -> None:
-        self._client = client = self._engine()
-        self.host_port = self.host_port or free_port()
-        if self.mode == "kraft":
-            self.controller_port = self.controller_port or free_port()
-        zk_host = "zookeeper"
+    def _local_image(self, client: Any) -> Any:
+        """The image, pulled when it is not on this machine."""
+        from docker.errors import DockerException, ImageNotFound
+
         try:
-            if self.mode == "zookeeper":
-                self._network = client.networks.create(f"kc-{self.host_port}")
-                self.zookeeper_port = self.zookeeper_port or free_port()
-                cfg = self.zookeeper_config()
-                cfg["name"] = f"kc-zk-{self.host_port}"
-                zk = client.containers.run(network=self._network.name, **cfg)
-                self._containers.append(zk)
-                zk_host = cfg["name"]
-                self.zookeeper = f"127.0.0.1:{self.zookeeper_port}"
-            run = self.broker_config(zk_host)
-            if self._network is not None:
-                run["network"] = self._network.name
-            self._containers.append(client.containers.run(**run))
+            return client.images.get(self.image)
+        except ImageNotFound:
+            pass
+        repository, _, tag = self.image.partition("@")[0].rpartition(":")
+        try:
+            if "/" in tag or not repository:
+                return client.images.pull(self.image)
+            return client.images.pull(repository, tag=tag)
+        except DockerException as e:
+            why = " ".join(str(e).split())
+            raise TargetError(
+                f"docker: the image {self.image} is not on this machine and cannot be pulled "
+                f"(build it or pull it first): {why}"
+            ) from None
+
+    def start(self) -> None:
+        profile = self.prof
+        self._client = client = self._engine()
+        remove_orphans(client)
+        image = self._local_image(client)
+        if self.version == "latest":
+            self.version = (image.labels or {}).get(VERSION_LABEL) or self.version
+        self.port = self.port or free_block(profile.block, self.host)
+        zookeeper = None
+        if profile.zookeeper:
+            self._zk = ZooKeeperServer(self.host)
+            try:
+                self._zk.start()
+            except TargetError:
+                self.stop()
+                raise
+            zookeeper = self._zk.connect
+            self.zookeeper = self.zookeeper or zookeeper
+        self.bootstrap = [self.endpoint("client")]
+        if "controller" in profile.ports:
+            self.controller = self.controller or self.endpoint("controller")
+        if profile.node_id is not None:
+            self.restartable = {profile.node_id: self.bootstrap[0]}
+        atexit.register(self.stop)
+        spawned = _now_ms()
+        try:
+            self._container = client.containers.run(**self.run_config(zookeeper))
         except Exception as e:
             self.stop()
-            raise TargetError(f"docker: cannot start {self.image}: {e}") from None
-        ep = Endpoint("127.0.0.1", self.host_port)
-        self.bootstrap = [ep]
-        if self.controller_port:
-            self.controller = Endpoint("127.0.0.1", self.controller_port)
-        if not wait_listening(ep, self.startup_timeout):
-            self.stop()
-            raise TargetError(f"docker: {self.image} did not listen on {ep} in time")
-        time.sleep(1.0)  # the port opens before the broker has registered itself
+            why = " ".join(str(e).split())
+            raise TargetError(f"docker: cannot start {self.image}: {why}") from None
+        self._wait_ready()
+        if profile.node_id is not None:
+            self.started = {profile.node_id: (spawned, _now_ms())}
+
+    def _wait_ready(self) -> None:
+        profile, ep = self.prof, self.bootstrap[0]
+        deadline = time.monotonic() + profile.ready_timeout
+        while True:
+            self._container.reload()
+            if self._container.status in ("exited", "dead"):
+                code = self._container.attrs.get("State", {}).get("ExitCode")
+                self._failed(f"exited (code {code}) before it served on {ep}")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._failed(
+                    f"did not pass its readiness check ({profile.ready_check}) on {ep} "
+                    f"within {profile.ready_timeout:g} s"
+                )
+            if profile.ready_check == "tcp":
+                if wait_listening(ep, min(left, 0.5)):
+                    return
+            elif metadata_brokers(ep, min(left, 5.0)) >= profile.ready_brokers:
+                return
+            else:
+                time.sleep(min(left, 0.2))
+
+    def _failed(self, why: str) -> None:
+        """Keep the container's log, remove it, and raise the one-line error naming the log."""
+        log = self.save_log()
+        last = next(
+            (line for line in reversed(log.read_text(errors="replace").splitlines()) if line),
+            "",
+        )
+        self.stop()
+        raise TargetError(
+            f"docker: {self.image} (profile {self.prof.name}) {why}; its log: {log}"
+            + (f" (last line: {last.strip()[:200]})" if last else "")
+        )
+
+    def save_log(self) -> Path:
+        folder = self.logs_dir or Path(tempfile.gettempdir())
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"docker-{self.container_name}.log"
+        try:
+            data = self._container.logs(stdout=True, stderr=True)
+        except Exception as e:
+            data = f"(the container's log could not be read: {e})\n".encode()
+        path.write_bytes(data)
+        return path
+
+    def restart_broker(self, node_id: int) -> None:
+        """Restart the container (the profile's one broker) and wait until it serves again."""
+        if node_id not in self.restartable or self._container is None:
+            super().restart_broker(node_id)
+        spawned = _now_ms()
+        self._container.restart(timeout=10)
+        self._wait_ready()
+        self.started[node_id] = (spawned, _now_ms())
 
     def stop(self) -> None:
-        for c in reversed(self._containers):
+        atexit.unregister(self.stop)
+        container, self._container = self._container, None
+        if container is not None:
             try:
-                c.remove(force=True)
-            except Exception:
-                pass
-        self._containers.clear()
-        if self._network is not None:
-            try:
-                self._network.remove()
-            except Exception:
-                pass
-            self._network = None
+                container.remove(force=True)
+            except Exception as e:
+                from docker.errors import NotFound
+
+                if not isinstance(e, NotFound):
+                    raise TargetError(
+                        f"docker: could not remove the container {container.name}: {e}"
+                    ) from None
+        if self._zk is not None:
+            self._zk.stop()
+            self._zk = None
+
+
+def remove_orphans(client: Any) -> list[str]:
+    """Remove the containers on this host whose owning process is gone; their names."""
+    host = socket.gethostname()
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": OWNER_LABEL}):
+        owner_host, _, pid = c.labels.get(OWNER_LABEL, "").rpartition(":")
+        if owner_host == host and pid.isdigit() and not _alive(int(pid)):
+            c.remove(force=True)
+            removed.append(c.name)
+    return removed

@@ -1,5 +1,5 @@
-"""Targets: option parsing, the docker container configuration (no engine needed), and tansu
-started on a free loopback port and stopped by pid."""
+"""Targets: option parsing, and tansu started on a free loopback port and stopped by pid (the
+docker target: tests/targets)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from conformance.targets import TargetError, TargetOptions, make_target
 from conformance.targets.base import Endpoint, parse_bootstrap, parse_endpoint, parse_zookeeper
-from conformance.targets.docker import KRAFT_CLUSTER_ID, DockerTarget
 from conformance.targets.tansu import TansuTarget
 
 
@@ -44,7 +43,7 @@ def test_malformed_addresses_are_refused_in_one_line(bad: str) -> None:
         (TargetOptions(bootstrap="h:1", controller="nope"), "malformed controller bootstrap"),
         (TargetOptions(bootstrap="h:1", zookeeper="/only-chroot"), "ZooKeeper"),
         (TargetOptions(target="docker:"), "needs an image"),
-        (TargetOptions(target="docker:apache/kafka:3.9.1?mode=raft"), "kraft or zookeeper"),
+        (TargetOptions(target="docker:apache/kafka:3.9.1?mode=raft"), "unknown option"),
     ],
 )
 def test_bad_target_options(opts: TargetOptions, message: str) -> None:
@@ -66,42 +65,6 @@ def test_external_target_keeps_what_it_was_given() -> None:
     assert t.bootstrap == [Endpoint("127.0.0.1", 1), Endpoint("127.0.0.1", 2)]
     assert t.controller == Endpoint("127.0.0.1", 3) and t.zookeeper == "127.0.0.1:4/k"
     assert t.client_listener_types == ("zkBroker", "broker")
-
-
-def test_docker_kraft_configuration() -> None:
-    t = DockerTarget.from_spec("apache/kafka:3.9.1")
-    assert (t.name, t.version, t.mode, t.client_listener_types) == (
-        "kafka",
-        "3.9.1",
-        "kraft",
-        ("broker",),
-    )
-    t.host_port, t.controller_port = 19092, 19093
-    cfg = t.broker_config()
-    env = cfg["environment"]
-    assert cfg["image"] == "apache/kafka:3.9.1" and cfg["detach"]
-    assert cfg["ports"] == {"9092/tcp": ("127.0.0.1", 19092), "9093/tcp": ("127.0.0.1", 19093)}
-    assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
-    assert env["CLUSTER_ID"] == KRAFT_CLUSTER_ID and len(KRAFT_CLUSTER_ID) == 22
-    assert "PLAINTEXT://127.0.0.1:19092" in env["KAFKA_ADVERTISED_LISTENERS"]
-    assert "KAFKA_ZOOKEEPER_CONNECT" not in env
-
-
-def test_docker_zookeeper_configuration() -> None:
-    t = DockerTarget.from_spec("bitnami/kafka:3.9?mode=zookeeper")
-    assert t.mode == "zookeeper" and t.client_listener_types == ("zkBroker",)
-    t.host_port, t.zookeeper_port = 29092, 22181
-    env = t.broker_config("kc-zk-1")["environment"]
-    assert env["KAFKA_ZOOKEEPER_CONNECT"] == "kc-zk-1:2181" and "KAFKA_PROCESS_ROLES" not in env
-    assert t.zookeeper_config()["ports"] == {"2181/tcp": ("127.0.0.1", 22181)}
-    assert all(host == "127.0.0.1" for host, _ in t.broker_config()["ports"].values())
-
-
-def test_docker_without_an_engine_is_one_clear_error(monkeypatch) -> None:
-    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    t = make_target(TargetOptions(target="docker:apache/kafka:3.9.1"))
-    with pytest.raises(TargetError, match="no Docker engine reachable"):
-        t.start()
 
 
 def test_tansu_starts_on_a_free_loopback_port_and_stops_by_pid() -> None:

