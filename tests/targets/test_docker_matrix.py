@@ -1,0 +1,35 @@
+"""Several tags of one image become versions of one implementation in the matrix: README's loop
+(one run per tag) over tags of the tansu image built here, and the matrix's columns of those runs
+(the job's own column function; the Spark job itself is tested in tests/matrix)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conformance.matrix.job import _targets
+from conformance.results.schema import find_runs, load_run
+from tests.suite.conftest import run_cli
+from tests.targets.conftest import TANSU_REPOSITORY
+
+#: in the order a maker would release them, given out of order
+TAGS = ("1.1", "1.0", "2.0")
+
+
+def test_each_tag_is_a_column_of_one_implementation(tansu_image, engine, tmp_path: Path) -> None:
+    image, _ = tansu_image
+    runs = tmp_path / "runs"
+    try:
+        for tag in TAGS:
+            engine.images.get(image).tag(TANSU_REPOSITORY, tag)
+            proc = run_cli(
+                "--target", f"docker:{TANSU_REPOSITORY}:{tag}", "--seed", "1", "-k", "KIP-78",
+                "--results-dir", str(runs), "--no-report", cwd=tmp_path, timeout=120,
+            )  # fmt: skip
+            assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    finally:
+        for tag in TAGS:
+            engine.images.remove(f"{TANSU_REPOSITORY}:{tag}")
+    manifests = [load_run(d).manifest for d in find_runs([runs])]
+    assert sorted(m["target_version"] for m in manifests) == sorted(TAGS)
+    assert {(m["target_name"], m["target_kind"]) for m in manifests} == {("tansu", "docker")}
+    assert _targets(manifests) == [("tansu", "1.0", 0), ("tansu", "1.1", 1), ("tansu", "2.0", 2)]
