@@ -38,6 +38,9 @@ class Lifecycle:
     def __init__(self, controller: ControllerNode) -> None:
         self.c = controller
         self.last_heartbeat: dict[int, float] = {}
+        #: brokers that registered or heartbeated with this controller since it became active:
+        #: only their sessions can make another incarnation a duplicate
+        self.contacted: set[int] = set()
         self.stopping: dict[int, tuple[int, float]] = {}
         self._lock: asyncio.Lock | None = None
         self._sweeper: asyncio.Task | None = None
@@ -55,10 +58,13 @@ class Lifecycle:
         image = self.c.image
         assert image is not None
         now = time.monotonic()
-        # A fresh session for every broker that was Online or Stopping (we cannot know when it
-        # last heartbeated), none for a Fenced or Offline one, as Kafka's controller does: a
-        # fenced broker that restarts (a new incarnation) registers at once, not a session later.
+        # A broker that was Online or Stopping gets a session's grace to heartbeat before it is
+        # fenced (we cannot know when it last heartbeated); a Fenced or Offline one gets none.
+        # Until a broker contacts this controller its registration blocks no new incarnation
+        # (Kafka counts a session from heartbeats only): brokers restarted after a crash, or
+        # together with the controller, register at once instead of a session later.
         self.last_heartbeat = {b: now for b, reg in image.brokers.items() if reg.state.visible}
+        self.contacted = set()
         self.stopping.clear()
         for b, reg in image.brokers.items():
             self.c.metrics.set_broker_state(b, reg.state.value.lower())
@@ -108,6 +114,7 @@ class Lifecycle:
                 old is not None
                 and old.incarnation_id != incarnation_id
                 and old.state != BrokerState.OFFLINE
+                and broker_id in self.contacted
                 and self.alive(broker_id)
             ):
                 raise KafkaError(
@@ -126,6 +133,7 @@ class Lifecycle:
 
             await self.c.commit(records, rebalance=old is not None and old.state.visible)
             self.last_heartbeat[broker_id] = time.monotonic()
+            self.contacted.add(broker_id)
             self.stopping.pop(broker_id, None)
             self.c.propagator.registered(broker_id)
             log.info("broker %d registered, epoch %d (Fenced)", broker_id, epoch)
@@ -144,6 +152,7 @@ class Lifecycle:
                     ErrorCode.STALE_BROKER_EPOCH, f"epoch {epoch}, registered epoch {reg.epoch}"
                 )
             self.last_heartbeat[broker_id] = time.monotonic()
+            self.contacted.add(broker_id)
             caught_up = offset >= reg.epoch
             state = reg.state
             should_shut_down = False

@@ -102,10 +102,11 @@ def test_graceful_stop_and_restart_the_isr_is_full_again_and_brokers_are_idle(
         cluster.stop()
 
 
-def test_a_fenced_broker_restarting_with_the_controller_registers_at_once(tmp_path: Path) -> None:
-    """A broker that died (and was fenced) restarts together with the controller: the new
-    active controller gives the fenced registration no session, so the new incarnation is not
-    refused as a duplicate of a live one (it used to wait a whole session)."""
+def test_brokers_restarting_with_the_controller_register_at_once(tmp_path: Path) -> None:
+    """A broker that died (and was fenced) restarts together with the controller, and then the
+    whole cluster restarts after kill -9: the new active controller counts no session for a
+    broker that has not contacted it, so no new incarnation is refused as a duplicate of a live
+    one (it used to wait a whole session)."""
     cluster = new_cluster(tmp_path / "cluster", "embedded", None)
     cluster.start(timeout=60)
     try:
@@ -125,5 +126,17 @@ def test_a_fenced_broker_restarting_with_the_controller_registers_at_once(tmp_pa
         assert "earlier incarnation is still registered" not in since, (
             "the restarted broker was refused as a duplicate of its fenced registration"
         )
+        # kill -9 of every node while all are Online: nobody has contacted the restarted
+        # controller, so no registration blocks the brokers' new incarnations either
+        marks = {b.name: b.log_path.stat().st_size for b in cluster.broker_nodes()}
+        for node in cluster.nodes.values():
+            cluster.kill(node.name)
+        cluster.start(timeout=60)
+        for b in cluster.broker_nodes():
+            with open(b.log_path, encoding="utf-8") as f:
+                f.seek(marks[b.name])
+                assert "earlier incarnation is still registered" not in f.read(), (
+                    f"{b.name} was refused as a duplicate after the whole cluster crashed"
+                )
     finally:
         cluster.stop()
