@@ -49,6 +49,8 @@ class TestNotes:
     seeded: bool = False
     #: which requirements its checks covered and what they saw (what credits a PASS)
     ledger: credit.Ledger = field(default_factory=credit.begin)
+    #: (api key, version) of requests the target left unanswered in this test
+    unanswered: set[tuple[int, int]] = field(default_factory=set)
 
     def fail_soft(self, req_id: str, message: str) -> None:
         self.soft.setdefault(req_id, message)
@@ -67,7 +69,21 @@ class SyncConnection:
     def request(
         self, api_key: int, version: int, body: dict, *, timeout: float = REQUEST_TIMEOUT
     ) -> Response:
-        return self.harness.call(self.conn.request(api_key, version, body, timeout=timeout))
+        """Send and wait for the answer. A request the target left unanswered (TimeoutError) is
+        not sent again within the test: the same API and version fail at once after that, so a
+        target that never answers costs one timeout per test, not one per example or step."""
+        key = (api_key, version)
+        unanswered = self.harness.notes.unanswered
+        if key in unanswered:
+            raise TimeoutError(
+                f"{self.harness.api_name(api_key)} v{version} was left unanswered earlier in "
+                "this test; not sent again"
+            )
+        try:
+            return self.harness.call(self.conn.request(api_key, version, body, timeout=timeout))
+        except TimeoutError:
+            unanswered.add(key)
+            raise
 
     def send_frame(self, frame: bytes, api_key: int, version: int, cid: int) -> asyncio.Future:
         """Send a request frame (header + body, no size) whose answer is decoded as api/version."""
@@ -330,12 +346,17 @@ class Harness:
 def run_property(harness: Harness, strategy, check, *, examples: int | None = None) -> int:
     """Run ``check(value)`` on values drawn from ``strategy`` (the run's seed, no database).
 
-    Returns how many examples ran; a property that ran none is an error, never a pass.
+    The first failing example ends the property and is reported as it failed: hypothesis's
+    replay of it raises the same failure without running ``check`` again (so a request the
+    target left unanswered is not sent, and waited for, a second time). Returns how many
+    examples ran; a property that ran none is an error, never a pass.
     """
     from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis.errors import Flaky
 
     count = 0
     harness.notes.seeded = True
+    failures: list[BaseException] = []
 
     @settings(
         max_examples=examples or harness.examples,
@@ -353,10 +374,21 @@ def run_property(harness: Harness, strategy, check, *, examples: int | None = No
     @given(strategy)
     def prop(value) -> None:
         nonlocal count
+        if failures:  # hypothesis replays the failing example to report it: do not re-send it
+            raise failures[0]
         count += 1
-        check(value)
+        try:
+            check(value)
+        except BaseException as e:
+            failures.append(e)
+            raise
 
-    prop()
+    try:
+        prop()
+    except Flaky:
+        if failures:
+            raise failures[0] from None
+        raise
     if count == 0:
         raise RuntimeError("the property ran no example")
     return count

@@ -114,8 +114,9 @@ def expect_response(
         raise Failed(
             f"{what}: the target closed the connection instead of answering ({e})", served
         ) from None
-    except TimeoutError:
-        raise Failed(f"{what}: no answer within the timeout", served) from None
+    except TimeoutError as e:
+        why = f" ({e})" if str(e) else ""
+        raise Failed(f"{what}: no answer within the timeout{why}", served) from None
     except DecodeError as e:
         raise Failed(f"{what}: the response does not decode as {what}: {e}", decoding) from None
     except ProtocolViolation as e:

@@ -21,10 +21,14 @@ Fault = Callable[[int, int, bytes], bytes]
 
 class FaultyProxy:
     def __init__(
-        self, upstream: tuple[str, int], fault: Fault, request_fault: Fault | None = None
+        self,
+        upstream: tuple[str, int],
+        fault: Fault,
+        request_fault: Callable[[int, int, bytes], bytes | None] | None = None,
     ) -> None:
         self.upstream, self.fault = upstream, fault
-        #: rewrites each whole request frame (without its size) before it goes upstream
+        #: rewrites each whole request frame (without its size) before it goes upstream; None
+        #: from it swallows the request (never forwarded, so never answered)
         self.request_fault = request_fault
         self.port = free_port()
         self.loop = asyncio.new_event_loop()
@@ -95,6 +99,9 @@ class FaultyProxy:
                 pending[cid] = (api, version)
                 if self.request_fault is not None:
                     new = self.request_fault(api, version, body)
+                    if new is None:
+                        pending.pop(cid, None)
+                        continue
                     if new != body:
                         self.rewritten += 1
                         body, head = new, SIZE.pack(len(new))
