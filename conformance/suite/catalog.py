@@ -1,8 +1,9 @@
 """Which suite tests check which requirement, read from the suite itself without running it.
 
 A requirement is covered when a test lists it (``@conformance(..., "KIP-78.R1")``) and something
-can credit it: a ``verify`` check whose requirement ids name it, or a rule of a model
-(``specs/models``) that names it. ``kafka-conformance requirements`` prints this table; the
+can credit it: a ``verify`` check whose requirement ids name it, code that hands its id to a
+helper that checks it or keeps it in a table of cases, or a rule of a model (``specs/models``)
+that names it. ``kafka-conformance requirements`` prints this table; the
 project's tests fail when a requirement has no test that can credit it.
 
 The check calls are read from the source (ast) and their requirement arguments evaluated in the
@@ -17,6 +18,7 @@ import importlib
 import inspect
 import json
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
@@ -37,6 +39,7 @@ CHECKS: dict[str, int | None] = {
 }
 #: keywords of the checks that carry requirement ids, and their defaults
 ID_KEYWORDS = ("req_ids", "served", "framing", "correlation", "decoding", "defined", "documented")
+REQUIREMENT_ID = re.compile(r"[A-Z][A-Z0-9]*(-[A-Z0-9]+)*\.R[1-9][0-9]*")
 RESPONSE_DEFAULTS = ("PROTOCOL.R9", "PROTOCOL.R1", "PROTOCOL.R2", "PROTOCOL.R3")
 ERROR_CODE_DEFAULTS = ("PROTOCOL.R4", "PROTOCOL.R5")
 
@@ -125,7 +128,27 @@ def _checked_ids(module: ModuleType) -> set[str]:
             found.update(rid for kw, rid in defaults if kw not in given)
     if module.__name__ == "conformance.suite.verify":
         found.update(ERROR_CODE_DEFAULTS)  # check_error_codes' defaults
-    return found
+    return found | _mentioned_ids(ast.parse(source))
+
+
+def _mentioned_ids(tree: ast.Module) -> set[str]:
+    """Requirement ids written as text in code (not in a ``@conformance`` mark or a docstring):
+    ids handed to a helper that checks them, or kept in a table of cases."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _call_name(node) == "conformance":
+            skip.update(id(n) for n in ast.walk(node))
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            skip.add(id(body[0].value))  # a docstring
+    return {
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and id(n) not in skip
+        and REQUIREMENT_ID.fullmatch(n.value)
+    }
 
 
 def unnamed_checks() -> list[str]:
