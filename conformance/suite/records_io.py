@@ -43,6 +43,27 @@ def create_topic(harness: Harness, name: str, partitions: int = 1) -> None:
         raise MissingPrecondition(f"cannot create the suite's topic {name}: error {code}")
 
 
+def seed_topic(harness: Harness, name: str) -> str:
+    """A suite-owned topic to hold records: created with CreateTopics where the target
+    advertises it, else by auto-creation (a Metadata request that allows it), which a target may
+    do instead. Returns how it came to be; MissingPrecondition when the target does neither."""
+    if ApiKey.CREATE_TOPICS in harness.advertised:
+        create_topic(harness, name)
+        return "CreateTopics"
+    version = harness.pick_version(ApiKey.METADATA, "1+")
+    conn = harness.connect()
+    body = {"Topics": [{"Name": name}], "AllowAutoTopicCreation": True}
+    topics = conn.request(ApiKey.METADATA, version, body).body["Topics"]
+    codes = [t["ErrorCode"] for t in topics if t["Name"] == name]
+    if codes and codes[0] not in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE):
+        raise MissingPrecondition(
+            f"CreateTopics is not advertised and Metadata v{version} does not auto-create "
+            f"{name} (error {codes[0]})"
+        )
+    leader(harness, name)  # the topic exists once its partition has a leader
+    return f"auto-creation (Metadata v{version})"
+
+
 def leader(harness: Harness, topic: str, partition: int = 0, timeout: float = 15.0) -> Endpoint:
     """The client endpoint of the partition's leader, once Metadata names one."""
     version = harness.pick_version(ApiKey.METADATA, "1+")

@@ -7,6 +7,7 @@ from conformance.client.wire import ProtocolViolation
 from conformance.protocol import ApiKey
 from conformance.protocol.compiler import UNKNOWN_TAGS
 from conformance.protocol.errors import DecodeError
+from conformance.results.verdicts import Unsupported
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
@@ -36,44 +37,79 @@ def _stable(body: dict) -> dict:
     return {k: v for k, v in body.items() if k != "ThrottleTimeMs"}
 
 
+def _flexible_request(harness: Harness) -> tuple[int, int, dict]:
+    """(api key, version, body) of a harmless request at a flexible version the target
+    advertises: Metadata, else ApiVersions (v3+), else DescribeCluster, at the highest such
+    version our specs know. UNSUPPORTED when the target advertises none of them flexibly."""
+    candidates = {
+        ApiKey.METADATA: _metadata_body,
+        ApiKey.API_VERSIONS: lambda v: AV_BODY,
+        ApiKey.DESCRIBE_CLUSTER: lambda v: {"IncludeClusterAuthorizedOperations": False},
+    }
+    for key, body in candidates.items():
+        if key not in harness.advertised:
+            continue
+        lo, hi = harness.advertised[key]
+        spec = harness.codec.message(key, "request")
+        ours = spec.valid_versions
+        flexible = [v for v in range(max(lo, ours.lo), min(hi, ours.hi) + 1) if spec.flexible(v)]
+        if flexible:
+            harness.note(key, flexible[-1])
+            return key, flexible[-1], body(flexible[-1])
+    shown = ", ".join(
+        f"{harness.api_name(k)} {'-'.join(map(str, harness.advertised[k]))}"
+        for k in candidates
+        if k in harness.advertised
+    )
+    raise Unsupported(
+        f"no flexible version advertised of Metadata, ApiVersions or DescribeCluster ({shown})"
+    )
+
+
 @conformance("headers/unknown-tagged-fields-ignored", "PROTOCOL.R12", api=ApiKey.METADATA)
 def test_unknown_tagged_fields_are_ignored(harness: Harness) -> None:
-    version = harness.pick_version(ApiKey.METADATA, "9+")
+    key, version, body = _flexible_request(harness)
+    what = f"{harness.api_name(key)} v{version}"
     conn = harness.connect()
-    plain = verify.expect_response(conn, ApiKey.METADATA, version, _metadata_body(version))
+    plain = verify.expect_response(conn, key, version, body)
     # in the body
-    tagged_body = {**_metadata_body(version), UNKNOWN_TAGS: {90: b"kc", 7000: b""}}
+    tagged_body = {**body, UNKNOWN_TAGS: {90: b"kc", 7000: b""}}
     resp = verify.expect_response(
-        conn, ApiKey.METADATA, version, tagged_body, served="PROTOCOL.R12", decoding="PROTOCOL.R12"
+        conn, key, version, tagged_body, served="PROTOCOL.R12", decoding="PROTOCOL.R12"
     )
     verify.check(
         _stable(resp.body) == _stable(plain.body),
-        f"unknown body tags changed the answer: {_stable(resp.body)} vs {_stable(plain.body)}",
+        f"{what}: unknown body tags changed the answer: {_stable(resp.body)} vs "
+        f"{_stable(plain.body)}",
         "PROTOCOL.R12",
+        saw=f"{what}: the same answer with unknown body tags 90 and 7000",
     )
     # in the header
     codec = harness.codec
     header = codec.compiled_header("request", 2).encode(
         {
-            "RequestApiKey": ApiKey.METADATA,
+            "RequestApiKey": key,
             "RequestApiVersion": version,
             "CorrelationId": 4242,
             "ClientId": "kafka-conformance",
             UNKNOWN_TAGS: {77: b"\x00\x01", 500: b"x"},
         }
     )
-    frame = header + codec.encode(ApiKey.METADATA, version, "request", _metadata_body(version))
-    fut = conn.send_frame(frame, ApiKey.METADATA, version, 4242)
+    frame = header + codec.encode(key, version, "request", body)
+    fut = conn.send_frame(frame, key, version, 4242)
     try:
         got = conn.wait(fut, 10)
     except Exception as e:
         raise verify.Failed(
-            f"unknown header tags: no valid answer ({type(e).__name__}: {e})", "PROTOCOL.R12"
+            f"{what} with unknown header tags: no valid answer ({type(e).__name__}: {e})",
+            "PROTOCOL.R12",
         ) from None
     verify.check(
         _stable(got.body) == _stable(plain.body),
-        f"unknown header tags changed the answer: {_stable(got.body)} vs {_stable(plain.body)}",
+        f"{what}: unknown header tags changed the answer: {_stable(got.body)} vs "
+        f"{_stable(plain.body)}",
         "PROTOCOL.R12",
+        saw=f"{what}: the same answer with unknown header tags 77 and 500",
     )
 
 

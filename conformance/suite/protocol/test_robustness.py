@@ -8,17 +8,20 @@ there (PROTOCOL.R17). Sizes are bounded: nothing here sends more than a few kilo
 from __future__ import annotations
 
 import struct
+import time
 import uuid
 
 import pytest
 from hypothesis import strategies as st
 
-from conformance.protocol import ApiKey
+from conformance.client.wire import ConnectionClosed, ProtocolViolation
+from conformance.protocol import ApiKey, DecodeError, UnknownMessageError
 from conformance.results.verdicts import NotApplicable
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
-from conformance.suite.records_io import create_topic, fetch_all, produce
+from conformance.suite.records_io import fetch_all, produce, seed_topic
+from conformance.suite.safety import CLUSTER_ACTION, inert_request
 
 INVALID = {-1, 2, 42}  # UNKNOWN_SERVER_ERROR, CORRUPT_MESSAGE, INVALID_REQUEST
 SIZE = struct.Struct(">i")
@@ -30,7 +33,7 @@ def acknowledged(harness: Harness):
     """Records acknowledged before the abuse: (topic, [Acked]) or the reason there are none."""
     topic = f"kc-suite-robustness-{uuid.uuid4().hex[:8]}"
     try:
-        create_topic(harness, topic)
+        seed_topic(harness, topic)  # CreateTopics, or auto-creation where the target does it
         acked = produce(harness, topic, [f"kept-{i}".encode() for i in range(5)])
     except (Exception, NotApplicable) as e:  # reported by the tests that need the records
         return topic, e
@@ -131,22 +134,71 @@ def test_garbage_after_a_valid_header(harness: Harness) -> None:
     run_property(harness, st.binary(min_size=1, max_size=64), one)
 
 
-@conformance("robustness/unknown-api-key", "PROTOCOL.R11")
-def test_unknown_api_key(harness: Harness) -> None:
-    key = next(k for k in range(32000, 32767) if k not in harness.advertised)
-    header = harness.codec.compiled_header("request", 1).encode(
-        {"RequestApiKey": key, "RequestApiVersion": 0, "CorrelationId": 5, "ClientId": "kc"}
-    )
+#: api keys probed beyond those our specs define (besides the unadvertised gaps below their top)
+BEYOND = (1000, 32000, 32767)
+
+
+def unadvertised_keys(harness: Harness) -> list[int]:
+    """Every api key the specs define that the target does not advertise on its client
+    listener, every gap up to two past the highest, and a few far beyond."""
+    known = {key for (key, kind) in harness.codec.specs.by_key if kind == "request"}
+    keys = [*range(max(known) + 3), *BEYOND]
+    return [k for k in keys if k not in harness.advertised]
+
+
+def _probe(harness: Harness, key: int, cid: int):
+    """Send one request of api key ``key`` on a fresh connection: (connection, future, what)."""
     conn = harness.connect()
-    conn.send_raw(SIZE.pack(len(header) + 4) + header + b"\x00\x00\x00\x00")
-    closed = conn.closed_by_peer(CLOSE_WAIT)
-    if not closed:
-        # an error answer is acceptable; we cannot decode it (the api is unknown), so require
-        # at least that the connection still answers a known request in order afterwards
-        try:
-            conn.api_versions()
-        except Exception:
-            pass
+    try:
+        spec = harness.codec.message(key, "request")
+    except UnknownMessageError:
+        header = harness.codec.compiled_header("request", 1).encode(
+            {"RequestApiKey": key, "RequestApiVersion": 0, "CorrelationId": cid, "ClientId": "kc"}
+        )
+        return conn, conn.send_frame(header + b"\x00\x00\x00\x00", key, 0, cid), f"api key {key}"
+    version = spec.valid_versions.lo
+    body = inert_request(harness.codec, key, version) if key in CLUSTER_ACTION else {}
+    frame = harness.frame(key, version, cid, body)
+    return conn, conn.send_frame(frame, key, version, cid), f"{harness.api_name(key)} v{version}"
+
+
+def _refusal(harness: Harness, key: int, conn, fut, timeout: float) -> str | None:
+    """None when the request was refused (connection closed, or an error answered); else what
+    the target did instead."""
+    try:
+        resp = conn.wait(fut, timeout)
+    except ConnectionClosed:
+        return None
+    except TimeoutError:
+        return None if conn.closed_by_peer(0.1) else "neither answered nor closed"
+    except (UnknownMessageError, DecodeError, ProtocolViolation):
+        return None  # an answer to a key we cannot decode: the target answered (an error)
+    codes = [code for _, code in verify.error_codes(harness, resp.body, key)]
+    if codes and all(c != 0 for c in codes):
+        return None
+    return f"answered as if served (error codes {codes or 'none'})"
+
+
+@conformance("robustness/unknown-api-key", "PROTOCOL.R11")
+def test_unadvertised_api_keys_are_refused(harness: Harness) -> None:
+    """All probes are sent at once, then awaited under one deadline: a target that leaves them
+    all unanswered costs one CLOSE_WAIT, not one per key."""
+    keys = unadvertised_keys(harness)
+    probes = [(key, *_probe(harness, key, 100 + i)) for i, key in enumerate(keys)]
+    deadline = time.monotonic() + CLOSE_WAIT
+    problems = []
+    for key, conn, fut, what in probes:
+        remaining = max(0.1, deadline - time.monotonic())
+        problem = _refusal(harness, key, conn, fut, remaining)
+        if problem is not None:
+            problems.append(f"{what}: {problem}")
+    verify.check(
+        not problems,
+        f"requests of api keys the target does not advertise were not refused: "
+        f"{'; '.join(problems)}",
+        "PROTOCOL.R11",
+        saw=f"{len(keys)} unadvertised api keys refused: {', '.join(w for *_, w in probes)}",
+    )
     verify.expect_still_serving(harness, "PROTOCOL.R11")
 
 

@@ -1,0 +1,64 @@
+"""PROTOCOL.R11, R12 and R17 reach what the target offers, whatever it advertises.
+
+The reference runs behind a proxy whose ApiVersions answer offers little: Metadata v0-8 only (no
+flexible version), no DescribeCluster, no CreateTopics, and no DescribeGroups, whose requests the
+proxy also swallows (a broker that silently drops a real API it does not advertise, leaving the
+connection open). Then:
+
+* R11 probes every api key of the specs the target does not advertise, DescribeGroups included,
+  and FAILs naming it (against the reference itself it PASSes: the whole-suite test);
+* R12 still runs, on the one flexible API left (ApiVersions v3+), and PASSes;
+* R17 seeds its records by auto-creation (no CreateTopics) and PASSes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.protocol import ApiKey
+from conformance.targets.reference import ReferenceTarget
+from tests.suite.conftest import verdicts
+from tests.suite.faults_advertise import Advertise
+from tests.suite.faults_silence import Swallow
+from tests.suite.proxies import FaultyProxy
+
+SELECT = (
+    "robustness/unknown-api-key or headers/unknown-tagged-fields-ignored or "
+    "robustness/acknowledged-before or robustness/acknowledged-kept"
+)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    target = ReferenceTarget()
+    target.start()
+    yield target
+    target.stop()
+
+
+def test_r11_r12_r17_reach_a_target_that_offers_little(cli, reference) -> None:
+    boot = reference.bootstrap[0]
+    small = Advertise(
+        {
+            ApiKey.METADATA: (0, 8),
+            ApiKey.DESCRIBE_CLUSTER: None,
+            ApiKey.CREATE_TOPICS: None,
+            ApiKey.DESCRIBE_GROUPS: None,
+        }
+    )
+    silence = Swallow({ApiKey.DESCRIBE_GROUPS: None})
+    with FaultyProxy((boot.host, boot.port), small.response, silence.request) as proxy:
+        proc, run = cli("--bootstrap-server", proxy.address, "--select", SELECT)
+    assert run is not None, proc.stderr[-2000:]
+    got = verdicts(run)
+    records = {(r["test_id"], r["requirement_id"]): r for r in run.records}
+    r11 = records[("robustness/unknown-api-key", "PROTOCOL.R11")]
+    assert r11["verdict"] == "FAIL", r11
+    assert "DescribeGroups v0: neither answered nor closed" in r11["message"], r11["message"]
+    assert silence.swallowed[(ApiKey.DESCRIBE_GROUPS, 0)] == 1
+    r12 = records[("headers/unknown-tagged-fields-ignored", "PROTOCOL.R12")]
+    assert r12["verdict"] == "PASS", r12
+    assert r12["api_name"] == "ApiVersions" and r12["api_version"] >= 3, r12
+    assert any(f"ApiVersions v{r12['api_version']}" in s for s in r12["observed"]["seen"]), r12
+    assert got[("robustness/acknowledged-before", "PROTOCOL.R17")] == "PASS", run.records
+    assert got[("robustness/acknowledged-kept", "PROTOCOL.R17")] == "PASS", run.records
