@@ -347,22 +347,39 @@ class Cluster:
                 raise ClusterError(f"brokers {sorted(expected)} not all Online after {timeout} s")
             time.sleep(0.05)
 
+    def active_controller(self, timeout: float = 30.0) -> NodeProcess:
+        """The controller that answers DescribeCluster on its controller listener (standbys
+        answer NOT_CONTROLLER), once there is one."""
+        deadline = time.monotonic() + timeout
+        while (found := asyncio.run(self._active())) is None:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"no controller became active in {timeout} s")
+            time.sleep(0.05)
+        return found
+
+    async def _active(self) -> NodeProcess | None:
+        from conformance.client.wire import Connection
+        from conformance.protocol import Codec
+
+        codec = _codec(Codec)
+        for node in self.controller_nodes():
+            lc = node.config.listeners[0]
+            try:
+                async with await Connection.open(lc.host, lc.port, codec=codec, timeout=1) as c:
+                    resp = await c.request(ApiKey.DESCRIBE_CLUSTER, 0, {}, timeout=1)
+            except (OSError, ConnectionError, TimeoutError):
+                continue
+            if resp.body["ErrorCode"] == 0:
+                return node
+        return None
+
     async def _all_see(self, names: list[str], expected: set[int]) -> bool:
         from conformance.client.wire import Connection
         from conformance.protocol import Codec
 
         codec = _codec(Codec)
         if not names:  # no brokers: ready once a controller is active
-            for node in self.controller_nodes():
-                lc = node.config.listeners[0]
-                try:
-                    async with await Connection.open(lc.host, lc.port, codec=codec, timeout=1) as c:
-                        resp = await c.request(ApiKey.DESCRIBE_CLUSTER, 0, {}, timeout=1)
-                except (OSError, ConnectionError, TimeoutError):
-                    continue
-                if resp.body["ErrorCode"] == 0:
-                    return True
-            return False
+            return await self._active() is not None
         for name in names:
             host, port = self.broker_address(self.nodes[name])
             try:

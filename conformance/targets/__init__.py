@@ -14,7 +14,6 @@ from conformance.targets.base import (
     Target,
     TargetError,
     parse_bootstrap,
-    parse_endpoint,
     parse_zookeeper,
 )
 
@@ -23,6 +22,7 @@ SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256")
 KINDS = (
     "reference",
     "reference:zookeeper",
+    "reference:zookeeper?controllers=N",
     "tansu",
     "external",
     "docker:IMAGE[?profile=NAME|PATH]",
@@ -62,8 +62,8 @@ def make_target(opts: TargetOptions) -> Target:
     """The target the options describe (not started yet)."""
     kind = opts.target or ("external" if opts.bootstrap else "reference")
     sasl = _sasl(opts)
-    controller = (
-        parse_endpoint(opts.controller, "controller bootstrap") if opts.controller else None
+    controllers = (
+        parse_bootstrap(opts.controller, "controller bootstrap") if opts.controller else []
     )
     zookeeper = parse_zookeeper(opts.zookeeper) if opts.zookeeper else None
     target: Target
@@ -76,12 +76,11 @@ def make_target(opts: TargetOptions) -> Target:
         from conformance.targets.tansu import TansuTarget
 
         target = TansuTarget()
-    elif kind in ("reference", "reference:embedded", "reference:zookeeper"):
+    elif kind.partition("?")[0] in ("reference", "reference:embedded", "reference:zookeeper"):
         _no_bootstrap(kind, opts)
         from conformance.targets.reference import ReferenceTarget
 
-        store = "zookeeper" if kind.endswith("zookeeper") else "embedded"
-        target = ReferenceTarget(metadata_store=store)
+        target = ReferenceTarget.from_spec(kind)
     elif kind.startswith("docker:"):
         _no_bootstrap(kind, opts)
         from conformance.targets.docker import DockerTarget
@@ -90,7 +89,8 @@ def make_target(opts: TargetOptions) -> Target:
     else:
         raise TargetError(f"unknown target {kind!r} (known: {', '.join(KINDS)})")
     target.sasl = sasl or target.sasl
-    target.controller = controller or target.controller
+    if controllers:
+        target.controller, target.controllers = controllers[0], controllers
     target.zookeeper = zookeeper or target.zookeeper
     if opts.target_name:
         target.name = opts.target_name

@@ -47,12 +47,12 @@ def parse_endpoint(text: str, what: str = "address") -> Endpoint:
     return Endpoint(m.group("v6") or m.group("host"), port)
 
 
-def parse_bootstrap(text: str) -> list[Endpoint]:
+def parse_bootstrap(text: str, what: str = "bootstrap server") -> list[Endpoint]:
     """A comma-separated bootstrap list."""
     parts = [p for p in text.split(",") if p.strip()] if text else []
     if not parts:
-        raise TargetError("malformed bootstrap server '': expected HOST:PORT[,HOST:PORT...]")
-    return [parse_endpoint(p, "bootstrap server") for p in parts]
+        raise TargetError(f"malformed {what} {text or ''!r}: expected HOST:PORT[,HOST:PORT...]")
+    return [parse_endpoint(p, what) for p in parts]
 
 
 _ZK = re.compile(r"^(?P<hosts>[^/]+)(?P<chroot>/.*)?$")
@@ -117,7 +117,11 @@ class Target:
     name: str = "external"
     version: str = "unknown"
     bootstrap: list[Endpoint] = field(default_factory=list)
+    #: the active controller's listener, where the suite connects as a broker principal
     controller: Endpoint | None = None
+    #: every controller listener the target names, the active one first (several where it runs
+    #: standby controllers: there an Envelope must be answered NOT_CONTROLLER)
+    controllers: list[Endpoint] = field(default_factory=list)
     zookeeper: str | None = None
     sasl: Sasl | None = None
     #: the spec listener types (zkBroker, broker, controller) of the client listener

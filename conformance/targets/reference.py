@@ -1,5 +1,7 @@
 """The bundled reference cluster (``reference_impl``): one controller and three brokers as OS
 processes on loopback, with either metadata store (embedded, or a ZooKeeper the target starts).
+``reference:zookeeper?controllers=3`` runs two standby controllers beside the active one (only
+the ZooKeeper store elects among several).
 
 Started with ``reference_impl.launcher.Cluster`` in a temporary data dir and stopped gracefully
 (brokers through Stopping, then the controller); a broker can be restarted for the suite's
@@ -14,8 +16,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
-from conformance.targets.base import Endpoint, Target, TargetError
+from conformance.targets.base import Endpoint, Target, TargetError, wait_listening
 from conformance.targets.zookeeper import ZooKeeperServer
 
 #: the reference brokers' client listeners are ZooKeeper-mode-style brokers (see its README)
@@ -40,6 +43,8 @@ class ReferenceTarget(Target):
     name: str = "reference"
     metadata_store: str = "embedded"
     brokers: int = 3
+    #: controller processes; more than one needs the ZooKeeper store (the others are standbys)
+    controller_count: int = 1
     startup_timeout: float = 60.0
     client_listener_types: tuple[str, ...] = REFERENCE_CLIENT_TYPES
     overrides: dict[str, Any] = field(default_factory=lambda: dict(SUITE_TIMINGS))
@@ -60,6 +65,26 @@ class ReferenceTarget(Target):
 
             self.version = suite_version()
 
+    @classmethod
+    def from_spec(cls, spec: str) -> ReferenceTarget:
+        """``reference[:embedded|:zookeeper][?controllers=N]``; the kind recorded in results is
+        the spec as written, so runs of different set-ups are told apart."""
+        kind, _, query = spec.partition("?")
+        store = "zookeeper" if kind == "reference:zookeeper" else "embedded"
+        params = parse_qs(query, keep_blank_values=True)
+        unknown = set(params) - {"controllers"}
+        if unknown:
+            raise TargetError(f"reference target: unknown option(s) {', '.join(sorted(unknown))}")
+        text = params.get("controllers", ["1"])[-1]
+        if not text.isdigit() or not 1 <= int(text) <= 9:
+            raise TargetError(f"reference target: controllers must be 1 to 9, not {text!r}")
+        if int(text) > 1 and store != "zookeeper":
+            raise TargetError(
+                "reference target: several controllers need the ZooKeeper store "
+                "(--target reference:zookeeper?controllers=N)"
+            )
+        return cls(kind=spec, metadata_store=store, controller_count=int(text))
+
     def start(self) -> None:
         from reference_impl.launcher import Cluster, ClusterError
 
@@ -73,6 +98,7 @@ class ReferenceTarget(Target):
         self._cluster = Cluster(
             self._dir,
             brokers=self.brokers,
+            controllers=self.controller_count,
             metadata_store=store,
             client_controller_listener=True,
             overrides=dict(self.overrides),
@@ -90,9 +116,21 @@ class ReferenceTarget(Target):
         self.restartable = {
             n.config.node_id: Endpoint(*self._cluster.broker_address(n)) for n in nodes
         }
-        host, port = self._cluster.controller.rsplit(":", 1)
-        self.controller = self.controller or Endpoint(host, int(port))
-        external = self._cluster.controller_nodes()[0].config.listener("EXTERNAL")
+        try:
+            active = self._cluster.active_controller(self.startup_timeout)
+        except ClusterError as e:
+            self.stop()
+            raise TargetError(f"the reference cluster did not start: {e}") from None
+        ordered = [active, *(c for c in self._cluster.controller_nodes() if c is not active)]
+        self.controllers = [
+            Endpoint(*self._cluster.broker_address(c, "CONTROLLER")) for c in ordered
+        ]
+        for ep in self.controllers:
+            if not wait_listening(ep, self.startup_timeout):
+                self.stop()
+                raise TargetError(f"the reference controller at {ep} does not listen")
+        self.controller = self.controller or self.controllers[0]
+        external = active.config.listener("EXTERNAL")
         self.controller_client = Endpoint(external.host, external.port)
 
     def restart_broker(self, node_id: int) -> None:

@@ -1,10 +1,9 @@
 """The broker-registration, KIP-536 and KIP-590 feature tests against the reference cluster, in
-both metadata stores: every requirement of the three files is checked and PASSes, except those that
-need ZooKeeper, which the embedded store reports as SKIP naming ``--zookeeper``, a state
-machine's requirement its drawn examples never reached (SKIP "not checked", PASS in a focused
-test), and KIP-590.R5
-(NOT_CONTROLLER from a standby controller), which no test checks: the reference target runs one
-controller."""
+both metadata stores (ZooKeeper with two standbys: ``reference:zookeeper?controllers=3``):
+every requirement of the three files is checked and PASSes there, except a state machine's
+requirement its drawn examples never reached (SKIP "not checked", PASS in a focused test); the
+embedded store (one controller) reports those that need ZooKeeper as SKIP naming ``--zookeeper``,
+and KIP-590.R5 (NOT_CONTROLLER from a standby controller) as SKIP naming the missing standby."""
 
 from __future__ import annotations
 
@@ -19,8 +18,8 @@ from tests.suite.conftest import unreached
 # API carry: select the three features' own tests only
 SELECT = "(BROKER-REGISTRATION or KIP-536 or KIP-590) and not PROTOCOL"
 FILES = ("broker-registration", "kip-536", "kip-590")
-UNCHECKED = {"KIP-590.R5"}
 NEEDS_ZOOKEEPER = {"BROKER-REGISTRATION.R8", "KIP-536.R5", "KIP-590.R4"}
+NEEDS_STANDBY = {"KIP-590.R5"}
 
 
 def feature_requirements() -> set[str]:
@@ -29,16 +28,18 @@ def feature_requirements() -> set[str]:
 
 @pytest.mark.parametrize("store", ["embedded", "zookeeper"])
 def test_every_feature_requirement_passes(cli, store: str) -> None:
-    target = "reference" if store == "embedded" else "reference:zookeeper"
+    target = "reference" if store == "embedded" else "reference:zookeeper?controllers=3"
     started = time.monotonic()
     proc, run = cli("--target", target, "--seed", "7", "--select", SELECT)
     print(f"features against the reference ({store}): {time.monotonic() - started:.1f} s wall")
     assert run is not None, proc.stderr[-2000:]
-    assert {r["requirement_id"] for r in run.records} == feature_requirements() - UNCHECKED
+    assert {r["requirement_id"] for r in run.records} == feature_requirements()
     for r in run.records:
         where = (r["test_id"], r["requirement_id"], r["message"])
         if store == "embedded" and r["requirement_id"] in NEEDS_ZOOKEEPER:
             assert r["verdict"] == "SKIP" and "--zookeeper" in r["message"], where
+        elif store == "embedded" and r["requirement_id"] in NEEDS_STANDBY:
+            assert r["verdict"] == "SKIP" and "no standby controller" in r["message"], where
         elif not unreached(r):
             assert r["verdict"] == "PASS", where
     passed = {r["requirement_id"] for r in run.records if r["verdict"] == "PASS"}

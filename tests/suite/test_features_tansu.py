@@ -31,6 +31,8 @@ def test_tansu_features_report_what_it_lacks(cli) -> None:
     assert by[("kip-590/create-partitions/each-broker", "KIP-590.R1")]["verdict"] == "UNSUPPORTED"
     skip = by[("kip-590/envelope/controller-listener/client-refused", "KIP-590.R2")]
     assert skip["verdict"] == "SKIP" and "client principal" in skip["message"]
+    standby = by[("kip-590/envelope/standby/not-controller", "KIP-590.R5")]
+    assert standby["verdict"] == "SKIP" and "no standby controller" in standby["message"]
     # what tansu serves is checked, not skipped
     for test in (
         "broker-registration/client-listener/not-served",

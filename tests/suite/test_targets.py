@@ -44,6 +44,9 @@ def test_malformed_addresses_are_refused_in_one_line(bad: str) -> None:
         (TargetOptions(bootstrap="h:1", zookeeper="/only-chroot"), "ZooKeeper"),
         (TargetOptions(target="docker:"), "needs an image"),
         (TargetOptions(target="docker:apache/kafka:3.9.1?mode=raft"), "unknown option"),
+        (TargetOptions(target="reference?controllers=3"), "several controllers need"),
+        (TargetOptions(target="reference:zookeeper?controllers=x"), "controllers must be 1 to 9"),
+        (TargetOptions(target="reference:zookeeper?brokers=5"), "unknown option"),
     ],
 )
 def test_bad_target_options(opts: TargetOptions, message: str) -> None:
