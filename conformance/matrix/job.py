@@ -1,10 +1,10 @@
 """The matrix job: recorded runs in, the report model (and every rendering of it) out.
 
 Stages, each timed: ``ingest`` (validate the runs, write the Parquet dataset), ``requirements``
-(run verdicts, cells, failure details), ``history`` (flakiness, regressions, per-feature pass
-rates), ``apis`` (the API support matrix), ``diff`` (two runs compared), then ``render`` (the
-report files, outside Spark). The model is plain JSON-able data; the renderers in
-``conformance.report`` read nothing else.
+(run verdicts, cells, failure details), ``history`` (flakiness per requirement and per test,
+regressions, per-feature pass rates), ``apis`` (the API support matrix), ``diff`` (two runs
+compared), then ``render`` (the report files, outside Spark). The model is plain JSON-able data;
+the renderers in ``conformance.report`` read nothing else.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from conformance.matrix import api_support, requirement_matrix, run_diff
+from conformance.matrix import api_support, flaky_tests, requirement_matrix, run_diff
 from conformance.matrix.ingest import Ingested, ingest, valid_records
 from conformance.matrix.versions import natural_key, order_versions
 from conformance.requirements import requirement_texts
@@ -62,11 +62,17 @@ def _targets(manifests: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
     return sorted(((i, v, ranks[(i, v)]) for i, v in pairs), key=lambda t: (t[0], t[2]))
 
 
+def setup(manifest: dict[str, Any]) -> str:
+    """How the run's target was set up (its kind, e.g. ``reference:zookeeper?controllers=3``):
+    runs are compared with runs of the same set-up only."""
+    return manifest.get("target_kind") or manifest["target_name"]
+
+
 def _default_diffs(manifests: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Per implementation, its latest run against the run before it."""
-    by_impl: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    """Per implementation and set-up, its latest run against the run before it."""
+    by_impl: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for m in manifests:
-        by_impl[m["target_name"]].append(m)
+        by_impl[(m["target_name"], setup(m))].append(m)
     pairs = []
     for impl in sorted(by_impl):
         runs = sorted(by_impl[impl], key=lambda m: (started(m), m["run_id"]))
@@ -114,12 +120,16 @@ def compute(
     with timings.stage("requirements"):
         run_info = spark.createDataFrame(
             [
-                (m["run_id"], m["target_name"], m["target_version"], m["started_at"])
+                (m["run_id"], m["target_name"], m["target_version"], setup(m), m["started_at"])
                 for m in manifests
             ],
-            "run_id string, implementation string, version string, _start string",
+            "run_id string, implementation string, version string, setup string, _start string",
         ).select(
-            "run_id", "implementation", "version", F.to_timestamp("_start").alias("started_at")
+            "run_id",
+            "implementation",
+            "version",
+            "setup",
+            F.to_timestamp("_start").alias("started_at"),
         )
         counts_df = requirement_matrix.verdict_counts(records, run_info).cache()
         runs = requirement_matrix.run_verdicts(counts_df).cache()
@@ -140,6 +150,7 @@ def compute(
         )
         regression_rows = requirement_matrix.regressions(cells_df, ranks).collect()
         summary_rows = requirement_matrix.feature_summary(cells_df).collect()
+        flaky = flaky_tests.flaky_tests(records, run_info)
 
     with timings.stage("apis"):
         apis = api_support.api_matrix(
@@ -177,6 +188,22 @@ def compute(
         cell["details_total"] = d["details_total"] if d else 0
         cells_out.append(cell)
     rank_of = {(i, v): n for i, v, n in targets}
+    flaky.sort(
+        key=lambda f: (
+            f["implementation"],
+            rank_of[(f["implementation"], f["version"])],
+            _req_order(f["requirement_id"]),
+            f["test_id"],
+            -1 if f["api_version"] is None else f["api_version"],
+            f["setup"],
+        )
+    )
+    flaky_per_cell: dict[tuple[str, str, str], int] = defaultdict(int)
+    for f in flaky:
+        flaky_per_cell[(f["implementation"], f["version"], f["requirement_id"])] += 1
+    for cell in cells_out:
+        key3 = (cell["implementation"], cell["version"], cell["requirement_id"])
+        cell["flaky_tests"] = flaky_per_cell.get(key3, 0)
     cells_out.sort(
         key=lambda c: (
             c["implementation"],
@@ -203,6 +230,7 @@ def compute(
                 "run_id": m["run_id"],
                 "implementation": m["target_name"],
                 "version": m["target_version"],
+                "setup": setup(m),
                 "started_at": m["started_at"],
                 "ended_at": m["ended_at"],
                 "records": counts.get(m["run_id"], 0),
@@ -266,6 +294,7 @@ def compute(
             for c in cells_out
             if c["verdict"] == "FLAKY"
         ],
+        "flaky_tests": flaky,
         "regressions": sorted(
             ({k: v for k, v in r.asDict().items() if k != "rank"} for r in regression_rows),
             key=lambda r: (r["implementation"], _req_order(r["requirement_id"]), r["to_version"]),

@@ -3,10 +3,12 @@
 Two steps. Within one run, a requirement's records (several tests, several API versions) come to
 one run verdict: the worst scored one (FAIL, ERROR, NONSTRICT, then PASS); when none is scored,
 the not-applicable one (PROPOSAL_ABSENT, UNSUPPORTED, NOT_EXPOSED, SKIP). Across the runs of one
-implementation version, a cell is PASS when every scored run passed, FLAKY when some passed and
-some did not (with the failure rate; a lone failure among at least two passes is flagged), and
-otherwise the worst verdict. Runs that did not apply (UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT,
-SKIP) are never counted as failures: a cell is one of those only when no run was scored.
+implementation version, a cell is PASS when every scored run passed, FLAKY when some runs of the
+same set-up (``setup``: the manifest's target kind, e.g. ``reference:zookeeper?controllers=3``)
+passed and some did not (with the failure rate; a lone failure among at least two passes is
+flagged), and otherwise the worst verdict: set-ups that disagree each time are not flaky. Runs
+that did not apply (UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT, SKIP) are never counted as
+failures: a cell is one of those only when no run was scored.
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ def verdict_counts(records: DataFrame, run_info: DataFrame) -> DataFrame:
     did not pass (the first by test id): the one pass over the records that run verdicts,
     failure details and per-run totals come from.
 
-    ``run_info`` maps run_id to implementation, version and started_at (from the manifests), so
-    the pass groups on three narrow keys and reads only the columns it needs.
+    ``run_info`` maps run_id to implementation, version, setup and started_at (from the
+    manifests), so the pass groups on three narrow keys and reads only the columns it needs.
     """
     sample = F.struct("test_id", "api_version", "message", "seed")
     grouped = records.groupBy("run_id", "requirement_id", "verdict").agg(
@@ -75,7 +77,7 @@ def api_counts(records: DataFrame) -> DataFrame:
 def run_verdicts(counts: DataFrame) -> DataFrame:
     """One row per (run, requirement): the run's verdict on that requirement."""
     return (
-        counts.groupBy(*CELL_KEY, "run_id", "started_at")
+        counts.groupBy(*CELL_KEY, "run_id", "setup", "started_at")
         .agg(
             F.min(_rank(F.col("verdict"))).alias("_rank"),
             F.max("level").alias("level"),
@@ -89,6 +91,13 @@ def run_verdicts(counts: DataFrame) -> DataFrame:
 def cells(runs: DataFrame) -> DataFrame:
     """One row per cell, with counts, the cell verdict, rates and the not-passing run ids."""
     counts = [F.count_if(F.col("verdict") == v).alias(v.lower()) for v in PRECEDENCE]
+    per_setup = runs.groupBy(*CELL_KEY, "setup").agg(
+        (
+            (F.count_if(F.col("verdict") == "PASS") > 0)
+            & (F.count_if(F.col("verdict").isin(*NOT_PASSING)) > 0)
+        ).alias("_mixed")
+    )
+    mixed = per_setup.groupBy(*CELL_KEY).agg(F.max(F.col("_mixed").cast("int")).alias("_mixed"))
     grouped = runs.groupBy(*CELL_KEY).agg(
         F.max("level").alias("level"),
         F.count(F.lit(1)).alias("runs"),
@@ -112,18 +121,20 @@ def cells(runs: DataFrame) -> DataFrame:
     verdict = (
         F.when(scored == 0, not_applicable)
         .when(F.col("pass") == scored, "PASS")
-        .when(F.col("pass") == 0, worst)
-        .otherwise("FLAKY")
+        .when(F.col("_mixed") == 1, "FLAKY")
+        .otherwise(worst)
     )
     not_passed = scored - F.col("pass")
     return (
-        grouped.withColumn("scored", scored)
+        grouped.join(mixed, list(CELL_KEY))
+        .withColumn("scored", scored)
         .withColumn("verdict", verdict)
         .withColumn("failure_rate", F.when(scored > 0, not_passed / scored).otherwise(F.lit(None)))
         .withColumn(
             "lone_failure",
             (F.col("verdict") == "FLAKY") & (not_passed == 1) & (F.col("pass") >= 2),
         )
+        .drop("_mixed")
     )
 
 

@@ -13,11 +13,12 @@ KEY = ("test_id", "requirement_id", "api_version")
 SIDES = ("a", "b")
 
 
-def run_keys(records: DataFrame, run_ids: list[str]) -> DataFrame:
-    """Each named run's verdict per (test_id, requirement_id, api_version)."""
+def run_keys(records: DataFrame, run_ids: list[str] | None = None) -> DataFrame:
+    """Each (named) run's verdict per (test_id, requirement_id, api_version): the worst of its
+    records there."""
+    chosen = records if run_ids is None else records.where(F.col("run_id").isin(run_ids))
     return (
-        records.where(F.col("run_id").isin(run_ids))
-        .groupBy("run_id", *KEY)
+        chosen.groupBy("run_id", *KEY)
         .agg(
             F.min(_rank(F.col("verdict"))).alias("_r"),
             F.first("feature").alias("feature"),

@@ -7,7 +7,14 @@ import base64
 from html import escape
 from typing import Any
 
-from conformance.report.verdict_style import COLOURS, ORDER, cell_text, percent
+from conformance.report.verdict_style import (
+    COLOURS,
+    ORDER,
+    cell_text,
+    flakiness_summary,
+    outcomes_text,
+    percent,
+)
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#212121}
@@ -130,8 +137,10 @@ def _legend() -> str:
     spans = "".join(f'<span class="v-{v}">{v}</span>' for v in ORDER)
     return (
         f'<p class="legend">{spans}</p><p class="muted">UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT '
-        "and SKIP never count as failures. FLAKY: some runs passed and some did not; "
-        '"lone failure" marks one failing run among at least two passing ones. Counts are '
+        "and SKIP never count as failures. FLAKY: some runs of the same set-up passed and "
+        'some did not; "lone failure" (&#9873;) marks one failing run among at least two '
+        "passing ones; &#8776; marks a cell holding a test whose verdict changed between runs "
+        "of the same set-up (listed under Flakiness). Counts are "
         "runs passed / runs scored. Click a cell for its messages and requirement text, a "
         "column heading to sort.</p>"
     )
@@ -158,6 +167,11 @@ def _matrix(model: dict[str, Any], cell_ids: dict[tuple[str, str, str], str]) ->
                     if cell["lone_failure"]
                     else ""
                 )
+                if cell.get("flaky_tests"):
+                    flag += (
+                        f' <a class="flag" href="#flakiness" title="{cell["flaky_tests"]} '
+                        'flaky test(s): see Flakiness">&#8776;</a>'
+                    )
                 tds.append(
                     f'<td class="cell v-{cell["verdict"]}" data-sort="{cell["verdict"]}">'
                     f'<a href="#{anchor}">{_e(cell_text(cell))}</a>{flag}</td>'
@@ -287,8 +301,40 @@ def _cell_link(cell_ids, impl: str, version: str, rid: str) -> str:
 
 
 def _flakiness(model: dict[str, Any], cell_ids) -> str:
-    if not model["flakiness"]:
-        return "<p>No requirement had mixed outcomes across runs.</p>"
+    parts = [f"<p>{_e(flakiness_summary(model))}</p>"]
+    if model["flakiness"]:
+        parts.append(_flaky_cells(model, cell_ids))
+    if model.get("flaky_tests"):
+        parts.append(_flaky_tests(model, cell_ids))
+    return "".join(parts)
+
+
+def _flaky_tests(model: dict[str, Any], cell_ids) -> str:
+    rows = [
+        f"<tr><td>{_e(f['implementation'])}</td><td>{_e(f['version'])}</td>"
+        f"<td>{_e(f['setup'])}</td><td>{_e(f['test_id'])}</td>"
+        f"<td>{_cell_link(cell_ids, f['implementation'], f['version'], f['requirement_id'])}</td>"
+        f"<td>{_e('' if f['api_version'] is None else f['api_version'])}</td>"
+        f'<td title="{_e(", ".join(o["run_id"] for o in f["outcomes"]))}">'
+        f"{_e(outcomes_text(f))}</td><td>{_e(f['message'])}</td></tr>"
+        for f in model["flaky_tests"]
+    ]
+    return "<h3>Flaky tests</h3>" + _table(
+        [
+            "implementation",
+            "version",
+            "set-up",
+            "test",
+            "requirement",
+            "api version",
+            "verdicts in run order",
+            "message",
+        ],
+        rows,
+    )
+
+
+def _flaky_cells(model: dict[str, Any], cell_ids) -> str:
     rows = [
         f"<tr><td>{_e(f['implementation'])}</td><td>{_e(f['version'])}</td>"
         f"<td>{_cell_link(cell_ids, f['implementation'], f['version'], f['requirement_id'])}"

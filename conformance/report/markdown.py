@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.report.verdict_style import cell_text, percent
+from conformance.report.verdict_style import cell_text, flakiness_summary, outcomes_text, percent
 
 
 def _row(cells: list[Any]) -> str:
@@ -71,7 +71,7 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
             for t in api["targets"]
         ],
     )
-    out += ["## Flakiness", ""]
+    out += ["## Flakiness", "", flakiness_summary(model), ""]
     if model["flakiness"]:
         out += _table(
             ["implementation", "version", "requirement", "failure rate", "lone failure", "runs"],
@@ -87,8 +87,23 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
                 for f in model["flakiness"]
             ],
         )
-    else:
-        out += ["No requirement had mixed outcomes across runs.", ""]
+    if model.get("flaky_tests"):
+        out += ["### Flaky tests", ""]
+        out += _table(
+            ["implementation", "version", "set-up", "test", "requirement", "api version", "runs"],
+            [
+                [
+                    f["implementation"],
+                    f["version"],
+                    f["setup"],
+                    f["test_id"],
+                    f["requirement_id"],
+                    "" if f["api_version"] is None else f["api_version"],
+                    outcomes_text(f),
+                ]
+                for f in model["flaky_tests"]
+            ],
+        )
     out += ["## Regressions", ""]
     if model["regressions"]:
         out += _table(

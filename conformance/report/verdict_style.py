@@ -33,3 +33,25 @@ def cell_text(cell: dict[str, Any]) -> str:
 
 def percent(rate: float | None) -> str:
     return "-" if rate is None else f"{100 * rate:.0f}%"
+
+
+def outcomes_text(flaky_test: dict[str, Any]) -> str:
+    """``FAIL -> PASS -> PASS``: a flaky test's verdicts, one per run, in run order."""
+    return " -> ".join(o["verdict"] for o in flaky_test["outcomes"])
+
+
+def flakiness_summary(model: dict[str, Any]) -> str:
+    """One sentence on what the Flakiness section lists (never "none" while a test was flaky)."""
+    cells, tests = len(model["flakiness"]), len(model.get("flaky_tests", []))
+    if not cells and not tests:
+        return "No requirement and no test had mixed outcomes across runs of the same target."
+    parts = []
+    if cells:
+        parts.append(f"{cells} requirement cell(s) FLAKY")
+    else:
+        parts.append("no requirement cell FLAKY")
+    parts.append(
+        f"{tests} test(s) with mixed outcomes across runs of the same target set-up"
+        + (" (hidden in their cells by other runs or tests)" if tests and not cells else "")
+    )
+    return "; ".join(parts) + "."
