@@ -413,7 +413,8 @@ def _diffs(model: dict[str, Any]) -> str:
 def _runs(model: dict[str, Any]) -> str:
     rows = [
         f"<tr><td>{_e(r['run_id'])}</td><td>{_e(r['implementation'])}</td>"
-        f"<td>{_e(r['version'])}</td><td>{_e(r['started_at'])}</td><td>{_e(r['ended_at'])}</td>"
+        f"<td>{_e(r['version'])}</td><td>{_e(r.get('setup', ''))}</td>"
+        f"<td>{_e(r['started_at'])}</td><td>{_e(r['ended_at'])}</td>"
         f"<td>{r['records']}</td><td>{r['bad_records']}</td><td>{_e(r['suite_version'])}</td>"
         f"<td>{_e(r['spec_release'])}</td><td>{_e(r['hypothesis_profile'])}</td>"
         f"<td>{_e(r['hypothesis_seed'])}</td></tr>"
@@ -424,6 +425,7 @@ def _runs(model: dict[str, Any]) -> str:
             "run",
             "implementation",
             "version",
+            "set-up",
             "started",
             "ended",
             "records",

@@ -92,4 +92,5 @@ def test_standby_controllers_answer_not_controller(harness: Harness) -> None:
         f"{sent} to each of {len(codes)} controllers: at most one is active, so every other "
         f"must answer NOT_CONTROLLER({NOT_CONTROLLER}); {len(others)} did not ({answers})",
         R5,
+        saw=f"{sent}: {answers}",
     )
