@@ -131,7 +131,7 @@ class SuiteTopic:
         body = {
             "Topics": [topic_body(name, partitions, version, configs, on_broker)],
             "TimeoutMs": 10000,
-            "ValidateOnly": False,
+            "validateOnly": False,
         }
         resp = harness.connect().request(CREATE_TOPICS, version, body)
         code = resp.body["Topics"][0]["ErrorCode"]

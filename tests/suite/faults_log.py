@@ -33,7 +33,9 @@ from tests.suite.proxies import FaultyProxy
 
 CODEC = Codec.from_specs()
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR = 0, 1, 2, 3, 10
-INIT_PRODUCER_ID, DESCRIBE_CLUSTER = 22, 60
+CREATE_TOPICS, INIT_PRODUCER_ID, CREATE_PARTITIONS, DESCRIBE_CLUSTER = 19, 22, 37, 60
+INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS = 17, 36
+INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR = 37, 38
 UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE, UNSUPPORTED_COMPRESSION_TYPE = 3, 1, 76
 #: a v2 batch: the CRC-32C at byte 17 covers everything from byte 21 (the attributes) on
 CRC_AT, CRC_FROM, ATTRIBUTES_AT = 17, 21, 21
@@ -357,6 +359,120 @@ class IdempotenceIgnored(Fault):
         return changed
 
 
+class AnswerRewritten(Fault):
+    """Turns one error code into NONE in the topic entries of one API's answers."""
+
+    api: int = CREATE_TOPICS
+    entries: str = "Topics"
+    code: int = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.responses = (self.api,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        hit = [t for t in body[self.entries] if t["ErrorCode"] == self.code]
+        for t in hit:
+            t["ErrorCode"] = 0
+            if "ErrorMessage" in t:
+                t["ErrorMessage"] = None
+        return bool(hit)
+
+
+class IllegalNamesAccepted(AnswerRewritten):
+    """CreateTopics takes any name (TOPICS.R1)."""
+
+    code = INVALID_TOPIC_EXCEPTION
+
+
+class ExistingTopicAccepted(AnswerRewritten):
+    """CreateTopics of an existing topic answers success (TOPICS.R2)."""
+
+    code = TOPIC_ALREADY_EXISTS
+
+
+class ReplicationFactorUnchecked(AnswerRewritten):
+    """CreateTopics accepts any replication factor (TOPICS.R3)."""
+
+    code = INVALID_REPLICATION_FACTOR
+
+
+class PartitionCountUnchecked(AnswerRewritten):
+    """CreateTopics accepts any partition count (TOPICS.R4)."""
+
+    code = INVALID_PARTITIONS
+
+
+class ShrinkAccepted(AnswerRewritten):
+    """CreatePartitions answers success to a count not above the current one (TOPICS.R8)."""
+
+    api, entries, code = CREATE_PARTITIONS, "Results", INVALID_PARTITIONS
+
+
+class IllegalNameListed(AnswerRewritten):
+    """Metadata reports an illegal name as an existing topic (TOPICS.R9)."""
+
+    api, code = METADATA, INVALID_TOPIC_EXCEPTION
+
+
+class ValidateOnlyIgnored(Fault):
+    """CreateTopics with validateOnly creates the topic (TOPICS.R5)."""
+
+    requests = (CREATE_TOPICS,)
+
+    def on_request(self, api, version, body) -> bool:
+        if not body.get("validateOnly"):
+            return False
+        body["validateOnly"] = False
+        return True
+
+
+class LeaderNotListed(Fault):
+    """Metadata names partition leaders by a stale id no listed broker has (TOPICS.R6)."""
+
+    responses = (METADATA,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        parts = [p for t in body["Topics"] for p in t["Partitions"] or []]
+        for p in parts:
+            p["LeaderId"] += 1000
+        return bool(parts)
+
+
+class TopicIdReused(Fault):
+    """A topic created again under a name keeps the first topic id the name had (TOPICS.R7)."""
+
+    responses = (CREATE_TOPICS, METADATA)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first: dict[str, Any] = {}
+
+    def on_response(self, api, version, body, asked) -> bool:
+        changed = False
+        for t in body["Topics"]:
+            tid = t.get("TopicId")
+            if tid is None or tid.int == 0 or t["ErrorCode"] != 0:
+                continue
+            first = self.first.setdefault(t["Name"], tid)
+            if first != tid:
+                t["TopicId"] = first
+                changed = True
+        return changed
+
+
+class AutoCreateAlways(Fault):
+    """Metadata auto-creates topics even when the request forbids it (TOPICS.R10)."""
+
+    requests = (METADATA,)
+
+    def on_request(self, api, version, body) -> bool:
+        if version < 4 or body.get("AllowAutoTopicCreation", True) or not body["Topics"]:
+            return False
+        body["AllowAutoTopicCreation"] = True
+        return True
+
+
 #: requirement id -> the fault that must make it FAIL
 LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R1": HeadersDropped,
@@ -376,6 +492,18 @@ LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R15": ZstdAcceptedEarly,
     "LOG.R16": CrcNotChecked,
     "LOG.R17": UnknownPartitionAccepted,
+}
+TOPICS_FAULTS: dict[str, type[Fault]] = {
+    "TOPICS.R1": IllegalNamesAccepted,
+    "TOPICS.R2": ExistingTopicAccepted,
+    "TOPICS.R3": ReplicationFactorUnchecked,
+    "TOPICS.R4": PartitionCountUnchecked,
+    "TOPICS.R5": ValidateOnlyIgnored,
+    "TOPICS.R6": LeaderNotListed,
+    "TOPICS.R7": TopicIdReused,
+    "TOPICS.R8": ShrinkAccepted,
+    "TOPICS.R9": IllegalNameListed,
+    "TOPICS.R10": AutoCreateAlways,
 }
 IDEMPOTENCE_FAULTS: dict[str, type[Fault]] = {
     "IDEMPOTENCE.R1": NoProducerId,

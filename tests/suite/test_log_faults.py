@@ -1,5 +1,5 @@
-"""Every LOG and IDEMPOTENCE requirement FAILs against a broker with a real implementer's bug
-and PASSes against the reference cluster.
+"""Every LOG, IDEMPOTENCE and TOPICS requirement FAILs against a broker with a real
+implementer's bug and PASSes against the reference cluster.
 
 A 3-broker reference cluster (embedded store) runs behind one proxy per broker
 (``faults_log.ProxiedCluster``). The suite's own test functions that name a requirement run
@@ -28,19 +28,27 @@ from conformance.suite.log import (
     test_partition_model,
     test_produce_fetch,
 )
+from conformance.suite.topics import (
+    test_admin_model,
+    test_create_topics,
+    test_metadata_names,
+    test_topic_lifecycle,
+)
 from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import failing, verdicts
 from tests.suite.faults_log import (
     IDEMPOTENCE_FAULTS,
     LOG_FAULTS,
+    TOPICS_FAULTS,
     HighWatermarkOffByOne,
+    LeaderNotListed,
     ListOffsetsOffByOne,
     ProxiedCluster,
 )
 
 CODEC = Codec.from_specs()
-FAULTS = {**LOG_FAULTS, **IDEMPOTENCE_FAULTS}
-FILES = ("log", "idempotence")
+FAULTS = {**LOG_FAULTS, **IDEMPOTENCE_FAULTS, **TOPICS_FAULTS}
+FILES = ("log", "idempotence", "topics")
 SEED = 20261123
 MODULES = (
     test_produce_fetch,
@@ -49,8 +57,13 @@ MODULES = (
     test_delete_then_use,
     test_partition_model,
     test_idempotent_produce,
+    test_create_topics,
+    test_topic_lifecycle,
+    test_metadata_names,
+    test_admin_model,
 )
 MODEL = test_partition_model.test_partition_log_state_machine
+ADMIN_MODEL = test_admin_model.test_topic_admin_state_machine
 
 
 def suite_tests(modules=MODULES) -> dict[str, list[Callable]]:
@@ -63,7 +76,8 @@ def suite_tests(modules=MODULES) -> dict[str, list[Callable]]:
                 if mark.name == "conformance":
                     for req in mark.kwargs["requirements"]:
                         out.setdefault(req, []).append(fn)
-    return {req: [f for f in fns if f is not MODEL] or fns for req, fns in out.items()}
+    models = (MODEL, ADMIN_MODEL)
+    return {req: [f for f in fns if f not in models] or fns for req, fns in out.items()}
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +142,17 @@ def test_the_model_catches_an_off_by_one_list_offsets_and_prints_the_steps(refer
     assert "list-" in text and "Offset=" in text, text
 
 
+def test_the_admin_model_checks_metadata_after_each_step(reference) -> None:
+    fault = LeaderNotListed()
+    with ProxiedCluster(reference, fault) as cluster:
+        failure = run(cluster, ADMIN_MODEL)
+    assert failure is not None, "the admin model passed a Metadata naming unlisted leaders"
+    assert set(failure.req_ids) <= set(test_admin_model.REQS), failure
+    text = str(failure)
+    assert "metadata-lists-live-topics" in text and "sound is False" in text, text
+    assert "[model topics-admin; steps: " in text, text
+
+
 def test_a_faulty_high_watermark_fails_exactly_that_requirement_in_a_run(cli, reference) -> None:
     fault = HighWatermarkOffByOne()
     with ProxiedCluster(reference, fault) as cluster:
@@ -139,7 +164,8 @@ def test_a_faulty_high_watermark_fails_exactly_that_requirement_in_a_run(cli, re
             "--seed",
             str(SEED),
             "--select",
-            "LOG.R6 or LOG.R7 or LOG.R10",
+            "log/fetch/high-watermark-after-acks-all or log/fetch/at-and-past-the-end or "
+            "log/list-offsets/earliest-latest",
         )
     assert run_ is not None, proc.stderr[-2000:]
     assert failing(run_) == {("log/fetch/high-watermark-after-acks-all", "LOG.R6")}, verdicts(run_)

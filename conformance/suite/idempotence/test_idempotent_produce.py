@@ -19,8 +19,8 @@ from conformance.suite.partitions import (
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH = 45, 47
 
 
-def producer_id(harness: Harness, *reqs: str) -> tuple[int, int]:
-    """A producer id and epoch for idempotence (no transactional id)."""
+def init_producer_id(harness: Harness, req: str) -> tuple[int, dict]:
+    """InitProducerId for idempotence (no transactional id): its version and answer."""
     version = harness.pick_version(INIT_PRODUCER_ID)
     body = {
         "TransactionalId": None,
@@ -29,15 +29,20 @@ def producer_id(harness: Harness, *reqs: str) -> tuple[int, int]:
         "ProducerEpoch": -1,
     }
     answer = verify.expect_response(
-        harness.connect(), INIT_PRODUCER_ID, version, body, served=reqs[0]
+        harness.connect(), INIT_PRODUCER_ID, version, body, served=req
     ).body
-    verify.check(
-        answer["ErrorCode"] == NONE and answer["ProducerId"] >= 0 and answer["ProducerEpoch"] >= 0,
-        f"InitProducerId v{version} without a transactional id: ErrorCode "
-        f"{answer['ErrorCode']}, ProducerId {answer['ProducerId']}, ProducerEpoch "
-        f"{answer['ProducerEpoch']}; expected 0 and an id and epoch >= 0",
-        *reqs,
-    )
+    return version, answer
+
+
+def producer_id(harness: Harness, req: str) -> tuple[int, int]:
+    """A producer id and epoch for the Produce checks; the test cannot go on without one."""
+    version, answer = init_producer_id(harness, req)
+    if answer["ErrorCode"] != NONE or answer["ProducerId"] < 0 or answer["ProducerEpoch"] < 0:
+        raise verify.Failed(
+            f"InitProducerId v{version} gave no producer id (ErrorCode {answer['ErrorCode']}, "
+            f"ProducerId {answer['ProducerId']}), so no idempotent batch can be sent",
+            req,
+        )
     return answer["ProducerId"], answer["ProducerEpoch"]
 
 
@@ -57,7 +62,14 @@ def appended(topic: SuiteTopic, req: str) -> list[bytes | None]:
 
 @conformance("idempotence/init-producer-id", "IDEMPOTENCE.R1", api=INIT_PRODUCER_ID)
 def test_init_producer_id_gives_an_id(harness: Harness) -> None:
-    producer_id(harness, "IDEMPOTENCE.R1")
+    version, answer = init_producer_id(harness, "IDEMPOTENCE.R1")
+    verify.check(
+        answer["ErrorCode"] == NONE and answer["ProducerId"] >= 0 and answer["ProducerEpoch"] >= 0,
+        f"InitProducerId v{version} without a transactional id: ErrorCode "
+        f"{answer['ErrorCode']}, ProducerId {answer['ProducerId']}, ProducerEpoch "
+        f"{answer['ProducerEpoch']}; expected 0 and an id and epoch >= 0",
+        "IDEMPOTENCE.R1",
+    )
 
 
 @conformance("idempotence/produce/retry-not-duplicated", "IDEMPOTENCE.R2", api=PRODUCE)

@@ -42,7 +42,7 @@ def test_a_deleted_topic_is_gone_and_comes_back_empty(harness: Harness) -> None:
         body = {
             "Topics": [topic_body(topic.name, 1, version)],
             "TimeoutMs": 10000,
-            "ValidateOnly": False,
+            "validateOnly": False,
         }
         created = harness.connect().request(CREATE_TOPICS, version, body).body
         code = created["Topics"][0]["ErrorCode"]

@@ -1,0 +1,1 @@
+"""TOPICS: creating, deleting and growing topics, and what Metadata says of them."""

@@ -1,0 +1,114 @@
+"""The topic admin requests of the TOPICS tests, each returning the one topic's entry.
+
+Requests go to the bootstrap broker (brokers forward admin requests to the controller,
+KIP-590); Metadata never auto-creates (AllowAutoTopicCreation false where the version has it).
+An unanswered or undecodable request fails the requirement the caller names.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from conformance.suite import verify
+from conformance.suite.harness import Harness
+from conformance.suite.partitions import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    METADATA,
+    quiet_version,
+    topic_body,
+)
+
+NO_TOPIC_ID = uuid.UUID(int=0)
+
+
+def create(
+    harness: Harness,
+    entry: dict[str, Any],
+    req: str,
+    *,
+    validate_only: bool = False,
+    version: int | None = None,
+) -> dict[str, Any]:
+    """CreateTopics of one topic entry (``topic_body``); its answer entry."""
+    v = version if version is not None else quiet_version(harness, CREATE_TOPICS)
+    body = {"Topics": [entry], "TimeoutMs": 10000, "validateOnly": validate_only}
+    answer = verify.expect_response(harness.connect(), CREATE_TOPICS, v, body, served=req).body
+    topics = answer["Topics"]
+    verify.check(
+        len(topics) == 1 and topics[0]["Name"] == entry["Name"],
+        f"CreateTopics v{v} of {entry['Name']!r}: answered for {[t['Name'] for t in topics]}",
+        req,
+    )
+    return topics[0]
+
+
+def create_new(harness: Harness, name: str, partitions: int, req: str, **kw: Any) -> dict:
+    version = quiet_version(harness, CREATE_TOPICS)
+    return create(harness, topic_body(name, partitions, version), req, version=version, **kw)
+
+
+def delete(harness: Harness, name: str, req: str) -> dict[str, Any]:
+    """DeleteTopics of one topic by name; its answer entry."""
+    v = quiet_version(harness, DELETE_TOPICS)
+    body: dict[str, Any] = {"TimeoutMs": 10000}
+    if v >= 6:
+        body["Topics"] = [{"Name": name, "TopicId": NO_TOPIC_ID}]
+    else:
+        body["TopicNames"] = [name]
+    answer = verify.expect_response(harness.connect(), DELETE_TOPICS, v, body, served=req).body
+    entries = answer["Responses"]
+    verify.check(len(entries) == 1, f"DeleteTopics v{v} of {name}: {len(entries)} entries", req)
+    return entries[0]
+
+
+def create_partitions(harness: Harness, name: str, count: int, req: str) -> dict[str, Any]:
+    """CreatePartitions of one topic to ``count``; its answer entry."""
+    v = quiet_version(harness, CREATE_PARTITIONS)
+    body = {
+        "Topics": [{"Name": name, "Count": count, "Assignments": None}],
+        "TimeoutMs": 10000,
+        "ValidateOnly": False,
+    }
+    answer = verify.expect_response(harness.connect(), CREATE_PARTITIONS, v, body, served=req).body
+    entries = answer["Results"]
+    verify.check(len(entries) == 1, f"CreatePartitions v{v} of {name}: {len(entries)} entries", req)
+    return entries[0]
+
+
+def metadata(
+    harness: Harness, name: str, req: str, *, within: str = "1+", allow_create: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Metadata of one topic: (its entry, the whole answer)."""
+    v = quiet_version(harness, METADATA, within)
+    body = {"Topics": [{"Name": name}], "AllowAutoTopicCreation": allow_create}
+    answer = verify.expect_response(harness.connect(), METADATA, v, body, served=req).body
+    entries = [t for t in answer["Topics"] if t["Name"] == name]
+    verify.check(
+        len(entries) == 1,
+        f"Metadata v{v} for {name!r}: the answer lists {[t['Name'] for t in answer['Topics']]}",
+        req,
+    )
+    return entries[0], answer
+
+
+def layout_problems(entry: dict[str, Any], answer: dict[str, Any], partitions: int, rf: int):
+    """What is wrong with a created topic's Metadata entry (TOPICS.R6), as sentences."""
+    brokers = {b["NodeId"] for b in answer["Brokers"]}
+    problems = []
+    if entry["ErrorCode"] != 0:
+        problems.append(f"ErrorCode {entry['ErrorCode']}")
+    indexes = sorted(p["PartitionIndex"] for p in entry["Partitions"])
+    if indexes != list(range(partitions)):
+        problems.append(f"partitions {indexes}, expected 0..{partitions - 1}")
+    for p in entry["Partitions"]:
+        where = f"partition {p['PartitionIndex']}"
+        if len(p["ReplicaNodes"]) != rf:
+            problems.append(f"{where} has replicas {p['ReplicaNodes']}, expected {rf} of them")
+        if p["LeaderId"] not in brokers:
+            problems.append(f"{where} has leader {p['LeaderId']}, not a listed broker {brokers}")
+        if not set(p["IsrNodes"]) <= set(p["ReplicaNodes"]):
+            problems.append(f"{where} has ISR {p['IsrNodes']} outside replicas {p['ReplicaNodes']}")
+    return problems

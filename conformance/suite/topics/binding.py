@@ -1,0 +1,34 @@
+"""How the topics-admin model (``specs/models/topics-admin.json``) meets a target: the log
+model's topic binding, plus the ``metadata`` observer the model's invariant reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.suite.log.binding import TopicsBinding
+from conformance.suite.partitions import UNKNOWN_TOPIC_OR_PARTITION
+from conformance.suite.topics import admin
+
+
+class AdminBinding(TopicsBinding):
+    follows_leaders = False
+
+    def observe(self, name: str) -> dict[str, Any]:
+        """Metadata of every entity's name in one request: index -> its record (partition
+        count, whether the layout is sound, the error code), None when it is unknown."""
+        if name != "metadata":
+            return super().observe(name)
+        records: dict[int, dict[str, Any] | None] = {}
+        for i, topic in enumerate(self.topics):
+            entry, answer = admin.metadata(self.harness, topic.name, "TOPICS.R6")
+            if entry["ErrorCode"] == UNKNOWN_TOPIC_OR_PARTITION:
+                records[i] = None
+                continue
+            parts = entry["Partitions"] or []
+            rf = len(parts[0]["ReplicaNodes"]) if parts else 0
+            records[i] = {
+                "ErrorCode": entry["ErrorCode"],
+                "partitions": len(parts),
+                "sound": not admin.layout_problems(entry, answer, len(parts), rf),
+            }
+        return {"metadata": records}

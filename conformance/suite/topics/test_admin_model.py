@@ -1,0 +1,31 @@
+"""Topic administration as a state machine (``specs/models/topics-admin.json``): hypothesis
+mixes create, validate-only create, grow, grow-to-the-same-count and delete on two fresh names,
+the model predicting every answer and Metadata checked after each step."""
+
+from __future__ import annotations
+
+from conformance.suite.harness import Harness
+from conformance.suite.log.binding import only_when_applicable
+from conformance.suite.meta import conformance
+from conformance.suite.models import ModelRunner, load_model, run_machine, state_machine
+from conformance.suite.partitions import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, METADATA
+from conformance.suite.topics.binding import AdminBinding
+
+REQS = ("TOPICS.R2", "TOPICS.R5", "TOPICS.R6", "TOPICS.R7", "TOPICS.R8")
+EXAMPLES, STEPS = 3, 8
+
+
+@conformance("topics/admin/state-machine", *REQS, api=CREATE_TOPICS)
+def test_topic_admin_state_machine(harness: Harness) -> None:
+    harness.pick_version(METADATA, "1+")
+    harness.pick_version(DELETE_TOPICS)
+    harness.pick_version(CREATE_PARTITIONS)
+    harness.pick_version(CREATE_TOPICS, "1+")
+    model = load_model("topics-admin")
+
+    def runner() -> ModelRunner:
+        return ModelRunner(model, AdminBinding(harness, "topics-model", model.count), allowed=REQS)
+
+    machine = state_machine(model, runner)
+    only_when_applicable(machine, model)
+    run_machine(harness, machine, examples=EXAMPLES, steps=STEPS)

@@ -1,0 +1,54 @@
+"""What Metadata says of names it does not know (TOPICS.R9, R10): an illegal name is an error,
+not a topic, and a missing topic is not created when the request says not to."""
+
+from __future__ import annotations
+
+import time
+
+from conformance.suite import verify
+from conformance.suite.harness import Harness, run_property
+from conformance.suite.meta import conformance
+from conformance.suite.partitions import METADATA, fresh_name
+from conformance.suite.topics import admin
+from conformance.suite.topics.names import ILLEGAL_NAMES
+
+INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION = 17, 3
+#: how long after the first answer the topic is looked for again (an auto-creation would be
+#: under way by then)
+SETTLE_S = 0.3
+
+
+@conformance("topics/metadata/illegal-name-is-an-error", "TOPICS.R9", api=METADATA)
+def test_an_illegal_name_is_an_error(harness: Harness) -> None:
+    version = harness.pick_version(METADATA, "1+")
+
+    def check(name: str) -> None:
+        entry, _ = admin.metadata(harness, name, "TOPICS.R9")
+        verify.check(
+            entry["ErrorCode"] == INVALID_TOPIC_EXCEPTION,
+            f"Metadata v{version} for the illegal name {name[:40]!r}: ErrorCode "
+            f"{entry['ErrorCode']}, expected 17 (INVALID_TOPIC_EXCEPTION)",
+            "TOPICS.R9",
+        )
+
+    run_property(harness, ILLEGAL_NAMES, check)
+
+
+@conformance("topics/metadata/no-auto-creation", "TOPICS.R10", api=METADATA)
+def test_no_auto_creation_when_the_request_forbids_it(harness: Harness) -> None:
+    version = harness.pick_version(METADATA, "4+")
+    name = fresh_name("topics-not-auto-created")
+    codes = []
+    for _ in range(2):
+        entry, _ = admin.metadata(harness, name, "TOPICS.R10", within="4+")
+        codes.append(entry["ErrorCode"])
+        time.sleep(SETTLE_S)
+    if any(c != UNKNOWN_TOPIC_OR_PARTITION for c in codes):
+        admin.delete(harness, name, "TOPICS.R10")  # the target created it: remove it
+    verify.check(
+        codes == [UNKNOWN_TOPIC_OR_PARTITION] * 2,
+        f"Metadata v{version} with AllowAutoTopicCreation false for the missing {name}, "
+        f"asked twice {SETTLE_S} s apart: ErrorCodes {codes}, expected 3 "
+        "(UNKNOWN_TOPIC_OR_PARTITION) both times",
+        "TOPICS.R10",
+    )
