@@ -1,0 +1,34 @@
+"""Topic configs as a state machine (``specs/models/configs-topic.json``): hypothesis mixes SET,
+DELETE, validate-only and invalid SETs of three numeric configs of a fresh topic; every
+broker's DescribeConfigs must agree with the model after each step."""
+
+from __future__ import annotations
+
+from conformance.suite.configs.binding import TopicConfigsBinding
+from conformance.suite.configs.topic_configs import DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
+from conformance.suite.groups.members import fresh_name
+from conformance.suite.harness import Harness
+from conformance.suite.meta import conformance
+from conformance.suite.models import ModelRunner, load_model, run_machine, state_machine
+from conformance.suite.offsets.commits import delete_topics
+from conformance.suite.records_io import create_topic
+
+REQS = ("CONFIGS.R1", "CONFIGS.R2", "CONFIGS.R4", "CONFIGS.R7", "CONFIGS.R8", "CONFIGS.R9")
+EXAMPLES, STEPS = 3, 10
+
+
+@conformance("configs/topic/state-machine", *REQS, api=INCREMENTAL_ALTER_CONFIGS)
+def test_topic_configs_state_machine(harness: Harness) -> None:
+    harness.pick_version(DESCRIBE_CONFIGS, "1+")
+    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    model = load_model("configs-topic")
+    topic = fresh_name("topic")
+    create_topic(harness, topic, 1)
+    try:
+        machine = state_machine(
+            model,
+            lambda: ModelRunner(model, TopicConfigsBinding(harness, topic), allowed=REQS),
+        )
+        run_machine(harness, machine, examples=EXAMPLES, steps=STEPS)
+    finally:
+        delete_topics(harness, [topic])
