@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conformance.targets import TargetError
-from conformance.targets.base import wait_listening
+from conformance.targets.base import Endpoint, wait_listening
 from conformance.targets.docker import OWNER_LABEL, DockerTarget, remove_orphans
 from tests.suite.conftest import only_run, run_cli, verdicts
 from tests.targets.conftest import TANSU_REPOSITORY, containers
@@ -210,3 +210,26 @@ def test_a_killed_owners_container_is_removed_by_the_next_start(
     assert engine.containers.get(name).status == "running"
     assert remove_orphans(engine) == [name]
     assert name not in [c.name for c in containers(engine)]
+
+
+def test_a_profile_that_needs_zookeeper_gets_one_on_the_loopback(
+    tansu_image, engine, tmp_path: Path, no_leftovers
+) -> None:
+    from conformance.targets.zookeeper import srvr
+
+    image, _ = tansu_image
+    command = (
+        '["broker", "--listener-url", "tcp://{host}:{client_port}", "--storage-engine", '
+        '"memory://tansu/"]'
+    )
+    path = _profile(tmp_path, command)
+    path.write_text("zookeeper = true\n" + path.read_text() + '[env]\nZK = "{zookeeper}"\n')
+    t = DockerTarget.from_spec(f"{image}?profile={path}")
+    with t:
+        zk = t.zookeeper
+        assert zk and zk.startswith("127.0.0.1:")
+        env = engine.containers.get(t.container_name).attrs["Config"]["Env"]
+        assert f"ZK={zk}" in env
+        host, port = zk.split(":")
+        assert "Mode: standalone" in srvr(host, int(port))
+    assert not wait_listening(Endpoint(host, int(port)), 0.5)  # stopped with the target
