@@ -41,6 +41,7 @@ def test_groups_state_machine(harness: Harness) -> None:
         machine = state_machine(
             model,
             lambda: ModelRunner(model, GroupsBinding(harness, topic, model.count), allowed=REQS),
+            initialize=["join-member"],
         )
         only_when_applicable(machine, model)
         run_machine(harness, machine, examples=EXAMPLES, steps=STEPS)
