@@ -171,6 +171,10 @@ class DockerTarget(Target):
         }
         if command is not None:
             cfg["command"] = command
+        if self.prof.volumes:
+            cfg["volumes"] = {h: {"bind": c, "mode": "ro"} for h, c in self.prof.volumes.items()}
+        if self.prof.tmpfs:
+            cfg["tmpfs"] = dict.fromkeys(self.prof.tmpfs, "")
         return cfg
 
     def endpoint(self, port_name: str) -> Endpoint:

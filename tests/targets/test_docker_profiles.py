@@ -144,6 +144,8 @@ USER_TOML = """
 description = "my broker"
 command = ["--listen", "{host}:{client_port}", "--admin", "{admin_port}"]
 node_id = 7
+tmpfs = ["/scratch"]
+volumes = { "/etc/mine.conf" = "/etc/broker.conf" }
 [env]
 LOG = "{port}"
 [ports]
@@ -167,6 +169,8 @@ def test_a_users_profile_file_toml_or_json(tmp_path: Path) -> None:
         assert cfg["command"] == ["--listen", "127.0.0.1:25000", "--admin", "25004"]
         assert cfg["environment"] == {"LOG": "25000"}
         assert t.profile.ready_timeout == 9 and t.restartable == {}
+        assert cfg["volumes"] == {"/etc/mine.conf": {"bind": "/etc/broker.conf", "mode": "ro"}}
+        assert cfg["tmpfs"] == {"/scratch": ""}
 
 
 @pytest.mark.parametrize(
@@ -178,6 +182,7 @@ def test_a_users_profile_file_toml_or_json(tmp_path: Path) -> None:
         (lambda s: s.replace("[env]", "[env"), "malformed TOML"),
         (lambda s: s.replace('"{port}"', '"{port"'), "malformed template"),
         (lambda s: s.replace("node_id = 7", "zookeeper = 1"), "at zookeeper: 1 is not of type"),
+        (lambda s: s.replace('"/scratch"', '"scratch"'), "at tmpfs/0: 'scratch' does not match"),
         (lambda s: s.replace('"{port}"', '"{zookeeper}"'), "unknown template name {zookeeper}"),
     ],
 )

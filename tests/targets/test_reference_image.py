@@ -1,15 +1,18 @@
-"""The repository's Dockerfile: the reference cluster's image builds from an official Python image
-and, started by the docker target (profile ``reference``), serves three brokers on 127.0.0.1."""
+"""The reference cluster in a container: the repository's Dockerfile builds from an official
+Python image and, started by the docker target (profile ``reference``), serves three brokers on
+127.0.0.1; the reference profile itself runs for real with the host's Python mounted."""
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from conformance.targets.base import wait_listening
 from conformance.targets.docker import DockerTarget, metadata_brokers
+from conformance.targets.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "kc-test/kafka-conformance:test"
@@ -38,5 +41,41 @@ def test_the_dockerfile_builds_the_reference_image_that_serves(engine, no_leftov
         with t:
             assert metadata_brokers(t.bootstrap[0], 10) == 3
             assert t.controller is not None and wait_listening(t.controller, 5)
+    finally:
+        engine.images.remove(image.id, force=True)
+
+
+HOST_PYTHON_DOCKERFILE = """\
+FROM scratch
+COPY marker /marker
+ENTRYPOINT ["{entrypoint}"]
+"""
+
+
+def test_the_reference_profile_serves_with_the_hosts_python(
+    engine, tmp_path: Path, no_leftovers
+) -> None:
+    """The reference profile's command line, port block and readiness check against a real
+    container: an empty image whose entrypoint is this checkout's kafka-conformance, with the
+    host's Python mounted read-only instead of one installed in the image."""
+    entrypoint = Path(sys.executable).parent / "kafka-conformance"
+    (tmp_path / "marker").write_text("the host's Python is mounted, not installed\n")
+    (tmp_path / "Dockerfile").write_text(HOST_PYTHON_DOCKERFILE.format(entrypoint=entrypoint))
+    image, _ = engine.images.build(path=str(tmp_path), tag="kc-test/kafka-conformance:host")
+    mounts = [
+        p for p in ("/usr", "/lib", "/lib64", "/bin", "/etc", "/root", "/work") if Path(p).exists()
+    ]
+    mounts += [str(ROOT.parent), sys.base_prefix]
+    profile = tmp_path / "reference-host.toml"
+    volumes = ", ".join(f'"{p}" = "{p}"' for p in sorted(set(mounts)))
+    profile.write_text(
+        f'tmpfs = ["/tmp"]\nvolumes = {{ {volumes} }}\n' + (PROFILES / "reference.toml").read_text()
+    )
+    try:
+        t = DockerTarget.from_spec(f"kc-test/kafka-conformance:host?profile={profile}")
+        with t:  # ready: Metadata lists the three brokers
+            assert metadata_brokers(t.bootstrap[0], 10) == 3
+            assert t.controller is not None and wait_listening(t.controller, 5)
+            assert t.bootstrap[0].port == t.controller.port + 101
     finally:
         engine.images.remove(image.id, force=True)

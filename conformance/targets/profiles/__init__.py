@@ -35,6 +35,8 @@ class Profile:
     images: tuple[str, ...] = ()
     command: tuple[str, ...] | None = None
     env: dict[str, str] = field(default_factory=dict)
+    volumes: dict[str, str] = field(default_factory=dict)
+    tmpfs: tuple[str, ...] = ()
     zookeeper: bool = False
     client_listener_types: tuple[str, ...] = CLIENT_LISTENER_TYPES
     node_id: int | None = None
@@ -124,6 +126,8 @@ def _load(path: Path, name: str) -> Profile:
         images=tuple(data.get("images", ())),
         command=tuple(data["command"]) if "command" in data else None,
         env=dict(data.get("env", {})),
+        volumes=dict(data.get("volumes", {})),
+        tmpfs=tuple(data.get("tmpfs", ())),
         zookeeper=data.get("zookeeper", False),
         client_listener_types=tuple(data.get("client_listener_types", CLIENT_LISTENER_TYPES)),
         node_id=data.get("node_id"),
