@@ -194,3 +194,15 @@ def test_bad_profile_files_are_one_line(change, message, tmp_path: Path) -> None
     assert message in str(e.value), str(e.value)
     assert "docker profile" in str(e.value) and "bad" in str(e.value)  # names the profile
     assert "\n" not in str(e.value)
+
+
+def test_readmes_profile_example_is_a_valid_profile(tmp_path: Path) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    example = re.search(r"```toml\n(.*?)```", readme, re.S)
+    assert example, "README shows a profile"
+    (tmp_path / "broker.toml").write_text(example.group(1))
+    t, cfg = _configured(f"mycorp/broker:2.1?profile={tmp_path / 'broker.toml'}", 26000)
+    assert cfg["command"] == ["--listen", "127.0.0.1:26000", "--admin", "26001"]
+    assert t.profile.ready_check == "metadata" and t.profile.node_id == 1
