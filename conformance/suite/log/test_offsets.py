@@ -21,7 +21,7 @@ from conformance.suite.partitions import (
 )
 
 #: the empty fetch's MaxWaitMs, and the share of it an answer must at least have waited
-MAX_WAIT_MS = 600
+MAX_WAIT_MS = 400
 WAITED_SHARE = 0.5
 
 
