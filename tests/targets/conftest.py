@@ -39,7 +39,9 @@ def tansu_image(engine, tmp_path_factory):
     context = tmp_path_factory.mktemp("tansu-image")
     shutil.copy2(binary, context / "tansu")
     (context / "Dockerfile").write_text(TANSU_DOCKERFILE.format(version=version))
-    image, _ = engine.images.build(path=str(context), tag=f"{TANSU_REPOSITORY}:{version}", rm=True)
+    image, _ = engine.images.build(
+        path=str(context), tag=f"{TANSU_REPOSITORY}:{version}", rm=True, forcerm=True
+    )
     image.tag(TANSU_REPOSITORY, "latest")
     yield f"{TANSU_REPOSITORY}:{version}", version
     shutil.rmtree(context, ignore_errors=True)
@@ -53,8 +55,8 @@ def containers(engine) -> list:
 
 @pytest.fixture
 def no_leftovers(engine):
-    """The test leaves no container of a docker target behind."""
-    before = {c.id for c in containers(engine)}
+    """The test leaves no container behind (a target's, or a build's intermediate one)."""
+    before = {c.id for c in engine.containers.list(all=True)}
     yield
-    left = [c.name for c in containers(engine) if c.id not in before]
+    left = [c.name for c in engine.containers.list(all=True) if c.id not in before]
     assert not left, f"containers left behind: {left}"

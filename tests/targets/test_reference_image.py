@@ -34,7 +34,7 @@ def test_the_dockerfile_builds_the_reference_image_that_serves(engine, no_leftov
         engine.images.get(base)
     except ImageNotFound:
         pytest.skip(f"the base image {base} is not on this machine (pull it to build the image)")
-    image, _ = engine.images.build(path=str(ROOT), tag=IMAGE, rm=True)
+    image, _ = engine.images.build(path=str(ROOT), tag=IMAGE, rm=True, forcerm=True)
     try:
         t = DockerTarget.from_spec(IMAGE)
         assert t.profile is not None and t.profile.name == "reference"
@@ -61,7 +61,9 @@ def test_the_reference_profile_serves_with_the_hosts_python(
     entrypoint = Path(sys.executable).parent / "kafka-conformance"
     (tmp_path / "marker").write_text("the host's Python is mounted, not installed\n")
     (tmp_path / "Dockerfile").write_text(HOST_PYTHON_DOCKERFILE.format(entrypoint=entrypoint))
-    image, _ = engine.images.build(path=str(tmp_path), tag="kc-test/kafka-conformance:host")
+    image, _ = engine.images.build(
+        path=str(tmp_path), tag="kc-test/kafka-conformance:host", rm=True, forcerm=True
+    )
     mounts = [
         p for p in ("/usr", "/lib", "/lib64", "/bin", "/etc", "/root", "/work") if Path(p).exists()
     ]
