@@ -155,7 +155,7 @@ def codec_command(args: argparse.Namespace) -> int:
     if args.direction == "decode":
         raw = data if isinstance(data, bytes) else parse_hex(data)
         value = codec.decode(args.api, args.version, args.kind, raw)
-        print(json.dumps(to_json(spec, value), indent=2))
+        print(json.dumps(to_json(spec, value, args.version), indent=2))
         return 0
     try:
         obj: Any = json.loads(data)

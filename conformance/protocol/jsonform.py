@@ -45,9 +45,11 @@ class JsonFormError(ValueError):
         super().__init__(f"{path or '(top level)'}: {reason}")
 
 
-def to_json(spec: MessageSpec | StructSpec, value: dict) -> dict:
-    """The JSON form of a message value (a dict in the codec's value model)."""
-    return _struct_to_json(spec.fields, value, "")
+def to_json(spec: MessageSpec | StructSpec, value: dict, version: int | None = None) -> dict:
+    """The JSON form of a message value (a dict in the codec's value model). With ``version``,
+    only the fields that version has: the decoder gives the others their defaults, which are not
+    on the wire and would mislead a reader."""
+    return _struct_to_json(spec.fields, value, "", version)
 
 
 def from_json(spec: MessageSpec | StructSpec, obj: Any) -> dict:
@@ -59,14 +61,22 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _struct_to_json(fields: list[FieldSpec], value: dict, path: str) -> dict:
+def _struct_to_json(
+    fields: list[FieldSpec], value: dict, path: str, version: int | None = None
+) -> dict:
     by_name = {f.name: f for f in fields}
     out: dict[str, Any] = {}
+
+    def element(f: FieldSpec, item: Any, where: str) -> Any:
+        return _element_to_json(f, item, where, version)
+
     for key, item in value.items():
         if key == UNKNOWN_TAGS:
             out[key] = {str(tag): bytes(raw).hex() for tag, raw in sorted(item.items())}
         elif key in by_name:
-            out[key] = _field(by_name[key], item, _join(path, key), _element_to_json)
+            f = by_name[key]
+            if version is None or version in f.versions:
+                out[key] = _field(f, item, _join(path, key), element)
         else:
             raise JsonFormError(_join(path, key), "not a field of this struct")
     return out
@@ -83,9 +93,9 @@ def _field(f: FieldSpec, value: Any, path: str, element: Callable[..., Any]) -> 
     return [element(f, item, f"{path}[{i}]") for i, item in enumerate(value)]
 
 
-def _element_to_json(f: FieldSpec, value: Any, path: str) -> Any:
+def _element_to_json(f: FieldSpec, value: Any, path: str, version: int | None = None) -> Any:
     if f.is_struct:
-        return _struct_to_json(f.struct.fields, value, path)
+        return _struct_to_json(f.struct.fields, value, path, version)
     t = f.element_type
     if t in ("bytes", "records"):
         return bytes(value).hex()

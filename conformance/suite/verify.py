@@ -79,7 +79,8 @@ def describe(harness: Harness, api_key: int, version: int, body: dict, limit: in
 
     try:
         text = json.dumps(
-            to_json(harness.codec.message(api_key, "request"), body), separators=(",", ":")
+            to_json(harness.codec.message(api_key, "request"), body, version),
+            separators=(",", ":"),
         )
     except Exception:
         text = repr(body)
