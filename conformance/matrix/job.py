@@ -349,6 +349,10 @@ class MatrixOutput:
     files: dict[str, Path]
 
 
+#: the JVM's own output when the job starts Spark, in the output folder
+SPARK_LOG = "spark.log"
+
+
 def run_matrix(
     run_paths: Sequence[Path | str],
     out_dir: Path | str,
@@ -362,8 +366,9 @@ def run_matrix(
 ) -> MatrixOutput:
     """The whole job: compute the model and render every output into ``out_dir``.
 
-    Uses ``spark`` when given, else the active session, else starts one on ``spark_master`` and
-    stops it at the end (only a session it started).
+    Uses ``spark`` when given, else the active session, else starts one on ``spark_master``
+    (its JVM's output in ``out_dir/spark.log``) and stops it at the end (only a session it
+    started).
     """
     from conformance.matrix.session import spark_session
     from conformance.report import render_all
@@ -371,7 +376,12 @@ def run_matrix(
     out = Path(out_dir)
     timings = timings or Timings()
     own = spark is None and SparkSession.getActiveSession() is None
-    session = spark if spark is not None else spark_session(spark_master)
+    if spark is not None:
+        session = spark
+    elif own:
+        session = spark_session(spark_master, log_file=out / SPARK_LOG)
+    else:
+        session = spark_session(spark_master)
     try:
         model = compute(session, run_paths, out, diff=diff, kips_dir=kips_dir, timings=timings)
     finally:

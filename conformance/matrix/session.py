@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -22,14 +24,42 @@ def on_loopback(master: str) -> bool:
     return urlparse(master).hostname in ("127.0.0.1", "localhost", "::1")
 
 
+@contextmanager
+def _output_to(log: Path) -> Iterator[None]:
+    """This process's stdout and stderr (file descriptors 1 and 2) go to ``log`` meanwhile: the
+    JVM that PySpark starts inherits them, so what it prints, at start-up and after, lands there
+    and not among the run's own lines."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    try:
+        with log.open("ab") as f:
+            os.dup2(f.fileno(), 1)
+            os.dup2(f.fileno(), 2)
+            yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
 def spark_session(
-    master: str | None = None, *, app_name: str = "kafka-conformance matrix"
+    master: str | None = None,
+    *,
+    app_name: str = "kafka-conformance matrix",
+    log_file: Path | None = None,
 ) -> SparkSession:
     """Start (or reuse) a SparkSession on ``master`` (default ``local[2]``).
 
     Local masters bind to 127.0.0.1 (``SPARK_LOCAL_IP``); the UI is off and logs are at ERROR,
-    so the job's own output is what a user sees. Shuffles use few partitions: the matrices are
-    small once grouped, and on two cores many tiny tasks cost more than they save.
+    so the job's own output is what a user sees. With ``log_file``, what the JVM prints (its
+    start-up banner, later errors) goes to that file, and one line says where. Shuffles use few
+    partitions: the matrices are small once grouped, and on two cores many tiny tasks cost more
+    than they save.
     """
     from pyspark.sql import SparkSession
 
@@ -59,6 +89,11 @@ def spark_session(
             builder = builder.config(
                 "spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable)
             )
-    spark = builder.getOrCreate()
+    if log_file is None:
+        spark = builder.getOrCreate()
+    else:
+        with _output_to(log_file):
+            spark = builder.getOrCreate()
+        print(f"spark: {master}; its log: {log_file}", flush=True)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
