@@ -10,6 +10,7 @@ VENV=${KC_VENV:-.venv}
 # install_deb PACKAGE WHY: install a Debian package when root, else say why it is wanted
 install_deb() {
     if [ "$(id -u)" = 0 ]; then
+        echo "setup: installing the Debian package $1 ($2 need it)" >&2
         { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null; } ||
             echo "note: could not install the Debian package $1 ($2 need it)" >&2
     else
@@ -23,13 +24,16 @@ setup() {
     fi
     local stamp="$VENV/.kc-installed"
     if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+        echo "setup: installing the project and its test dependencies into $VENV (a minute or two; once per change of pyproject.toml)" >&2
         "$VENV/bin/python" -m pip install --quiet --upgrade pip
         "$VENV/bin/python" -m pip install --quiet -e '.[test]'
         touch "$stamp"
+        echo "setup: done" >&2
     fi
     command -v javac >/dev/null || echo "note: javac not found; install Java 17 (openjdk-17-jdk-headless) for the codec oracle tests" >&2
     if ! command -v chromium >/dev/null; then
         if [ "$(id -u)" = 0 ]; then
+            echo "setup: installing the Debian package chromium (the HTML report tests need it)" >&2
             { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
                 echo "note: could not install chromium (Debian package); the HTML report tests need it" >&2
         else

@@ -565,7 +565,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     order = [v.value for v in Verdict]
     parts = [f"{state.counts[v]} {v}" for v in order if state.counts.get(v)]
-    terminalreporter.write_sep("=", "conformance verdicts")
+    # pytest's own line counts tests; these count result records (test x requirement)
+    terminalreporter.write_sep("=", "conformance verdicts, one per test and requirement")
     terminalreporter.write_line(", ".join(parts))
     if state.recorder is not None:
         terminalreporter.write_line(f"results: {state.recorder.dir}")

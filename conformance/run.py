@@ -225,7 +225,7 @@ def run_command(args: argparse.Namespace) -> int:
         report = render_run_report(run_dir, args.report or run_dir / "report")
         print(f"report: {report}")
     print(f"results: {run_dir}")
-    print(f"verdicts: {summary.line()}")
+    print(f"verdicts (one per test and requirement): {summary.line()}")
     if not summary.scored:
         print(
             f"{PROG}: error: nothing was checked (every requirement was skipped)", file=sys.stderr

@@ -76,7 +76,7 @@ def matrix_command(args: argparse.Namespace) -> int:
         print(f"{p['file']}:{p['line']}: {p['message']}", file=sys.stderr)
     records = model["records"]
     print(
-        f"{len(model['runs'])} runs, {records['counted']} records counted, "
+        f"{len(model['runs'])} runs, {records['counted']} result records counted, "
         f"{records['bad']} bad lines skipped; {len(model['cells'])} cells, "
         f"{len(model['flakiness'])} flaky, {len(model['regressions'])} regressions"
     )

@@ -10,6 +10,7 @@ from typing import Any
 from conformance.report.verdict_style import (
     COLOURS,
     ORDER,
+    UNITS,
     cell_text,
     flakiness_summary,
     outcomes_text,
@@ -512,7 +513,8 @@ def render_html(
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{CSS}{_verdict_css()}</style></head><body>"
         f"<header><h1>{_e(title)}</h1><p>{len(model['runs'])} runs, "
-        f"{len(model['targets'])} implementation versions, {records['counted']} records counted"
-        f" ({records['bad']} bad lines) &middot; generated {_e(model['generated_at'])}</p>"
+        f"{len(model['targets'])} implementation versions, {records['counted']} result records "
+        f"counted ({records['bad']} bad lines) &middot; generated {_e(model['generated_at'])}</p>"
+        f'<p class="muted">{_e(UNITS)}</p>'
         f"</header><nav>{nav}</nav><main>{body}</main><script>{JS}</script></body></html>\n"
     )

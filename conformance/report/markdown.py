@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.report.verdict_style import cell_text, flakiness_summary, outcomes_text, percent
+from conformance.report.verdict_style import (
+    UNITS,
+    cell_text,
+    flakiness_summary,
+    outcomes_text,
+    percent,
+)
 
 
 def _row(cells: list[Any]) -> str:
@@ -23,9 +29,8 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
         f"# {title}",
         "",
         f"{len(model['runs'])} runs, {len(targets)} implementation versions, "
-        f"{records['counted']} records counted ({records['bad']} bad lines); generated "
-        f"{model['generated_at']}. Cells: verdict and runs passed / runs scored. "
-        "UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT and SKIP never count as failures.",
+        f"{records['counted']} result records counted ({records['bad']} bad lines); generated "
+        f"{model['generated_at']}. {UNITS}",
         "",
         "## Summary",
         "",

@@ -17,6 +17,13 @@ COLOURS: dict[str, tuple[str, str]] = {
     "SKIP": ("#f5f5f5", "#616161"),
 }
 ORDER = tuple(COLOURS)
+#: what the report's numbers count (the terminal and the results count other units)
+UNITS = (
+    "Units: a result record is one test's verdict on one requirement in one run (what a run's "
+    "verdict line counts; pytest counts tests). Each matrix cell is one requirement on one "
+    "implementation version: its verdict, then runs passed / runs scored; the summary counts "
+    "requirements. UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT and SKIP never count as failures."
+)
 
 
 def cell_text(cell: dict[str, Any]) -> str:

@@ -74,7 +74,7 @@ def test_cli_reports_bad_lines_and_counts_the_rest(broken_run, tmp_path, capsys,
     bad = [line for line in err.splitlines() if "results.jsonl:" in line]
     assert len(bad) == 8
     assert bad[0].startswith(f"{broken_run / 'results.jsonl'}:2: malformed JSON")
-    assert "1 runs, 23 records counted, 6 bad lines skipped" in out
+    assert "1 runs, 23 result records counted, 6 bad lines skipped" in out
     model = json.loads((tmp_path / "report" / "matrix.json").read_text())
     assert model["records"]["counted"] == 23
     assert (tmp_path / "report" / "report.html").is_file()

@@ -190,6 +190,6 @@ def test_a_single_runs_report_through_the_same_code(spark, tmp_path):
     html = render_run_report(run, tmp_path / "report", spark=spark)
     assert html == tmp_path / "report" / "report.html"
     page = html.read_text()
-    assert "1 runs, 1 implementation versions, 29 records counted" in page
+    assert "1 runs, 1 implementation versions, 29 result records counted" in page
     assert "FAIL 0/1" in page and "onSend skipped on the retry" in page
     assert (tmp_path / "report" / "matrix.json").is_file()
