@@ -55,6 +55,10 @@ def _pid(node_dir: Path) -> int | None:
         return None
 
 
+def _node_pids(data: Path) -> list[int]:
+    return [pid for d in data.iterdir() if d.is_dir() and (pid := _pid(d)) is not None]
+
+
 def broker_online(info: dict) -> bool:
     b = info["brokers"][0]
     body = call((b["host"], b["port"]), METADATA, 9, {"Topics": []})
@@ -98,6 +102,9 @@ def test_a_killed_node_is_restarted_and_the_nodes_die_with_a_killed_serve(tmp_pa
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+        for pid in _node_pids(data):  # whatever outlived serve (a failure here): stopped by pid
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
     for node in ("controller-0", "broker-1"):  # the data dirs are free again
         fd = os.open(data / node / "data" / ".lock", os.O_RDWR)
         try:
