@@ -9,6 +9,7 @@ a requirement's tests live in its feature's folder (``tests/suite/test_layout.py
 
     protocol/              PROTOCOL.*: framing, versions, headers, robustness for every API
     kip78/ broker_registration/ kip536/ kip590/ kip42/   the seed features
+    log/ idempotence/ topics/ groups/ offsets/ configs/   the broker's semantics
 
 Writing a test:
 
