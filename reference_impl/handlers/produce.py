@@ -1,5 +1,7 @@
-"""Produce (0), v3+: one v2 batch per partition, validated, stored as received, acknowledged
-per ``Acks`` (0: no answer, 1: once the leader wrote it, -1: once the ISR has it).
+"""Produce (0), v3+: one v2 batch per partition, validated, stored as received (on a topic
+whose message.timestamp.type is LogAppendTime, stamped with the leader's append time, which the
+answer's LogAppendTimeMs carries), acknowledged per ``Acks`` (0: no answer, 1: once the leader
+wrote it, -1: once the ISR has it).
 
 Versions below 3 (legacy message sets) are not served, as in Kafka 4.0. Errors are Kafka's:
 INVALID_REQUIRED_ACKS for acks outside -1/0/1, TOPIC_AUTHORIZATION_FAILED, and per partition
@@ -32,7 +34,7 @@ def api(node: Any) -> Api:
 async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
     v = ctx.version
     acks = body["Acks"]
-    answers: dict[tuple[str, int], tuple[int, int, int, str | None]] = {}
+    answers: dict[tuple[str, int], tuple[int, int, int, str | None, int]] = {}
     entries = []
     for t in body["TopicData"]:
         name = t["Name"]
@@ -41,9 +43,9 @@ async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
             key = (name, p["Index"])
             records = p["Records"]
             if acks not in (-1, 0, 1):
-                answers[key] = (int(ErrorCode.INVALID_REQUIRED_ACKS), -1, -1, None)
+                answers[key] = (int(ErrorCode.INVALID_REQUIRED_ACKS), -1, -1, None, -1)
             elif not allowed:
-                answers[key] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, None)
+                answers[key] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, None, -1)
             else:
                 entries.append((name, p["Index"], records))
     if entries:
@@ -51,7 +53,13 @@ async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
             acks, body["TimeoutMs"], entries, produce_version=v
         )
         for key, r in results.items():
-            answers[key] = (r.error, r.base_offset, r.log_start_offset, r.message)
+            answers[key] = (
+                r.error,
+                r.base_offset,
+                r.log_start_offset,
+                r.message,
+                r.log_append_time,
+            )
     if acks == 0:
         return CLOSE if any(a[0] for a in answers.values()) else None
     leaders: set[int] = set()
@@ -60,12 +68,12 @@ async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
         parts = []
         for p in t["PartitionData"]:
             key = (t["Name"], p["Index"])
-            code, base, start, message = answers[key]
+            code, base, start, message, append_time = answers[key]
             entry: dict[str, Any] = {
                 "Index": p["Index"],
                 "ErrorCode": code,
                 "BaseOffset": base,
-                "LogAppendTimeMs": -1,
+                "LogAppendTimeMs": append_time,
                 "LogStartOffset": start,
                 "RecordErrors": [],
                 "ErrorMessage": message if code else None,

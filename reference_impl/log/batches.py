@@ -23,6 +23,8 @@ LEADER_EPOCH_OFFSET = 12
 _OFFSET_LENGTH = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_U32 = struct.Struct(">I")
 
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
@@ -101,3 +103,19 @@ def stamp(batch: bytearray, base_offset: int, leader_epoch: int) -> None:
     """Set the two fields a leader assigns; both lie outside the CRC, so it stays valid."""
     _I64.pack_into(batch, 0, base_offset)
     _I32.pack_into(batch, LEADER_EPOCH_OFFSET, leader_epoch)
+
+
+#: where the max timestamp sits in a v2 batch, and the attributes' timestamp-type bit
+MAX_TIMESTAMP_OFFSET = 35
+LOG_APPEND_TIME_BIT = 0x08
+
+
+def stamp_append_time(batch: bytes | bytearray | memoryview, length: int, now: int) -> bytearray:
+    """A copy of the batch marked LogAppendTime with max timestamp ``now`` (what a leader of a
+    LogAppendTime topic stores); both fields lie inside the CRC, so it is recomputed."""
+    out = bytearray(memoryview(batch)[:length])
+    attributes = _I16.unpack_from(out, ATTRIBUTES_OFFSET)[0] | LOG_APPEND_TIME_BIT
+    _I16.pack_into(out, ATTRIBUTES_OFFSET, attributes)
+    _I64.pack_into(out, MAX_TIMESTAMP_OFFSET, now)
+    _U32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    return out

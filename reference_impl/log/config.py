@@ -41,6 +41,9 @@ class LogConfig:
     #: ``cleanup.policy`` includes ``delete``: retention removes old segments. A compact-only
     #: topic (``__consumer_offsets``) keeps everything (there is no log cleaner).
     delete_retention: bool = True
+    #: ``message.timestamp.type`` is LogAppendTime: the leader stamps each batch it appends
+    #: with its own clock (timestamp type bit set, max timestamp = the append time)
+    log_append_time: bool = False
 
     def with_topic_configs(self, configs: dict[str, str | None]) -> LogConfig:
         """This config overridden by a topic's configs (unknown names are ignored)."""
@@ -48,6 +51,9 @@ class LogConfig:
         policy = configs.get("cleanup.policy")
         if policy is not None:
             changes["delete_retention"] = "delete" in [x.strip() for x in policy.split(",")]
+        timestamp_type = configs.get("message.timestamp.type")
+        if timestamp_type is not None:
+            changes["log_append_time"] = timestamp_type == "LogAppendTime"
         for name, value in configs.items():
             attr = TOPIC_CONFIGS.get(name)
             if attr is not None and value is not None:

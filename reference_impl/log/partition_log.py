@@ -32,6 +32,7 @@ from reference_impl.log.batches import (
     offset_and_length,
     parse_header,
     stamp,
+    stamp_append_time,
 )
 from reference_impl.log.config import LogConfig
 from reference_impl.log.epochs import LeaderEpochCache
@@ -50,6 +51,8 @@ class AppendResult:
     log_start_offset: int
     #: the batch repeated one already stored (idempotent retry): nothing was written
     duplicate: bool = False
+    #: the time the leader stamped the batch with (LogAppendTime topics), else -1
+    log_append_time: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +161,11 @@ class PartitionLog:
         if dup is not None:
             return AppendResult(dup.first_offset, dup.last_offset, self.log_start_offset, True)
         base = self.log_end_offset
+        append_time = -1
+        if self.config.log_append_time:
+            append_time = int(time.time() * 1000)
+            batch = stamp_append_time(batch, header.length, append_time)
+            header = replace(header, max_timestamp=append_time)
         head = bytearray(memoryview(batch)[:_STAMPED])
         stamp(head, base, leader_epoch)
         self.epochs.assign(leader_epoch, base)
@@ -167,7 +175,7 @@ class PartitionLog:
         self.active.append([head, memoryview(batch)[_STAMPED : h.length]], h, h, h.max_timestamp)
         self._unflushed_messages += h.count
         self.producers.update(h, base)
-        return AppendResult(base, h.last_offset, self.log_start_offset)
+        return AppendResult(base, h.last_offset, self.log_start_offset, log_append_time=append_time)
 
     def append_as_follower(self, records: bytes | memoryview) -> int:
         """Append the leader's batches as they are; returns how many were appended.

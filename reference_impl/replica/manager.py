@@ -71,6 +71,8 @@ class ProduceResult:
     base_offset: int = -1
     log_start_offset: int = -1
     message: str | None = None
+    #: the append time the leader stamped (LogAppendTime topics), else -1
+    log_append_time: int = -1
 
 
 @dataclass
@@ -317,7 +319,12 @@ class ReplicaManager:
                 log.error("%s-%d: append failed: %s", topic, index, e)
                 pending.results[key] = ProduceResult(int(ErrorCode.KAFKA_STORAGE_ERROR))
                 continue
-            pending.results[key] = ProduceResult(0, result.first_offset, result.log_start_offset)
+            pending.results[key] = ProduceResult(
+                0,
+                result.first_offset,
+                result.log_start_offset,
+                log_append_time=result.log_append_time,
+            )
             if not result.duplicate:
                 p.wake()
                 p.maybe_increment_high_watermark()

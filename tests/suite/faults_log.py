@@ -266,6 +266,22 @@ class StampedWithAppendTime(Fault):
         return changed
 
 
+class TimestampTypeIgnored(Fault):
+    """The broker ignores message.timestamp.type: topics keep CreateTime (modelled by dropping
+    the config from CreateTopics on the way in) (LOG.R18)."""
+
+    requests = (CREATE_TOPICS,)
+
+    def on_request(self, api, version, body) -> bool:
+        changed = False
+        for t in body["Topics"]:
+            kept = [c for c in t["Configs"] if c["Name"] != "message.timestamp.type"]
+            if len(kept) != len(t["Configs"]):
+                t["Configs"] = kept
+                changed = True
+        return changed
+
+
 class CodecBitsLost(Fault):
     """Compressed batches are fetched back marked uncompressed (the codec attribute lost, the
     CRC recomputed), so no consumer can read them (LOG.R14)."""
@@ -492,6 +508,7 @@ LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R15": ZstdAcceptedEarly,
     "LOG.R16": CrcNotChecked,
     "LOG.R17": UnknownPartitionAccepted,
+    "LOG.R18": TimestampTypeIgnored,
 }
 TOPICS_FAULTS: dict[str, type[Fault]] = {
     "TOPICS.R1": IllegalNamesAccepted,

@@ -190,3 +190,30 @@ def test_create_time_is_kept(harness: Harness) -> None:
             f"{[i[0] for i in items]}",
             "LOG.R13",
         )
+
+
+@conformance("log/produce/log-append-time-applied", "LOG.R18", api=PRODUCE)
+def test_log_append_time_is_applied(harness: Harness) -> None:
+    harness.pick_version(PRODUCE, "3+")
+    configs = {"message.timestamp.type": "LogAppendTime"}
+    with SuiteTopic.create(harness, "log-append-time", configs=configs) as topic:
+        sent = now_ms() - 3_600_000
+        items = [(sent + i, None, f"r{i}".encode()) for i in range(3)]
+        answer = topic.produce(0, batch_bytes(items), "LOG.R18")
+        stamped = answer["LogAppendTimeMs"]
+        verify.check(
+            answer["ErrorCode"] == NONE and stamped not in (-1, sent),
+            f"Produce to a LogAppendTime topic (records stamped {sent}): ErrorCode "
+            f"{answer['ErrorCode']}, LogAppendTimeMs {stamped}; expected 0 and the append time",
+            "LOG.R18",
+        )
+        _, batches, records = topic.fetch_records(0, answer["BaseOffset"], "LOG.R18")
+        types = {b.timestamp_type for b in batches}
+        got = [r.timestamp for r in records[:3]]
+        verify.check(
+            types == {TimestampType.LOG_APPEND_TIME} and got == [stamped] * 3,
+            f"fetched from a LogAppendTime topic: timestamp types "
+            f"{sorted(t.name for t in types)}, record timestamps {got}; expected "
+            f"LOG_APPEND_TIME and the append time {stamped} for each",
+            "LOG.R18",
+        )
