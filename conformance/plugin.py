@@ -23,9 +23,11 @@ from typing import Any
 
 import pytest
 
-from conformance.results.verdicts import NotApplicable, Verdict, verdict_for
+from conformance.results.policy import Phase, outcome_shown, requirement_verdicts
+from conformance.results.verdicts import NotApplicable, Verdict
 from conformance.suite.credit import Ledger
 from conformance.suite.meta import MARKER, kebab
+from conformance.suite.profile import PROFILE
 
 #: hypothesis examples per property test of the suite (``--examples``)
 DEFAULT_EXAMPLES = 5
@@ -144,14 +146,6 @@ class TestInfo:
     test_id: str
     requirements: tuple[str, ...]
     api: int | None
-
-
-@dataclass
-class Phase:
-    outcome: str
-    exc: BaseException | None
-    duration: float
-    message: str
 
 
 @dataclass
@@ -316,7 +310,6 @@ def _open_run(config: pytest.Config, state: State) -> None:
         )
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
-    _force_hypothesis_seed(state.seed)
     state.strict = bool(config.getoption("strict"))
     try:
         target = make_target(opts)
@@ -349,13 +342,6 @@ def _open_run(config: pytest.Config, state: State) -> None:
             f"kafka-conformance: {target.describe()}; seed {state.seed}"
             f"{'; strict' if state.strict else ''}"
         )
-
-
-def _force_hypothesis_seed(seed: int) -> None:
-    """Make every property test of the run draw from ``seed`` (what --hypothesis-seed does)."""
-    from hypothesis import core
-
-    core.global_force_seed = seed  # type: ignore[attr-defined]
 
 
 def _close_run(state: State) -> None:
@@ -411,109 +397,45 @@ def _message(report: pytest.TestReport, exc: BaseException | None) -> str:
     return " ".join(str(report.longrepr or "").split())[-2000:]
 
 
-def _verdicts(
-    ti: TestInfo,
-    state: State,
-    phases: list[tuple[str, Phase]],
-    soft: dict[str, str],
-    ledger: Ledger,
-):
-    """(requirement id, verdict, message) for each requirement of a finished test.
-
-    A requirement is PASS only when a check naming it ran and held (``ledger``); one the test
-    lists but never checked takes the verdict the test recorded for it (UNSUPPORTED naming the
-    API version the target lacks, say), or SKIP "not checked"."""
+def _requirement_verdicts(ti: TestInfo, state: State, phases: dict[str, Phase], notes: Any):
+    """The policy (``conformance.results.policy``) applied to one test's phases and notes."""
     from conformance.requirements import requirements
 
     reqs = requirements()
-    setup = next((p for w, p in phases if w == "setup"), None)
-    call = next((p for w, p in phases if w == "call"), None)
-    teardown = next((p for w, p in phases if w == "teardown"), None)
-    out = []
-    for rid in ti.requirements:
-        level = reqs[rid].level
-        if setup is not None and setup.outcome != "passed":
-            if setup.outcome == "skipped":
-                v = verdict_for("skipped", level, exc=setup.exc)
-            else:
-                v = Verdict.ERROR
-            out.append((rid, v, setup.message))
-            continue
-        if call is None:
-            out.append((rid, Verdict.ERROR, "the test did not run"))
-            continue
-        if call.outcome == "failed":
-            # a check names the requirements it concerns; one naming none of this test's
-            # (a decoding failure of another requirement, say) fails them all
-            named = tuple(r for r in getattr(call.exc, "req_ids", ()) if r in ti.requirements)
-            if named and rid not in named:
-                if rid in soft:
-                    v = verdict_for("failed", level, strict=state.strict, exc=AssertionError())
-                    out.append((rid, v, soft[rid]))
-                else:
-                    out.append(
-                        (
-                            rid,
-                            Verdict.SKIP,
-                            f"not evaluated: the test stopped at a failure "
-                            f"of {', '.join(named)}: {call.message}",
-                        )
-                    )
-                continue
-            out.append(
-                (rid, verdict_for("failed", level, strict=state.strict, exc=call.exc), call.message)
-            )
-            continue
-        if call.outcome == "skipped":
-            out.append((rid, verdict_for("skipped", level, exc=call.exc), call.message))
-            continue
-        if rid in soft:
-            v = verdict_for("failed", level, strict=state.strict, exc=AssertionError())
-            out.append((rid, v, soft[rid]))
-            continue
-        if teardown is not None and teardown.outcome == "failed":
-            out.append((rid, Verdict.ERROR, f"teardown: {teardown.message}"))
-            continue
-        if not ledger.credited(rid):
-            out.append((rid, *ledger.without_checks(rid)))
-            continue
-        out.append((rid, Verdict.PASS, None))
-    return out
+    return requirement_verdicts(
+        [(rid, reqs[rid].level) for rid in ti.requirements],
+        phases,
+        soft=dict(notes.soft) if notes else {},
+        credits=notes.ledger if notes else Ledger(),
+        strict=state.strict,
+    )
 
 
 def _adjust_call_report(item, ti: TestInfo, state: State, report, exc) -> None:
-    """Make pytest's outcome agree with the verdicts (soft failures, NONSTRICT as xfail)."""
+    """Make pytest's outcome agree with the verdicts (soft failures, NONSTRICT as xfail, a
+    passed test that credited nothing as the skip its verdicts say)."""
     notes = state.harness.notes if state.harness else None
-    soft = dict(notes.soft) if notes else {}
-    ledger = notes.ledger if notes else Ledger()
-    phases = [
-        ("setup", Phase("passed", None, 0, "")),
-        ("call", Phase(report.outcome, exc, 0, _message(report, exc) if not report.passed else "")),
-    ]
-    found = _verdicts(ti, state, phases, soft, ledger)
-    verdicts = {v for _, v, _ in found}
-    if Verdict.FAIL in verdicts or Verdict.ERROR in verdicts:
-        if report.passed:
-            report.outcome = "failed"
-            report.longrepr = "; ".join(m for m in soft.values())
+    message = _message(report, exc) if not report.passed else ""
+    phases = {"setup": Phase("passed", None, 0, ""), "call": Phase(report.outcome, exc, 0, message)}
+    found = _requirement_verdicts(ti, state, phases, notes)
+    view = outcome_shown(found, report.passed, dict(notes.soft) if notes else {})
+    if view is None:
         return
-    if Verdict.NONSTRICT in verdicts:
-        text = "; ".join(m for m in soft.values()) or _message(report, exc)
+    outcome, text = view
+    if outcome == "failed":
+        report.outcome, report.longrepr = "failed", text
+    elif outcome == "xfail":
         report.outcome = "skipped"
-        report.wasxfail = f"NONSTRICT: {text}"[:500]
-        return
-    if report.passed and Verdict.PASS not in verdicts:
-        # nothing was credited: pytest shows the skip the verdicts say, with its reason
-        reason = "; ".join(f"{rid} {v.value}: {m}" for rid, v, m in found)
+        report.wasxfail = f"NONSTRICT: {text or message}"[:500]
+    else:
         report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {reason}"[:1000])
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {text}"[:1000])
 
 
 def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
     phases = state.phases.pop(item.nodeid, [])
     harness = state.harness
     notes = harness.notes if harness is not None else None
-    soft = dict(notes.soft) if notes else {}
     ledger = notes.ledger if notes else Ledger()
     duration_ms = round(sum(p.duration for _, p in phases) * 1000, 3)
     from conformance.requirements import requirements
@@ -522,7 +444,7 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
     uses_hypothesis = hasattr(getattr(item, "obj", None), "hypothesis") or bool(
         notes and notes.seeded
     )
-    for rid, verdict, message in _verdicts(ti, state, phases, soft, ledger):
+    for rid, verdict, message in _requirement_verdicts(ti, state, dict(phases), notes):
         state.counts[verdict.value] = state.counts.get(verdict.value, 0) + 1
         if state.recorder is None:
             continue
@@ -604,7 +526,7 @@ def _write_manifest(config: pytest.Config, state: State) -> None:
         suite_version=suite_version(),
         spec_release=state.spec_release,
         hypothesis_seed=state.seed,
-        hypothesis_profile=f"suite(max_examples={h.examples})",
+        hypothesis_profile=f"{PROFILE}(max_examples={h.examples})",
         strict=state.strict,
         select=state.select,
     )

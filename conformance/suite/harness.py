@@ -351,26 +351,16 @@ def run_property(harness: Harness, strategy, check, *, examples: int | None = No
     target left unanswered is not sent, and waited for, a second time). Returns how many
     examples ran; a property that ran none is an error, never a pass.
     """
-    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import given
     from hypothesis.errors import Flaky
+
+    from conformance.suite.profile import seeded, suite_settings
 
     count = 0
     harness.notes.seeded = True
     failures: list[BaseException] = []
 
-    @settings(
-        max_examples=examples or harness.examples,
-        derandomize=False,
-        database=None,
-        deadline=None,
-        print_blob=True,
-        suppress_health_check=list(HealthCheck),
-        # no shrinking: each example is a round trip to the target, and a failing example is
-        # reported as drawn (the run's seed reproduces it)
-        phases=(Phase.explicit, Phase.reuse, Phase.generate),
-        # one failure, with the requirement it names, rather than a group of them
-        report_multiple_bugs=False,
-    )
+    @suite_settings(examples or harness.examples)
     @given(strategy)
     def prop(value) -> None:
         nonlocal count
@@ -384,7 +374,7 @@ def run_property(harness: Harness, strategy, check, *, examples: int | None = No
             raise
 
     try:
-        prop()
+        seeded(prop, harness.seed)()
     except Flaky:
         if failures:
             raise failures[0] from None

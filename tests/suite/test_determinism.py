@@ -4,7 +4,7 @@ unless told ``--seed random``, and records the seed it used in the manifest.
 A cheap subset with property tests (generated requests of every Metadata and OffsetCommit
 version, the cluster-id state machine) runs twice against one reference cluster; the verdicts,
 and what was drawn (the seed), must be the same. A third run with ``--seed random`` records a
-fresh seed, which ``--seed`` then replays.
+fresh seed (``--seed N`` replaying a recorded seed is tests/suite/test_against_tansu.py's).
 """
 
 from __future__ import annotations
@@ -50,6 +50,4 @@ def test_a_random_seed_is_drawn_only_on_request_and_recorded(cli, reference) -> 
     fresh = _run(cli, reference, "--seed", "random")
     seed = fresh.manifest["hypothesis_seed"]
     assert isinstance(seed, int) and seed != DEFAULT_SEED
-    replay = _run(cli, reference, "--seed", str(seed))
-    assert replay.manifest["hypothesis_seed"] == seed
-    assert verdicts(replay) == verdicts(fresh)
+    assert {r["seed"] for r in fresh.records if r["seed"] is not None} == {seed}

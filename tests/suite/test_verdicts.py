@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from conformance.client.wire import ConnectionClosed, ProtocolViolation
-from conformance.plugin import Phase, State, TestInfo, _verdicts
 from conformance.protocol.errors import DecodeError
+from conformance.requirements import requirements
+from conformance.results.policy import Phase, requirement_verdicts
 from conformance.results.verdicts import (
     MissingPrecondition,
     NotExposed,
@@ -107,12 +108,12 @@ def _run(
     ledger: Ledger | None = None,
     messages: bool = False,
 ):
-    phases = [("setup", setup or Phase("passed", None, 0, ""))]
+    phases = {"setup": setup or Phase("passed", None, 0, "")}
     if call is not None:
-        phases.append(("call", call))
-    state = State(strict=strict)
+        phases["call"] = call
     ledger = ledger if ledger is not None else _checked(*REQS)
-    out = _verdicts(TestInfo("t/x", REQS, None), state, phases, soft or {}, ledger)
+    levels = [(rid, requirements()[rid].level) for rid in REQS]
+    out = requirement_verdicts(levels, phases, soft=soft or {}, credits=ledger, strict=strict)
     if messages:
         return {rid: (v.value, m) for rid, v, m in out}
     return {rid: v.value for rid, v, _ in out}

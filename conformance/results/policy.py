@@ -1,0 +1,109 @@
+"""The verdict policy: what each requirement of a finished test comes to, and what pytest shows.
+
+A test ends in phases (setup, call, teardown), each passed, failed or skipped; its checks named
+the requirements they failed (``req_ids`` of the exception), recorded soft (SHOULD) failures,
+and credited the requirements they checked (the ledger). From those, per requirement:
+
+* setup skipped: the verdict the skip names (UNSUPPORTED, NOT_EXPOSED ...); setup failed: ERROR;
+* call failed: FAIL (NONSTRICT for a SHOULD unless strict; ERROR when the suite broke) for the
+  requirements the failure names, or all of them when it names none of the test's; the others
+  are SKIP "not evaluated" (or their soft failure);
+* call skipped: the verdict the skip names;
+* call passed: a soft failure is NONSTRICT/FAIL; a teardown failure is ERROR; otherwise PASS only
+  when a check of the requirement ran (the ledger credits it), else the verdict recorded for it
+  (UNSUPPORTED naming the missing API) or SKIP "not checked". Nothing vacuous is ever PASS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from conformance.results.verdicts import Verdict, verdict_for
+
+
+@dataclass
+class Phase:
+    """One phase of a test as pytest reported it."""
+
+    outcome: str
+    exc: BaseException | None
+    duration: float
+    message: str
+
+
+class Credits(Protocol):
+    """What a test's checks covered (``conformance.suite.credit.Ledger``)."""
+
+    def credited(self, req_id: str) -> bool: ...
+
+    def without_checks(self, req_id: str) -> tuple[Verdict, str]: ...
+
+
+def requirement_verdicts(
+    requirements: Sequence[tuple[str, str]],
+    phases: Mapping[str, Phase],
+    *,
+    soft: Mapping[str, str],
+    credits: Credits,
+    strict: bool = False,
+) -> list[tuple[str, Verdict, str | None]]:
+    """(requirement id, verdict, message) for each (id, level) of a finished test."""
+    setup, call, teardown = (phases.get(w) for w in ("setup", "call", "teardown"))
+    ids = [rid for rid, _ in requirements]
+    out: list[tuple[str, Verdict, str | None]] = []
+    for rid, level in requirements:
+        if setup is not None and setup.outcome != "passed":
+            v = (
+                verdict_for("skipped", level, exc=setup.exc)
+                if setup.outcome == "skipped"
+                else Verdict.ERROR
+            )
+            out.append((rid, v, setup.message))
+        elif call is None:
+            out.append((rid, Verdict.ERROR, "the test did not run"))
+        elif call.outcome == "failed":
+            # a check names the requirements it concerns; one naming none of this test's
+            # (a decoding failure of another requirement, say) fails them all
+            named = [r for r in getattr(call.exc, "req_ids", ()) if r in ids]
+            if named and rid not in named:
+                if rid in soft:
+                    out.append((rid, _soft(level, strict), soft[rid]))
+                else:
+                    why = f"not evaluated: the test stopped at a failure of {', '.join(named)}"
+                    out.append((rid, Verdict.SKIP, f"{why}: {call.message}"))
+            else:
+                v = verdict_for("failed", level, strict=strict, exc=call.exc)
+                out.append((rid, v, call.message))
+        elif call.outcome == "skipped":
+            out.append((rid, verdict_for("skipped", level, exc=call.exc), call.message))
+        elif rid in soft:
+            out.append((rid, _soft(level, strict), soft[rid]))
+        elif teardown is not None and teardown.outcome == "failed":
+            out.append((rid, Verdict.ERROR, f"teardown: {teardown.message}"))
+        elif not credits.credited(rid):
+            out.append((rid, *credits.without_checks(rid)))
+        else:
+            out.append((rid, Verdict.PASS, None))
+    return out
+
+
+def _soft(level: str, strict: bool) -> Verdict:
+    return verdict_for("failed", level, strict=strict, exc=AssertionError())
+
+
+def outcome_shown(
+    verdicts: Sequence[tuple[str, Verdict, str | None]], passed: bool, soft: Mapping[str, str]
+) -> tuple[str, str] | None:
+    """How pytest should show a test's call, given its verdicts: ("failed", text) when a
+    requirement FAILed or ERRORed though the call passed (soft failures), ("xfail", text) for
+    NONSTRICT, ("skipped", reason) when a passed call credited nothing; None: as pytest said."""
+    found = {v for _, v, _ in verdicts}
+    if Verdict.FAIL in found or Verdict.ERROR in found:
+        return ("failed", "; ".join(soft.values())) if passed else None
+    if Verdict.NONSTRICT in found:
+        return "xfail", "; ".join(soft.values())
+    if passed and Verdict.PASS not in found:
+        return "skipped", "; ".join(f"{rid} {v.value}: {m}" for rid, v, m in verdicts)
+    return None
