@@ -301,6 +301,15 @@ def incremental_op(old: int, new: int | None) -> RequestFault:
     return fault
 
 
+#: what a request fault returns to swallow the request (never forwarded, never answered)
+SWALLOW = (-1, -1)
+
+
+def join_never_answered(api: int, version: int, body: dict) -> tuple[int, int] | None:
+    """The coordinator never answers JoinGroup (a rebalance that never completes)."""
+    return SWALLOW if api == JOIN_GROUP else None
+
+
 def values_not_validated(api: int, version: int, body: dict) -> tuple[int, int] | None:
     """A value that is not a number is stored as 1 (the broker does not validate numbers)."""
     if api not in (ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
@@ -426,13 +435,15 @@ class ProxiedCluster:
                 hit = True
         return hit
 
-    def _request(self, api: int, version: int, frame: bytes) -> bytes:
+    def _request(self, api: int, version: int, frame: bytes) -> bytes | None:
         if not self.faults.requests or api not in INTERESTING:
             return frame
         header, body = decode_request(CODEC, frame)
         sent_as = self.faults.apply_request(api, version, body)
         if sent_as is None:
             return frame
+        if sent_as == SWALLOW:
+            return None
         new_api, new_version = sent_as
         return encode_request(
             CODEC, new_api, new_version, header["CorrelationId"], header["ClientId"], body

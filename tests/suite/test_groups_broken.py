@@ -50,6 +50,7 @@ from tests.suite.faults_groups import (
     fetch_lists_extra_partition,
     generation_not_bumped,
     incremental_op,
+    join_never_answered,
     metadata_dropped,
     metadata_to_followers,
     no_member_id_given,
@@ -87,6 +88,12 @@ CASES = {
         (),
         (ROUNDS, MEMBER_ID, SOURCES),
         {(ROUNDS, "GROUPS.R1"), (MEMBER_ID, "GROUPS.R2"), (SOURCES, "CONFIGS.R1")},
+    ),
+    "join-never-answered": (
+        (),
+        (join_never_answered,),
+        (PROTOCOL,),
+        {(PROTOCOL, "GROUPS.R21")},
     ),
     "generation-not-bumped": (
         (generation_not_bumped, unknown_topic_described),

@@ -41,7 +41,8 @@ REBALANCE_MS = 4_000
 #: how long a coordinator may take to be placed (the first FindCoordinator may create
 #: __consumer_offsets) or to answer a rebalance
 COORDINATOR_WAIT = 30.0
-ROUND_WAIT = REBALANCE_MS / 1000 + 10
+#: how long a JoinGroup / SyncGroup answer may take once the round's requests are all sent
+ROUND_WAIT = REBALANCE_MS / 1000 + 4
 #: Kafka's group.min.session.timeout.ms, where the target does not report its own
 KAFKA_MIN_SESSION_MS = 6000
 GROUP_KEY = 0
@@ -129,13 +130,22 @@ class Group:
         )
 
     def finish(self, m: Member, api: int, fut: Future) -> dict:
+        """The answer of a request sent with ``start``: within ROUND_WAIT (GROUPS.R21)."""
         name = self.harness.api_name(api)
         try:
-            resp: Response = fut.result(ROUND_WAIT + 5)
+            resp: Response = fut.result(ROUND_WAIT + 1)
         except ConnectionClosed as e:
             raise verify.Failed(f"{name} of {m.client_id}: connection closed ({e})") from None
         except TimeoutError:
-            raise verify.Failed(f"{name} of {m.client_id}: no answer in {ROUND_WAIT} s") from None
+            fut.cancel()
+            resp = None
+        verify.check(
+            resp is not None,
+            f"{name} v{self.versions[api]} of {m.client_id}: no answer within {ROUND_WAIT:.0f} s "
+            f"(rebalance timeout {REBALANCE_MS} ms, session {m.session_ms} ms)",
+            "GROUPS.R21",
+        )
+        assert resp is not None
         return resp.body
 
     # --- members -------------------------------------------------------------------------------

@@ -44,7 +44,13 @@ def wait_state(g: Group, want: str, leaving: str) -> str:
     return state
 
 
-@conformance("groups/describe/states-and-members", "GROUPS.R13", "GROUPS.R14", api=DESCRIBE_GROUPS)
+@conformance(
+    "groups/describe/states-and-members",
+    "GROUPS.R13",
+    "GROUPS.R14",
+    "GROUPS.R21",
+    api=DESCRIBE_GROUPS,
+)
 def test_describe_follows_the_group(harness: Harness) -> None:
     g = Group(harness)
     v = harness.pick_version(DESCRIBE_GROUPS)
@@ -136,6 +142,7 @@ def test_describe_follows_the_group(harness: Harness) -> None:
     "GROUPS.R17",
     "GROUPS.R18",
     "GROUPS.R19",
+    "GROUPS.R21",
     api=LIST_GROUPS,
 )
 def test_list_and_delete(harness: Harness) -> None:

@@ -109,6 +109,7 @@ def check_round(g: Group, r: Round, previous: int, what: str) -> int:
     "GROUPS.R7",
     "GROUPS.R8",
     "GROUPS.R9",
+    "GROUPS.R21",
     api=JOIN_GROUP,
 )
 def test_rounds(harness: Harness) -> None:
@@ -214,7 +215,7 @@ def test_rounds(harness: Harness) -> None:
         g.cleanup()
 
 
-@conformance("groups/join/member-id-required", "GROUPS.R2", api=JOIN_GROUP)
+@conformance("groups/join/member-id-required", "GROUPS.R2", "GROUPS.R21", api=JOIN_GROUP)
 def test_member_id_required(harness: Harness) -> None:
     g = Group(harness, join_versions="4+")
     try:
@@ -240,7 +241,7 @@ def test_member_id_required(harness: Harness) -> None:
         g.cleanup()
 
 
-@conformance("groups/membership/session-expiry", "GROUPS.R10", api=HEARTBEAT)
+@conformance("groups/membership/session-expiry", "GROUPS.R10", "GROUPS.R21", api=HEARTBEAT)
 def test_session_expiry(harness: Harness) -> None:
     """A member with the shortest session the target accepts goes silent; another keeps
     heartbeating and is told to rebalance, then rejoins alone."""
@@ -302,7 +303,7 @@ def test_session_expiry(harness: Harness) -> None:
         g.cleanup()
 
 
-@conformance("groups/membership/static-rejoin", "GROUPS.R11", api=JOIN_GROUP)
+@conformance("groups/membership/static-rejoin", "GROUPS.R11", "GROUPS.R21", api=JOIN_GROUP)
 def test_static_member_rejoins_without_rebalance(harness: Harness) -> None:
     g = Group(harness, join_versions="5+")
     harness.require(HEARTBEAT, 3)
@@ -357,7 +358,7 @@ def test_static_member_rejoins_without_rebalance(harness: Harness) -> None:
         g.cleanup()
 
 
-@conformance("groups/join/inconsistent-protocol-type", "GROUPS.R12", api=JOIN_GROUP)
+@conformance("groups/join/inconsistent-protocol-type", "GROUPS.R12", "GROUPS.R21", api=JOIN_GROUP)
 def test_other_protocol_type_refused(harness: Harness) -> None:
     g = Group(harness)
     try:

@@ -127,8 +127,13 @@ def test_member_commits_and_stale_generation(harness: Harness) -> None:
     g = Group(harness)
     try:
         a, b = g.new_member(), g.new_member()
-        g.rebalance(joining=[a])
-        g.rebalance(joining=[b])
+        try:
+            g.rebalance(joining=[a])
+            g.rebalance(joining=[b])
+        except verify.Failed as e:
+            if "GROUPS.R21" not in e.req_ids:
+                raise
+            raise MissingPrecondition(f"the suite's members could not form a group: {e}") from None
         cv = harness.pick_version(OFFSET_COMMIT, "1+")
         tp = (topic, 0)
         codes = commit(
