@@ -1,0 +1,75 @@
+"""Valid, harmless request bodies for one-off requests (the version tests' control and probe).
+
+A body built from defaults alone is often not a request a broker can act on (a JoinGroup with no
+protocols, an OffsetCommit naming no topic), and a target may close the connection on it for that
+reason rather than for the version. :func:`valid_body` gives one element in every list, fresh
+suite-owned names (never shared with another test, so no test meets state another left) and the
+documented values in :data:`MEANINGFUL`; then :func:`conformance.suite.safety.make_safe` applies.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from conformance.protocol import ApiKey, Codec
+from conformance.protocol.spec import StructSpec
+from conformance.suite.safety import (
+    CLUSTER_ACTION,
+    NAME_ENTITIES,
+    NAME_FIELDS,
+    PREFIX,
+    inert_request,
+    make_safe,
+)
+
+#: (api key, field name) -> the value a real client sends, where the default is not one
+MEANINGFUL: dict[tuple[int, str], Any] = {
+    (ApiKey.JOIN_GROUP, "ProtocolType"): "consumer",  # the consumer group protocol
+    (
+        ApiKey.JOIN_GROUP,
+        "Name",
+    ): "range",  # Protocols[].Name: a Java consumer assignor
+    (ApiKey.SYNC_GROUP, "ProtocolType"): "consumer",
+    (ApiKey.SYNC_GROUP, "ProtocolName"): "range",
+    (ApiKey.LIST_OFFSETS, "Timestamp"): -1,  # the latest offset
+    (ApiKey.DESCRIBE_CONFIGS, "ResourceType"): 2,  # a topic
+    (ApiKey.INCREMENTAL_ALTER_CONFIGS, "ResourceType"): 2,
+    (ApiKey.ALTER_CONFIGS, "ResourceType"): 2,
+    (ApiKey.CREATE_TOPICS, "NumPartitions"): 1,
+    (ApiKey.CREATE_TOPICS, "ReplicationFactor"): 1,
+}
+
+
+def fresh_name(what: str = "") -> str:
+    """A suite-owned name no other test uses."""
+    return f"{PREFIX}{what}{uuid.uuid4().hex[:12]}"
+
+
+def valid_body(codec: Codec, api_key: int, version: int) -> dict:
+    """A valid, harmless request of ``api_key`` (encodable at every version of the spec)."""
+    if api_key in CLUSTER_ACTION:
+        return inert_request(codec, api_key, version)
+    spec = codec.message(api_key, "request")
+    names: dict[str, str] = {}
+    return make_safe(spec, version, _struct(api_key, spec.struct, names, 0))
+
+
+def _struct(api_key: int, struct: StructSpec, names: dict[str, str], depth: int) -> dict:
+    out: dict[str, Any] = {}
+    for f in struct.fields:
+        if (api_key, f.name) in MEANINGFUL:
+            out[f.name] = MEANINGFUL[(api_key, f.name)]
+            continue
+        if f.is_struct:
+            one = _struct(api_key, f.struct, names, depth + 1)
+            out[f.name] = ([one] if depth < 3 else []) if f.is_array else one
+        elif f.element_type == "string" and (
+            f.entity_type in NAME_ENTITIES or f.name in NAME_FIELDS
+        ):
+            # one fresh name per kind, so that a group id and its topic stay consistent
+            name = names.setdefault(f.entity_type or f.name, fresh_name())
+            out[f.name] = [name] if f.is_array else name
+        else:
+            out[f.name] = f.default_value()
+    return out
