@@ -95,16 +95,17 @@ CASES = {
         (PROTOCOL,),
         {(PROTOCOL, "GROUPS.R21")},
     ),
+    "stable-group-misreported": (
+        (state_renamed({"Stable": "PreparingRebalance"}),),
+        (),
+        (MACHINE,),
+        {(MACHINE, "GROUPS.R13")},
+    ),
     "generation-not-bumped": (
         (generation_not_bumped, unknown_topic_described),
         (),
-        (ROUNDS, GENERATION, UNKNOWN_TOPIC, MACHINE),
-        {
-            (ROUNDS, "GROUPS.R3"),
-            (GENERATION, "OFFSETS.R6"),
-            (UNKNOWN_TOPIC, "CONFIGS.R10"),
-            (MACHINE, "GROUPS.R3"),
-        },
+        (ROUNDS, GENERATION, UNKNOWN_TOPIC),
+        {(ROUNDS, "GROUPS.R3"), (GENERATION, "OFFSETS.R6"), (UNKNOWN_TOPIC, "CONFIGS.R10")},
     ),
     "metadata-to-followers": (
         (
