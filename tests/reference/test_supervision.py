@@ -33,6 +33,19 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def lock_free(path: Path) -> bool:
+    """Whether the data dir lock a node takes can be taken (a process whose main thread is
+    already a zombie may still be closing its files in other threads: hence a wait)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
 def serve(args: list[str], log: Path) -> subprocess.Popen:
     with open(log, "wb") as out:
         return subprocess.Popen(
@@ -106,8 +119,4 @@ def test_a_killed_node_is_restarted_and_the_nodes_die_with_a_killed_serve(tmp_pa
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
     for node in ("controller-0", "broker-1"):  # the data dirs are free again
-        fd = os.open(data / node / "data" / ".lock", os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while a node holds it
-        finally:
-            os.close(fd)
+        wait_until(lambda node=node: lock_free(data / node / "data" / ".lock"), timeout=30)
