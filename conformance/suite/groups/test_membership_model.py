@@ -25,7 +25,7 @@ from conformance.suite.records_io import create_topic
 REQS = tuple(f"GROUPS.R{n}" for n in (3, 4, 5, 6, 7, 8, 9, 13, 14, 15, 17, 18, 19, 20, 21))
 #: examples and steps: a join or leave is a whole rebalance round; every example starts with
 #: one member in each group (so that most steps meet a live group), deletion comes after leaves
-EXAMPLES, STEPS = 3, 16
+EXAMPLES, STEPS = 5, 12
 
 
 @conformance("groups/membership/state-machine", *REQS, api=JOIN_GROUP)
