@@ -10,22 +10,21 @@ from __future__ import annotations
 
 import struct
 
+from conformance.protocol._generated.api_keys import ApiKey
 from conformance.protocol.codec import Codec
 from conformance.protocol.errors import DecodeError
 
-API_VERSIONS = 18
-CONTROLLED_SHUTDOWN = 7
 _KEY_VERSION = struct.Struct(">hh")
 
 
 def request_header_version(codec: Codec, api_key: int, version: int) -> int:
-    if api_key == CONTROLLED_SHUTDOWN and version == 0:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and version == 0:
         return 0
     return 2 if codec.message(api_key, "request").flexible(version) else 1
 
 
 def response_header_version(codec: Codec, api_key: int, version: int) -> int:
-    if api_key == API_VERSIONS:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if codec.message(api_key, "response").flexible(version) else 0
 

@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.records import (
     Compression,
     CorruptRecordError,
@@ -33,11 +34,7 @@ from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.safety import PREFIX
 from conformance.targets.base import Endpoint
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INIT_PRODUCER_ID = 19, 20, 37, 22
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
-NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 2, 3
-TOPIC_ALREADY_EXISTS, UNSUPPORTED_COMPRESSION_TYPE = 36, 76
 #: byte limits of an ordinary fetch
 FETCH_BYTES = 1 << 20
 
@@ -126,33 +123,33 @@ class SuiteTopic:
     ) -> SuiteTopic:
         """Create a fresh topic and learn its leaders; MissingPrecondition when the target
         will not create it (the tests that need data cannot run without one)."""
-        version = quiet_version(harness, CREATE_TOPICS)
+        version = quiet_version(harness, ApiKey.CREATE_TOPICS)
         name = fresh_name(what)
         body = {
             "Topics": [topic_body(name, partitions, version, configs, on_broker)],
             "TimeoutMs": 10000,
             "validateOnly": False,
         }
-        resp = harness.connect().request(CREATE_TOPICS, version, body)
+        resp = harness.connect().request(ApiKey.CREATE_TOPICS, version, body)
         code = resp.body["Topics"][0]["ErrorCode"]
-        if code != NONE:
+        if code != ErrorCode.NONE:
             raise MissingPrecondition(f"cannot create the suite's topic {name}: error {code}")
         topic = cls(harness, name, partitions)
         topic.learn_leaders()
         return topic
 
     def learn_leaders(self, timeout: float = 15.0) -> None:
-        version = quiet_version(self.harness, METADATA, "1-12")
+        version = quiet_version(self.harness, ApiKey.METADATA, "1-12")
         deadline = time.monotonic() + timeout
         conn = self.harness.connect()
         while True:
             body = {"Topics": [{"Name": self.name}], "AllowAutoTopicCreation": False}
-            resp = conn.request(METADATA, version, body)
+            resp = conn.request(ApiKey.METADATA, version, body)
             brokers = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in resp.body["Brokers"]}
             self.leaders = {
                 p["PartitionIndex"]: brokers[p["LeaderId"]]
                 for t in resp.body["Topics"]
-                if t["Name"] == self.name and t["ErrorCode"] == NONE
+                if t["Name"] == self.name and t["ErrorCode"] == ErrorCode.NONE
                 for p in t["Partitions"]
                 if p["LeaderId"] in brokers
             }
@@ -168,13 +165,13 @@ class SuiteTopic:
     def delete(self) -> None:
         """Delete the topic (best effort: the test's verdict does not depend on it)."""
         try:
-            version = quiet_version(self.harness, DELETE_TOPICS)
+            version = quiet_version(self.harness, ApiKey.DELETE_TOPICS)
             body: dict[str, Any] = {"TimeoutMs": 10000}
             if version >= 6:
                 body["Topics"] = [{"Name": self.name, "TopicId": uuid.UUID(int=0)}]
             else:
                 body["TopicNames"] = [self.name]
-            self.harness.connect().request(DELETE_TOPICS, version, body)
+            self.harness.connect().request(ApiKey.DELETE_TOPICS, version, body)
         except Exception:
             pass
 
@@ -217,10 +214,10 @@ class SuiteTopic:
         version: int | None = None,
     ) -> dict[str, Any]:
         """The partition's answer to one batch (acks -1 or 1)."""
-        v = version if version is not None else quiet_version(self.harness, PRODUCE, "3+")
+        v = version if version is not None else quiet_version(self.harness, ApiKey.PRODUCE, "3+")
         body = self.produce_body(partition, records, acks)
         resp = verify.expect_response(
-            self.conn(partition), PRODUCE, v, body, served=reqs[0] if reqs else "PROTOCOL.R9"
+            self.conn(partition), ApiKey.PRODUCE, v, body, served=reqs[0] if reqs else "PROTOCOL.R9"
         )
         parts = [p for t in resp.body["Responses"] for p in t["PartitionResponses"]]
         verify.check(
@@ -235,7 +232,7 @@ class SuiteTopic:
         """Produce one batch of ``items`` that must be accepted; its base offset."""
         answer = self.produce(partition, batch_bytes(items), *reqs, **kw)
         verify.check(
-            answer["ErrorCode"] == NONE,
+            answer["ErrorCode"] == ErrorCode.NONE,
             f"Produce to {self.name}-{partition} ({len(items)} records): ErrorCode "
             f"{answer['ErrorCode']}, expected 0 (NONE)",
             *reqs,
@@ -276,7 +273,7 @@ class SuiteTopic:
         }
 
     def fetch_version(self) -> int:
-        return quiet_version(self.harness, FETCH, "4-12")
+        return quiet_version(self.harness, ApiKey.FETCH, "4-12")
 
     def fetch(self, partition: int, offset: int, *reqs: str, **kw: Any) -> dict[str, Any]:
         """The partition's entry of a Fetch answer (consumer, read_uncommitted). MaxWaitMs is
@@ -285,7 +282,7 @@ class SuiteTopic:
         v = self.fetch_version()
         resp = verify.expect_response(
             self.conn(partition),
-            FETCH,
+            ApiKey.FETCH,
             v,
             self.fetch_body(partition, offset, **kw),
             served=reqs[0] if reqs else "PROTOCOL.R9",
@@ -305,7 +302,7 @@ class SuiteTopic:
         """A Fetch that must succeed, with its batches and records decoded."""
         answer = self.fetch(partition, offset, *reqs, **kw)
         verify.check(
-            answer["ErrorCode"] == NONE,
+            answer["ErrorCode"] == ErrorCode.NONE,
             f"Fetch of {self.name}-{partition} at offset {offset}: ErrorCode "
             f"{answer['ErrorCode']}, expected 0 (NONE)",
             *reqs,
@@ -339,7 +336,11 @@ class SuiteTopic:
         self, partition: int, timestamp: int, *reqs: str, version: int | None = None
     ) -> dict[str, Any]:
         """The partition's entry of a ListOffsets answer (consumer, read_uncommitted)."""
-        v = version if version is not None else quiet_version(self.harness, LIST_OFFSETS, "1+")
+        v = (
+            version
+            if version is not None
+            else quiet_version(self.harness, ApiKey.LIST_OFFSETS, "1+")
+        )
         part = {"PartitionIndex": partition, "CurrentLeaderEpoch": -1, "Timestamp": timestamp}
         body = {
             "ReplicaId": -1,
@@ -349,7 +350,7 @@ class SuiteTopic:
         }
         resp = verify.expect_response(
             self.conn(partition),
-            LIST_OFFSETS,
+            ApiKey.LIST_OFFSETS,
             v,
             body,
             served=reqs[0] if reqs else "PROTOCOL.R9",

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance.protocol import ApiKey
 from reference_impl.launcher import describe_exit
 from tests.reference.control_plane import call, wait_until
-
-METADATA = 3
 
 
 def alive(pid: int) -> bool:
@@ -74,7 +73,7 @@ def _node_pids(data: Path) -> list[int]:
 
 def broker_online(info: dict) -> bool:
     b = info["brokers"][0]
-    body = call((b["host"], b["port"]), METADATA, 9, {"Topics": []})
+    body = call((b["host"], b["port"]), ApiKey.METADATA, 9, {"Topics": []})
     return {x["NodeId"] for x in body["Brokers"]} == {1}
 
 

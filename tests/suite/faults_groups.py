@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.framing import (
     decode_request,
     decode_response,
@@ -26,28 +26,8 @@ from conformance.targets.base import Endpoint
 from tests.suite.proxies import FaultyProxy
 
 CODEC = Codec.from_specs()
-(
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-    METADATA,
-    FIND_COORDINATOR,
-    JOIN_GROUP,
-    HEARTBEAT,
-    LEAVE_GROUP,
-    SYNC_GROUP,
-    DESCRIBE_GROUPS,
-    LIST_GROUPS,
-    DESCRIBE_CONFIGS,
-    DELETE_GROUPS,
-    DESCRIBE_CLUSTER,
-) = (8, 9, 3, 10, 11, 12, 13, 14, 15, 16, 32, 42, 60)
-ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 33, 44
-NONE, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID = 0, 22, 23, 25
-UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG = 3, 40
 TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 SET, DELETE, APPEND = 0, 1, 2
-REBALANCE_IN_PROGRESS, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 27, 68, 69
-MEMBER_ID_REQUIRED, FENCED_INSTANCE_ID = 79, 82
 
 #: rewrites one decoded answer in place: (api key, version, body) -> whether it changed
 BodyFault = Callable[[int, int, dict], bool]
@@ -85,7 +65,7 @@ def replace_code(apis: set[int], old: int, new: int) -> BodyFault:
 
 def generation_not_bumped(api: int, version: int, body: dict) -> bool:
     """JoinGroup answers always carry the first generation."""
-    if api != JOIN_GROUP or body["ErrorCode"] != NONE or body["GenerationId"] == 1:
+    if api != ApiKey.JOIN_GROUP or body["ErrorCode"] != ErrorCode.NONE or body["GenerationId"] == 1:
         return False
     body["GenerationId"] = 1
     return True
@@ -93,17 +73,17 @@ def generation_not_bumped(api: int, version: int, body: dict) -> bool:
 
 def wrong_coordinator_id(api: int, version: int, body: dict) -> bool:
     """FindCoordinator names the right address under another broker's node id."""
-    if api != FIND_COORDINATOR:
+    if api != ApiKey.FIND_COORDINATOR:
         return False
     for entry in body.get("Coordinators") or [body]:
-        if entry.get("ErrorCode") == NONE:
+        if entry.get("ErrorCode") == ErrorCode.NONE:
             entry["NodeId"] += 1
     return True
 
 
 def no_member_id_given(api: int, version: int, body: dict) -> bool:
     """MEMBER_ID_REQUIRED comes without the id the member must use."""
-    if api != JOIN_GROUP or body["ErrorCode"] != MEMBER_ID_REQUIRED:
+    if api != ApiKey.JOIN_GROUP or body["ErrorCode"] != ErrorCode.MEMBER_ID_REQUIRED:
         return False
     body["MemberId"] = ""
     return True
@@ -111,7 +91,11 @@ def no_member_id_given(api: int, version: int, body: dict) -> bool:
 
 def metadata_to_followers(api: int, version: int, body: dict) -> bool:
     """Followers are sent a member list too (their own entry)."""
-    if api != JOIN_GROUP or body["ErrorCode"] != NONE or body["Leader"] == body["MemberId"]:
+    if (
+        api != ApiKey.JOIN_GROUP
+        or body["ErrorCode"] != ErrorCode.NONE
+        or body["Leader"] == body["MemberId"]
+    ):
         return False
     body["Members"] = [{"MemberId": body["MemberId"], "GroupInstanceId": None, "Metadata": b""}]
     return True
@@ -124,7 +108,7 @@ class AssignmentToWrongMember:
     previous: bytes | None = None
 
     def __call__(self, api: int, version: int, body: dict) -> bool:
-        if api != SYNC_GROUP or body["ErrorCode"] != NONE:
+        if api != ApiKey.SYNC_GROUP or body["ErrorCode"] != ErrorCode.NONE:
             return False
         mine, given = body["Assignment"], self.previous
         self.previous = mine
@@ -141,7 +125,7 @@ class LeftMembersStayListed:
     seen: dict[str, dict] = field(default_factory=dict)
 
     def __call__(self, api: int, version: int, body: dict) -> bool:
-        if api != JOIN_GROUP or body["ErrorCode"] != NONE or not body["Members"]:
+        if api != ApiKey.JOIN_GROUP or body["ErrorCode"] != ErrorCode.NONE or not body["Members"]:
             return False
         listed = {m["MemberId"] for m in body["Members"]}
         if not listed & set(self.seen):  # another group: start over
@@ -156,7 +140,9 @@ class LeftMembersStayListed:
 # --- administration ---------------------------------------------------------------------------
 
 
-def state_renamed(mapping: dict[str, str], apis: tuple[int, ...] = (DESCRIBE_GROUPS,)) -> BodyFault:
+def state_renamed(
+    mapping: dict[str, str], apis: tuple[int, ...] = (ApiKey.DESCRIBE_GROUPS,)
+) -> BodyFault:
     def fault(api: int, version: int, body: dict) -> bool:
         if api not in apis:
             return False
@@ -171,7 +157,7 @@ def state_renamed(mapping: dict[str, str], apis: tuple[int, ...] = (DESCRIBE_GRO
 
 
 def assignments_not_described(api: int, version: int, body: dict) -> bool:
-    if api != DESCRIBE_GROUPS:
+    if api != ApiKey.DESCRIBE_GROUPS:
         return False
     hit = False
     for g in body["Groups"]:
@@ -184,7 +170,7 @@ def assignments_not_described(api: int, version: int, body: dict) -> bool:
 
 def empty_groups_unlisted(api: int, version: int, body: dict) -> bool:
     """ListGroups leaves out groups whose protocol type is empty (made by commits only)."""
-    if api != LIST_GROUPS:
+    if api != ApiKey.LIST_GROUPS:
         return False
     kept = [g for g in body["Groups"] if g["ProtocolType"]]
     hit = len(kept) != len(body["Groups"])
@@ -202,7 +188,7 @@ def partitions_of(body: dict, version: int) -> list[dict]:
 
 
 def unknown_offset_as_zero(api: int, version: int, body: dict) -> bool:
-    if api != OFFSET_FETCH:
+    if api != ApiKey.OFFSET_FETCH:
         return False
     hit = [p for p in partitions_of(body, version) if p["CommittedOffset"] == -1]
     for p in hit:
@@ -211,7 +197,7 @@ def unknown_offset_as_zero(api: int, version: int, body: dict) -> bool:
 
 
 def metadata_dropped(api: int, version: int, body: dict) -> bool:
-    if api != OFFSET_FETCH:
+    if api != ApiKey.OFFSET_FETCH:
         return False
     hit = [p for p in partitions_of(body, version) if p["Metadata"]]
     for p in hit:
@@ -221,7 +207,7 @@ def metadata_dropped(api: int, version: int, body: dict) -> bool:
 
 def fetch_lists_extra_partition(api: int, version: int, body: dict) -> bool:
     """OffsetFetch answers list one more partition, never committed, of each topic."""
-    if api != OFFSET_FETCH:
+    if api != ApiKey.OFFSET_FETCH:
         return False
     topics = [t for g in body["Groups"] for t in g["Topics"]] if version >= 8 else body["Topics"]
     for t in topics:
@@ -239,7 +225,7 @@ def config_source(old: int, new: int, *, spare_bootstrap: bool = False) -> BodyF
     broker: the others then disagree with it)."""
 
     def fault(api: int, version: int, body: dict) -> bool:
-        if api != DESCRIBE_CONFIGS:
+        if api != ApiKey.DESCRIBE_CONFIGS:
             return False
         hit = [c for r in body["Results"] for c in r["Configs"] if c["ConfigSource"] == old]
         for c in hit:
@@ -253,11 +239,11 @@ def config_source(old: int, new: int, *, spare_bootstrap: bool = False) -> BodyF
 
 def unknown_topic_described(api: int, version: int, body: dict) -> bool:
     """DescribeConfigs of a topic that does not exist answers NONE with no configs."""
-    if api != DESCRIBE_CONFIGS:
+    if api != ApiKey.DESCRIBE_CONFIGS:
         return False
-    hit = [r for r in body["Results"] if r["ErrorCode"] == UNKNOWN_TOPIC_OR_PARTITION]
+    hit = [r for r in body["Results"] if r["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     for r in hit:
-        r["ErrorCode"], r["ErrorMessage"] = NONE, None
+        r["ErrorCode"], r["ErrorMessage"] = ErrorCode.NONE, None
     return bool(hit)
 
 
@@ -269,12 +255,12 @@ RequestFault = Callable[[int, int, dict], "tuple[int, int] | None"]
 def alter_applied_incrementally(api: int, version: int, body: dict) -> tuple[int, int] | None:
     """AlterConfigs is applied as IncrementalAlterConfigs SET of the configs it names (the
     answers of the two have the same layout)."""
-    if api != ALTER_CONFIGS:
+    if api != ApiKey.ALTER_CONFIGS:
         return None
     for r in body["Resources"]:
         for c in r["Configs"]:
             c["ConfigOperation"] = SET
-    return INCREMENTAL_ALTER_CONFIGS, 1 if version >= 2 else 0
+    return ApiKey.INCREMENTAL_ALTER_CONFIGS, 1 if version >= 2 else 0
 
 
 def incremental_op(old: int, new: int | None) -> RequestFault:
@@ -282,7 +268,7 @@ def incremental_op(old: int, new: int | None) -> RequestFault:
     out of the request)."""
 
     def fault(api: int, version: int, body: dict) -> tuple[int, int] | None:
-        if api != INCREMENTAL_ALTER_CONFIGS:
+        if api != ApiKey.INCREMENTAL_ALTER_CONFIGS:
             return None
         hit = False
         for r in body["Resources"]:
@@ -307,12 +293,12 @@ SWALLOW = (-1, -1)
 
 def join_never_answered(api: int, version: int, body: dict) -> tuple[int, int] | None:
     """The coordinator never answers JoinGroup (a rebalance that never completes)."""
-    return SWALLOW if api == JOIN_GROUP else None
+    return SWALLOW if api == ApiKey.JOIN_GROUP else None
 
 
 def values_not_validated(api: int, version: int, body: dict) -> tuple[int, int] | None:
     """A value that is not a number is stored as 1 (the broker does not validate numbers)."""
-    if api not in (ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
+    if api not in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
         return None
     hit = [c for r in body["Resources"] for c in r["Configs"] if c.get("Value") == "not-a-number"]
     for c in hit:
@@ -321,14 +307,17 @@ def values_not_validated(api: int, version: int, body: dict) -> tuple[int, int] 
 
 
 def validate_only_ignored(api: int, version: int, body: dict) -> tuple[int, int] | None:
-    if api not in (ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS) or not body["ValidateOnly"]:
+    if (
+        api not in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        or not body["ValidateOnly"]
+    ):
         return None
     body["ValidateOnly"] = False
     return api, version
 
 
 def config_keys_ignored(api: int, version: int, body: dict) -> tuple[int, int] | None:
-    if api != DESCRIBE_CONFIGS:
+    if api != ApiKey.DESCRIBE_CONFIGS:
         return None
     hit = [r for r in body["Resources"] if r["ConfigurationKeys"] is not None]
     for r in hit:
@@ -373,19 +362,19 @@ class Faults:
 
 
 INTERESTING = {
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-    FIND_COORDINATOR,
-    JOIN_GROUP,
-    HEARTBEAT,
-    LEAVE_GROUP,
-    SYNC_GROUP,
-    DESCRIBE_GROUPS,
-    LIST_GROUPS,
-    DESCRIBE_CONFIGS,
-    DELETE_GROUPS,
-    ALTER_CONFIGS,
-    INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.OFFSET_COMMIT,
+    ApiKey.OFFSET_FETCH,
+    ApiKey.FIND_COORDINATOR,
+    ApiKey.JOIN_GROUP,
+    ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.SYNC_GROUP,
+    ApiKey.DESCRIBE_GROUPS,
+    ApiKey.LIST_GROUPS,
+    ApiKey.DESCRIBE_CONFIGS,
+    ApiKey.DELETE_GROUPS,
+    ApiKey.ALTER_CONFIGS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
 }
 
 
@@ -423,9 +412,9 @@ class ProxiedCluster:
 
     def _redirect(self, api: int, body: dict) -> bool:
         entries: list[dict] = []
-        if api == METADATA or api == DESCRIBE_CLUSTER:
+        if api == ApiKey.METADATA or api == ApiKey.DESCRIBE_CLUSTER:
             entries = body.get("Brokers") or []
-        elif api == FIND_COORDINATOR:
+        elif api == ApiKey.FIND_COORDINATOR:
             entries = body.get("Coordinators") or [body]
         hit = False
         for e in entries:
@@ -450,7 +439,7 @@ class ProxiedCluster:
         )
 
     def _frame(self, api: int, version: int, frame: bytes, bootstrap: bool) -> bytes:
-        if api not in INTERESTING | {METADATA, DESCRIBE_CLUSTER}:
+        if api not in INTERESTING | {ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER}:
             return frame
         header, body = decode_response(CODEC, api, version, frame)
         moved = self._redirect(api, body)

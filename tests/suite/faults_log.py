@@ -16,7 +16,7 @@ from typing import Any
 
 from crc32c import crc32c
 
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.framing import (
     decode_request,
     decode_response,
@@ -32,11 +32,6 @@ from conformance.targets.base import Endpoint, Target
 from tests.suite.proxies import FaultyProxy
 
 CODEC = Codec.from_specs()
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR = 0, 1, 2, 3, 10
-CREATE_TOPICS, INIT_PRODUCER_ID, CREATE_PARTITIONS, DESCRIBE_CLUSTER = 19, 22, 37, 60
-INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS = 17, 36
-INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR = 37, 38
-UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE, UNSUPPORTED_COMPRESSION_TYPE = 3, 1, 76
 #: a v2 batch: the CRC-32C at byte 17 covers everything from byte 21 (the attributes) on
 CRC_AT, CRC_FROM, ATTRIBUTES_AT = 17, 21, 21
 #: producer id (int64), epoch (int16) and base sequence (int32) follow the timestamps
@@ -106,7 +101,7 @@ def _rewrite_batches(records: bytes | None, change) -> bytes | None:
 class HeadersDropped(Fault):
     """Fetch returns records without their headers (LOG.R1)."""
 
-    responses = (FETCH,)
+    responses = (ApiKey.FETCH,)
 
     def on_response(self, api, version, body, asked) -> bool:
         def strip(b):
@@ -125,7 +120,7 @@ class HeadersDropped(Fault):
 class BaseOffsetOffByOne(Fault):
     """Produce acknowledges every batch one offset later than it was written (LOG.R2)."""
 
-    responses = (PRODUCE,)
+    responses = (ApiKey.PRODUCE,)
 
     def on_response(self, api, version, body, asked) -> bool:
         parts = [p for p in _produce_parts(body) if p["ErrorCode"] == 0]
@@ -138,7 +133,7 @@ class EveryWriteToPartitionZero(Fault):
     """A write to any partition is stored in partition 0, and acknowledged as the partition the
     client named (LOG.R3)."""
 
-    requests = responses = (PRODUCE,)
+    requests = responses = (ApiKey.PRODUCE,)
 
     def on_request(self, api, version, body) -> bool:
         moved = [p for t in body["TopicData"] for p in t["PartitionData"] if p["Index"] != 0]
@@ -160,10 +155,14 @@ class UnknownPartitionAccepted(Fault):
     """Produce to a partition the broker does not have is acknowledged: an unknown partition
     index, or a deleted topic (LOG.R4, LOG.R17)."""
 
-    responses = (PRODUCE,)
+    responses = (ApiKey.PRODUCE,)
 
     def on_response(self, api, version, body, asked) -> bool:
-        parts = [p for p in _produce_parts(body) if p["ErrorCode"] == UNKNOWN_TOPIC_OR_PARTITION]
+        parts = [
+            p
+            for p in _produce_parts(body)
+            if p["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        ]
         for p in parts:
             p["ErrorCode"], p["BaseOffset"], p["ErrorMessage"] = 0, 0, None
         return bool(parts)
@@ -172,7 +171,7 @@ class UnknownPartitionAccepted(Fault):
 class AcksZeroAnswered(Fault):
     """acks=0 is treated as acks=1, so it gets an answer (LOG.R5)."""
 
-    requests = (PRODUCE,)
+    requests = (ApiKey.PRODUCE,)
 
     def on_request(self, api, version, body) -> bool:
         if body["Acks"] != 0:
@@ -184,7 +183,7 @@ class AcksZeroAnswered(Fault):
 class HighWatermarkOffByOne(Fault):
     """Fetch reports the high watermark one short of the log end (LOG.R6)."""
 
-    responses = (FETCH,)
+    responses = (ApiKey.FETCH,)
 
     def on_response(self, api, version, body, asked) -> bool:
         parts = [p for p in _fetch_parts(body) if p["HighWatermark"] > 0]
@@ -196,10 +195,10 @@ class HighWatermarkOffByOne(Fault):
 class OutOfRangeAnsweredEmpty(Fault):
     """A Fetch past the log end is answered empty without error (LOG.R7)."""
 
-    responses = (FETCH,)
+    responses = (ApiKey.FETCH,)
 
     def on_response(self, api, version, body, asked) -> bool:
-        parts = [p for p in _fetch_parts(body) if p["ErrorCode"] == OFFSET_OUT_OF_RANGE]
+        parts = [p for p in _fetch_parts(body) if p["ErrorCode"] == ErrorCode.OFFSET_OUT_OF_RANGE]
         for p in parts:
             p["ErrorCode"] = 0
         return bool(parts)
@@ -208,7 +207,7 @@ class OutOfRangeAnsweredEmpty(Fault):
 class MaxWaitIgnored(Fault):
     """An empty Fetch is answered at once whatever its MaxWaitMs (LOG.R8)."""
 
-    requests = (FETCH,)
+    requests = (ApiKey.FETCH,)
 
     def on_request(self, api, version, body) -> bool:
         if body["MaxWaitMs"] == 0:
@@ -221,7 +220,7 @@ class FetchLimitStrict(Fault):
     """A Fetch whose first batch is over PartitionMaxBytes returns nothing (no KIP-74: a
     consumer with a small limit is stuck) (LOG.R9)."""
 
-    responses = (FETCH,)
+    responses = (ApiKey.FETCH,)
 
     def on_response(self, api, version, body, asked) -> bool:
         limits = [p["PartitionMaxBytes"] for t in asked.get("Topics", []) for p in t["Partitions"]]
@@ -236,7 +235,7 @@ class FetchLimitStrict(Fault):
 class ListOffsetsOffByOne(Fault):
     """ListOffsets answers one past the right offset (LOG.R10-R12)."""
 
-    responses = (LIST_OFFSETS,)
+    responses = (ApiKey.LIST_OFFSETS,)
 
     def on_response(self, api, version, body, asked) -> bool:
         parts = [p for t in body["Topics"] for p in t["Partitions"] if p["Offset"] >= 0]
@@ -248,7 +247,7 @@ class ListOffsetsOffByOne(Fault):
 class StampedWithAppendTime(Fault):
     """Fetched batches carry the broker's append time whatever the topic says (LOG.R13)."""
 
-    responses = (FETCH,)
+    responses = (ApiKey.FETCH,)
 
     def on_response(self, api, version, body, asked) -> bool:
         now = int(time.time() * 1000)
@@ -270,7 +269,7 @@ class TimestampTypeIgnored(Fault):
     """The broker ignores message.timestamp.type: topics keep CreateTime (modelled by dropping
     the config from CreateTopics on the way in) (LOG.R18)."""
 
-    requests = (CREATE_TOPICS,)
+    requests = (ApiKey.CREATE_TOPICS,)
 
     def on_request(self, api, version, body) -> bool:
         changed = False
@@ -286,7 +285,7 @@ class CodecBitsLost(Fault):
     """Compressed batches are fetched back marked uncompressed (the codec attribute lost, the
     CRC recomputed), so no consumer can read them (LOG.R14)."""
 
-    responses = (FETCH,)
+    responses = (ApiKey.FETCH,)
 
     def on_response(self, api, version, body, asked) -> bool:
         changed = False
@@ -311,10 +310,14 @@ class CodecBitsLost(Fault):
 class ZstdAcceptedEarly(Fault):
     """zstd batches in Produce below v7 are acknowledged (LOG.R15)."""
 
-    responses = (PRODUCE,)
+    responses = (ApiKey.PRODUCE,)
 
     def on_response(self, api, version, body, asked) -> bool:
-        parts = [p for p in _produce_parts(body) if p["ErrorCode"] == UNSUPPORTED_COMPRESSION_TYPE]
+        parts = [
+            p
+            for p in _produce_parts(body)
+            if p["ErrorCode"] == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+        ]
         for p in parts:
             p["ErrorCode"], p["BaseOffset"], p["ErrorMessage"] = 0, 0, None
         return bool(parts)
@@ -324,7 +327,7 @@ class CrcNotChecked(Fault):
     """The broker appends batches whatever their CRC says (modelled by correcting the CRC on
     the way in, so the reference appends the batch a careless broker would) (LOG.R16)."""
 
-    requests = (PRODUCE,)
+    requests = (ApiKey.PRODUCE,)
 
     def on_request(self, api, version, body) -> bool:
         changed = False
@@ -344,7 +347,7 @@ class CrcNotChecked(Fault):
 class NoProducerId(Fault):
     """InitProducerId answers success without giving a producer id (IDEMPOTENCE.R1)."""
 
-    responses = (INIT_PRODUCER_ID,)
+    responses = (ApiKey.INIT_PRODUCER_ID,)
 
     def on_response(self, api, version, body, asked) -> bool:
         if body["ErrorCode"] != 0:
@@ -358,7 +361,7 @@ class IdempotenceIgnored(Fault):
     retries are duplicated and neither gaps nor old epochs are refused (modelled by clearing
     the producer fields on the way in) (IDEMPOTENCE.R2-R4)."""
 
-    requests = (PRODUCE,)
+    requests = (ApiKey.PRODUCE,)
 
     def on_request(self, api, version, body) -> bool:
         changed = False
@@ -378,7 +381,7 @@ class IdempotenceIgnored(Fault):
 class AnswerRewritten(Fault):
     """Turns one error code into NONE in the topic entries of one API's answers."""
 
-    api: int = CREATE_TOPICS
+    api: int = ApiKey.CREATE_TOPICS
     entries: str = "Topics"
     code: int = 0
 
@@ -398,43 +401,43 @@ class AnswerRewritten(Fault):
 class IllegalNamesAccepted(AnswerRewritten):
     """CreateTopics takes any name (TOPICS.R1)."""
 
-    code = INVALID_TOPIC_EXCEPTION
+    code = ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 class ExistingTopicAccepted(AnswerRewritten):
     """CreateTopics of an existing topic answers success (TOPICS.R2)."""
 
-    code = TOPIC_ALREADY_EXISTS
+    code = ErrorCode.TOPIC_ALREADY_EXISTS
 
 
 class ReplicationFactorUnchecked(AnswerRewritten):
     """CreateTopics accepts any replication factor (TOPICS.R3)."""
 
-    code = INVALID_REPLICATION_FACTOR
+    code = ErrorCode.INVALID_REPLICATION_FACTOR
 
 
 class PartitionCountUnchecked(AnswerRewritten):
     """CreateTopics accepts any partition count (TOPICS.R4)."""
 
-    code = INVALID_PARTITIONS
+    code = ErrorCode.INVALID_PARTITIONS
 
 
 class ShrinkAccepted(AnswerRewritten):
     """CreatePartitions answers success to a count not above the current one (TOPICS.R8)."""
 
-    api, entries, code = CREATE_PARTITIONS, "Results", INVALID_PARTITIONS
+    api, entries, code = ApiKey.CREATE_PARTITIONS, "Results", ErrorCode.INVALID_PARTITIONS
 
 
 class IllegalNameListed(AnswerRewritten):
     """Metadata reports an illegal name as an existing topic (TOPICS.R9)."""
 
-    api, code = METADATA, INVALID_TOPIC_EXCEPTION
+    api, code = ApiKey.METADATA, ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 class ValidateOnlyIgnored(Fault):
     """CreateTopics with validateOnly creates the topic (TOPICS.R5)."""
 
-    requests = (CREATE_TOPICS,)
+    requests = (ApiKey.CREATE_TOPICS,)
 
     def on_request(self, api, version, body) -> bool:
         if not body.get("validateOnly"):
@@ -446,7 +449,7 @@ class ValidateOnlyIgnored(Fault):
 class LeaderNotListed(Fault):
     """Metadata names partition leaders by a stale id no listed broker has (TOPICS.R6)."""
 
-    responses = (METADATA,)
+    responses = (ApiKey.METADATA,)
 
     def on_response(self, api, version, body, asked) -> bool:
         parts = [p for t in body["Topics"] for p in t["Partitions"] or []]
@@ -458,7 +461,7 @@ class LeaderNotListed(Fault):
 class TopicIdReused(Fault):
     """A topic created again under a name keeps the first topic id the name had (TOPICS.R7)."""
 
-    responses = (CREATE_TOPICS, METADATA)
+    responses = (ApiKey.CREATE_TOPICS, ApiKey.METADATA)
 
     def __init__(self) -> None:
         super().__init__()
@@ -480,7 +483,7 @@ class TopicIdReused(Fault):
 class AutoCreateAlways(Fault):
     """Metadata auto-creates topics even when the request forbids it (TOPICS.R10)."""
 
-    requests = (METADATA,)
+    requests = (ApiKey.METADATA,)
 
     def on_request(self, api, version, body) -> bool:
         if version < 4 or body.get("AllowAutoTopicCreation", True) or not body["Topics"]:
@@ -538,7 +541,7 @@ class ProxiedCluster:
     brokers' endpoints in Metadata, DescribeCluster and FindCoordinator answers point at the
     proxies. ``target()`` is an external target whose bootstrap is the first proxy."""
 
-    ADVERTISING = (METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER)
+    ADVERTISING = (ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER)
 
     def __init__(self, target: Target, fault: Fault | None = None) -> None:
         self.fault = fault or Fault()

@@ -12,32 +12,15 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import failing, verdicts
 from tests.suite.faults_groups import (
-    ALTER_CONFIGS,
     APPEND,
     DEFAULT_CONFIG,
     DELETE,
-    DELETE_GROUPS,
-    FENCED_INSTANCE_ID,
-    GROUP_ID_NOT_FOUND,
-    HEARTBEAT,
-    ILLEGAL_GENERATION,
-    INCONSISTENT_GROUP_PROTOCOL,
-    INCREMENTAL_ALTER_CONFIGS,
-    INVALID_CONFIG,
-    JOIN_GROUP,
-    LEAVE_GROUP,
-    LIST_GROUPS,
-    NON_EMPTY_GROUP,
-    NONE,
-    OFFSET_COMMIT,
-    REBALANCE_IN_PROGRESS,
     SET,
-    SYNC_GROUP,
     TOPIC_CONFIG,
-    UNKNOWN_MEMBER_ID,
     AssignmentToWrongMember,
     Faults,
     LeftMembersStayListed,
@@ -113,7 +96,11 @@ CASES = {
             empty_groups_unlisted,
             metadata_dropped,
             config_source(TOPIC_CONFIG, DEFAULT_CONFIG),
-            replace_code({ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS}, INVALID_CONFIG, NONE),
+            replace_code(
+                {ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS},
+                ErrorCode.INVALID_CONFIG,
+                ErrorCode.NONE,
+            ),
         ),
         (),
         (ROUNDS, LIST_DELETE, READ_BACK, SOURCES, REFUSALS),
@@ -140,8 +127,12 @@ CASES = {
     ),
     "stale-generation-accepted": (
         (
-            replace_code({HEARTBEAT, SYNC_GROUP, OFFSET_COMMIT}, ILLEGAL_GENERATION, NONE),
-            replace_code({DELETE_GROUPS}, NON_EMPTY_GROUP, NONE),
+            replace_code(
+                {ApiKey.HEARTBEAT, ApiKey.SYNC_GROUP, ApiKey.OFFSET_COMMIT},
+                ErrorCode.ILLEGAL_GENERATION,
+                ErrorCode.NONE,
+            ),
+            replace_code({ApiKey.DELETE_GROUPS}, ErrorCode.NON_EMPTY_GROUP, ErrorCode.NONE),
         ),
         (incremental_op(DELETE, None), validate_only_ignored, config_keys_ignored),
         (ROUNDS, GENERATION, LIST_DELETE, INCREMENTAL, REFUSALS, SOURCES),
@@ -156,8 +147,12 @@ CASES = {
     ),
     "unknown-member-accepted": (
         (
-            replace_code({HEARTBEAT, SYNC_GROUP, LEAVE_GROUP}, UNKNOWN_MEMBER_ID, NONE),
-            replace_code({OFFSET_COMMIT}, NONE, UNKNOWN_MEMBER_ID),
+            replace_code(
+                {ApiKey.HEARTBEAT, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP},
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                ErrorCode.NONE,
+            ),
+            replace_code({ApiKey.OFFSET_COMMIT}, ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID),
             config_source(TOPIC_CONFIG, DEFAULT_CONFIG, spare_bootstrap=True),
         ),
         (),
@@ -172,9 +167,9 @@ CASES = {
     ),
     "rebalance-hidden": (
         (
-            replace_code({HEARTBEAT}, REBALANCE_IN_PROGRESS, NONE),
+            replace_code({ApiKey.HEARTBEAT}, ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.NONE),
             state_renamed({"Dead": "Empty"}),
-            replace_code({DELETE_GROUPS}, GROUP_ID_NOT_FOUND, NONE),
+            replace_code({ApiKey.DELETE_GROUPS}, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NONE),
         ),
         (),
         (ROUNDS, DESCRIBE, LIST_DELETE),
@@ -183,9 +178,11 @@ CASES = {
     "left-member-listed": (
         (
             LeftMembersStayListed(),
-            replace_code({HEARTBEAT}, FENCED_INSTANCE_ID, NONE),
-            replace_code({JOIN_GROUP}, INCONSISTENT_GROUP_PROTOCOL, NONE),
-            state_renamed({"Empty": "Stable"}, (LIST_GROUPS,)),
+            replace_code({ApiKey.HEARTBEAT}, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.NONE),
+            replace_code(
+                {ApiKey.JOIN_GROUP}, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ErrorCode.NONE
+            ),
+            state_renamed({"Empty": "Stable"}, (ApiKey.LIST_GROUPS,)),
         ),
         (),
         (ROUNDS, STATIC, PROTOCOL, LIST_DELETE),

@@ -12,15 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.groups.members import (
-    DELETE_GROUPS,
-    DESCRIBE_GROUPS,
-    HEARTBEAT,
-    NONE,
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-    REBALANCE_IN_PROGRESS,
     Group,
     Round,
     coordinator_request,
@@ -42,10 +36,10 @@ class GroupsBinding(Binding):
         self.harness, self.topic, self.count = harness, topic, count
         self.names = [fresh_name("model") for _ in range(count)]
         self.groups: dict[int, Group] = {}
-        self.dv = harness.pick_version(DESCRIBE_GROUPS)
+        self.dv = harness.pick_version(ApiKey.DESCRIBE_GROUPS)
         self.conns: dict[Endpoint, SyncConnection] = {}
-        self.fetch_version = harness.pick_version(OFFSET_FETCH, "1+")
-        self.commit_version = harness.pick_version(OFFSET_COMMIT, "1+")
+        self.fetch_version = harness.pick_version(ApiKey.OFFSET_FETCH, "1+")
+        self.commit_version = harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")
 
     def entity_id(self, index: int) -> str:
         return self.names[index]
@@ -71,8 +65,8 @@ class GroupsBinding(Binding):
     def send(self, name: str, request: dict[str, Any], body: dict[str, Any], to: Any) -> dict:
         if name == "delete":
             g = self.group(body["GroupsNames"][0])
-            v = self.harness.pick_version(DELETE_GROUPS)
-            got = coordinator_request(self.harness, g.admin, DELETE_GROUPS, v, body).body
+            v = self.harness.pick_version(ApiKey.DELETE_GROUPS)
+            got = coordinator_request(self.harness, g.admin, ApiKey.DELETE_GROUPS, v, body).body
             return {"ErrorCode": got["Results"][0]["ErrorCode"]}
         g = self.group(body["GroupId"])
         if name == "join-member":
@@ -84,21 +78,23 @@ class GroupsBinding(Binding):
             return summary
         if name == "heartbeat":
             codes = [g.heartbeat(m) for m in g.members]
-            return {"ErrorCode": next((c for c in codes if c != NONE), NONE)}
+            return {"ErrorCode": next((c for c in codes if c != ErrorCode.NONE), ErrorCode.NONE)}
         if body.get("MemberId") == MEMBER:
             body = {**body, "MemberId": g.members[0].member_id if g.members else ""}
         if name == "member-heartbeat":
-            v = g.versions[HEARTBEAT]
-            return g.request(HEARTBEAT, v, body).body
+            v = g.versions[ApiKey.HEARTBEAT]
+            return g.request(ApiKey.HEARTBEAT, v, body).body
         if name == "commit":
-            return g.request(OFFSET_COMMIT, self.commit_version, body).body
+            return g.request(ApiKey.OFFSET_COMMIT, self.commit_version, body).body
         if name == "fetch":
             v = self.fetch_version
             req = fetch_body(g.name, v, [(self.topic, 0)])
-            got = g.request(OFFSET_FETCH, v, req).body
+            got = g.request(ApiKey.OFFSET_FETCH, v, req).body
             entry = got["Groups"][0] if v >= 8 else got
             parts = [p for t in entry["Topics"] for p in t["Partitions"]]
-            code = entry.get("ErrorCode", NONE) or (parts[0]["ErrorCode"] if parts else None)
+            code = entry.get("ErrorCode", ErrorCode.NONE) or (
+                parts[0]["ErrorCode"] if parts else None
+            )
             return {
                 "ErrorCode": code,
                 "CommittedOffset": parts[0]["CommittedOffset"] if parts else None,
@@ -113,8 +109,12 @@ class GroupsBinding(Binding):
         codes = [
             c
             for a in answers
-            for c in [a.get("ErrorCode", NONE)]
-            + [m.get("ErrorCode", NONE) for m in a.get("Members") or [] if "ErrorCode" in m]
+            for c in [a.get("ErrorCode", ErrorCode.NONE)]
+            + [
+                m.get("ErrorCode", ErrorCode.NONE)
+                for m in a.get("Members") or []
+                if "ErrorCode" in m
+            ]
         ]
         gens = {b["GenerationId"] for b in r.joins.values()}
         leaders = {b["Leader"] for b in r.joins.values()}
@@ -123,18 +123,18 @@ class GroupsBinding(Binding):
         listed = {m["MemberId"] for m in (leader_answer or {}).get("Members") or []}
         followers = sum(len(b["Members"]) for b in r.joins.values() if b["Leader"] != b["MemberId"])
         delivered = bool(r.syncs) and all(
-            s["ErrorCode"] == NONE and s["Assignment"] == r.assigned.get(m.member_id)
+            s["ErrorCode"] == ErrorCode.NONE and s["Assignment"] == r.assigned.get(m.member_id)
             for m in g.members
             for s in [r.syncs.get(m.client_id, {"ErrorCode": -1})]
         )
         return {
-            "ErrorCode": next((c for c in codes if c != NONE), NONE),
+            "ErrorCode": next((c for c in codes if c != ErrorCode.NONE), ErrorCode.NONE),
             "GenerationId": gens.pop() if len(gens) == 1 else -2,
             "Members": len(listed),
             "LeaderIsMember": len(leaders) == 1 and leaders <= ids,
             "FollowersListed": followers,
             "AssignmentsDelivered": delivered,
-            "RebalanceSeen": not r.heartbeats or REBALANCE_IN_PROGRESS in r.heartbeats,
+            "RebalanceSeen": not r.heartbeats or ErrorCode.REBALANCE_IN_PROGRESS in r.heartbeats,
             "LeftListed": left in listed if left is not None else False,
         }
 
@@ -145,10 +145,12 @@ class GroupsBinding(Binding):
             records: dict[int, Any] = {}
             for conn, names in self._by_coordinator().items():
                 body = {"Groups": names, "IncludeAuthorizedOperations": False}
-                got = coordinator_request(self.harness, conn, DESCRIBE_GROUPS, self.dv, body).body
+                got = coordinator_request(
+                    self.harness, conn, ApiKey.DESCRIBE_GROUPS, self.dv, body
+                ).body
                 for d in got["Groups"]:
                     verify.check(
-                        d["ErrorCode"] == NONE,
+                        d["ErrorCode"] == ErrorCode.NONE,
                         f"DescribeGroups of {d['GroupId']}: error {d['ErrorCode']}",
                         "GROUPS.R13",
                     )

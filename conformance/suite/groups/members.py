@@ -20,19 +20,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.client.wire import ConnectionClosed, Response
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.targets.base import Endpoint
 
-OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT = 8, 9, 10, 11, 12
-LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 13, 14, 15, 16, 42
-NONE, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 0, 14, 15, 16
-ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID = 22, 23, 25
-REBALANCE_IN_PROGRESS, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 27, 68, 69
-FENCED_INSTANCE_ID, MEMBER_ID_REQUIRED = 82, 79
 #: answers that mean "ask again shortly" while a coordinator is being placed or loaded
-TRANSIENT = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+TRANSIENT = frozenset(
+    {
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
 PROTOCOL_TYPE = "consumer"
 PROTOCOL_NAME = "range"
 #: a member's session: far longer than any test, so that only the expiry test sees one end
@@ -100,11 +101,19 @@ class Group:
         self.name = name or fresh_name("group")
         self.members: list[Member] = []
         self.versions = {
-            api: harness.pick_version(api, join_versions if api == JOIN_GROUP else None)
-            for api in (FIND_COORDINATOR, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, JOIN_GROUP)
+            api: harness.pick_version(api, join_versions if api == ApiKey.JOIN_GROUP else None)
+            for api in (
+                ApiKey.FIND_COORDINATOR,
+                ApiKey.SYNC_GROUP,
+                ApiKey.HEARTBEAT,
+                ApiKey.LEAVE_GROUP,
+                ApiKey.JOIN_GROUP,
+            )
         }
         self._count = 0
-        self.coordinator = find_coordinator(harness, self.name, self.versions[FIND_COORDINATOR])
+        self.coordinator = find_coordinator(
+            harness, self.name, self.versions[ApiKey.FIND_COORDINATOR]
+        )
         self._admin: SyncConnection | None = None
 
     # --- plumbing ------------------------------------------------------------------------------
@@ -170,12 +179,12 @@ class Group:
         }
 
     def join(self, m: Member, **kw: Any) -> Future:
-        return self.start(m, JOIN_GROUP, self.join_body(m, **kw))
+        return self.start(m, ApiKey.JOIN_GROUP, self.join_body(m, **kw))
 
     def ask_member_id(self, m: Member) -> dict:
         """A new dynamic member's first JoinGroup at v4+: MEMBER_ID_REQUIRED and its id."""
-        body = self.finish(m, JOIN_GROUP, self.join(m))
-        if body["ErrorCode"] == MEMBER_ID_REQUIRED and body["MemberId"]:
+        body = self.finish(m, ApiKey.JOIN_GROUP, self.join(m))
+        if body["ErrorCode"] == ErrorCode.MEMBER_ID_REQUIRED and body["MemberId"]:
             m.member_id = body["MemberId"]
         return body
 
@@ -188,8 +197,8 @@ class Group:
             "MemberId": m.member_id if member_id is None else member_id,
             "GroupInstanceId": m.instance_id if member_id is None else None,
         }
-        version = self.versions[HEARTBEAT]
-        return verify.expect_response(m.conn, HEARTBEAT, version, body).body["ErrorCode"]
+        version = self.versions[ApiKey.HEARTBEAT]
+        return verify.expect_response(m.conn, ApiKey.HEARTBEAT, version, body).body["ErrorCode"]
 
     def sync_body(self, m: Member, assignments: dict[str, bytes]) -> dict[str, Any]:
         return {
@@ -204,7 +213,7 @@ class Group:
 
     def leave_body(self, leaving: Iterable[Member]) -> dict[str, Any]:
         ms = list(leaving)
-        if self.versions[LEAVE_GROUP] < 3:
+        if self.versions[ApiKey.LEAVE_GROUP] < 3:
             return {"GroupId": self.name, "MemberId": ms[0].member_id}
         return {
             "GroupId": self.name,
@@ -223,7 +232,7 @@ class Group:
         while True:
             code = self.heartbeat(staying[0])
             r.heartbeats.append(code)
-            if code != NONE or time.monotonic() > deadline:
+            if code != ErrorCode.NONE or time.monotonic() > deadline:
                 return
             time.sleep(0.05)
 
@@ -237,11 +246,11 @@ class Group:
         staying = [m for m in self.members if m not in leaving]
         r = Round()
         for m in joining:
-            if not m.member_id and m.instance_id is None and self.versions[JOIN_GROUP] >= 4:
+            if not m.member_id and m.instance_id is None and self.versions[ApiKey.JOIN_GROUP] >= 4:
                 r.first_joins[m.client_id] = self.ask_member_id(m)
         if leaving:
-            v = self.versions[LEAVE_GROUP]
-            r.leave = self.request(LEAVE_GROUP, v, self.leave_body(leaving)).body
+            v = self.versions[ApiKey.LEAVE_GROUP]
+            r.leave = self.request(ApiKey.LEAVE_GROUP, v, self.leave_body(leaving)).body
             for m in leaving:
                 self.members.remove(m)
         pending = {m.client_id: (m, self.join(m)) for m in joining}
@@ -251,16 +260,16 @@ class Group:
         members = [*staying, *joining]
         self.members = members
         for cid, (m, fut) in pending.items():
-            body = self.finish(m, JOIN_GROUP, fut)
+            body = self.finish(m, ApiKey.JOIN_GROUP, fut)
             m.joins.append(body)
             r.joins[cid] = body
-            if body["ErrorCode"] == NONE:
+            if body["ErrorCode"] == ErrorCode.NONE:
                 m.member_id, m.generation, m.leader = (
                     body["MemberId"],
                     body["GenerationId"],
                     body["Leader"],
                 )
-        if sync and all(b["ErrorCode"] == NONE for b in r.joins.values()):
+        if sync and all(b["ErrorCode"] == ErrorCode.NONE for b in r.joins.values()):
             self.sync_all(r)
         return r
 
@@ -271,13 +280,18 @@ class Group:
         listed = [x["MemberId"] for x in r.joins[leader.client_id]["Members"]]
         r.assigned = {mid: assignment_for(mid, leader.generation) for mid in listed}
         futs = [
-            (m, self.start(m, SYNC_GROUP, self.sync_body(m, r.assigned if m is leader else {})))
+            (
+                m,
+                self.start(
+                    m, ApiKey.SYNC_GROUP, self.sync_body(m, r.assigned if m is leader else {})
+                ),
+            )
             for m in self.members
         ]
         for m, fut in futs:
-            body = self.finish(m, SYNC_GROUP, fut)
+            body = self.finish(m, ApiKey.SYNC_GROUP, fut)
             r.syncs[m.client_id] = body
-            if body["ErrorCode"] == NONE:
+            if body["ErrorCode"] == ErrorCode.NONE:
                 m.assignment = body["Assignment"]
 
     def leave_all(self) -> None:
@@ -285,7 +299,9 @@ class Group:
         if not self.members:
             return
         try:
-            self.request(LEAVE_GROUP, self.versions[LEAVE_GROUP], self.leave_body(self.members))
+            self.request(
+                ApiKey.LEAVE_GROUP, self.versions[ApiKey.LEAVE_GROUP], self.leave_body(self.members)
+            )
         except (verify.Failed, ConnectionError, TimeoutError):
             pass
         self.members = []
@@ -301,9 +317,9 @@ class Group:
     # --- administration ------------------------------------------------------------------------
 
     def describe(self, version: int | None = None) -> dict:
-        v = version if version is not None else self.harness.pick_version(DESCRIBE_GROUPS)
+        v = version if version is not None else self.harness.pick_version(ApiKey.DESCRIBE_GROUPS)
         body = {"Groups": [self.name], "IncludeAuthorizedOperations": False}
-        groups = self.request(DESCRIBE_GROUPS, v, body).body["Groups"]
+        groups = self.request(ApiKey.DESCRIBE_GROUPS, v, body).body["Groups"]
         if len(groups) != 1:  # a precondition of the caller's checks: credits nothing
             raise verify.Failed(f"DescribeGroups v{v} of one group gave {len(groups)}")
         return groups[0]
@@ -327,7 +343,7 @@ def find_coordinator(
         body = {"Key": group, "KeyType": key_type}
     deadline = time.monotonic() + COORDINATOR_WAIT
     while True:
-        got = verify.expect_response(conn, FIND_COORDINATOR, version, body).body
+        got = verify.expect_response(conn, ApiKey.FIND_COORDINATOR, version, body).body
         entry = got["Coordinators"][0] if version >= 4 and got.get("Coordinators") else got
         code = entry.get("ErrorCode")
         if code not in TRANSIENT or time.monotonic() > deadline:
@@ -338,8 +354,10 @@ def find_coordinator(
         f"({verify.known_codes().get(code)}) after {COORDINATOR_WAIT:.0f} s"
     )
     if reqs:
-        verify.check(code == NONE, message, *reqs)
-    elif code != NONE:  # a precondition of the caller's checks: fails them, credits nothing
+        verify.check(code == ErrorCode.NONE, message, *reqs)
+    elif (
+        code != ErrorCode.NONE
+    ):  # a precondition of the caller's checks: fails them, credits nothing
         raise verify.Failed(message)
     return Coordinator(entry["NodeId"], Endpoint(entry["Host"], entry["Port"]))
 
@@ -358,8 +376,10 @@ def coordinator_request(
 
 
 def delete_groups(harness: Harness, conn: SyncConnection, names: list[str]) -> dict[str, int]:
-    version = harness.pick_version(DELETE_GROUPS)
-    body = coordinator_request(harness, conn, DELETE_GROUPS, version, {"GroupsNames": names}).body
+    version = harness.pick_version(ApiKey.DELETE_GROUPS)
+    body = coordinator_request(
+        harness, conn, ApiKey.DELETE_GROUPS, version, {"GroupsNames": names}
+    ).body
     return {r["GroupId"]: r["ErrorCode"] for r in body["Results"]}
 
 
@@ -370,11 +390,11 @@ def list_groups(
     conn: SyncConnection | None = None,
 ) -> dict[str, dict]:
     """ListGroups of one broker (the bootstrap unless named): group id -> entry."""
-    version = harness.pick_version(LIST_GROUPS, "4+" if states is not None else None)
+    version = harness.pick_version(ApiKey.LIST_GROUPS, "4+" if states is not None else None)
     conn = conn or harness.connect(endpoint or "client")
     body = {"StatesFilter": states or [], "TypesFilter": []}
-    got = coordinator_request(harness, conn, LIST_GROUPS, version, body).body
-    if got["ErrorCode"] != NONE:  # a precondition of the caller's checks: credits nothing
+    got = coordinator_request(harness, conn, ApiKey.LIST_GROUPS, version, body).body
+    if got["ErrorCode"] != ErrorCode.NONE:  # a precondition of the caller's checks: credits nothing
         raise verify.Failed(f"ListGroups v{version}: error {got['ErrorCode']}")
     return {g["GroupId"]: g for g in got["Groups"]}
 

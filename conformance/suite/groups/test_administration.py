@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import time
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.groups.members import (
-    DELETE_GROUPS,
-    DESCRIBE_GROUPS,
-    GROUP_ID_NOT_FOUND,
-    LIST_GROUPS,
-    NON_EMPTY_GROUP,
-    NONE,
     PROTOCOL_NAME,
     PROTOCOL_TYPE,
-    REBALANCE_IN_PROGRESS,
     Group,
     Round,
     delete_groups,
@@ -49,15 +43,15 @@ def wait_state(g: Group, want: str, leaving: str) -> str:
     "GROUPS.R13",
     "GROUPS.R14",
     "GROUPS.R21",
-    api=DESCRIBE_GROUPS,
+    api=ApiKey.DESCRIBE_GROUPS,
 )
 def test_describe_follows_the_group(harness: Harness) -> None:
     g = Group(harness)
-    v = harness.pick_version(DESCRIBE_GROUPS)
+    v = harness.pick_version(ApiKey.DESCRIBE_GROUPS)
     try:
         got = g.describe()
         verify.check(
-            got["ErrorCode"] == NONE and got["GroupState"] == "Dead",
+            got["ErrorCode"] == ErrorCode.NONE and got["GroupState"] == "Dead",
             f"DescribeGroups v{v} of a group that does not exist: error {got['ErrorCode']}, "
             f"state {got['GroupState']!r}; expected NONE and Dead",
             "GROUPS.R13",
@@ -78,7 +72,9 @@ def test_describe_follows_the_group(harness: Harness) -> None:
             "GROUPS.R13",
         )
         hb = g.heartbeat(a)
-        verify.check(hb == REBALANCE_IN_PROGRESS, f"heartbeat answered {hb}", "GROUPS.R13")
+        verify.check(
+            hb == ErrorCode.REBALANCE_IN_PROGRESS, f"heartbeat answered {hb}", "GROUPS.R13"
+        )
         pending_a = g.join(a)
         r = Round()
         g.members = [a, b]
@@ -143,13 +139,13 @@ def test_describe_follows_the_group(harness: Harness) -> None:
     "GROUPS.R18",
     "GROUPS.R19",
     "GROUPS.R21",
-    api=LIST_GROUPS,
+    api=ApiKey.LIST_GROUPS,
 )
 def test_list_and_delete(harness: Harness) -> None:
     """A stable group and an empty one (made by a simple commit): listed as they are; the
     stable one cannot be deleted, the empty one can and then disappears, and its id works
     afresh."""
-    harness.require(DELETE_GROUPS)
+    harness.require(ApiKey.DELETE_GROUPS)
     topic = fresh_name("topic")
     create_topic(harness, topic, 1)
     stable, empty = Group(harness), Group(harness)
@@ -157,7 +153,9 @@ def test_list_and_delete(harness: Harness) -> None:
         a = stable.new_member()
         stable.rebalance(joining=[a])
         codes = commit(harness, empty.admin, empty.name, {(topic, 0): (5, "m")})
-        verify.check(set(codes.values()) == {NONE}, f"simple commit: {codes}", "GROUPS.R18")
+        verify.check(
+            set(codes.values()) == {ErrorCode.NONE}, f"simple commit: {codes}", "GROUPS.R18"
+        )
         listed = list_everywhere(harness)
         ours = {n: listed.get(n) for n in (stable.name, empty.name)}
         verify.check(
@@ -169,7 +167,7 @@ def test_list_and_delete(harness: Harness) -> None:
             f"{listed[stable.name]['ProtocolType']!r}",
             "GROUPS.R15",
         )
-        lv = harness.advertised[LIST_GROUPS][1]
+        lv = harness.advertised[ApiKey.LIST_GROUPS][1]
         if lv >= 4:
             for states, inside, outside in (
                 (["Stable"], stable, empty),
@@ -188,25 +186,27 @@ def test_list_and_delete(harness: Harness) -> None:
         conn = stable.admin
         got = delete_groups(harness, conn, [stable.name])
         verify.check(
-            got.get(stable.name) == NON_EMPTY_GROUP,
+            got.get(stable.name) == ErrorCode.NON_EMPTY_GROUP,
             f"DeleteGroups of a group with a member answered {got}",
             "GROUPS.R17",
         )
         verify.check(
-            stable.heartbeat(a) == NONE and stable.describe()["GroupState"] == "Stable",
+            stable.heartbeat(a) == ErrorCode.NONE and stable.describe()["GroupState"] == "Stable",
             "the group refused deletion changed",
             "GROUPS.R17",
         )
         ghost = fresh_name("never")
         got = delete_groups(harness, Group(harness, ghost).admin, [ghost])
         verify.check(
-            got.get(ghost) == GROUP_ID_NOT_FOUND,
+            got.get(ghost) == ErrorCode.GROUP_ID_NOT_FOUND,
             f"DeleteGroups of a group that never existed answered {got}",
             "GROUPS.R19",
         )
         got = delete_groups(harness, empty.admin, [empty.name])
         verify.check(
-            got.get(empty.name) == NONE, f"DeleteGroups of an empty group: {got}", "GROUPS.R18"
+            got.get(empty.name) == ErrorCode.NONE,
+            f"DeleteGroups of an empty group: {got}",
+            "GROUPS.R18",
         )
         state = empty.describe()["GroupState"]
         verify.check(state == "Dead", f"a deleted group is described {state!r}", "GROUPS.R18")
@@ -228,7 +228,7 @@ def test_list_and_delete(harness: Harness) -> None:
         body = r.joins[b.client_id]
         first = a.joins[0]["GenerationId"]
         verify.check(
-            body["ErrorCode"] == NONE and body["GenerationId"] == first,
+            body["ErrorCode"] == ErrorCode.NONE and body["GenerationId"] == first,
             f"JoinGroup into the deleted group's id answered error {body['ErrorCode']}, "
             f"generation {body['GenerationId']}; expected a new group's first generation "
             f"({first}, as the other group's)",

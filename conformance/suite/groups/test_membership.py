@@ -11,26 +11,10 @@ from __future__ import annotations
 
 import time
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
-from conformance.suite.groups.members import (
-    FENCED_INSTANCE_ID,
-    HEARTBEAT,
-    ILLEGAL_GENERATION,
-    INCONSISTENT_GROUP_PROTOCOL,
-    JOIN_GROUP,
-    LEAVE_GROUP,
-    MEMBER_ID_REQUIRED,
-    NONE,
-    REBALANCE_IN_PROGRESS,
-    SYNC_GROUP,
-    UNKNOWN_MEMBER_ID,
-    Group,
-    Member,
-    Round,
-    fresh_name,
-    min_session_ms,
-)
+from conformance.suite.groups.members import Group, Member, Round, fresh_name, min_session_ms
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 
@@ -48,8 +32,8 @@ def check_round(g: Group, r: Round, previous: int, what: str) -> int:
     assignment. Returns the generation."""
     for cid, body in r.joins.items():
         verify.check(
-            body["ErrorCode"] == NONE,
-            f"{what}: JoinGroup v{g.versions[JOIN_GROUP]} of {cid} answered "
+            body["ErrorCode"] == ErrorCode.NONE,
+            f"{what}: JoinGroup v{g.versions[ApiKey.JOIN_GROUP]} of {cid} answered "
             f"{code(body['ErrorCode'])}",
             "GROUPS.R3",
         )
@@ -90,8 +74,9 @@ def check_round(g: Group, r: Round, previous: int, what: str) -> int:
         )
         assert body is not None
         verify.check(
-            body["ErrorCode"] == NONE and body["Assignment"] == r.assigned.get(m.member_id),
-            f"{what}: SyncGroup v{g.versions[SYNC_GROUP]} gave {m.client_id} "
+            body["ErrorCode"] == ErrorCode.NONE
+            and body["Assignment"] == r.assigned.get(m.member_id),
+            f"{what}: SyncGroup v{g.versions[ApiKey.SYNC_GROUP]} gave {m.client_id} "
             f"{code(body['ErrorCode'])} {body['Assignment']!r}; the leader assigned it "
             f"{r.assigned.get(m.member_id)!r}",
             "GROUPS.R5",
@@ -110,7 +95,7 @@ def check_round(g: Group, r: Round, previous: int, what: str) -> int:
     "GROUPS.R8",
     "GROUPS.R9",
     "GROUPS.R21",
-    api=JOIN_GROUP,
+    api=ApiKey.JOIN_GROUP,
 )
 def test_rounds(harness: Harness) -> None:
     """Three members join one by one and one leaves: four rounds, each checked in full."""
@@ -134,7 +119,7 @@ def test_rounds(harness: Harness) -> None:
         for joining, what in ((b, "second member"), (d, "third member")):
             r = g.rebalance(joining=[joining])
             verify.check(
-                REBALANCE_IN_PROGRESS in r.heartbeats and set(r.heartbeats) <= {0, 27},
+                ErrorCode.REBALANCE_IN_PROGRESS in r.heartbeats and set(r.heartbeats) <= {0, 27},
                 f"{what}: heartbeats of a member while the group rebalanced answered "
                 f"{[code(h) for h in r.heartbeats]}",
                 "GROUPS.R8",
@@ -143,17 +128,17 @@ def test_rounds(harness: Harness) -> None:
         # stale generation
         stale = g.heartbeat(a, generation=gen - 1)
         verify.check(
-            stale == ILLEGAL_GENERATION,
-            f"Heartbeat v{g.versions[HEARTBEAT]} of generation {gen - 1} (current {gen}) "
+            stale == ErrorCode.ILLEGAL_GENERATION,
+            f"Heartbeat v{g.versions[ApiKey.HEARTBEAT]} of generation {gen - 1} (current {gen}) "
             f"answered {code(stale)}",
             "GROUPS.R6",
         )
         body = g.sync_body(b, {})
         body["GenerationId"] = gen - 1
-        got = g.request(SYNC_GROUP, g.versions[SYNC_GROUP], body, conn=b.conn).body
+        got = g.request(ApiKey.SYNC_GROUP, g.versions[ApiKey.SYNC_GROUP], body, conn=b.conn).body
         verify.check(
-            got["ErrorCode"] == ILLEGAL_GENERATION,
-            f"SyncGroup v{g.versions[SYNC_GROUP]} of generation {gen - 1} (current {gen}) "
+            got["ErrorCode"] == ErrorCode.ILLEGAL_GENERATION,
+            f"SyncGroup v{g.versions[ApiKey.SYNC_GROUP]} of generation {gen - 1} (current {gen}) "
             f"answered {code(got['ErrorCode'])}",
             "GROUPS.R6",
         )
@@ -161,25 +146,26 @@ def test_rounds(harness: Harness) -> None:
         ghost = f"kc-ghost-{fresh_name('member')}"
         hb = g.heartbeat(a, member_id=ghost)
         verify.check(
-            hb == UNKNOWN_MEMBER_ID,
-            f"Heartbeat v{g.versions[HEARTBEAT]} of unknown member {ghost} answered {code(hb)}",
+            hb == ErrorCode.UNKNOWN_MEMBER_ID,
+            f"Heartbeat v{g.versions[ApiKey.HEARTBEAT]} of unknown member {ghost} "
+            f"answered {code(hb)}",
             "GROUPS.R7",
         )
         body = g.sync_body(b, {})
         body["MemberId"], body["GroupInstanceId"] = ghost, None
-        got = g.request(SYNC_GROUP, g.versions[SYNC_GROUP], body).body
+        got = g.request(ApiKey.SYNC_GROUP, g.versions[ApiKey.SYNC_GROUP], body).body
         verify.check(
-            got["ErrorCode"] == UNKNOWN_MEMBER_ID,
-            f"SyncGroup v{g.versions[SYNC_GROUP]} of unknown member {ghost} answered "
+            got["ErrorCode"] == ErrorCode.UNKNOWN_MEMBER_ID,
+            f"SyncGroup v{g.versions[ApiKey.SYNC_GROUP]} of unknown member {ghost} answered "
             f"{code(got['ErrorCode'])}",
             "GROUPS.R7",
         )
-        lv = g.versions[LEAVE_GROUP]
+        lv = g.versions[ApiKey.LEAVE_GROUP]
         ghost_member = Member(a.conn, "ghost", member_id=ghost)
-        got = g.request(LEAVE_GROUP, lv, g.leave_body([ghost_member])).body
+        got = g.request(ApiKey.LEAVE_GROUP, lv, g.leave_body([ghost_member])).body
         codes = [x["ErrorCode"] for x in got["Members"]] if lv >= 3 else [got["ErrorCode"]]
         verify.check(
-            codes == [UNKNOWN_MEMBER_ID],
+            codes == [ErrorCode.UNKNOWN_MEMBER_ID],
             f"LeaveGroup v{lv} of unknown member {ghost} answered {[code(x) for x in codes]}",
             "GROUPS.R7",
         )
@@ -188,12 +174,12 @@ def test_rounds(harness: Harness) -> None:
         assert r.leave is not None
         left = [x["ErrorCode"] for x in r.leave.get("Members") or []] + [r.leave["ErrorCode"]]
         verify.check(
-            set(left) == {NONE},
+            set(left) == {ErrorCode.NONE},
             f"LeaveGroup v{lv} of member {d.member_id} answered {[code(x) for x in left]}",
             "GROUPS.R9",
         )
         verify.check(
-            REBALANCE_IN_PROGRESS in r.heartbeats,
+            ErrorCode.REBALANCE_IN_PROGRESS in r.heartbeats,
             f"after a LeaveGroup the others' heartbeats answered {[code(h) for h in r.heartbeats]}",
             "GROUPS.R9",
         )
@@ -207,7 +193,7 @@ def test_rounds(harness: Harness) -> None:
         gen = check_round(g, r, gen, "after a member left")
         hb = g.heartbeat(d)
         verify.check(
-            hb == UNKNOWN_MEMBER_ID,
+            hb == ErrorCode.UNKNOWN_MEMBER_ID,
             f"Heartbeat of the member that left answered {code(hb)}",
             "GROUPS.R9",
         )
@@ -215,15 +201,15 @@ def test_rounds(harness: Harness) -> None:
         g.cleanup()
 
 
-@conformance("groups/join/member-id-required", "GROUPS.R2", "GROUPS.R21", api=JOIN_GROUP)
+@conformance("groups/join/member-id-required", "GROUPS.R2", "GROUPS.R21", api=ApiKey.JOIN_GROUP)
 def test_member_id_required(harness: Harness) -> None:
     g = Group(harness, join_versions="4+")
     try:
         m = g.new_member()
         first = g.ask_member_id(m)
-        v = g.versions[JOIN_GROUP]
+        v = g.versions[ApiKey.JOIN_GROUP]
         verify.check(
-            first["ErrorCode"] == MEMBER_ID_REQUIRED and first["MemberId"],
+            first["ErrorCode"] == ErrorCode.MEMBER_ID_REQUIRED and first["MemberId"],
             f"JoinGroup v{v} without a member id answered {code(first['ErrorCode'])} with "
             f"member id {first['MemberId']!r}; expected MEMBER_ID_REQUIRED and an id",
             "GROUPS.R2",
@@ -232,7 +218,7 @@ def test_member_id_required(harness: Harness) -> None:
         r = g.rebalance(joining=[m])
         body = r.joins[m.client_id]
         verify.check(
-            body["ErrorCode"] == NONE and body["MemberId"] == given,
+            body["ErrorCode"] == ErrorCode.NONE and body["MemberId"] == given,
             f"JoinGroup v{v} with the id it was given ({given}) answered "
             f"{code(body['ErrorCode'])}, member id {body['MemberId']!r}",
             "GROUPS.R2",
@@ -241,7 +227,7 @@ def test_member_id_required(harness: Harness) -> None:
         g.cleanup()
 
 
-@conformance("groups/membership/session-expiry", "GROUPS.R10", "GROUPS.R21", api=HEARTBEAT)
+@conformance("groups/membership/session-expiry", "GROUPS.R10", "GROUPS.R21", api=ApiKey.HEARTBEAT)
 def test_session_expiry(harness: Harness) -> None:
     """A member with the shortest session the target accepts goes silent; another keeps
     heartbeating and is told to rebalance, then rejoins alone."""
@@ -253,7 +239,7 @@ def test_session_expiry(harness: Harness) -> None:
         g.rebalance(joining=[keeper])
         r = g.rebalance(joining=[quiet])
         verify.check(
-            all(b["ErrorCode"] == NONE for b in r.joins.values()),
+            all(b["ErrorCode"] == ErrorCode.NONE for b in r.joins.values()),
             f"the two members could not join: {r.joins}",
             "GROUPS.R10",
         )
@@ -263,7 +249,7 @@ def test_session_expiry(harness: Harness) -> None:
         while True:
             hb = g.heartbeat(keeper)
             seen.append(hb)
-            if hb != NONE:
+            if hb != ErrorCode.NONE:
                 break
             verify.check(
                 time.monotonic() < deadline,
@@ -273,7 +259,7 @@ def test_session_expiry(harness: Harness) -> None:
             )
             time.sleep(min(0.2, session_ms / 5000))
         verify.check(
-            hb == REBALANCE_IN_PROGRESS,
+            hb == ErrorCode.REBALANCE_IN_PROGRESS,
             f"after a member's session ran out, the other's heartbeat answered {code(hb)}",
             "GROUPS.R10",
         )
@@ -282,7 +268,7 @@ def test_session_expiry(harness: Harness) -> None:
         body = r.joins[keeper.client_id]
         listed = {x["MemberId"] for x in body["Members"]}
         verify.check(
-            body["ErrorCode"] == NONE and listed == {keeper.member_id},
+            body["ErrorCode"] == ErrorCode.NONE and listed == {keeper.member_id},
             f"the rebalance after the expiry answered {code(body['ErrorCode'])} with members "
             f"{sorted(listed)}; expected only {keeper.member_id}",
             "GROUPS.R10",
@@ -295,7 +281,7 @@ def test_session_expiry(harness: Harness) -> None:
         )
         hb = g.heartbeat(quiet)
         verify.check(
-            hb == UNKNOWN_MEMBER_ID,
+            hb == ErrorCode.UNKNOWN_MEMBER_ID,
             f"Heartbeat of the expired member answered {code(hb)}",
             "GROUPS.R10",
         )
@@ -303,27 +289,27 @@ def test_session_expiry(harness: Harness) -> None:
         g.cleanup()
 
 
-@conformance("groups/membership/static-rejoin", "GROUPS.R11", "GROUPS.R21", api=JOIN_GROUP)
+@conformance("groups/membership/static-rejoin", "GROUPS.R11", "GROUPS.R21", api=ApiKey.JOIN_GROUP)
 def test_static_member_rejoins_without_rebalance(harness: Harness) -> None:
     g = Group(harness, join_versions="5+")
-    harness.require(HEARTBEAT, 3)
+    harness.require(ApiKey.HEARTBEAT, 3)
     try:
         leader = g.new_member()
         static = g.new_member(instance_id=fresh_name("instance"))
         g.rebalance(joining=[leader])
         r = g.rebalance(joining=[static])
         verify.check(
-            all(b["ErrorCode"] == NONE for b in r.joins.values()) and static.assignment,
+            all(b["ErrorCode"] == ErrorCode.NONE for b in r.joins.values()) and static.assignment,
             f"a static member could not join: {r.joins}",
             "GROUPS.R11",
         )
         gen, old_id, kept = static.generation, static.member_id, static.assignment
         again = Member(g.connect("kc-static-again"), "kc-static-again", static.instance_id)
         again.metadata = static.metadata
-        body = g.finish(again, JOIN_GROUP, g.join(again))
-        v = g.versions[JOIN_GROUP]
+        body = g.finish(again, ApiKey.JOIN_GROUP, g.join(again))
+        v = g.versions[ApiKey.JOIN_GROUP]
         verify.check(
-            body["ErrorCode"] == NONE
+            body["ErrorCode"] == ErrorCode.NONE
             and body["GenerationId"] == gen
             and body["MemberId"]
             and body["MemberId"] != old_id,
@@ -334,22 +320,24 @@ def test_static_member_rejoins_without_rebalance(harness: Harness) -> None:
         )
         hb = g.heartbeat(leader)
         verify.check(
-            hb == NONE,
+            hb == ErrorCode.NONE,
             f"the static member's rejoin made the group rebalance: the leader's heartbeat "
             f"answered {code(hb)}",
             "GROUPS.R11",
         )
         again.member_id, again.generation = body["MemberId"], body["GenerationId"]
-        synced = g.request(SYNC_GROUP, g.versions[SYNC_GROUP], g.sync_body(again, {}), again.conn)
+        synced = g.request(
+            ApiKey.SYNC_GROUP, g.versions[ApiKey.SYNC_GROUP], g.sync_body(again, {}), again.conn
+        )
         verify.check(
-            synced.body["ErrorCode"] == NONE and synced.body["Assignment"] == kept,
+            synced.body["ErrorCode"] == ErrorCode.NONE and synced.body["Assignment"] == kept,
             f"SyncGroup of the rejoined static member gave {code(synced.body['ErrorCode'])} "
             f"{synced.body['Assignment']!r}; it had {kept!r}",
             "GROUPS.R11",
         )
         fenced = g.heartbeat(static)
         verify.check(
-            fenced == FENCED_INSTANCE_ID,
+            fenced == ErrorCode.FENCED_INSTANCE_ID,
             f"Heartbeat with the static member's old id {old_id} answered {code(fenced)}",
             "GROUPS.R11",
         )
@@ -358,27 +346,29 @@ def test_static_member_rejoins_without_rebalance(harness: Harness) -> None:
         g.cleanup()
 
 
-@conformance("groups/join/inconsistent-protocol-type", "GROUPS.R12", "GROUPS.R21", api=JOIN_GROUP)
+@conformance(
+    "groups/join/inconsistent-protocol-type", "GROUPS.R12", "GROUPS.R21", api=ApiKey.JOIN_GROUP
+)
 def test_other_protocol_type_refused(harness: Harness) -> None:
     g = Group(harness)
     try:
         a = g.new_member()
         g.rebalance(joining=[a])
         other = g.new_member()
-        v = g.versions[JOIN_GROUP]
-        body = g.finish(other, JOIN_GROUP, g.join(other, protocol_type="kc-other"))
-        if body["ErrorCode"] == MEMBER_ID_REQUIRED:
+        v = g.versions[ApiKey.JOIN_GROUP]
+        body = g.finish(other, ApiKey.JOIN_GROUP, g.join(other, protocol_type="kc-other"))
+        if body["ErrorCode"] == ErrorCode.MEMBER_ID_REQUIRED:
             other.member_id = body["MemberId"]
-            body = g.finish(other, JOIN_GROUP, g.join(other, protocol_type="kc-other"))
+            body = g.finish(other, ApiKey.JOIN_GROUP, g.join(other, protocol_type="kc-other"))
         verify.check(
-            body["ErrorCode"] == INCONSISTENT_GROUP_PROTOCOL,
+            body["ErrorCode"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
             f"JoinGroup v{v} with protocol type kc-other into a group of consumer members "
             f"answered {code(body['ErrorCode'])}",
             "GROUPS.R12",
         )
         hb = g.heartbeat(a)
         verify.check(
-            hb == NONE,
+            hb == ErrorCode.NONE,
             f"after the refused join the member's heartbeat answered {code(hb)}",
             "GROUPS.R12",
         )

@@ -5,16 +5,9 @@ answer and what DescribeGroups and ListGroups show; a failure lists the steps th
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey
 from conformance.suite.groups.binding import GroupsBinding
-from conformance.suite.groups.members import (
-    DELETE_GROUPS,
-    DESCRIBE_GROUPS,
-    JOIN_GROUP,
-    LIST_GROUPS,
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-    fresh_name,
-)
+from conformance.suite.groups.members import fresh_name
 from conformance.suite.harness import Harness
 from conformance.suite.log.binding import only_when_applicable
 from conformance.suite.meta import conformance
@@ -28,12 +21,12 @@ REQS = tuple(f"GROUPS.R{n}" for n in (3, 4, 5, 6, 7, 8, 9, 13, 14, 15, 17, 18, 1
 EXAMPLES, STEPS = 5, 12
 
 
-@conformance("groups/membership/state-machine", *REQS, api=JOIN_GROUP)
+@conformance("groups/membership/state-machine", *REQS, api=ApiKey.JOIN_GROUP)
 def test_groups_state_machine(harness: Harness) -> None:
-    for api in (DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS):
+    for api in (ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS):
         harness.require(api)
-    harness.pick_version(OFFSET_COMMIT, "1+")
-    harness.pick_version(OFFSET_FETCH, "1+")
+    harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")
+    harness.pick_version(ApiKey.OFFSET_FETCH, "1+")
     model = load_model("groups-membership")
     topic = fresh_name("topic")
     create_topic(harness, topic, 1)

@@ -4,24 +4,16 @@ an epoch that went back; each on a fresh suite topic."""
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import (
-    INIT_PRODUCER_ID,
-    NONE,
-    PRODUCE,
-    SuiteTopic,
-    batch_bytes,
-    now_ms,
-)
-
-OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH = 45, 47
+from conformance.suite.partitions import SuiteTopic, batch_bytes, now_ms
 
 
 def init_producer_id(harness: Harness, req: str) -> tuple[int, dict]:
     """InitProducerId for idempotence (no transactional id): its version and answer."""
-    version = harness.pick_version(INIT_PRODUCER_ID)
+    version = harness.pick_version(ApiKey.INIT_PRODUCER_ID)
     body = {
         "TransactionalId": None,
         "TransactionTimeoutMs": 60000,
@@ -29,7 +21,7 @@ def init_producer_id(harness: Harness, req: str) -> tuple[int, dict]:
         "ProducerEpoch": -1,
     }
     answer = verify.expect_response(
-        harness.connect(), INIT_PRODUCER_ID, version, body, served=req
+        harness.connect(), ApiKey.INIT_PRODUCER_ID, version, body, served=req
     ).body
     return version, answer
 
@@ -37,7 +29,11 @@ def init_producer_id(harness: Harness, req: str) -> tuple[int, dict]:
 def producer_id(harness: Harness, req: str) -> tuple[int, int]:
     """A producer id and epoch for the Produce checks; the test cannot go on without one."""
     version, answer = init_producer_id(harness, req)
-    if answer["ErrorCode"] != NONE or answer["ProducerId"] < 0 or answer["ProducerEpoch"] < 0:
+    if (
+        answer["ErrorCode"] != ErrorCode.NONE
+        or answer["ProducerId"] < 0
+        or answer["ProducerEpoch"] < 0
+    ):
         raise verify.Failed(
             f"InitProducerId v{version} gave no producer id (ErrorCode {answer['ErrorCode']}, "
             f"ProducerId {answer['ProducerId']}), so no idempotent batch can be sent",
@@ -60,11 +56,13 @@ def appended(topic: SuiteTopic, req: str) -> list[bytes | None]:
     return [r.value for r in topic.fetch_all(0, req)]
 
 
-@conformance("idempotence/init-producer-id", "IDEMPOTENCE.R1", api=INIT_PRODUCER_ID)
+@conformance("idempotence/init-producer-id", "IDEMPOTENCE.R1", api=ApiKey.INIT_PRODUCER_ID)
 def test_init_producer_id_gives_an_id(harness: Harness) -> None:
     version, answer = init_producer_id(harness, "IDEMPOTENCE.R1")
     verify.check(
-        answer["ErrorCode"] == NONE and answer["ProducerId"] >= 0 and answer["ProducerEpoch"] >= 0,
+        answer["ErrorCode"] == ErrorCode.NONE
+        and answer["ProducerId"] >= 0
+        and answer["ProducerEpoch"] >= 0,
         f"InitProducerId v{version} without a transactional id: ErrorCode "
         f"{answer['ErrorCode']}, ProducerId {answer['ProducerId']}, ProducerEpoch "
         f"{answer['ProducerEpoch']}; expected 0 and an id and epoch >= 0",
@@ -72,17 +70,17 @@ def test_init_producer_id_gives_an_id(harness: Harness) -> None:
     )
 
 
-@conformance("idempotence/produce/retry-not-duplicated", "IDEMPOTENCE.R2", api=PRODUCE)
+@conformance("idempotence/produce/retry-not-duplicated", "IDEMPOTENCE.R2", api=ApiKey.PRODUCE)
 def test_a_retried_batch_is_acknowledged_once(harness: Harness) -> None:
-    harness.pick_version(INIT_PRODUCER_ID)
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.INIT_PRODUCER_ID)
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     pid, epoch = producer_id(harness, "IDEMPOTENCE.R2")
     with SuiteTopic.create(harness, "idempotence-retry") as topic:
         first = idempotent(pid, epoch, 0, [b"a", b"b"])
         answers = [topic.produce(0, first, "IDEMPOTENCE.R2") for _ in range(2)]
         got = [(a["ErrorCode"], a["BaseOffset"]) for a in answers]
         verify.check(
-            got == [(NONE, 0), (NONE, 0)],
+            got == [(ErrorCode.NONE, 0), (ErrorCode.NONE, 0)],
             f"the same idempotent batch (producer {pid}, epoch {epoch}, sequences 0-1) sent "
             f"twice to {topic.name}-0: answered (ErrorCode, BaseOffset) {got}, expected "
             "(0, 0) both times",
@@ -96,16 +94,17 @@ def test_a_retried_batch_is_acknowledged_once(harness: Harness) -> None:
         )
 
 
-@conformance("idempotence/produce/sequence-gap-refused", "IDEMPOTENCE.R3", api=PRODUCE)
+@conformance("idempotence/produce/sequence-gap-refused", "IDEMPOTENCE.R3", api=ApiKey.PRODUCE)
 def test_a_sequence_gap_is_refused(harness: Harness) -> None:
-    harness.pick_version(INIT_PRODUCER_ID)
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.INIT_PRODUCER_ID)
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     pid, epoch = producer_id(harness, "IDEMPOTENCE.R3")
     with SuiteTopic.create(harness, "idempotence-gap") as topic:
         ok = topic.produce(0, idempotent(pid, epoch, 0, [b"s0", b"s1"]), "IDEMPOTENCE.R3")
         gap = topic.produce(0, idempotent(pid, epoch, 5, [b"s5"]), "IDEMPOTENCE.R3")
         verify.check(
-            (ok["ErrorCode"], gap["ErrorCode"]) == (NONE, OUT_OF_ORDER_SEQUENCE_NUMBER),
+            (ok["ErrorCode"], gap["ErrorCode"])
+            == (ErrorCode.NONE, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
             f"producer {pid} epoch {epoch}: sequences 0-1 then 5 (2 expected) to {topic.name}-0: "
             f"ErrorCodes {ok['ErrorCode']} and {gap['ErrorCode']}, expected 0 and 45 "
             "(OUT_OF_ORDER_SEQUENCE_NUMBER)",
@@ -119,10 +118,10 @@ def test_a_sequence_gap_is_refused(harness: Harness) -> None:
         )
 
 
-@conformance("idempotence/produce/older-epoch-fenced", "IDEMPOTENCE.R4", api=PRODUCE)
+@conformance("idempotence/produce/older-epoch-fenced", "IDEMPOTENCE.R4", api=ApiKey.PRODUCE)
 def test_an_older_epoch_is_fenced(harness: Harness) -> None:
-    harness.pick_version(INIT_PRODUCER_ID)
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.INIT_PRODUCER_ID)
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     pid, epoch = producer_id(harness, "IDEMPOTENCE.R4")
     with SuiteTopic.create(harness, "idempotence-epoch") as topic:
         old = topic.produce(0, idempotent(pid, epoch, 0, [b"old"]), "IDEMPOTENCE.R4")
@@ -130,7 +129,7 @@ def test_an_older_epoch_is_fenced(harness: Harness) -> None:
         stale = topic.produce(0, idempotent(pid, epoch, 1, [b"stale"]), "IDEMPOTENCE.R4")
         codes = (old["ErrorCode"], new["ErrorCode"], stale["ErrorCode"])
         verify.check(
-            codes == (NONE, NONE, INVALID_PRODUCER_EPOCH),
+            codes == (ErrorCode.NONE, ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH),
             f"producer {pid} to {topic.name}-0: epoch {epoch} seq 0, epoch {epoch + 1} seq 0, "
             f"then epoch {epoch} seq 1 again: ErrorCodes {codes}, expected 0, 0 and 47 "
             "(INVALID_PRODUCER_EPOCH)",

@@ -3,19 +3,18 @@ after the first Metadata response (see ``cluster_resource``)."""
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.kip42.scenarios import harness_env
 from conformance.suite.kip78.cluster_resource import cluster_resource
 from conformance.suite.meta import conformance
 
-METADATA = 3
 
-
-@conformance("kip-78/client/cluster-resource-listener", "KIP-78.R9", api=METADATA)
+@conformance("kip-78/client/cluster-resource-listener", "KIP-78.R9", api=ApiKey.METADATA)
 def test_cluster_resource_listener(harness: Harness) -> None:
     env = harness_env(harness)
-    version = harness.pick_version(METADATA, "2+")
+    version = harness.pick_version(ApiKey.METADATA, "2+")
     body = {"Topics": [], "AllowAutoTopicCreation": False}
-    resp = verify.expect_response(harness.connect(), METADATA, version, body)
+    resp = verify.expect_response(harness.connect(), ApiKey.METADATA, version, body)
     harness.call(cluster_resource(env, resp.body["ClusterId"]))

@@ -14,16 +14,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from conformance.protocol import ApiKey
 from conformance.protocol.records import CorruptRecordError
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.models import Binding, Model, ModelRunner
 from conformance.suite.partitions import (
-    CREATE_TOPICS,
-    DELETE_TOPICS,
-    FETCH,
-    LIST_OFFSETS,
-    PRODUCE,
     SuiteTopic,
     batch_bytes,
     fresh_name,
@@ -33,7 +29,11 @@ from conformance.suite.partitions import (
 )
 
 #: the version range of each API the binding sends
-WITHIN: dict[int, str | None] = {PRODUCE: "3+", FETCH: "4-12", LIST_OFFSETS: "1+"}
+WITHIN: dict[int, str | None] = {
+    ApiKey.PRODUCE: "3+",
+    ApiKey.FETCH: "4-12",
+    ApiKey.LIST_OFFSETS: "1+",
+}
 
 
 class TopicsBinding(Binding):
@@ -58,17 +58,17 @@ class TopicsBinding(Binding):
 
     def adapt(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
         """The template's body in the form ``version`` takes."""
-        if api_key == CREATE_TOPICS and version < 4:
+        if api_key == ApiKey.CREATE_TOPICS and version < 4:
             for t in body["Topics"]:
                 if t["ReplicationFactor"] == -1:
                     t["ReplicationFactor"] = 1
-        if api_key == DELETE_TOPICS:
+        if api_key == ApiKey.DELETE_TOPICS:
             names = [t["Name"] for t in body.pop("Topics")]
             if version >= 6:
                 body["Topics"] = [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names]
             else:
                 body["TopicNames"] = names
-        if api_key == PRODUCE:
+        if api_key == ApiKey.PRODUCE:
             for t in body["TopicData"]:
                 for p in t["PartitionData"]:
                     if isinstance(p["Records"], int):
@@ -90,13 +90,13 @@ class TopicsBinding(Binding):
         body = self.adapt(api_key, version, body)
         conn = topic.conn(0) if topic is not None else self.harness.connect()
         answer = conn.request(api_key, version, body).body
-        created = api_key == CREATE_TOPICS and not body.get("validateOnly")
+        created = api_key == ApiKey.CREATE_TOPICS and not body.get("validateOnly")
         if created and topic is not None and self.follows_leaders:
             if answer["Topics"] and answer["Topics"][0]["ErrorCode"] == 0:
                 topic.learn_leaders()
-        if api_key == DELETE_TOPICS and topic is not None:
+        if api_key == ApiKey.DELETE_TOPICS and topic is not None:
             topic.leaders = {}
-        if api_key == FETCH:
+        if api_key == ApiKey.FETCH:
             for t in answer["Responses"]:
                 for p in t["Partitions"]:
                     try:

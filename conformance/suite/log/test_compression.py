@@ -3,20 +3,12 @@ v7, and a batch whose CRC does not match is refused without being appended."""
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.records import Compression, Header
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import (
-    CORRUPT_MESSAGE,
-    FETCH,
-    NONE,
-    PRODUCE,
-    UNSUPPORTED_COMPRESSION_TYPE,
-    SuiteTopic,
-    batch_bytes,
-    now_ms,
-)
+from conformance.suite.partitions import SuiteTopic, batch_bytes, now_ms
 
 #: the first Produce and Fetch versions that may carry zstd batches (KIP-110)
 ZSTD_PRODUCE, ZSTD_FETCH = 7, 10
@@ -33,18 +25,18 @@ def sample(codec: Compression) -> list[tuple]:
     ]
 
 
-@conformance("log/produce/compression-round-trip", "LOG.R14", api=PRODUCE)
+@conformance("log/produce/compression-round-trip", "LOG.R14", api=ApiKey.PRODUCE)
 def test_every_codec_round_trips(harness: Harness) -> None:
-    version = harness.pick_version(PRODUCE, "3+")
+    version = harness.pick_version(ApiKey.PRODUCE, "3+")
     codecs = [Compression.GZIP, Compression.SNAPPY, Compression.LZ4]
-    if version >= ZSTD_PRODUCE and harness.advertised[FETCH][1] >= ZSTD_FETCH:
+    if version >= ZSTD_PRODUCE and harness.advertised[ApiKey.FETCH][1] >= ZSTD_FETCH:
         codecs.append(Compression.ZSTD)
     with SuiteTopic.create(harness, "log-codecs") as topic:
         for codec in codecs:
             items = sample(codec)
             answer = topic.produce(0, batch_bytes(items, compression=codec), "LOG.R14")
             verify.check(
-                answer["ErrorCode"] == NONE,
+                answer["ErrorCode"] == ErrorCode.NONE,
                 f"Produce v{version} of a {codec.name} batch: ErrorCode {answer['ErrorCode']}, "
                 "expected 0 (NONE)",
                 "LOG.R14",
@@ -61,16 +53,16 @@ def test_every_codec_round_trips(harness: Harness) -> None:
             )
 
 
-@conformance("log/produce/zstd-before-v7-refused", "LOG.R15", api=PRODUCE)
+@conformance("log/produce/zstd-before-v7-refused", "LOG.R15", api=ApiKey.PRODUCE)
 def test_zstd_below_v7_is_refused(harness: Harness) -> None:
-    version = harness.pick_version(PRODUCE, f"3-{ZSTD_PRODUCE - 1}")
+    version = harness.pick_version(ApiKey.PRODUCE, f"3-{ZSTD_PRODUCE - 1}")
     with SuiteTopic.create(harness, "log-zstd-old") as topic:
         items = sample(Compression.ZSTD)
         answer = topic.produce(
             0, batch_bytes(items, compression=Compression.ZSTD), "LOG.R15", version=version
         )
         verify.check(
-            answer["ErrorCode"] == UNSUPPORTED_COMPRESSION_TYPE,
+            answer["ErrorCode"] == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
             f"Produce v{version} of a zstd batch: ErrorCode {answer['ErrorCode']}, expected "
             "76 (UNSUPPORTED_COMPRESSION_TYPE)",
             "LOG.R15",
@@ -81,16 +73,16 @@ def test_zstd_below_v7_is_refused(harness: Harness) -> None:
         )
 
 
-@conformance("log/produce/bad-crc-refused", "LOG.R16", api=PRODUCE)
+@conformance("log/produce/bad-crc-refused", "LOG.R16", api=ApiKey.PRODUCE)
 def test_a_batch_with_a_bad_crc_is_refused(harness: Harness) -> None:
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     with SuiteTopic.create(harness, "log-bad-crc") as topic:
         good = batch_bytes([(now_ms(), b"k", b"the CRC of this batch is wrong")])
         bad = bytearray(good)
         bad[CRC_AT] ^= 0xFF
         answer = topic.produce(0, bytes(bad), "LOG.R16")
         verify.check(
-            answer["ErrorCode"] == CORRUPT_MESSAGE,
+            answer["ErrorCode"] == ErrorCode.CORRUPT_MESSAGE,
             f"Produce of a batch whose CRC-32C was altered: ErrorCode {answer['ErrorCode']}, "
             "expected 2 (CORRUPT_MESSAGE)",
             "LOG.R16",

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 from conformance.suite.partitions import (
-    CREATE_TOPICS,
-    DELETE_TOPICS,
     LATEST,
-    PRODUCE,
-    UNKNOWN_TOPIC_OR_PARTITION,
     SuiteTopic,
     batch_bytes,
     now_ms,
@@ -20,10 +17,10 @@ from conformance.suite.partitions import (
 )
 
 
-@conformance("log/topic/delete-then-use", "LOG.R17", api=PRODUCE)
+@conformance("log/topic/delete-then-use", "LOG.R17", api=ApiKey.PRODUCE)
 def test_a_deleted_topic_is_gone_and_comes_back_empty(harness: Harness) -> None:
-    harness.pick_version(DELETE_TOPICS)
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.DELETE_TOPICS)
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     with SuiteTopic.create(harness, "log-recreated") as topic:
         topic.produce_ok(0, [(now_ms(), None, f"old {i}".encode()) for i in range(3)], "LOG.R17")
         topic.delete()
@@ -33,18 +30,18 @@ def test_a_deleted_topic_is_gone_and_comes_back_empty(harness: Harness) -> None:
         listed = topic.list_offset(0, LATEST, "LOG.R17")
         codes = (answer["ErrorCode"], fetched["ErrorCode"], listed["ErrorCode"])
         verify.check(
-            codes == (UNKNOWN_TOPIC_OR_PARTITION,) * 3,
+            codes == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,) * 3,
             f"Produce, Fetch and ListOffsets of {where}: ErrorCodes {codes}, expected 3 "
             "(UNKNOWN_TOPIC_OR_PARTITION) for each",
             "LOG.R17",
         )
-        version = quiet_version(harness, CREATE_TOPICS)
+        version = quiet_version(harness, ApiKey.CREATE_TOPICS)
         body = {
             "Topics": [topic_body(topic.name, 1, version)],
             "TimeoutMs": 10000,
             "validateOnly": False,
         }
-        created = harness.connect().request(CREATE_TOPICS, version, body).body
+        created = harness.connect().request(ApiKey.CREATE_TOPICS, version, body).body
         code = created["Topics"][0]["ErrorCode"]
         verify.check(
             code == 0,

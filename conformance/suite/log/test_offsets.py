@@ -5,20 +5,11 @@ from __future__ import annotations
 
 import time
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import (
-    EARLIEST,
-    FETCH,
-    LATEST,
-    LIST_OFFSETS,
-    MAX_TIMESTAMP,
-    NONE,
-    OFFSET_OUT_OF_RANGE,
-    SuiteTopic,
-    now_ms,
-)
+from conformance.suite.partitions import EARLIEST, LATEST, MAX_TIMESTAMP, SuiteTopic, now_ms
 
 #: the empty fetch's MaxWaitMs, and the share of it an answer must at least have waited
 MAX_WAIT_MS = 400
@@ -34,23 +25,23 @@ def fill(topic: SuiteTopic, sizes: list[int], req: str) -> int:
     return end
 
 
-@conformance("log/fetch/high-watermark-after-acks-all", "LOG.R6", api=FETCH)
+@conformance("log/fetch/high-watermark-after-acks-all", "LOG.R6", api=ApiKey.FETCH)
 def test_high_watermark_is_the_log_end(harness: Harness) -> None:
-    harness.pick_version(FETCH, "4-12")
+    harness.pick_version(ApiKey.FETCH, "4-12")
     with SuiteTopic.create(harness, "log-hw") as topic:
         end = fill(topic, [2, 1, 3], "LOG.R6")
         answer = topic.fetch(0, 0, "LOG.R6")
         verify.check(
-            answer["ErrorCode"] == NONE and answer["HighWatermark"] == end,
+            answer["ErrorCode"] == ErrorCode.NONE and answer["HighWatermark"] == end,
             f"Fetch of {topic.name}-0 after acks=-1 writes ending at offset {end}: ErrorCode "
             f"{answer['ErrorCode']}, HighWatermark {answer['HighWatermark']}; expected 0 and {end}",
             "LOG.R6",
         )
 
 
-@conformance("log/fetch/at-and-past-the-end", "LOG.R7", api=FETCH)
+@conformance("log/fetch/at-and-past-the-end", "LOG.R7", api=ApiKey.FETCH)
 def test_fetch_at_the_end_is_empty_and_past_it_out_of_range(harness: Harness) -> None:
-    harness.pick_version(FETCH, "4-12")
+    harness.pick_version(ApiKey.FETCH, "4-12")
     with SuiteTopic.create(harness, "log-fetch-end") as topic:
         end = fill(topic, [3], "LOG.R7")
         _, _, records = topic.fetch_records(0, end, "LOG.R7")
@@ -62,16 +53,16 @@ def test_fetch_at_the_end_is_empty_and_past_it_out_of_range(harness: Harness) ->
         )
         past = topic.fetch(0, end + 1, "LOG.R7")
         verify.check(
-            past["ErrorCode"] == OFFSET_OUT_OF_RANGE,
+            past["ErrorCode"] == ErrorCode.OFFSET_OUT_OF_RANGE,
             f"Fetch of {topic.name}-0 at {end + 1}, past the log end {end}: ErrorCode "
             f"{past['ErrorCode']}, expected 1 (OFFSET_OUT_OF_RANGE)",
             "LOG.R7",
         )
 
 
-@conformance("log/fetch/max-wait-on-empty", "LOG.R8", api=FETCH)
+@conformance("log/fetch/max-wait-on-empty", "LOG.R8", api=ApiKey.FETCH)
 def test_an_empty_fetch_waits_for_max_wait(harness: Harness) -> None:
-    harness.pick_version(FETCH, "4-12")
+    harness.pick_version(ApiKey.FETCH, "4-12")
     with SuiteTopic.create(harness, "log-max-wait") as topic:
         topic.conn(0)  # connected before the clock starts
         started = time.monotonic()
@@ -91,9 +82,9 @@ def test_an_empty_fetch_waits_for_max_wait(harness: Harness) -> None:
         )
 
 
-@conformance("log/fetch/first-batch-over-the-limit", "LOG.R9", api=FETCH)
+@conformance("log/fetch/first-batch-over-the-limit", "LOG.R9", api=ApiKey.FETCH)
 def test_a_fetch_smaller_than_the_first_batch_returns_it(harness: Harness) -> None:
-    harness.pick_version(FETCH, "4-12")
+    harness.pick_version(ApiKey.FETCH, "4-12")
     with SuiteTopic.create(harness, "log-kip74") as topic:
         value = bytes(range(256)) * 16
         topic.produce_ok(0, [(now_ms(), b"big", value)], "LOG.R9")
@@ -110,24 +101,24 @@ def test_a_fetch_smaller_than_the_first_batch_returns_it(harness: Harness) -> No
         )
 
 
-@conformance("log/list-offsets/earliest-latest", "LOG.R10", api=LIST_OFFSETS)
+@conformance("log/list-offsets/earliest-latest", "LOG.R10", api=ApiKey.LIST_OFFSETS)
 def test_earliest_and_latest(harness: Harness) -> None:
-    harness.pick_version(LIST_OFFSETS, "1+")
+    harness.pick_version(ApiKey.LIST_OFFSETS, "1+")
     with SuiteTopic.create(harness, "log-earliest-latest") as topic:
         end = fill(topic, [3, 1], "LOG.R10")
         for spec, want, name in ((EARLIEST, 0, "EARLIEST (-2)"), (LATEST, end, "LATEST (-1)")):
             answer = topic.list_offset(0, spec, "LOG.R10")
             verify.check(
-                answer["ErrorCode"] == NONE and answer["Offset"] == want,
+                answer["ErrorCode"] == ErrorCode.NONE and answer["Offset"] == want,
                 f"ListOffsets {name} of {topic.name}-0 (log 0..{end}): ErrorCode "
                 f"{answer['ErrorCode']}, Offset {answer['Offset']}; expected 0 and {want}",
                 "LOG.R10",
             )
 
 
-@conformance("log/list-offsets/by-timestamp", "LOG.R11", api=LIST_OFFSETS)
+@conformance("log/list-offsets/by-timestamp", "LOG.R11", api=ApiKey.LIST_OFFSETS)
 def test_offset_by_timestamp(harness: Harness) -> None:
-    harness.pick_version(LIST_OFFSETS, "1+")
+    harness.pick_version(ApiKey.LIST_OFFSETS, "1+")
     with SuiteTopic.create(harness, "log-by-timestamp") as topic:
         t0 = now_ms() - 60_000
         topic.produce_ok(0, [(t0 + 10 * i, None, f"r{i}".encode()) for i in range(3)], "LOG.R11")
@@ -143,7 +134,7 @@ def test_offset_by_timestamp(harness: Harness) -> None:
             answer = topic.list_offset(0, ts, "LOG.R11")
             verify.check(
                 (answer["ErrorCode"], answer["Offset"], answer["Timestamp"])
-                == (NONE, offset, found),
+                == (ErrorCode.NONE, offset, found),
                 f"ListOffsets of {topic.name}-0 at timestamp t0{ts - t0:+d} (records at "
                 f"t0+0, +10, +20, +30): ErrorCode {answer['ErrorCode']}, Offset "
                 f"{answer['Offset']}, Timestamp {answer['Timestamp']}; expected 0, {offset}, "
@@ -152,16 +143,17 @@ def test_offset_by_timestamp(harness: Harness) -> None:
             )
 
 
-@conformance("log/list-offsets/max-timestamp", "LOG.R12", api=LIST_OFFSETS)
+@conformance("log/list-offsets/max-timestamp", "LOG.R12", api=ApiKey.LIST_OFFSETS)
 def test_max_timestamp(harness: Harness) -> None:
-    version = harness.pick_version(LIST_OFFSETS, "7+")
+    version = harness.pick_version(ApiKey.LIST_OFFSETS, "7+")
     with SuiteTopic.create(harness, "log-max-timestamp") as topic:
         t0 = now_ms() - 60_000
         for dt in (0, 50, 20):
             topic.produce_ok(0, [(t0 + dt, None, f"t0+{dt}".encode())], "LOG.R12")
         answer = topic.list_offset(0, MAX_TIMESTAMP, "LOG.R12", version=version)
         verify.check(
-            (answer["ErrorCode"], answer["Offset"], answer["Timestamp"]) == (NONE, 1, t0 + 50),
+            (answer["ErrorCode"], answer["Offset"], answer["Timestamp"])
+            == (ErrorCode.NONE, 1, t0 + 50),
             f"ListOffsets v{version} MAX_TIMESTAMP (-3) of {topic.name}-0 (timestamps t0, "
             f"t0+50, t0+20 at offsets 0-2): ErrorCode {answer['ErrorCode']}, Offset "
             f"{answer['Offset']}, Timestamp {answer['Timestamp']}; expected 0, 1, t0+50",

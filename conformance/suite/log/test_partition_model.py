@@ -4,29 +4,27 @@ topics, the model predicting every answer; a failure lists the steps that led to
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey
 from conformance.suite.harness import Harness
 from conformance.suite.log.binding import TopicsBinding, only_when_applicable
 from conformance.suite.meta import conformance
 from conformance.suite.models import ModelRunner, load_model, run_machine, state_machine
-from conformance.suite.partitions import (
-    CREATE_TOPICS,
-    DELETE_TOPICS,
-    FETCH,
-    LIST_OFFSETS,
-    PRODUCE,
-)
 
 REQS = ("LOG.R1", "LOG.R2", "LOG.R6", "LOG.R7", "LOG.R10", "LOG.R17")
 #: examples and steps: each step is a round trip, create and delete wait for every broker
 EXAMPLES, STEPS = 4, 12
 
 
-@conformance("log/partition/state-machine", *REQS, api=PRODUCE)
+@conformance("log/partition/state-machine", *REQS, api=ApiKey.PRODUCE)
 def test_partition_log_state_machine(harness: Harness) -> None:
-    for api_key, within in ((FETCH, "4-12"), (LIST_OFFSETS, "1+"), (CREATE_TOPICS, None)):
+    for api_key, within in (
+        (ApiKey.FETCH, "4-12"),
+        (ApiKey.LIST_OFFSETS, "1+"),
+        (ApiKey.CREATE_TOPICS, None),
+    ):
         harness.pick_version(api_key, within)
-    harness.pick_version(DELETE_TOPICS)
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.DELETE_TOPICS)
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     model = load_model("log-partition")
     machine = state_machine(
         model,

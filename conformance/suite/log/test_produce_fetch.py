@@ -8,22 +8,14 @@ import struct
 from hypothesis import strategies as st
 
 from conformance.client.wire import ConnectionClosed, ProtocolViolation
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.errors import DecodeError
 from conformance.protocol.records import Header, TimestampType
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import (
-    METADATA,
-    NONE,
-    PRODUCE,
-    UNKNOWN_TOPIC_OR_PARTITION,
-    SuiteTopic,
-    batch_bytes,
-    now_ms,
-    quiet_version,
-)
+from conformance.suite.partitions import SuiteTopic, batch_bytes, now_ms, quiet_version
 
 _bytes = st.one_of(st.none(), st.binary(max_size=48))
 _header = st.builds(Header, st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8)))
@@ -39,9 +31,9 @@ def shown(r) -> str:
     return f"key={r.key!r} value={r.value!r} headers={list(r.headers)} timestamp={r.timestamp}"
 
 
-@conformance("log/produce-fetch/round-trip", "LOG.R1", "LOG.R2", api=PRODUCE)
+@conformance("log/produce-fetch/round-trip", "LOG.R1", "LOG.R2", api=ApiKey.PRODUCE)
 def test_acknowledged_records_are_fetched_as_produced(harness: Harness) -> None:
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     with SuiteTopic.create(harness, "log-round-trip") as topic:
         next_offset = 0
 
@@ -76,12 +68,12 @@ def test_acknowledged_records_are_fetched_as_produced(harness: Harness) -> None:
         run_property(harness, BATCHES, check)
 
 
-@conformance("log/produce/named-partition-only", "LOG.R3", api=PRODUCE)
+@conformance("log/produce/named-partition-only", "LOG.R3", api=ApiKey.PRODUCE)
 def test_a_write_lands_in_the_partition_it_names(harness: Harness) -> None:
     # every partition on one broker: a write stored in the wrong partition is then accepted
     # by the same leader, so only where it lands can tell
     first = cluster.brokers(harness)[0].node_id
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     with SuiteTopic.create(harness, "log-partitions", partitions=3, on_broker=first) as topic:
         target = topic.partitions - 1
         items = [(now_ms(), b"k", f"for partition {target}".encode())]
@@ -106,14 +98,14 @@ def test_a_write_lands_in_the_partition_it_names(harness: Harness) -> None:
                 )
 
 
-@conformance("log/produce/unknown-partition", "LOG.R4", api=PRODUCE)
+@conformance("log/produce/unknown-partition", "LOG.R4", api=ApiKey.PRODUCE)
 def test_produce_to_an_unknown_partition_is_refused(harness: Harness) -> None:
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     with SuiteTopic.create(harness, "log-unknown-partition") as topic:
         missing = topic.partitions
         answer = topic.produce(missing, batch_bytes([(now_ms(), None, b"x")]), "LOG.R4")
         verify.check(
-            answer["ErrorCode"] == UNKNOWN_TOPIC_OR_PARTITION,
+            answer["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             f"Produce to partition {missing} of {topic.name} (it has {topic.partitions}): "
             f"ErrorCode {answer['ErrorCode']}, expected 3 (UNKNOWN_TOPIC_OR_PARTITION)",
             "LOG.R4",
@@ -127,18 +119,18 @@ def test_produce_to_an_unknown_partition_is_refused(harness: Harness) -> None:
         )
 
 
-@conformance("log/produce/acks", "LOG.R5", api=PRODUCE)
+@conformance("log/produce/acks", "LOG.R5", api=ApiKey.PRODUCE)
 def test_acks_zero_is_not_answered_and_acks_one_and_all_are(harness: Harness) -> None:
-    version = harness.pick_version(PRODUCE, "3+")
+    version = harness.pick_version(ApiKey.PRODUCE, "3+")
     with SuiteTopic.create(harness, "log-acks") as topic:
         conn = topic.conn(0)
         body = topic.produce_body(0, batch_bytes([(now_ms(), None, b"acks=0")]), acks=0)
         cid = 0x7FFF0000
-        frame = harness.frame(PRODUCE, version, cid, body)
+        frame = harness.frame(ApiKey.PRODUCE, version, cid, body)
         conn.send_raw(struct.pack(">i", len(frame)) + frame)
-        meta_v = quiet_version(harness, METADATA, "1+")
+        meta_v = quiet_version(harness, ApiKey.METADATA, "1+")
         try:
-            conn.request(METADATA, meta_v, {"Topics": [], "AllowAutoTopicCreation": False})
+            conn.request(ApiKey.METADATA, meta_v, {"Topics": [], "AllowAutoTopicCreation": False})
         except ProtocolViolation as e:
             raise verify.Failed(
                 f"Produce v{version} with acks=0, then Metadata v{meta_v} on the same "
@@ -156,22 +148,22 @@ def test_acks_zero_is_not_answered_and_acks_one_and_all_are(harness: Harness) ->
                 0, batch_bytes([(now_ms(), None, f"acks={acks}".encode())]), "LOG.R5", acks=acks
             )
             verify.check(
-                answer["ErrorCode"] == NONE,
+                answer["ErrorCode"] == ErrorCode.NONE,
                 f"Produce v{version} with acks={acks}: ErrorCode {answer['ErrorCode']}, "
                 "expected an answer with 0 (NONE)",
                 "LOG.R5",
             )
 
 
-@conformance("log/produce/create-time-kept", "LOG.R13", api=PRODUCE)
+@conformance("log/produce/create-time-kept", "LOG.R13", api=ApiKey.PRODUCE)
 def test_create_time_is_kept(harness: Harness) -> None:
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     with SuiteTopic.create(harness, "log-create-time") as topic:
         base_ts = now_ms() - 3_600_000
         items = [(base_ts + 7 * i, None, f"r{i}".encode()) for i in range(3)]
         answer = topic.produce(0, batch_bytes(items), "LOG.R13")
         verify.check(
-            answer["ErrorCode"] == NONE and answer["LogAppendTimeMs"] == -1,
+            answer["ErrorCode"] == ErrorCode.NONE and answer["LogAppendTimeMs"] == -1,
             f"Produce to a CreateTime topic: ErrorCode {answer['ErrorCode']}, "
             f"LogAppendTimeMs {answer['LogAppendTimeMs']}; expected 0 and -1",
             "LOG.R13",
@@ -192,9 +184,9 @@ def test_create_time_is_kept(harness: Harness) -> None:
         )
 
 
-@conformance("log/produce/log-append-time-applied", "LOG.R18", api=PRODUCE)
+@conformance("log/produce/log-append-time-applied", "LOG.R18", api=ApiKey.PRODUCE)
 def test_log_append_time_is_applied(harness: Harness) -> None:
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     configs = {"message.timestamp.type": "LogAppendTime"}
     with SuiteTopic.create(harness, "log-append-time", configs=configs) as topic:
         sent = now_ms() - 3_600_000
@@ -202,7 +194,7 @@ def test_log_append_time_is_applied(harness: Harness) -> None:
         answer = topic.produce(0, batch_bytes(items), "LOG.R18")
         stamped = answer["LogAppendTimeMs"]
         verify.check(
-            answer["ErrorCode"] == NONE and stamped not in (-1, sent),
+            answer["ErrorCode"] == ErrorCode.NONE and stamped not in (-1, sent),
             f"Produce to a LogAppendTime topic (records stamped {sent}): ErrorCode "
             f"{answer['ErrorCode']}, LogAppendTimeMs {stamped}; expected 0 and the append time",
             "LOG.R18",

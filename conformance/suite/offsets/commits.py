@@ -10,11 +10,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from conformance.protocol import ApiKey
 from conformance.suite import verify
-from conformance.suite.groups.members import OFFSET_COMMIT, OFFSET_FETCH, coordinator_request
+from conformance.suite.groups.members import coordinator_request
 from conformance.suite.harness import Harness, SyncConnection
 
-CREATE_TOPICS, DELETE_TOPICS = 19, 20
 Partition = tuple[str, int]
 Offsets = dict[Partition, tuple[int, str | None]]
 Fetched = dict[Partition, tuple[int, str | None, int]]
@@ -48,9 +48,9 @@ def commit(
     version: int | None = None,
 ) -> dict[Partition, int]:
     """OffsetCommit: the error code of every partition in the answer."""
-    v = version if version is not None else harness.pick_version(OFFSET_COMMIT, "1+")
+    v = version if version is not None else harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")
     body = commit_body(group, offsets, generation=generation, member_id=member_id)
-    got = coordinator_request(harness, conn, OFFSET_COMMIT, v, body).body
+    got = coordinator_request(harness, conn, ApiKey.OFFSET_COMMIT, v, body).body
     return {
         (t["Name"], p["PartitionIndex"]): p["ErrorCode"]
         for t in got["Topics"]
@@ -85,9 +85,11 @@ def fetch(
     v = (
         version
         if version is not None
-        else harness.pick_version(OFFSET_FETCH, "1+" if partitions is not None else "2+")
+        else harness.pick_version(ApiKey.OFFSET_FETCH, "1+" if partitions is not None else "2+")
     )
-    got = coordinator_request(harness, conn, OFFSET_FETCH, v, fetch_body(group, v, partitions)).body
+    got = coordinator_request(
+        harness, conn, ApiKey.OFFSET_FETCH, v, fetch_body(group, v, partitions)
+    ).body
     entry = got["Groups"][0] if v >= 8 else got
     code = entry.get("ErrorCode", 0)
     verify.check(
@@ -104,9 +106,9 @@ def fetch(
 
 def delete_topics(harness: Harness, names: list[str]) -> None:
     """Best effort: remove topics the suite made."""
-    if not names or DELETE_TOPICS not in harness.advertised:
+    if not names or ApiKey.DELETE_TOPICS not in harness.advertised:
         return
-    version = harness.pick_version(DELETE_TOPICS)
+    version = harness.pick_version(ApiKey.DELETE_TOPICS)
     body = {
         "TopicNames": names,
         "Topics": [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names],
@@ -114,6 +116,8 @@ def delete_topics(harness: Harness, names: list[str]) -> None:
     }
     try:  # sent, not waited for: the broker deletes them whether or not we wait
         conn = harness.connect()
-        conn.send_frame(harness.frame(DELETE_TOPICS, version, 1, body), DELETE_TOPICS, version, 1)
+        conn.send_frame(
+            harness.frame(ApiKey.DELETE_TOPICS, version, 1, body), ApiKey.DELETE_TOPICS, version, 1
+        )
     except Exception:
         pass

@@ -9,18 +9,10 @@ import time
 
 from hypothesis import strategies as st
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
-from conformance.suite.groups.members import (
-    ILLEGAL_GENERATION,
-    NONE,
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-    TRANSIENT,
-    Group,
-    find_coordinator,
-    fresh_name,
-)
+from conformance.suite.groups.members import TRANSIENT, Group, find_coordinator, fresh_name
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
 from conformance.suite.offsets.commits import Offsets, commit, delete_topics, fetch
@@ -60,23 +52,23 @@ def same_metadata(sent: str | None, got: str | None) -> bool:
     "OFFSETS.R2",
     "OFFSETS.R4",
     "OFFSETS.R5",
-    api=OFFSET_COMMIT,
+    api=ApiKey.OFFSET_COMMIT,
 )
 def test_simple_commits_read_back(harness: Harness) -> None:
     """Drawn commits to a fresh group with no members (generation -1): each partition read
     back by name and by fetching everything; partitions never committed read -1."""
     topics = two_topics(harness)
     every = [(t, p) for t in topics for p in range(PARTITIONS)]
-    cv = harness.pick_version(OFFSET_COMMIT, "1+")
-    fv = harness.pick_version(OFFSET_FETCH, "1+")
-    all_v = harness.pick_version(OFFSET_FETCH, "2+") if fv >= 2 else None
+    cv = harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")
+    fv = harness.pick_version(ApiKey.OFFSET_FETCH, "1+")
+    all_v = harness.pick_version(ApiKey.OFFSET_FETCH, "2+") if fv >= 2 else None
 
     def check(offsets: Offsets) -> None:
         group = fresh_name("group")
         conn = harness.connect(find_coordinator(harness, group, pick_fc(harness)).endpoint)
         codes = commit(harness, conn, group, offsets, version=cv)
         verify.check(
-            codes == dict.fromkeys(offsets, NONE),
+            codes == dict.fromkeys(offsets, ErrorCode.NONE),
             f"OffsetCommit v{cv} (generation -1, no member) to a group without members: {codes}",
             "OFFSETS.R4",
         )
@@ -88,14 +80,16 @@ def test_simple_commits_read_back(harness: Harness) -> None:
             if tp in offsets:
                 want = offsets[tp]
                 verify.check(
-                    have[2] == NONE and have[0] == want[0] and same_metadata(want[1], have[1]),
+                    have[2] == ErrorCode.NONE
+                    and have[0] == want[0]
+                    and same_metadata(want[1], have[1]),
                     f"OffsetFetch v{fv} of {tp}: offset {have[0]}, metadata {have[1]!r}, error "
                     f"{have[2]}; committed {want[0]} with {want[1]!r}",
                     "OFFSETS.R1",
                 )
             else:
                 verify.check(
-                    have[0] == -1 and have[2] == NONE,
+                    have[0] == -1 and have[2] == ErrorCode.NONE,
                     f"OffsetFetch v{fv} of never-committed {tp}: offset {have[0]}, error "
                     f"{have[2]}; expected -1 and no error",
                     "OFFSETS.R2",
@@ -120,7 +114,7 @@ def pick_fc(harness: Harness) -> int:
     return harness.pick_version(10)
 
 
-@conformance("offsets/commit/generation", "OFFSETS.R3", "OFFSETS.R6", api=OFFSET_COMMIT)
+@conformance("offsets/commit/generation", "OFFSETS.R3", "OFFSETS.R6", api=ApiKey.OFFSET_COMMIT)
 def test_member_commits_and_stale_generation(harness: Harness) -> None:
     topic = fresh_name("topic")
     create_topic(harness, topic, 1)
@@ -134,7 +128,7 @@ def test_member_commits_and_stale_generation(harness: Harness) -> None:
             if "GROUPS.R21" not in e.req_ids:
                 raise
             raise MissingPrecondition(f"the suite's members could not form a group: {e}") from None
-        cv = harness.pick_version(OFFSET_COMMIT, "1+")
+        cv = harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")
         tp = (topic, 0)
         codes = commit(
             harness,
@@ -146,7 +140,7 @@ def test_member_commits_and_stale_generation(harness: Harness) -> None:
             version=cv,
         )
         verify.check(
-            codes == {tp: NONE},
+            codes == {tp: ErrorCode.NONE},
             f"OffsetCommit v{cv} of member {a.member_id} at generation {a.generation}: {codes}",
             "OFFSETS.R6",
         )
@@ -163,7 +157,7 @@ def test_member_commits_and_stale_generation(harness: Harness) -> None:
             version=cv,
         )
         verify.check(
-            codes == {tp: ILLEGAL_GENERATION},
+            codes == {tp: ErrorCode.ILLEGAL_GENERATION},
             f"OffsetCommit v{cv} at generation {stale} (current {a.generation}): {codes}",
             "OFFSETS.R3",
         )
@@ -178,7 +172,7 @@ def test_member_commits_and_stale_generation(harness: Harness) -> None:
         delete_topics(harness, [topic])
 
 
-@conformance("offsets/commit-fetch/survive-restart", "OFFSETS.R7", api=OFFSET_FETCH)
+@conformance("offsets/commit-fetch/survive-restart", "OFFSETS.R7", api=ApiKey.OFFSET_FETCH)
 def test_offsets_survive_coordinator_restart(harness: Harness) -> None:
     target = harness.target
     if not target.restartable:
@@ -193,7 +187,9 @@ def test_offsets_survive_coordinator_restart(harness: Harness) -> None:
             raise MissingPrecondition(f"the coordinator (node {where.node_id}) is not restartable")
         offsets = {(t, p): (100 + p, f"m{p}") for t in topics for p in range(PARTITIONS)}
         codes = commit(harness, harness.connect(where.endpoint), group, offsets)
-        verify.check(set(codes.values()) == {NONE}, f"OffsetCommit: {codes}", "OFFSETS.R7")
+        verify.check(
+            set(codes.values()) == {ErrorCode.NONE}, f"OffsetCommit: {codes}", "OFFSETS.R7"
+        )
         harness.end_test()
         target.restart_broker(where.node_id)
         deadline = time.monotonic() + RELOAD

@@ -10,16 +10,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from conformance.protocol import ApiKey
 from conformance.suite import verify
 from conformance.suite.harness import Harness
-from conformance.suite.partitions import (
-    CREATE_PARTITIONS,
-    CREATE_TOPICS,
-    DELETE_TOPICS,
-    METADATA,
-    quiet_version,
-    topic_body,
-)
+from conformance.suite.partitions import quiet_version, topic_body
 
 NO_TOPIC_ID = uuid.UUID(int=0)
 
@@ -33,9 +27,11 @@ def create(
     version: int | None = None,
 ) -> dict[str, Any]:
     """CreateTopics of one topic entry (``topic_body``); its answer entry."""
-    v = version if version is not None else quiet_version(harness, CREATE_TOPICS)
+    v = version if version is not None else quiet_version(harness, ApiKey.CREATE_TOPICS)
     body = {"Topics": [entry], "TimeoutMs": 10000, "validateOnly": validate_only}
-    answer = verify.expect_response(harness.connect(), CREATE_TOPICS, v, body, served=req).body
+    answer = verify.expect_response(
+        harness.connect(), ApiKey.CREATE_TOPICS, v, body, served=req
+    ).body
     topics = answer["Topics"]
     verify.check(
         len(topics) == 1 and topics[0]["Name"] == entry["Name"],
@@ -46,19 +42,21 @@ def create(
 
 
 def create_new(harness: Harness, name: str, partitions: int, req: str, **kw: Any) -> dict:
-    version = quiet_version(harness, CREATE_TOPICS)
+    version = quiet_version(harness, ApiKey.CREATE_TOPICS)
     return create(harness, topic_body(name, partitions, version), req, version=version, **kw)
 
 
 def delete(harness: Harness, name: str, req: str) -> dict[str, Any]:
     """DeleteTopics of one topic by name; its answer entry."""
-    v = quiet_version(harness, DELETE_TOPICS)
+    v = quiet_version(harness, ApiKey.DELETE_TOPICS)
     body: dict[str, Any] = {"TimeoutMs": 10000}
     if v >= 6:
         body["Topics"] = [{"Name": name, "TopicId": NO_TOPIC_ID}]
     else:
         body["TopicNames"] = [name]
-    answer = verify.expect_response(harness.connect(), DELETE_TOPICS, v, body, served=req).body
+    answer = verify.expect_response(
+        harness.connect(), ApiKey.DELETE_TOPICS, v, body, served=req
+    ).body
     entries = answer["Responses"]
     verify.check(len(entries) == 1, f"DeleteTopics v{v} of {name}: {len(entries)} entries", req)
     return entries[0]
@@ -66,13 +64,15 @@ def delete(harness: Harness, name: str, req: str) -> dict[str, Any]:
 
 def create_partitions(harness: Harness, name: str, count: int, req: str) -> dict[str, Any]:
     """CreatePartitions of one topic to ``count``; its answer entry."""
-    v = quiet_version(harness, CREATE_PARTITIONS)
+    v = quiet_version(harness, ApiKey.CREATE_PARTITIONS)
     body = {
         "Topics": [{"Name": name, "Count": count, "Assignments": None}],
         "TimeoutMs": 10000,
         "ValidateOnly": False,
     }
-    answer = verify.expect_response(harness.connect(), CREATE_PARTITIONS, v, body, served=req).body
+    answer = verify.expect_response(
+        harness.connect(), ApiKey.CREATE_PARTITIONS, v, body, served=req
+    ).body
     entries = answer["Results"]
     verify.check(len(entries) == 1, f"CreatePartitions v{v} of {name}: {len(entries)} entries", req)
     return entries[0]
@@ -82,9 +82,9 @@ def metadata(
     harness: Harness, name: str, req: str, *, within: str = "1+", allow_create: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Metadata of one topic: (its entry, the whole answer)."""
-    v = quiet_version(harness, METADATA, within)
+    v = quiet_version(harness, ApiKey.METADATA, within)
     body = {"Topics": [{"Name": name}], "AllowAutoTopicCreation": allow_create}
-    answer = verify.expect_response(harness.connect(), METADATA, v, body, served=req).body
+    answer = verify.expect_response(harness.connect(), ApiKey.METADATA, v, body, served=req).body
     entries = [t for t in answer["Topics"] if t["Name"] == name]
     verify.check(
         len(entries) == 1,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite.log.binding import TopicsBinding
-from conformance.suite.partitions import CREATE_TOPICS, DELETE_TOPICS, UNKNOWN_TOPIC_OR_PARTITION
 from conformance.suite.topics import admin
 
 
@@ -18,7 +18,7 @@ class AdminBinding(TopicsBinding):
 
     def send(self, name: str, request: dict[str, Any], body: dict[str, Any], to: Any) -> dict:
         answer = super().send(name, request, body, to)
-        if request["api_key"] in (CREATE_TOPICS, DELETE_TOPICS):
+        if request["api_key"] in (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS):
             topic = self.topic_of(request["api_key"], body)
             if topic is not None:
                 entry, _ = admin.metadata(self.harness, topic.name, "TOPICS.R6")
@@ -33,7 +33,7 @@ class AdminBinding(TopicsBinding):
         records: dict[int, dict[str, Any] | None] = {}
         for i, topic in enumerate(self.topics):
             entry, answer = admin.metadata(self.harness, topic.name, "TOPICS.R6")
-            if entry["ErrorCode"] == UNKNOWN_TOPIC_OR_PARTITION:
+            if entry["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 records[i] = None
                 continue
             parts = entry["Partitions"] or []

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import (
-    CREATE_TOPICS,
-    METADATA,
-    fresh_name,
-    quiet_version,
-    topic_body,
-)
+from conformance.suite.partitions import fresh_name, quiet_version, topic_body
 from conformance.suite.topics import admin
 from conformance.suite.topics.names import ILLEGAL_NAMES
 
@@ -37,9 +32,9 @@ def not_created(harness: Harness, name: str, req: str, why: str) -> None:
     )
 
 
-@conformance("topics/create/illegal-name-refused", "TOPICS.R1", api=CREATE_TOPICS)
+@conformance("topics/create/illegal-name-refused", "TOPICS.R1", api=ApiKey.CREATE_TOPICS)
 def test_illegal_names_are_refused(harness: Harness) -> None:
-    version = harness.pick_version(CREATE_TOPICS)
+    version = harness.pick_version(ApiKey.CREATE_TOPICS)
 
     def check(name: str) -> None:
         entry = admin.create(harness, topic_body(name, 1, version), "TOPICS.R1", version=version)
@@ -55,9 +50,9 @@ def test_illegal_names_are_refused(harness: Harness) -> None:
     run_property(harness, ILLEGAL_NAMES, check)
 
 
-@conformance("topics/create/existing-refused", "TOPICS.R2", api=CREATE_TOPICS)
+@conformance("topics/create/existing-refused", "TOPICS.R2", api=ApiKey.CREATE_TOPICS)
 def test_an_existing_topic_is_refused(harness: Harness) -> None:
-    version = harness.pick_version(CREATE_TOPICS)
+    version = harness.pick_version(ApiKey.CREATE_TOPICS)
     name = fresh_name("topics-existing")
     first = admin.create(harness, topic_body(name, 1, version), "TOPICS.R2", version=version)
     verify.check(first["ErrorCode"] == 0, f"CreateTopics of {name}: {first}", "TOPICS.R2")
@@ -75,10 +70,12 @@ def test_an_existing_topic_is_refused(harness: Harness) -> None:
         admin.delete(harness, name, "TOPICS.R2")
 
 
-@conformance("topics/create/replication-factor-above-brokers", "TOPICS.R3", api=CREATE_TOPICS)
+@conformance(
+    "topics/create/replication-factor-above-brokers", "TOPICS.R3", api=ApiKey.CREATE_TOPICS
+)
 def test_a_replication_factor_above_the_brokers_is_refused(harness: Harness) -> None:
     live = len(cluster.brokers(harness))
-    version = harness.pick_version(CREATE_TOPICS)
+    version = harness.pick_version(ApiKey.CREATE_TOPICS)
     name = fresh_name("topics-rf")
     entry = dict(topic_body(name, 1, version), ReplicationFactor=live + 1)
     answer = admin.create(harness, entry, "TOPICS.R3", version=version)
@@ -91,9 +88,9 @@ def test_a_replication_factor_above_the_brokers_is_refused(harness: Harness) -> 
     not_created(harness, name, "TOPICS.R3", "the refused creation")
 
 
-@conformance("topics/create/non-positive-partitions", "TOPICS.R4", api=CREATE_TOPICS)
+@conformance("topics/create/non-positive-partitions", "TOPICS.R4", api=ApiKey.CREATE_TOPICS)
 def test_non_positive_partition_counts_are_refused(harness: Harness) -> None:
-    version = harness.pick_version(CREATE_TOPICS)
+    version = harness.pick_version(ApiKey.CREATE_TOPICS)
     for count in (0, -2):
         name = fresh_name("topics-partitions")
         answer = admin.create(harness, topic_body(name, count, version), "TOPICS.R4")
@@ -106,9 +103,9 @@ def test_non_positive_partition_counts_are_refused(harness: Harness) -> None:
         not_created(harness, name, "TOPICS.R4", f"NumPartitions {count}")
 
 
-@conformance("topics/create/validate-only", "TOPICS.R5", api=CREATE_TOPICS)
+@conformance("topics/create/validate-only", "TOPICS.R5", api=ApiKey.CREATE_TOPICS)
 def test_validate_only_creates_nothing(harness: Harness) -> None:
-    version = harness.pick_version(CREATE_TOPICS, "1+")
+    version = harness.pick_version(ApiKey.CREATE_TOPICS, "1+")
     name = fresh_name("topics-validate")
     answer = admin.create(
         harness, topic_body(name, 2, version), "TOPICS.R5", validate_only=True, version=version
@@ -129,11 +126,11 @@ def test_validate_only_creates_nothing(harness: Harness) -> None:
     )
 
 
-@conformance("topics/create/shows-in-metadata", "TOPICS.R6", api=METADATA)
+@conformance("topics/create/shows-in-metadata", "TOPICS.R6", api=ApiKey.METADATA)
 def test_a_created_topic_shows_in_metadata(harness: Harness) -> None:
     rf = min(2, len(cluster.brokers(harness)))
-    harness.pick_version(METADATA, "1+")
-    version = quiet_version(harness, CREATE_TOPICS)
+    harness.pick_version(ApiKey.METADATA, "1+")
+    version = quiet_version(harness, ApiKey.CREATE_TOPICS)
     name = fresh_name("topics-layout")
     entry = dict(topic_body(name, 3, version), ReplicationFactor=rf)
     created = admin.create(harness, entry, "TOPICS.R6", version=version)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 
+from conformance.protocol import ApiKey
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import METADATA, fresh_name
+from conformance.suite.partitions import fresh_name
 from conformance.suite.topics import admin
 from conformance.suite.topics.names import ILLEGAL_NAMES
 
@@ -18,9 +19,9 @@ INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION = 17, 3
 SETTLE_S = 0.3
 
 
-@conformance("topics/metadata/illegal-name-is-an-error", "TOPICS.R9", api=METADATA)
+@conformance("topics/metadata/illegal-name-is-an-error", "TOPICS.R9", api=ApiKey.METADATA)
 def test_an_illegal_name_is_an_error(harness: Harness) -> None:
-    version = harness.pick_version(METADATA, "1+")
+    version = harness.pick_version(ApiKey.METADATA, "1+")
 
     def check(name: str) -> None:
         entry, _ = admin.metadata(harness, name, "TOPICS.R9")
@@ -34,9 +35,9 @@ def test_an_illegal_name_is_an_error(harness: Harness) -> None:
     run_property(harness, ILLEGAL_NAMES, check)
 
 
-@conformance("topics/metadata/no-auto-creation", "TOPICS.R10", api=METADATA)
+@conformance("topics/metadata/no-auto-creation", "TOPICS.R10", api=ApiKey.METADATA)
 def test_no_auto_creation_when_the_request_forbids_it(harness: Harness) -> None:
-    version = harness.pick_version(METADATA, "4+")
+    version = harness.pick_version(ApiKey.METADATA, "4+")
     name = fresh_name("topics-not-auto-created")
     codes = []
     for attempt in range(2):

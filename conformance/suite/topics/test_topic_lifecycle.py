@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import (
-    CREATE_PARTITIONS,
-    CREATE_TOPICS,
-    DELETE_TOPICS,
-    METADATA,
-    fresh_name,
-)
+from conformance.suite.partitions import fresh_name
 from conformance.suite.topics import admin
 
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS = 3, 37
@@ -23,17 +18,17 @@ def topic_id(harness: Harness, name: str, created: dict, req: str):
     """The topic's id from CreateTopics v7+ or Metadata v10+ (None where neither is served)."""
     if created.get("TopicId") not in (None, admin.NO_TOPIC_ID):
         return created["TopicId"]
-    _, hi = harness.advertised.get(METADATA, (0, -1))
+    _, hi = harness.advertised.get(ApiKey.METADATA, (0, -1))
     if hi < METADATA_IDS:
         return None
     entry, _ = admin.metadata(harness, name, req, within=f"{METADATA_IDS}+")
     return entry.get("TopicId")
 
 
-@conformance("topics/delete/unknown-then-re-created", "TOPICS.R7", api=DELETE_TOPICS)
+@conformance("topics/delete/unknown-then-re-created", "TOPICS.R7", api=ApiKey.DELETE_TOPICS)
 def test_a_deleted_topic_is_unknown_and_can_come_back(harness: Harness) -> None:
-    harness.pick_version(CREATE_TOPICS)
-    harness.pick_version(DELETE_TOPICS)
+    harness.pick_version(ApiKey.CREATE_TOPICS)
+    harness.pick_version(ApiKey.DELETE_TOPICS)
     name = fresh_name("topics-deleted")
     created = admin.create_new(harness, name, 1, "TOPICS.R7")
     verify.check(created["ErrorCode"] == 0, f"CreateTopics of {name}: {created}", "TOPICS.R7")
@@ -67,9 +62,9 @@ def test_a_deleted_topic_is_unknown_and_can_come_back(harness: Harness) -> None:
         admin.delete(harness, name, "TOPICS.R7")
 
 
-@conformance("topics/create-partitions/grow-not-shrink", "TOPICS.R8", api=CREATE_PARTITIONS)
+@conformance("topics/create-partitions/grow-not-shrink", "TOPICS.R8", api=ApiKey.CREATE_PARTITIONS)
 def test_partitions_grow_and_do_not_shrink(harness: Harness) -> None:
-    harness.pick_version(CREATE_PARTITIONS)
+    harness.pick_version(ApiKey.CREATE_PARTITIONS)
     name = fresh_name("topics-grow")
     created = admin.create_new(harness, name, 1, "TOPICS.R8")
     verify.check(created["ErrorCode"] == 0, f"CreateTopics of {name}: {created}", "TOPICS.R8")
