@@ -34,6 +34,7 @@ MEANINGFUL: dict[tuple[int, str], Any] = {
     (ApiKey.SYNC_GROUP, "ProtocolName"): "range",
     (ApiKey.LIST_OFFSETS, "Timestamp"): -1,  # the latest offset
     (ApiKey.DESCRIBE_CONFIGS, "ResourceType"): 2,  # a topic
+    (ApiKey.DESCRIBE_CONFIGS, "ConfigurationKeys"): ["cleanup.policy"],  # a topic config
     (ApiKey.INCREMENTAL_ALTER_CONFIGS, "ResourceType"): 2,
     (ApiKey.ALTER_CONFIGS, "ResourceType"): 2,
     (ApiKey.CREATE_TOPICS, "NumPartitions"): 1,

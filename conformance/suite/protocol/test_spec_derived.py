@@ -7,6 +7,10 @@ the request's correlation id (R2), that decodes as that version's response with 
 advertised version was served at all (R9). A version the target does not advertise is
 UNSUPPORTED; an API not on the client listener per the spec's ``listeners`` is NOT_EXPOSED.
 
+Before the random examples, the edge pass (``conformance.suite.edges``) sends the version's
+documented special values and shapes every run — special timestamps, null and empty lists,
+one-element lists — so that verdicts on them never depend on the seed.
+
 Each requirement is judged on its own, on every answer: a failure is recorded against the
 requirement it breaks and the examples go on, so a closed connection (R9) on one request does
 not keep R3 from being judged on the answers that did come back. A request left unanswered is
@@ -23,6 +27,7 @@ from conformance.results.verdicts import MissingPrecondition
 from conformance.strategies.messages import message_values
 from conformance.suite import verify
 from conformance.suite.cases import ApiCase, api_version_cases
+from conformance.suite.edges import edge_requests
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
 from conformance.suite.safety import CLUSTER_ACTION, inert_request, make_safe
@@ -43,11 +48,14 @@ class Session:
         return self.conn
 
 
-def judge_answer(harness: Harness, conn, api_key: int, version: int, body: dict) -> str:
+def judge_answer(
+    harness: Harness, conn, api_key: int, version: int, body: dict, edge: str = ""
+) -> str:
     """Send one request and judge R1-R5 and R9 each on what came back, recording a failure
     against the requirement it breaks without stopping (``verify.soft``). Returns how it went:
     "answered", "malformed", "closed" or "silent"."""
-    what = f"{harness.api_name(api_key)} v{version}"
+    api_v = f"{harness.api_name(api_key)} v{version}"
+    what = api_v + (f" [edge: {edge}]" if edge else "")
 
     def soft(held: bool, message: str, req_id: str) -> None:
         if not held:
@@ -65,7 +73,7 @@ def judge_answer(harness: Harness, conn, api_key: int, version: int, body: dict)
     except DecodeError as e:
         # a whole frame came back under the request's correlation id; its body is not the version's
         verify.ran(f"{what}: one frame with the request's correlation id", REQS[0], REQS[1])
-        soft(False, f"{what}: the response does not decode as {what}: {e}", REQS[2])
+        soft(False, f"{what}: the response does not decode as {api_v}: {e}", REQS[2])
         return "malformed"
     except ProtocolViolation as e:
         soft(False, f"{what}: {e}", REQS[1] if "correlation" in str(e) else REQS[0])
@@ -103,6 +111,8 @@ def test_valid_requests_are_answered(harness: Harness, case: ApiCase) -> None:
                 "by closing the connection; its answer could not be checked"
             )
         return
+    for edge, body in edge_requests(harness.codec, api, version):
+        judge_answer(harness, session.get(), api, version, body, edge)
     spec = harness.codec.message(api, "request")
 
     def one(value: dict) -> None:
