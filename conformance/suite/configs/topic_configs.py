@@ -24,7 +24,7 @@ SOURCES = {
 }
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG = 0, 3, 40
 #: how long brokers may take to report a change the controller acknowledged
-PROPAGATION = 10.0
+PROPAGATION = 5.0
 
 Configs = dict[str, tuple[str | None, int]]
 
