@@ -63,7 +63,8 @@ def _stop_leader_first(cluster: Cluster, topic: str) -> None:
 def _check_restart(cluster: Cluster, topic: str) -> None:
     for node in cluster.nodes.values():
         assert node.proc is not None and node.proc.returncode == 0, (
-            f"{node.name} was not stopped gracefully: exit {node.proc.returncode}"
+            f"{node.name} was not stopped gracefully: exit {node.proc.returncode}: "
+            f"{node.last_words()}"
         )
     cluster.start(timeout=60)
     wait_full_isr(cluster, topic, timeout=15)
