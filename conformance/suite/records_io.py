@@ -36,7 +36,7 @@ def create_topic(harness: Harness, name: str, partitions: int = 1) -> None:
     resp = conn.request(
         ApiKey.CREATE_TOPICS,
         version,
-        {"Topics": [topic], "TimeoutMs": 10000, "ValidateOnly": False},
+        {"Topics": [topic], "TimeoutMs": 10000, "validateOnly": False},
     )
     code = resp.body["Topics"][0]["ErrorCode"]
     if code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):

@@ -79,6 +79,7 @@ def _clamp(v: Any, lo: int, hi: int) -> Any:
 #: field name -> how to make it harmless, wherever it occurs in a request
 _FIELD_RULES: dict[str, Any] = {
     "ValidateOnly": lambda v: True,
+    "validateOnly": lambda v: True,  # CreateTopics' spelling of the same flag
     "ReplicaId": lambda v: -1,
     "MaxWaitMs": lambda v: _clamp(v, 0, 100),
     "MinBytes": lambda v: _clamp(v, 0, 1),

@@ -56,7 +56,7 @@ def envelope(harness: Harness, topic: str) -> dict:
             }
         ],
         "TimeoutMs": 5000,
-        "ValidateOnly": False,
+        "validateOnly": False,
     }
     harness.note(ApiKey.ENVELOPE, 0)
     return {

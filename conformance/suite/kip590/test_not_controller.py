@@ -42,7 +42,7 @@ def validate_only_envelope(harness: Harness, topic: str) -> tuple[dict, str]:
             }
         ],
         "TimeoutMs": 5000,
-        "ValidateOnly": True,
+        "validateOnly": True,
     }
     body = {
         "RequestData": encode_request(harness.codec, CREATE_TOPICS, version, 1, "kc-suite", inner),
