@@ -18,6 +18,7 @@ from conformance.client.create_topics import create_topics
 from conformance.client.metadata import ClusterMetadata
 from conformance.client.record_types import TopicPartition
 from conformance.client.wire import Connection
+from conformance.protocol import ApiKey
 from conformance.protocol.records import Compression
 from conformance.suite.kip42 import scenarios as sc
 from conformance.suite.kip78.cluster_resource import cluster_resource
@@ -71,7 +72,9 @@ def test_checksum_and_sizes_match_end_to_end(env, topic, records) -> None:
 async def _cluster_id(env: sc.ClientEnv) -> str | None:
     host, port = env.bootstrap[0].host, env.bootstrap[0].port
     async with await Connection.open(host, port, codec=env.codec) as conn:
-        resp = await conn.request(3, 4, {"Topics": [], "AllowAutoTopicCreation": False})
+        resp = await conn.request(
+            ApiKey.METADATA, 4, {"Topics": [], "AllowAutoTopicCreation": False}
+        )
         return resp.body["ClusterId"]
 
 

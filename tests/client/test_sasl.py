@@ -111,7 +111,7 @@ def test_refusals_carry_kafka_codes_and_close_the_connection() -> None:
                 "127.0.0.1", port, codec=CODEC, mechanism="PLAIN", username="alice", password="x"
             )
         async with await Connection.open("127.0.0.1", port, codec=CODEC) as conn:
-            resp = await conn.request(17, 1, {"Mechanism": "GSSAPI"})
+            resp = await conn.request(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "GSSAPI"})
             closed = await conn.wait_closed_by_peer(5)
         return wrong.value, resp.body, closed
 

@@ -169,10 +169,21 @@ def test_api_versions_differ_per_listener(shared_cluster: Cluster) -> None:
         ApiKey.DESCRIBE_CLUSTER,
         ApiKey.DESCRIBE_CLIENT_QUOTAS,
     } <= set(broker)
-    assert not {62, 63, 64, ApiKey.ENVELOPE} & set(broker)
-    assert {62, 63, 64, ApiKey.ENVELOPE, 56, ApiKey.CREATE_TOPICS, ApiKey.DESCRIBE_CLUSTER} <= set(
-        controller
-    )
+    assert not {
+        ApiKey.BROKER_REGISTRATION,
+        ApiKey.BROKER_HEARTBEAT,
+        ApiKey.UNREGISTER_BROKER,
+        ApiKey.ENVELOPE,
+    } & set(broker)
+    assert {
+        ApiKey.BROKER_REGISTRATION,
+        ApiKey.BROKER_HEARTBEAT,
+        ApiKey.UNREGISTER_BROKER,
+        ApiKey.ENVELOPE,
+        ApiKey.ALTER_PARTITION,
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DESCRIBE_CLUSTER,
+    } <= set(controller)
     assert ApiKey.METADATA not in controller and ApiKey.DESCRIBE_CLIENT_QUOTAS not in controller
     for address in (
         shared_cluster.broker_address(shared_cluster.nodes["broker-1"]),

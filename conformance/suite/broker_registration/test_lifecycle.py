@@ -156,7 +156,7 @@ def test_epochs_grow_and_old_ones_are_refused(harness: Harness) -> None:
     "broker-registration/lifecycle/fenced-absent-from-client-metadata",
     f"{R}4",
     f"{R}3",
-    api=3,
+    api=ApiKey.METADATA,
 )
 def test_fenced_brokers_are_absent_from_client_metadata(harness: Harness) -> None:
     facts = lb.learn(harness)

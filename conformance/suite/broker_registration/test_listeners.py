@@ -66,7 +66,11 @@ def test_served_on_the_controller_listener(harness: Harness) -> None:
     )
 
 
-@conformance("broker-registration/online-brokers-serve-clients", "BROKER-REGISTRATION.R11", api=3)
+@conformance(
+    "broker-registration/online-brokers-serve-clients",
+    "BROKER-REGISTRATION.R11",
+    api=ApiKey.METADATA,
+)
 def test_listed_brokers_serve_and_lead(harness: Harness) -> None:
     """Every broker Metadata lists answers clients; every partition leader is a listed broker."""
     version = harness.pick_version(ApiKey.METADATA, "1+")

@@ -111,7 +111,7 @@ def test_rounds(harness: Harness) -> None:
         a, b, d = g.new_member(), g.new_member(), g.new_member()
         r = g.rebalance(joining=[a])
         verify.check(
-            all(x["ErrorCode"] != 16 for x in r.joins.values()),
+            all(x["ErrorCode"] != ErrorCode.NOT_COORDINATOR for x in r.joins.values()),
             f"the coordinator named by FindCoordinator answered NOT_COORDINATOR: {r.joins}",
             "GROUPS.R1",
         )

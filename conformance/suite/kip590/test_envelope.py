@@ -26,7 +26,11 @@ from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.meta import conformance
 
-UNADVERTISED_REFUSALS = {31, 35, 42}  # and UNSUPPORTED_VERSION, INVALID_REQUEST
+UNADVERTISED_REFUSALS = {
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ErrorCode.UNSUPPORTED_VERSION,
+    ErrorCode.INVALID_REQUEST,
+}
 R2 = "KIP-590.R2"
 #: how long an executed inner request could take to show
 SETTLE = 0.5

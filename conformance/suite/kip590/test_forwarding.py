@@ -105,7 +105,11 @@ def test_the_controllers_error_comes_back(harness: Harness) -> None:
         runner.cleanup()
 
 
-@conformance("kip-590/incremental-alter-configs/unknown-topic-error-passed-back", R3, api=44)
+@conformance(
+    "kip-590/incremental-alter-configs/unknown-topic-error-passed-back",
+    R3,
+    api=ApiKey.INCREMENTAL_ALTER_CONFIGS,
+)
 def test_an_unknown_topics_error_comes_back(harness: Harness) -> None:
     brokers, runner = prepare(harness, "alter-retention", (R3,), count=1)
     try:

@@ -10,6 +10,7 @@ without ``--zookeeper``, or where the log cannot be read on this machine.
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import brokers as cluster
 from conformance.suite import verify, znodes
@@ -21,7 +22,7 @@ from conformance.suite.znodes import zookeeper
 R4 = "KIP-590.R4"
 
 
-@conformance("kip-590/zookeeper/only-controller-writes", R4, api=44)
+@conformance("kip-590/zookeeper/only-controller-writes", R4, api=ApiKey.INCREMENTAL_ALTER_CONFIGS)
 def test_only_the_controller_writes_to_zookeeper(harness: Harness) -> None:
     with zookeeper(harness) as zk:
         rb.require_event(harness, "alter-retention")

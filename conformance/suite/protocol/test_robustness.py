@@ -70,7 +70,7 @@ def _refused(harness: Harness, body: bytes, version: int, what: str) -> None:
     verify.expect_still_serving(harness, "PROTOCOL.R14")
 
 
-@conformance("robustness/acknowledged-before", "PROTOCOL.R17", api=0)
+@conformance("robustness/acknowledged-before", "PROTOCOL.R17", api=ApiKey.PRODUCE)
 def test_records_acknowledged(harness: Harness, acknowledged) -> None:
     _, acked = acknowledged
     if isinstance(acked, BaseException):
@@ -259,7 +259,7 @@ def test_abrupt_disconnect_mid_request(harness: Harness, cut: str) -> None:
     verify.expect_still_serving(harness, "PROTOCOL.R16")
 
 
-@conformance("robustness/acknowledged-kept", "PROTOCOL.R17", api=1)
+@conformance("robustness/acknowledged-kept", "PROTOCOL.R17", api=ApiKey.FETCH)
 def test_acknowledged_records_are_kept(harness: Harness, acknowledged) -> None:
     topic, acked = acknowledged
     if isinstance(acked, BaseException):
