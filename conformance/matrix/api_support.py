@@ -9,10 +9,9 @@ the APIs in the suite's scope (the project's own message specs), where it is mea
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
-
-from pyspark.sql import DataFrame
 
 from conformance.matrix import kafka_releases
 from conformance.protocol.spec import SPEC_DIR, read_spec_json
@@ -30,10 +29,9 @@ def scope_apis() -> dict[int, str]:
     return dict(sorted(out.items()))
 
 
-def tested(counts: DataFrame) -> dict[tuple[str, str], dict[int, dict[str, int]]]:
-    """(implementation, version) -> api key -> verdict -> record count, from
-    :func:`~conformance.matrix.requirement_matrix.api_counts`."""
-    rows = counts.collect()
+def tested(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[int, dict[str, int]]]:
+    """(implementation, version) -> api key -> verdict -> record count, from the rows of
+    :func:`~conformance.matrix.requirement_matrix.api_counts` (or the same counted in Python)."""
     out: dict[tuple[str, str], dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
     for r in rows:
         out[(r["implementation"], r["version"])][int(r["api_key"])][r["verdict"]] = r["records"]

@@ -103,9 +103,10 @@ def record_valid(col: Callable[[str], Column], *, skip: frozenset[str] = frozens
 
 @dataclass
 class Ingested:
-    """What reading the runs produced: the dataset's location and what was counted or refused."""
+    """What reading the runs produced: the dataset's location (None when none was written, as
+    for one run read in Python) and what was counted or refused."""
 
-    parquet: Path
+    parquet: Path | None
     manifests: list[dict[str, Any]]
     run_dirs: list[Path]
     total_lines: int = 0

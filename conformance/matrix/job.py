@@ -156,7 +156,7 @@ def compute(
         apis = api_support.api_matrix(
             manifests,
             [(i, v) for i, v, _ in targets],
-            api_support.tested(requirement_matrix.api_counts(records)),
+            api_support.tested(requirement_matrix.api_counts(records).collect()),
         )
 
     with timings.stage("diff"):
@@ -174,13 +174,48 @@ def compute(
             diffs = run_diff.diff_pairs(few, pairs)
     for cached in (counts_df, runs, cells_df):
         cached.unpersist()
+    return assemble(
+        got,
+        targets,
+        cells=[r.asDict() for r in cell_rows],
+        details={k: {"details": d["details"], "details_total": d["details_total"]}
+                 for k, d in detail_rows.items()},
+        counts=counts,
+        regressions=[r.asDict() for r in regression_rows],
+        feature_rows=[r.asDict() for r in summary_rows],
+        flaky=flaky,
+        apis=apis,
+        diffs=diffs,
+        kips_dir=kips_dir,
+        timings=timings,
+    )  # fmt: skip
 
+
+def assemble(
+    got: Ingested,
+    targets: list[tuple[str, str, int]],
+    *,
+    cells: list[dict[str, Any]],
+    details: dict[tuple[Any, ...], dict[str, Any]],
+    counts: dict[str, int],
+    regressions: list[dict[str, Any]],
+    feature_rows: list[dict[str, Any]],
+    flaky: list[dict[str, Any]],
+    apis: dict[str, Any],
+    diffs: list[dict[str, Any]],
+    kips_dir: Path | None,
+    timings: Timings,
+) -> dict[str, Any]:
+    """The report model from the aggregates, whichever engine computed them (Spark for any
+    number of runs, :mod:`conformance.matrix.one_run` for one): one assembly, so both give the
+    same ``matrix.json``. Rows are plain dicts shaped as the Spark stages' rows."""
+    manifests = got.manifests
     requirements = requirement_texts(kips_dir)
     cells_out = []
-    for r in cell_rows:
+    for r in cells:
         key = tuple(r[k] for k in requirement_matrix.CELL_KEY)
-        d = detail_rows.get(key)
-        cell = {k: _plain(v) for k, v in r.asDict().items()}
+        d = details.get(key)
+        cell = {k: _plain(v) for k, v in r.items()}
         cell["passes"] = cell.pop("pass")
         cell["details"] = [
             {k: v for k, v in _plain(e).items() if k != "_n"} for e in (d["details"] if d else [])
@@ -222,7 +257,7 @@ def compute(
             **(known or {}),
         }
     features = [f for f in FEATURES if any(c["feature"] == f for c in cells_out)]
-    summary = _summary(targets, summary_rows, cells_out)
+    summary = _summary(targets, feature_rows, cells_out)
     run_out = []
     for m, d in zip(manifests, got.run_dirs, strict=True):
         run_out.append(
@@ -296,7 +331,7 @@ def compute(
         ],
         "flaky_tests": flaky,
         "regressions": sorted(
-            ({k: v for k, v in r.asDict().items() if k != "rank"} for r in regression_rows),
+            ({k: v for k, v in r.items() if k != "rank"} for r in regressions),
             key=lambda r: (r["implementation"], _req_order(r["requirement_id"]), r["to_version"]),
         ),
         "api_support": apis,
@@ -396,7 +431,26 @@ def run_matrix(
 def render_run_report(
     run_dir: Path | str, out_dir: Path | str, *, spark_master: str | None = None, spark=None
 ) -> Path:
-    """The report of one run (what ``run`` and the plugin's ``--report`` write): the same job and
-    renderers as the matrix, over one run directory; returns the HTML file's path."""
-    result = run_matrix([run_dir], out_dir, spark_master=spark_master, spark=spark)
+    """The report of one run (what ``run`` and the plugin's ``--report`` write): the matrix
+    model of that one run directory and the same renderers; returns the HTML file's path.
+
+    With no Spark session or master asked for, the model is computed in Python
+    (:mod:`conformance.matrix.one_run`: one run has nothing to aggregate, and a JVM's start
+    costs more than the suite); the Spark job computes it otherwise, or when the run holds a
+    line only Spark's bulk check can judge. Both give the same ``matrix.json``.
+    """
+    from conformance.matrix.one_run import one_run_model
+    from conformance.report import render_all
+
+    out = Path(out_dir)
+    if spark is None and spark_master is None:
+        print(f"report: rendering {out} (one run: no Spark needed)", flush=True)
+        timings = Timings()
+        model = one_run_model(run_dir, timings=timings)
+        if model is not None:
+            with timings.stage("render"):
+                files = render_all(model, out)
+            model["timings"] = timings.stages
+            return files["html"]
+    result = run_matrix([run_dir], out, spark_master=spark_master, spark=spark)
     return result.files["html"]

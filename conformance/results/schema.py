@@ -25,6 +25,8 @@ from conformance import specs
 SCHEMA_DIR = specs.SCHEMA
 MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"
+#: How a results line that is not JSON at all is named among a run's problems.
+MALFORMED = "malformed JSON"
 
 
 @cache
@@ -166,7 +168,7 @@ def iter_results(
                 yield (
                     number,
                     None,
-                    Problem(name, number, f"malformed JSON: {reason} at column {e.colno}"),
+                    Problem(name, number, f"{MALFORMED}: {reason} at column {e.colno}"),
                 )
                 continue
             errors = record_errors(obj, run_id)

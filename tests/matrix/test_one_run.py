@@ -1,0 +1,66 @@
+"""One run's report without Spark: the Python engine gives the Spark job's ``matrix.json`` for
+every fixture run (one run at a time; only the generation time and stage timings may differ),
+leaves to Spark a run whose lines only Spark's bulk check can judge, and ``render_run_report``
+starts no JVM for a plain run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conformance.matrix.job import compute, render_run_report
+from conformance.matrix.one_run import one_run_model
+from tests.matrix.spark_support import FIXTURE_RUNS
+
+RUNS = sorted(p.name for p in FIXTURE_RUNS.iterdir() if (p / "manifest.json").is_file())
+VARYING = ("generated_at", "timings")
+
+
+def _comparable(model: dict) -> dict:
+    """The model as matrix.json holds it, without what varies from one computation to the next."""
+    plain = json.loads(json.dumps(model, default=str))
+    return {k: v for k, v in plain.items() if k not in VARYING}
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_python_and_spark_give_the_same_matrix(spark, tmp_path, name):
+    run = FIXTURE_RUNS / name
+    by_spark = _comparable(compute(spark, [run], tmp_path / "spark"))
+    by_python = one_run_model(run)
+    assert by_python is not None
+    assert _comparable(by_python) == by_spark
+    # the comparison covers what the report shows: cells, failures, the API matrix
+    assert by_spark["cells"] and by_spark["api_support"]["targets"]
+
+
+def test_the_fixtures_cover_failures_and_a_malformed_line():
+    models = [one_run_model(FIXTURE_RUNS / name) for name in RUNS]
+    assert all(m is not None for m in models)
+    verdicts = {c["verdict"] for m in models for c in m["cells"]}  # type: ignore[index]
+    assert {"PASS", "FAIL"} <= verdicts
+    assert any(c["details"] for m in models for c in m["cells"])  # type: ignore[index]
+    assert any(m["records"]["bad"] for m in models)  # type: ignore[index]
+
+
+def test_a_line_only_spark_judges_is_left_to_spark(tmp_path):
+    run = tmp_path / RUNS[0]
+    shutil.copytree(FIXTURE_RUNS / RUNS[0], run)
+    lines = (run / "results.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["unexpected"] = 1  # the strict reader refuses an unknown key; Spark's reader ignores it
+    lines[0] = json.dumps(record)
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+    assert one_run_model(run) is None
+
+
+def test_a_runs_report_starts_no_spark(tmp_path, capsys):
+    html = render_run_report(FIXTURE_RUNS / RUNS[0], tmp_path / "report")
+    assert html == tmp_path / "report" / "report.html" and html.is_file()
+    assert (tmp_path / "report" / "matrix.json").is_file()
+    # no Spark job ran: neither its log nor its Parquet dataset is there
+    assert not (tmp_path / "report" / "spark.log").exists()
+    assert not (tmp_path / "report" / "results.parquet").exists()
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "no Spark" in out
