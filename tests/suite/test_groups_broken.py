@@ -58,10 +58,15 @@ READ_BACK = "offsets/commit-fetch/read-back"
 GENERATION = "offsets/commit/generation"
 MACHINE = "groups/membership/state-machine"
 CONFIG_MACHINE = "configs/topic/state-machine"
-SOURCES = "configs/topic/sources-everywhere"
+DEFAULTS = "configs/topic/default-sources"
+OVERRIDE = "configs/topic/override-everywhere"
+KEYS = "configs/describe/named-keys"
 ALTER = "configs/alter/replaces-whole-set"
-INCREMENTAL = "configs/incremental/operations"
-REFUSALS = "configs/refusals-and-validate-only"
+SET_DELETE = "configs/incremental/set-delete"
+APPEND_SUBTRACT = "configs/incremental/append-subtract"
+UNKNOWN_NAME = "configs/refusals/unknown-name"
+INVALID_VALUE = "configs/refusals/invalid-value"
+VALIDATE_ONLY = "configs/refusals/validate-only"
 UNKNOWN_TOPIC = "configs/describe/unknown-topic"
 
 #: case -> (answer faults, request faults, tests run, (test, requirement) pairs that FAIL)
@@ -69,8 +74,8 @@ CASES = {
     "coordinator-and-member-id": (
         (wrong_coordinator_id, no_member_id_given, config_source(DEFAULT_CONFIG, TOPIC_CONFIG)),
         (),
-        (ROUNDS, MEMBER_ID, SOURCES),
-        {(ROUNDS, "GROUPS.R1"), (MEMBER_ID, "GROUPS.R2"), (SOURCES, "CONFIGS.R1")},
+        (ROUNDS, MEMBER_ID, DEFAULTS),
+        {(ROUNDS, "GROUPS.R1"), (MEMBER_ID, "GROUPS.R2"), (DEFAULTS, "CONFIGS.R1")},
     ),
     "join-never-answered": (
         (),
@@ -103,26 +108,26 @@ CASES = {
             ),
         ),
         (),
-        (ROUNDS, LIST_DELETE, READ_BACK, SOURCES, REFUSALS),
+        (ROUNDS, LIST_DELETE, READ_BACK, OVERRIDE, UNKNOWN_NAME),
         {
             (ROUNDS, "GROUPS.R4"),
             (LIST_DELETE, "GROUPS.R15"),
             (READ_BACK, "OFFSETS.R1"),
-            (SOURCES, "CONFIGS.R2"),
-            (REFUSALS, "CONFIGS.R6"),
+            (OVERRIDE, "CONFIGS.R2"),
+            (UNKNOWN_NAME, "CONFIGS.R6"),
         },
     ),
     "assignment-to-wrong-member": (
         (AssignmentToWrongMember(), assignments_not_described, fetch_lists_extra_partition),
         (alter_applied_incrementally, incremental_op(APPEND, SET), values_not_validated),
-        (ROUNDS, DESCRIBE, READ_BACK, ALTER, INCREMENTAL, REFUSALS),
+        (ROUNDS, DESCRIBE, READ_BACK, ALTER, APPEND_SUBTRACT, INVALID_VALUE),
         {
             (ROUNDS, "GROUPS.R5"),
             (DESCRIBE, "GROUPS.R14"),
             (READ_BACK, "OFFSETS.R5"),
             (ALTER, "CONFIGS.R3"),
-            (INCREMENTAL, "CONFIGS.R5"),
-            (REFUSALS, "CONFIGS.R7"),
+            (APPEND_SUBTRACT, "CONFIGS.R5"),
+            (INVALID_VALUE, "CONFIGS.R7"),
         },
     ),
     "stale-generation-accepted": (
@@ -135,14 +140,14 @@ CASES = {
             replace_code({ApiKey.DELETE_GROUPS}, ErrorCode.NON_EMPTY_GROUP, ErrorCode.NONE),
         ),
         (incremental_op(DELETE, None), validate_only_ignored, config_keys_ignored),
-        (ROUNDS, GENERATION, LIST_DELETE, INCREMENTAL, REFUSALS, SOURCES),
+        (ROUNDS, GENERATION, LIST_DELETE, SET_DELETE, VALIDATE_ONLY, KEYS),
         {
             (ROUNDS, "GROUPS.R6"),
             (GENERATION, "OFFSETS.R3"),
             (LIST_DELETE, "GROUPS.R17"),
-            (INCREMENTAL, "CONFIGS.R4"),
-            (REFUSALS, "CONFIGS.R8"),
-            (SOURCES, "CONFIGS.R11"),
+            (SET_DELETE, "CONFIGS.R4"),
+            (VALIDATE_ONLY, "CONFIGS.R8"),
+            (KEYS, "CONFIGS.R11"),
         },
     ),
     "unknown-member-accepted": (
@@ -156,12 +161,12 @@ CASES = {
             config_source(TOPIC_CONFIG, DEFAULT_CONFIG, spare_bootstrap=True),
         ),
         (),
-        (ROUNDS, EXPIRY, READ_BACK, SOURCES, CONFIG_MACHINE),
+        (ROUNDS, EXPIRY, READ_BACK, OVERRIDE, CONFIG_MACHINE),
         {
             (ROUNDS, "GROUPS.R7"),
             (EXPIRY, "GROUPS.R10"),
             (READ_BACK, "OFFSETS.R4"),
-            (SOURCES, "CONFIGS.R9"),
+            (OVERRIDE, "CONFIGS.R9"),
             (CONFIG_MACHINE, "CONFIGS.R9"),
         },
     ),

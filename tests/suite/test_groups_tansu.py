@@ -9,9 +9,11 @@ from tests.suite.conftest import failing, verdicts
 
 SELECT = (
     "offsets/commit-fetch/survive-restart or offsets/commit-fetch/read-back or "
-    "configs/topic/sources-everywhere or configs/alter/replaces-whole-set or "
-    "configs/incremental/operations or configs/refusals-and-validate-only or "
-    "configs/describe/unknown-topic or groups/describe/states-and-members"
+    "configs/topic/default-sources or configs/topic/override-everywhere or "
+    "configs/describe/named-keys or configs/alter/replaces-whole-set or "
+    "configs/incremental/set-delete or configs/incremental/append-subtract or "
+    "configs/refusals/ or configs/describe/unknown-topic or "
+    "groups/describe/states-and-members"
 )
 #: (test, requirement) -> what the failure message says
 KNOWN = {
@@ -20,11 +22,18 @@ KNOWN = {
     # the metadata string of a commit is not kept (OffsetFetch answers null)
     ("offsets/commit-fetch/read-back", "OFFSETS.R1"): "metadata",
     # a new topic's DescribeConfigs lists no config at all
-    ("configs/topic/sources-everywhere", "CONFIGS.R1"): "lists no retention.ms",
+    ("configs/topic/default-sources", "CONFIGS.R1"): "lists no retention.ms",
     # overrides are reported with source DEFAULT_CONFIG
-    ("configs/incremental/operations", "CONFIGS.R4"): "overrides {}",
-    # an unknown config name is accepted (NONE)
-    ("configs/refusals-and-validate-only", "CONFIGS.R6"): "answered 0",
+    ("configs/topic/override-everywhere", "CONFIGS.R2"): "source DEFAULT_CONFIG",
+    ("configs/incremental/set-delete", "CONFIGS.R4"): "overrides {}",
+    ("configs/incremental/append-subtract", "CONFIGS.R5"): "APPEND compact",
+    # DescribeConfigs naming keys: the connection is closed
+    ("configs/describe/named-keys", "CONFIGS.R11"): "closed the connection",
+    # an unknown config name and a value that is not a number are accepted (NONE)
+    ("configs/refusals/unknown-name", "CONFIGS.R6"): "answered 0",
+    ("configs/refusals/invalid-value", "CONFIGS.R7"): "answered 0",
+    # a validate-only change is applied
+    ("configs/refusals/validate-only", "CONFIGS.R8"): "changed the topic's configs",
     # a topic that does not exist is described with NONE and no configs
     ("configs/describe/unknown-topic", "CONFIGS.R10"): "which does not exist",
     # a group that never existed is described Empty, not Dead
