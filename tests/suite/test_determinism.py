@@ -3,15 +3,15 @@ unless told ``--seed random``, and records the seed it used in the manifest.
 
 A cheap subset with property tests (generated requests of every Metadata and OffsetCommit
 version, the cluster-id state machine) runs twice against one reference cluster; the verdicts,
-and what was drawn (the seed), must be the same. A third run with ``--seed random`` records a
-fresh seed (``--seed N`` replaying a recorded seed is tests/suite/test_against_tansu.py's).
+and what was drawn (the seed), must be the same. ``--seed random`` draws a fresh seed (a run
+records whichever it used; ``--seed N`` replaying a recorded seed is in test_against_tansu.py).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.plugin import DEFAULT_SEED
+from conformance.plugin import DEFAULT_SEED, parse_seed, run_seed
 from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import verdicts
 
@@ -46,8 +46,11 @@ def test_two_identical_runs_give_identical_verdicts(cli, reference) -> None:
     assert seeded and {r["seed"] for r in seeded} == {DEFAULT_SEED}
 
 
-def test_a_random_seed_is_drawn_only_on_request_and_recorded(cli, reference) -> None:
-    fresh = _run(cli, reference, "--seed", "random")
-    seed = fresh.manifest["hypothesis_seed"]
-    assert isinstance(seed, int) and seed != DEFAULT_SEED
-    assert {r["seed"] for r in fresh.records if r["seed"] is not None} == {seed}
+def test_a_random_seed_is_drawn_only_on_request() -> None:
+    assert run_seed(None) == run_seed(None) == DEFAULT_SEED
+    assert run_seed(parse_seed("12")) == 12
+    fresh = {run_seed(parse_seed("random")) for _ in range(3)}
+    assert len(fresh) == 3 and DEFAULT_SEED not in fresh
+    for bad in ("-1", "x", ""):
+        with pytest.raises(ValueError, match="an integer or 'random'"):
+            parse_seed(bad)
