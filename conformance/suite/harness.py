@@ -33,6 +33,8 @@ T = TypeVar("T")
 CONTROLLER_TYPES = ("controller",)
 #: seconds to wait for an answer before a request counts as unanswered
 REQUEST_TIMEOUT = 10.0
+#: ... for an API and version the target already left unanswered earlier in the run
+REPEAT_TIMEOUT = 2.0
 
 
 @dataclass
@@ -71,18 +73,26 @@ class SyncConnection:
     ) -> Response:
         """Send and wait for the answer. A request the target left unanswered (TimeoutError) is
         not sent again within the test: the same API and version fail at once after that, so a
-        target that never answers costs one timeout per test, not one per example or step."""
+        target that never answers costs one timeout per test, not one per example or step. A
+        later test still sends it (its verdict rests on what it sent), but waits REPEAT_TIMEOUT
+        only, since the target left that API and version unanswered before in the run."""
         key = (api_key, version)
-        unanswered = self.harness.notes.unanswered
-        if key in unanswered:
-            raise TimeoutError(
-                f"{self.harness.api_name(api_key)} v{version} was left unanswered earlier in "
-                "this test; not sent again"
-            )
+        name = f"{self.harness.api_name(api_key)} v{version}"
+        if key in self.harness.notes.unanswered:
+            raise TimeoutError(f"{name} was left unanswered earlier in this test; not sent again")
+        before = key in self.harness.unanswered
+        if before:
+            timeout = min(timeout, REPEAT_TIMEOUT)
         try:
             return self.harness.call(self.conn.request(api_key, version, body, timeout=timeout))
         except TimeoutError:
-            unanswered.add(key)
+            self.harness.notes.unanswered.add(key)
+            self.harness.unanswered.add(key)
+            if before:
+                raise TimeoutError(
+                    f"none within {timeout:.0f} s; the target left {name} unanswered earlier "
+                    "in this run too"
+                ) from None
             raise
 
     def send_frame(self, frame: bytes, api_key: int, version: int, cid: int) -> asyncio.Future:
@@ -143,6 +153,8 @@ class Harness:
         self._open: list[SyncConnection] = []
         self.notes = TestNotes()
         self.advertised: dict[int, tuple[int, int]] = {}
+        #: (api key, version) of requests the target left unanswered in this run
+        self.unanswered: set[tuple[int, int]] = set()
         self.controller_advertised: dict[int, tuple[int, int]] | None = None
 
     # --- plumbing ---------------------------------------------------------------------------
