@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from conformance.protocol import ApiKey
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -29,8 +31,6 @@ from conformance.protocol import Codec  # noqa: E402
 from conformance.protocol.records import build_batch, encode_batch  # noqa: E402
 from conformance.protocol.records.compression import Compression  # noqa: E402
 from reference_impl.launcher import Cluster  # noqa: E402
-
-PRODUCE, CREATE_TOPICS = 0, 19
 
 
 async def ping_worst(conn: Connection, until: asyncio.Event) -> tuple[float, int]:
@@ -64,7 +64,7 @@ async def one_round(host: str, port: int, codec: Codec, batch: bytes) -> dict:
             "TopicData": [{"Name": "heavy", "PartitionData": [{"Index": 0, "Records": batch}]}],
         }
         t = time.perf_counter()
-        resp = await producer.request(PRODUCE, 9, body, timeout=120)
+        resp = await producer.request(ApiKey.PRODUCE, 9, body, timeout=120)
         produce_s = time.perf_counter() - t
         done.set()
         stall, pings = await ping
@@ -90,7 +90,7 @@ async def run(cluster: Cluster, records: int, rounds: int) -> list[dict]:
         "Configs": [{"Name": "max.message.bytes", "Value": str(64 << 20)}],
     }
     async with await Connection.open(host, port, codec=codec) as conn:
-        await conn.request(CREATE_TOPICS, 7, {"Topics": [topic], "timeoutMs": 10000})
+        await conn.request(ApiKey.CREATE_TOPICS, 7, {"Topics": [topic], "timeoutMs": 10000})
     await asyncio.sleep(1)
     now = int(time.time() * 1000)
     batch = encode_batch(

@@ -207,7 +207,7 @@ def inert_request(codec, api_key: int, version: int) -> dict:
     elif api_key == ApiKey.UNREGISTER_BROKER:
         body.update({"BrokerId": NO_BROKER})
     elif api_key == ApiKey.ENVELOPE:
-        inner = encode_request(codec, 60, 0, 1, "kc-envelope", {})
+        inner = encode_request(codec, ApiKey.DESCRIBE_CLUSTER, 0, 1, "kc-envelope", {})
         body.update(
             {
                 "RequestData": inner,

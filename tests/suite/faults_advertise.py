@@ -7,10 +7,9 @@ the suite must then credit nothing it had no way to check.
 
 from __future__ import annotations
 
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from conformance.protocol.framing import decode_response, encode_response
 
-API_VERSIONS = 18
 CODEC = Codec.from_specs()
 
 
@@ -22,7 +21,7 @@ class Advertise:
         self.limits = limits
 
     def response(self, api: int, version: int, frame: bytes) -> bytes:
-        if api != API_VERSIONS:
+        if api != ApiKey.API_VERSIONS:
             return frame
         try:
             header, body = decode_response(CODEC, api, version, frame)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.protocol import ApiKey
 from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import verdicts
 from tests.suite.faults_advertise import Advertise
 from tests.suite.proxies import FaultyProxy
 
-METADATA, DESCRIBE_CLUSTER = 3, 60
 MACHINE = "metadata/cluster-id/state-machine"
 
 
@@ -30,7 +30,7 @@ def reference():
 
 def test_a_target_offering_too_little_gets_no_pass_for_what_it_cannot_show(cli, reference) -> None:
     boot = reference.bootstrap[0]
-    small = Advertise({METADATA: (8, 8), DESCRIBE_CLUSTER: None})
+    small = Advertise({ApiKey.METADATA: (8, 8), ApiKey.DESCRIBE_CLUSTER: None})
     with FaultyProxy((boot.host, boot.port), small.response) as proxy:
         proc, run = cli(
             "--bootstrap-server",

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.framing import decode_response, encode_response
 from conformance.targets import TargetOptions, make_target
 from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import verdicts
 from tests.suite.proxies import FaultyProxy, passthrough
 
-ENVELOPE, NOT_CONTROLLER = 58, 41
 TEST = "kip-590/envelope/standby/not-controller"
 R5 = "KIP-590.R5"
 CODEC = Codec.from_specs()
@@ -29,10 +28,10 @@ CODEC = Codec.from_specs()
 
 def not_controller_hidden(api: int, version: int, frame: bytes) -> bytes:
     """A standby that claims to have served the Envelope: NOT_CONTROLLER becomes NONE."""
-    if api != ENVELOPE:
+    if api != ApiKey.ENVELOPE:
         return frame
     header, body = decode_response(CODEC, api, version, frame)
-    if body["ErrorCode"] != NOT_CONTROLLER:
+    if body["ErrorCode"] != ErrorCode.NOT_CONTROLLER:
         return frame
     body["ErrorCode"] = 0
     return encode_response(CODEC, api, version, header["CorrelationId"], body)
@@ -75,7 +74,7 @@ def test_the_reference_names_its_active_controller_first(standbys) -> None:
 def test_standby_controllers_answer_not_controller(cli, standbys) -> None:
     record = run_r5(cli, standbys, [str(ep) for ep in standbys.controllers])
     assert record["verdict"] == "PASS", record["message"]
-    assert (record["api_key"], record["api_version"]) == (ENVELOPE, 0)
+    assert (record["api_key"], record["api_version"]) == (ApiKey.ENVELOPE, 0)
 
 
 def test_a_standby_that_hides_not_controller_fails_r5(cli, standbys) -> None:

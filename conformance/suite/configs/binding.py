@@ -6,15 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
-from conformance.suite.configs.topic_configs import (
-    INCREMENTAL_ALTER_CONFIGS,
-    NONE,
-    PROPAGATION,
-    TOPIC_CONFIG,
-    describe,
-)
+from conformance.suite.configs.topic_configs import PROPAGATION, TOPIC_CONFIG, describe
 from conformance.suite.harness import Harness
 from conformance.suite.models import Binding
 
@@ -26,7 +21,7 @@ KEYS = ("retention.ms", "delete.retention.ms", "min.compaction.lag.ms")
 class TopicConfigsBinding(Binding):
     def __init__(self, harness: Harness, topic: str) -> None:
         self.harness, self.topic = harness, topic
-        self.version = harness.pick_version(INCREMENTAL_ALTER_CONFIGS)
+        self.version = harness.pick_version(ApiKey.INCREMENTAL_ALTER_CONFIGS)
         self.conn = harness.connect()
         self.views = {str(b): harness.connect(b.endpoint) for b in cluster.brokers(harness)}
 
@@ -51,7 +46,9 @@ class TopicConfigsBinding(Binding):
         for where, conn in self.views.items():
             code, configs = describe(self.harness, conn, [self.topic], list(KEYS))[self.topic]
             verify.check(
-                code == NONE, f"DescribeConfigs through {where}: error {code}", "CONFIGS.R1"
+                code == ErrorCode.NONE,
+                f"DescribeConfigs through {where}: error {code}",
+                "CONFIGS.R1",
             )
             records: dict[int, Any] = {}
             for i, key in enumerate(KEYS):
@@ -70,6 +67,6 @@ class TopicConfigsBinding(Binding):
             "ValidateOnly": False,
         }
         try:
-            self.conn.request(INCREMENTAL_ALTER_CONFIGS, self.version, body)
+            self.conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, self.version, body)
         except Exception:
             pass

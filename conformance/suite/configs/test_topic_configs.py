@@ -4,20 +4,15 @@ incremental operations, refusals, validate-only, every broker's view, unknown to
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.configs.topic_configs import (
-    ALTER_CONFIGS,
     APPEND,
     DELETE,
-    DESCRIBE_CONFIGS,
-    INCREMENTAL_ALTER_CONFIGS,
-    INVALID_CONFIG,
-    NONE,
     SET,
     SUBTRACT,
     TOPIC_CONFIG,
-    UNKNOWN_TOPIC_OR_PARTITION,
     Configs,
     alter,
     configs_of,
@@ -46,7 +41,7 @@ def new_topic(harness: Harness) -> str:
     return name
 
 
-@conformance("configs/topic/default-sources", "CONFIGS.R1", api=DESCRIBE_CONFIGS)
+@conformance("configs/topic/default-sources", "CONFIGS.R1", api=ApiKey.DESCRIBE_CONFIGS)
 def test_default_sources(harness: Harness) -> None:
     topic = new_topic(harness)
     try:
@@ -61,7 +56,7 @@ def test_default_sources(harness: Harness) -> None:
         delete_topics(harness, [topic])
 
 
-@conformance("configs/describe/named-keys", "CONFIGS.R11", api=DESCRIBE_CONFIGS)
+@conformance("configs/describe/named-keys", "CONFIGS.R11", api=ApiKey.DESCRIBE_CONFIGS)
 def test_named_keys(harness: Harness) -> None:
     topic = new_topic(harness)
     try:
@@ -76,14 +71,18 @@ def test_named_keys(harness: Harness) -> None:
         delete_topics(harness, [topic])
 
 
-@conformance("configs/topic/override-everywhere", "CONFIGS.R2", "CONFIGS.R9", api=DESCRIBE_CONFIGS)
+@conformance(
+    "configs/topic/override-everywhere", "CONFIGS.R2", "CONFIGS.R9", api=ApiKey.DESCRIBE_CONFIGS
+)
 def test_override_through_every_broker(harness: Harness) -> None:
-    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     topic = new_topic(harness)
     try:
         conn = harness.connect()
         code = incremental(harness, conn, topic, [(RETENTION, SET, "3600000")])
-        verify.check(code == NONE, f"IncrementalAlterConfigs SET answered {code}", "CONFIGS.R2")
+        verify.check(
+            code == ErrorCode.NONE, f"IncrementalAlterConfigs SET answered {code}", "CONFIGS.R2"
+        )
         mine = configs_of(harness, conn, topic, "CONFIGS.R2")
         verify.check(
             mine.get(RETENTION) == ("3600000", TOPIC_CONFIG),
@@ -103,17 +102,19 @@ def test_override_through_every_broker(harness: Harness) -> None:
         delete_topics(harness, [topic])
 
 
-@conformance("configs/alter/replaces-whole-set", "CONFIGS.R3", api=ALTER_CONFIGS)
+@conformance("configs/alter/replaces-whole-set", "CONFIGS.R3", api=ApiKey.ALTER_CONFIGS)
 def test_alter_replaces_the_whole_set(harness: Harness) -> None:
-    harness.require(ALTER_CONFIGS)
-    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    harness.require(ApiKey.ALTER_CONFIGS)
+    harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     topic = new_topic(harness)
     try:
         conn = harness.connect()
         code = incremental(harness, conn, topic, [(RETENTION, SET, "3600000")])
-        verify.check(code == NONE, f"IncrementalAlterConfigs SET answered {code}", "CONFIGS.R3")
+        verify.check(
+            code == ErrorCode.NONE, f"IncrementalAlterConfigs SET answered {code}", "CONFIGS.R3"
+        )
         code = alter(harness, conn, topic, {MAX_BYTES: "2000000"})
-        verify.check(code == NONE, f"AlterConfigs answered {code}", "CONFIGS.R3")
+        verify.check(code == ErrorCode.NONE, f"AlterConfigs answered {code}", "CONFIGS.R3")
         got = configs_of(harness, conn, topic, "CONFIGS.R3")
         verify.check(
             overrides(got) == {MAX_BYTES: "2000000"},
@@ -125,9 +126,9 @@ def test_alter_replaces_the_whole_set(harness: Harness) -> None:
         delete_topics(harness, [topic])
 
 
-@conformance("configs/incremental/set-delete", "CONFIGS.R4", api=INCREMENTAL_ALTER_CONFIGS)
+@conformance("configs/incremental/set-delete", "CONFIGS.R4", api=ApiKey.INCREMENTAL_ALTER_CONFIGS)
 def test_set_and_delete(harness: Harness) -> None:
-    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     topic = new_topic(harness)
     try:
         conn = harness.connect()
@@ -135,9 +136,9 @@ def test_set_and_delete(harness: Harness) -> None:
         code = incremental(
             harness, conn, topic, [(RETENTION, SET, "3600000"), (MAX_BYTES, SET, "2000000")]
         )
-        verify.check(code == NONE, f"SET of two configs answered {code}", "CONFIGS.R4")
+        verify.check(code == ErrorCode.NONE, f"SET of two configs answered {code}", "CONFIGS.R4")
         code = incremental(harness, conn, topic, [(RETENTION, DELETE, None)])
-        verify.check(code == NONE, f"DELETE answered {code}", "CONFIGS.R4")
+        verify.check(code == ErrorCode.NONE, f"DELETE answered {code}", "CONFIGS.R4")
         got = configs_of(harness, conn, topic, "CONFIGS.R4")
         verify.check(
             overrides(got) == {MAX_BYTES: "2000000"}
@@ -151,16 +152,18 @@ def test_set_and_delete(harness: Harness) -> None:
         delete_topics(harness, [topic])
 
 
-@conformance("configs/incremental/append-subtract", "CONFIGS.R5", api=INCREMENTAL_ALTER_CONFIGS)
+@conformance(
+    "configs/incremental/append-subtract", "CONFIGS.R5", api=ApiKey.INCREMENTAL_ALTER_CONFIGS
+)
 def test_append_and_subtract(harness: Harness) -> None:
-    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     topic = new_topic(harness)
     try:
         conn = harness.connect()
         default = configs_of(harness, conn, topic, "CONFIGS.R5")
         base = items(default.get(POLICY, ("delete",))[0])
         code = incremental(harness, conn, topic, [(POLICY, APPEND, "compact")])
-        verify.check(code == NONE, f"APPEND to {POLICY} answered {code}", "CONFIGS.R5")
+        verify.check(code == ErrorCode.NONE, f"APPEND to {POLICY} answered {code}", "CONFIGS.R5")
         got = configs_of(harness, conn, topic, "CONFIGS.R5")
         verify.check(
             items(got.get(POLICY, (None,))[0]) == base | {"compact"},
@@ -168,7 +171,9 @@ def test_append_and_subtract(harness: Harness) -> None:
             "CONFIGS.R5",
         )
         code = incremental(harness, conn, topic, [(POLICY, SUBTRACT, "delete")])
-        verify.check(code == NONE, f"SUBTRACT from {POLICY} answered {code}", "CONFIGS.R5")
+        verify.check(
+            code == ErrorCode.NONE, f"SUBTRACT from {POLICY} answered {code}", "CONFIGS.R5"
+        )
         got = configs_of(harness, conn, topic, "CONFIGS.R5")
         verify.check(
             items(got.get(POLICY, (None,))[0]) == (base | {"compact"}) - {"delete"},
@@ -182,37 +187,37 @@ def test_append_and_subtract(harness: Harness) -> None:
 def refusals(harness: Harness, req: str) -> None:
     """One kind of refusal (or validate-only) through IncrementalAlterConfigs, and through
     AlterConfigs where the target advertises it."""
-    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     topic = new_topic(harness)
     try:
         conn = harness.connect()
         code = incremental(harness, conn, topic, [(MAX_BYTES, SET, "2000000")])
-        verify.check(code == NONE, f"SET answered {code}", req)
+        verify.check(code == ErrorCode.NONE, f"SET answered {code}", req)
         before = configs_of(harness, conn, topic, req)
         unknown = "kc.no.such.config"
         cases = [
             (
                 "CONFIGS.R6",
                 "AlterConfigs of an unknown config",
-                INVALID_CONFIG,
+                ErrorCode.INVALID_CONFIG,
                 lambda v: alter(harness, conn, topic, {unknown: "1"}, validate_only=v),
             ),
             (
                 "CONFIGS.R6",
                 "IncrementalAlterConfigs SET of an unknown config",
-                INVALID_CONFIG,
+                ErrorCode.INVALID_CONFIG,
                 lambda v: incremental(harness, conn, topic, [(unknown, SET, "1")], validate_only=v),
             ),
             (
                 "CONFIGS.R7",
                 f"AlterConfigs {RETENTION}=not-a-number",
-                INVALID_CONFIG,
+                ErrorCode.INVALID_CONFIG,
                 lambda v: alter(harness, conn, topic, {RETENTION: "not-a-number"}, validate_only=v),
             ),
             (
                 "CONFIGS.R7",
                 f"IncrementalAlterConfigs SET {RETENTION}=not-a-number",
-                INVALID_CONFIG,
+                ErrorCode.INVALID_CONFIG,
                 lambda v: incremental(
                     harness, conn, topic, [(RETENTION, SET, "not-a-number")], validate_only=v
                 ),
@@ -220,24 +225,24 @@ def refusals(harness: Harness, req: str) -> None:
             (
                 "CONFIGS.R8",
                 f"AlterConfigs {RETENTION}=3600000",
-                NONE,
+                ErrorCode.NONE,
                 lambda v: alter(harness, conn, topic, {RETENTION: "3600000"}, validate_only=v),
             ),
             (
                 "CONFIGS.R8",
                 f"IncrementalAlterConfigs SET {RETENTION}=3600000",
-                NONE,
+                ErrorCode.NONE,
                 lambda v: incremental(
                     harness, conn, topic, [(RETENTION, SET, "3600000")], validate_only=v
                 ),
             ),
         ]
         cases = [c for c in cases if c[0] == req]
-        if ALTER_CONFIGS not in harness.advertised:
+        if ApiKey.ALTER_CONFIGS not in harness.advertised:
             cases = [c for c in cases if not c[1].startswith("AlterConfigs")]
         for req, what, want, send in cases:
             # a refused change is tried for real, then validate-only; a valid one only as a check
-            for validate_only in (False, True) if want != NONE else (True,):
+            for validate_only in (False, True) if want != ErrorCode.NONE else (True,):
                 mode = " (validate only)" if validate_only else ""
                 code = send(validate_only)
                 # validate-only answers as the change would be answered; its checks name the
@@ -260,37 +265,37 @@ def refusals(harness: Harness, req: str) -> None:
         delete_topics(harness, [topic])
 
 
-@conformance("configs/refusals/unknown-name", "CONFIGS.R6", api=INCREMENTAL_ALTER_CONFIGS)
+@conformance("configs/refusals/unknown-name", "CONFIGS.R6", api=ApiKey.INCREMENTAL_ALTER_CONFIGS)
 def test_unknown_name_refused(harness: Harness) -> None:
     refusals(harness, "CONFIGS.R6")
 
 
-@conformance("configs/refusals/invalid-value", "CONFIGS.R7", api=INCREMENTAL_ALTER_CONFIGS)
+@conformance("configs/refusals/invalid-value", "CONFIGS.R7", api=ApiKey.INCREMENTAL_ALTER_CONFIGS)
 def test_invalid_value_refused(harness: Harness) -> None:
     refusals(harness, "CONFIGS.R7")
 
 
-@conformance("configs/refusals/validate-only", "CONFIGS.R8", api=INCREMENTAL_ALTER_CONFIGS)
+@conformance("configs/refusals/validate-only", "CONFIGS.R8", api=ApiKey.INCREMENTAL_ALTER_CONFIGS)
 def test_validate_only_changes_nothing(harness: Harness) -> None:
     refusals(harness, "CONFIGS.R8")
 
 
-@conformance("configs/describe/unknown-topic", "CONFIGS.R10", api=DESCRIBE_CONFIGS)
+@conformance("configs/describe/unknown-topic", "CONFIGS.R10", api=ApiKey.DESCRIBE_CONFIGS)
 def test_unknown_topic(harness: Harness) -> None:
-    harness.require(DESCRIBE_CONFIGS, None)
+    harness.require(ApiKey.DESCRIBE_CONFIGS, None)
     topic, ghost = new_topic(harness), fresh_name("never")
     try:
         for b in cluster.brokers(harness):
             got = describe(harness, harness.connect(b.endpoint), [ghost, topic], req="CONFIGS.R10")
             verify.check(
-                got.get(ghost, (None,))[0] == UNKNOWN_TOPIC_OR_PARTITION,
+                got.get(ghost, (None,))[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 f"DescribeConfigs through {b} of topic {ghost}, which does not exist, answered "
                 f"error {got.get(ghost, (None,))[0]}; expected UNKNOWN_TOPIC_OR_PARTITION",
                 "CONFIGS.R10",
             )
             code, configs = got.get(topic, (None, {}))
             verify.check(
-                code == NONE and configs,
+                code == ErrorCode.NONE and configs,
                 f"DescribeConfigs through {b}: the existing topic {topic} asked alongside "
                 f"answered error {code} with {len(configs)} configs",
                 "CONFIGS.R10",

@@ -4,8 +4,8 @@ broker's DescribeConfigs must agree with the model after each step."""
 
 from __future__ import annotations
 
+from conformance.protocol import ApiKey
 from conformance.suite.configs.binding import TopicConfigsBinding
-from conformance.suite.configs.topic_configs import DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 from conformance.suite.groups.members import fresh_name
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
@@ -17,10 +17,10 @@ REQS = ("CONFIGS.R1", "CONFIGS.R2", "CONFIGS.R4", "CONFIGS.R7", "CONFIGS.R8", "C
 EXAMPLES, STEPS = 3, 10
 
 
-@conformance("configs/topic/state-machine", *REQS, api=INCREMENTAL_ALTER_CONFIGS)
+@conformance("configs/topic/state-machine", *REQS, api=ApiKey.INCREMENTAL_ALTER_CONFIGS)
 def test_topic_configs_state_machine(harness: Harness) -> None:
-    harness.pick_version(DESCRIBE_CONFIGS, "1+")
-    harness.require(INCREMENTAL_ALTER_CONFIGS)
+    harness.pick_version(ApiKey.DESCRIBE_CONFIGS, "1+")
+    harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     model = load_model("configs-topic")
     topic = fresh_name("topic")
     create_topic(harness, topic, 1)

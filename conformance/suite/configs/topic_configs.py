@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
 
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC = 2
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 #: ConfigSource values of DescribeConfigs v1+
@@ -22,7 +22,6 @@ SOURCES = {
     4: "STATIC_BROKER_CONFIG",
     5: "DEFAULT_CONFIG",
 }
-NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG = 0, 3, 40
 #: how long brokers may take to report a change the controller acknowledged
 PROPAGATION = 5.0
 
@@ -38,7 +37,7 @@ def describe(
     req: str = "CONFIGS.R1",
 ) -> dict[str, tuple[int, Configs]]:
     """DescribeConfigs (v1+) of ``topics``: name -> (error code, {config: (value, source)})."""
-    version = harness.pick_version(DESCRIBE_CONFIGS, "1+")
+    version = harness.pick_version(ApiKey.DESCRIBE_CONFIGS, "1+")
     body = {
         "Resources": [
             {"ResourceType": TOPIC, "ResourceName": t, "ConfigurationKeys": keys} for t in topics
@@ -46,7 +45,7 @@ def describe(
         "IncludeSynonyms": False,
         "IncludeDocumentation": False,
     }
-    got = verify.expect_response(conn, DESCRIBE_CONFIGS, version, body, served=req).body
+    got = verify.expect_response(conn, ApiKey.DESCRIBE_CONFIGS, version, body, served=req).body
     return {
         r["ResourceName"]: (
             r["ErrorCode"],
@@ -59,7 +58,7 @@ def describe(
 def configs_of(harness: Harness, conn: SyncConnection, topic: str, req: str) -> Configs:
     got = describe(harness, conn, [topic], req=req)
     code, configs = got.get(topic, (None, {}))
-    verify.check(code == NONE, f"DescribeConfigs of topic {topic}: error {code}", req)
+    verify.check(code == ErrorCode.NONE, f"DescribeConfigs of topic {topic}: error {code}", req)
     return configs
 
 
@@ -72,7 +71,7 @@ def alter(
     validate_only: bool = False,
 ) -> int:
     """AlterConfigs of one topic: the resource's error code."""
-    version = harness.pick_version(ALTER_CONFIGS)
+    version = harness.pick_version(ApiKey.ALTER_CONFIGS)
     body = {
         "Resources": [
             {
@@ -83,7 +82,7 @@ def alter(
         ],
         "ValidateOnly": validate_only,
     }
-    got = verify.expect_response(conn, ALTER_CONFIGS, version, body).body
+    got = verify.expect_response(conn, ApiKey.ALTER_CONFIGS, version, body).body
     return got["Responses"][0]["ErrorCode"]
 
 
@@ -96,7 +95,7 @@ def incremental(
     validate_only: bool = False,
 ) -> int:
     """IncrementalAlterConfigs of one topic ((name, operation, value) each): its error code."""
-    version = harness.pick_version(INCREMENTAL_ALTER_CONFIGS)
+    version = harness.pick_version(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     body = {
         "Resources": [
             {
@@ -107,7 +106,7 @@ def incremental(
         ],
         "ValidateOnly": validate_only,
     }
-    got = verify.expect_response(conn, INCREMENTAL_ALTER_CONFIGS, version, body).body
+    got = verify.expect_response(conn, ApiKey.INCREMENTAL_ALTER_CONFIGS, version, body).body
     return got["Responses"][0]["ErrorCode"]
 
 

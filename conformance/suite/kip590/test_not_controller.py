@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 
 from conformance.client.wire import ConnectionClosed
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import encode_request
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
@@ -23,14 +24,12 @@ from conformance.suite.kip590.test_envelope import principal
 from conformance.suite.meta import conformance
 from conformance.targets.base import Endpoint
 
-ENVELOPE, CREATE_TOPICS = 58, 19
-NOT_CONTROLLER, CLUSTER_AUTHORIZATION_FAILED = 41, 31
 R5 = "KIP-590.R5"
 
 
 def validate_only_envelope(harness: Harness, topic: str) -> tuple[dict, str]:
     """The Envelope body, and what it carries in words (for failure messages)."""
-    version = harness.pick_version(CREATE_TOPICS)
+    version = harness.pick_version(ApiKey.CREATE_TOPICS)
     inner = {
         "Topics": [
             {
@@ -45,7 +44,9 @@ def validate_only_envelope(harness: Harness, topic: str) -> tuple[dict, str]:
         "validateOnly": True,
     }
     body = {
-        "RequestData": encode_request(harness.codec, CREATE_TOPICS, version, 1, "kc-suite", inner),
+        "RequestData": encode_request(
+            harness.codec, ApiKey.CREATE_TOPICS, version, 1, "kc-suite", inner
+        ),
         "RequestPrincipal": principal("User:ANONYMOUS"),
         "ClientHostAddress": bytes([127, 0, 0, 1]),
     }
@@ -60,11 +61,11 @@ def ask(harness: Harness, ep: Endpoint, body: dict) -> int:
         raise verify.Failed(
             f"the controller at {ep}, named by the target, refused a connection: {e}", R5
         ) from None
-    answer = verify.expect_response(conn, ENVELOPE, 0, body, served=R5)
+    answer = verify.expect_response(conn, ApiKey.ENVELOPE, 0, body, served=R5)
     return answer.body["ErrorCode"]
 
 
-@conformance("kip-590/envelope/standby/not-controller", R5, api=ENVELOPE)
+@conformance("kip-590/envelope/standby/not-controller", R5, api=ApiKey.ENVELOPE)
 def test_standby_controllers_answer_not_controller(harness: Harness) -> None:
     controllers = harness.target.controllers
     if len(controllers) < 2:
@@ -73,12 +74,14 @@ def test_standby_controllers_answer_not_controller(harness: Harness) -> None:
             "listener(s) (run --target reference:zookeeper?controllers=3, or give every "
             "controller with --controller-bootstrap H:P,H:P,...)"
         )
-    harness.require(ENVELOPE, 0, "controller")
+    harness.require(ApiKey.ENVELOPE, 0, "controller")
     topic = f"kc-suite-standby-{uuid.uuid4().hex[:10]}"
     body, sent = validate_only_envelope(harness, topic)
-    harness.note(ENVELOPE, 0, "controller")
+    harness.note(ApiKey.ENVELOPE, 0, "controller")
     codes = {ep: ask(harness, ep, body) for ep in controllers}
-    refused = [str(ep) for ep, code in codes.items() if code == CLUSTER_AUTHORIZATION_FAILED]
+    refused = [
+        str(ep) for ep, code in codes.items() if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    ]
     if refused:
         raise MissingPrecondition(
             f"the suite is not a broker principal on the controller listener(s) {refused} "
@@ -86,11 +89,12 @@ def test_standby_controllers_answer_not_controller(harness: Harness) -> None:
         )
     names = verify.known_codes()
     answers = ", ".join(f"{ep}: {names.get(c, '?')}({c})" for ep, c in codes.items())
-    others = [ep for ep, code in codes.items() if code != NOT_CONTROLLER]
+    others = [ep for ep, code in codes.items() if code != ErrorCode.NOT_CONTROLLER]
     verify.check(
         len(others) <= 1,
         f"{sent} to each of {len(codes)} controllers: at most one is active, so every other "
-        f"must answer NOT_CONTROLLER({NOT_CONTROLLER}); {len(others)} did not ({answers})",
+        f"must answer NOT_CONTROLLER({ErrorCode.NOT_CONTROLLER}); {len(others)} did not "
+        f"({answers})",
         R5,
         saw=f"{sent}: {answers}",
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.protocol import ApiKey
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
@@ -10,10 +10,6 @@ from conformance.suite.meta import conformance
 from conformance.suite.partitions import fresh_name, quiet_version, topic_body
 from conformance.suite.topics import admin
 from conformance.suite.topics.names import ILLEGAL_NAMES
-
-INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS = 17, 36
-INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR = 37, 38
-UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 def shown(name: str) -> str:
@@ -25,7 +21,7 @@ def not_created(harness: Harness, name: str, req: str, why: str) -> None:
     if entry["ErrorCode"] == 0:
         admin.delete(harness, name, req)  # the target created it: remove what we made
     verify.check(
-        entry["ErrorCode"] == UNKNOWN_TOPIC_OR_PARTITION,
+        entry["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         f"after {why}, Metadata for {shown(name)} answers ErrorCode {entry['ErrorCode']}, "
         "expected 3 (UNKNOWN_TOPIC_OR_PARTITION): something was created",
         req,
@@ -41,7 +37,7 @@ def test_illegal_names_are_refused(harness: Harness) -> None:
         if entry["ErrorCode"] == 0:
             admin.delete(harness, name, "TOPICS.R1")
         verify.check(
-            entry["ErrorCode"] == INVALID_TOPIC_EXCEPTION,
+            entry["ErrorCode"] == ErrorCode.INVALID_TOPIC_EXCEPTION,
             f"CreateTopics v{version} of the illegal name {shown(name)}: ErrorCode "
             f"{entry['ErrorCode']}, expected 17 (INVALID_TOPIC_EXCEPTION)",
             "TOPICS.R1",
@@ -60,7 +56,7 @@ def test_an_existing_topic_is_refused(harness: Harness) -> None:
         again = admin.create(harness, topic_body(name, 3, version), "TOPICS.R2", version=version)
         entry, _ = admin.metadata(harness, name, "TOPICS.R2")
         verify.check(
-            again["ErrorCode"] == TOPIC_ALREADY_EXISTS and len(entry["Partitions"]) == 1,
+            again["ErrorCode"] == ErrorCode.TOPIC_ALREADY_EXISTS and len(entry["Partitions"]) == 1,
             f"CreateTopics v{version} of the existing {name} (1 partition) with 3 partitions: "
             f"ErrorCode {again['ErrorCode']}, then Metadata lists {len(entry['Partitions'])} "
             "partitions; expected 36 (TOPIC_ALREADY_EXISTS) and 1",
@@ -80,7 +76,7 @@ def test_a_replication_factor_above_the_brokers_is_refused(harness: Harness) -> 
     entry = dict(topic_body(name, 1, version), ReplicationFactor=live + 1)
     answer = admin.create(harness, entry, "TOPICS.R3", version=version)
     verify.check(
-        answer["ErrorCode"] == INVALID_REPLICATION_FACTOR,
+        answer["ErrorCode"] == ErrorCode.INVALID_REPLICATION_FACTOR,
         f"CreateTopics v{version} with replication factor {live + 1} ({live} live brokers in "
         f"Metadata): ErrorCode {answer['ErrorCode']}, expected 38 (INVALID_REPLICATION_FACTOR)",
         "TOPICS.R3",
@@ -95,7 +91,7 @@ def test_non_positive_partition_counts_are_refused(harness: Harness) -> None:
         name = fresh_name("topics-partitions")
         answer = admin.create(harness, topic_body(name, count, version), "TOPICS.R4")
         verify.check(
-            answer["ErrorCode"] == INVALID_PARTITIONS,
+            answer["ErrorCode"] == ErrorCode.INVALID_PARTITIONS,
             f"CreateTopics v{version} with NumPartitions {count}: ErrorCode "
             f"{answer['ErrorCode']}, expected 37 (INVALID_PARTITIONS)",
             "TOPICS.R4",

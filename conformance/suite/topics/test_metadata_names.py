@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from conformance.protocol import ApiKey
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
@@ -13,7 +13,6 @@ from conformance.suite.partitions import fresh_name
 from conformance.suite.topics import admin
 from conformance.suite.topics.names import ILLEGAL_NAMES
 
-INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION = 17, 3
 #: how long after the first answer the topic is looked for again (an auto-creation would be
 #: under way by then)
 SETTLE_S = 0.3
@@ -26,7 +25,7 @@ def test_an_illegal_name_is_an_error(harness: Harness) -> None:
     def check(name: str) -> None:
         entry, _ = admin.metadata(harness, name, "TOPICS.R9")
         verify.check(
-            entry["ErrorCode"] == INVALID_TOPIC_EXCEPTION,
+            entry["ErrorCode"] == ErrorCode.INVALID_TOPIC_EXCEPTION,
             f"Metadata v{version} for the illegal name {name[:40]!r}: ErrorCode "
             f"{entry['ErrorCode']}, expected 17 (INVALID_TOPIC_EXCEPTION)",
             "TOPICS.R9",
@@ -45,10 +44,10 @@ def test_no_auto_creation_when_the_request_forbids_it(harness: Harness) -> None:
             time.sleep(SETTLE_S)
         entry, _ = admin.metadata(harness, name, "TOPICS.R10", within="4+")
         codes.append(entry["ErrorCode"])
-    if any(c != UNKNOWN_TOPIC_OR_PARTITION for c in codes):
+    if any(c != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for c in codes):
         admin.delete(harness, name, "TOPICS.R10")  # the target created it: remove it
     verify.check(
-        codes == [UNKNOWN_TOPIC_OR_PARTITION] * 2,
+        codes == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * 2,
         f"Metadata v{version} with AllowAutoTopicCreation false for the missing {name}, "
         f"asked twice {SETTLE_S} s apart: ErrorCodes {codes}, expected 3 "
         "(UNKNOWN_TOPIC_OR_PARTITION) both times",

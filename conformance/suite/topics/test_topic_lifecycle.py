@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from conformance.protocol import ApiKey
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 from conformance.suite.partitions import fresh_name
 from conformance.suite.topics import admin
 
-UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS = 3, 37
 #: the first Metadata version that carries topic ids
 METADATA_IDS = 10
 
@@ -38,7 +37,7 @@ def test_a_deleted_topic_is_unknown_and_can_come_back(harness: Harness) -> None:
     again = admin.delete(harness, name, "TOPICS.R7")
     codes = (deleted["ErrorCode"], listed["ErrorCode"], again["ErrorCode"])
     verify.check(
-        codes == (0, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_OR_PARTITION),
+        codes == (0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
         f"DeleteTopics of {name}, then Metadata and DeleteTopics of it: ErrorCodes {codes}, "
         "expected 0, 3 and 3 (UNKNOWN_TOPIC_OR_PARTITION)",
         "TOPICS.R7",
@@ -80,7 +79,7 @@ def test_partitions_grow_and_do_not_shrink(harness: Harness) -> None:
         for count in (2, 3):
             refused = admin.create_partitions(harness, name, count, "TOPICS.R8")
             verify.check(
-                refused["ErrorCode"] == INVALID_PARTITIONS,
+                refused["ErrorCode"] == ErrorCode.INVALID_PARTITIONS,
                 f"CreatePartitions of {name} (3 partitions) to {count}: ErrorCode "
                 f"{refused['ErrorCode']}, expected 37 (INVALID_PARTITIONS)",
                 "TOPICS.R8",
