@@ -58,3 +58,43 @@ def test_kafka_error_names_any_code() -> None:
     assert (e.code, e.retriable, str(e)) == (16, True, "OffsetCommit: NOT_COORDINATOR (16): moved")
     odd = KafkaError(30000)
     assert (odd.code, odd.name, odd.retriable) == (30000, "UNKNOWN_ERROR_CODE_30000", False)
+
+
+def _redefinitions(path: Path) -> list[str]:
+    """Module-level ``NAME = n`` (or ``A, B = n, m``) where NAME is an ApiKey or ErrorCode
+    member of the same value: a second table of a fact the generated enums hold."""
+    import ast
+
+    known = {k.name: int(k) for k in ApiKey} | {e.name: int(e) for e in ErrorCode}
+    found = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if not isinstance(node, ast.Assign | ast.AnnAssign):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            for name, value in zip(names, values, strict=False):
+                if (
+                    isinstance(name, ast.Name)
+                    and isinstance(value, ast.Constant)
+                    and name.id in known
+                    and known[name.id] == value.value
+                    and not isinstance(value.value, bool)
+                ):
+                    found.append(f"{path}:{node.lineno}: {name.id} = {value.value}")
+    return found
+
+
+def test_no_module_keeps_its_own_api_key_or_error_code_constants() -> None:
+    """One table per fact: use ``ApiKey.METADATA`` / ``ErrorCode.NOT_CONTROLLER``."""
+    root = Path(__file__).resolve().parents[2]
+    files = [
+        p
+        for top in ("conformance", "reference_impl", "tests", "benchmarks")
+        for p in sorted((root / top).rglob("*.py"))
+        if "_generated" not in p.parts
+    ]
+    assert len(files) > 100
+    found = [line for p in files for line in _redefinitions(p)]
+    assert found == [], "\n".join(found)

@@ -46,22 +46,13 @@ from conformance.client.record_types import (
     RecordMetadata,
     TopicPartition,
 )
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from conformance.protocol.records import Header
 from conformance.suite.verify import check
 
 if TYPE_CHECKING:
     from conformance.suite.harness import Harness
 
-PRODUCE, FETCH, METADATA, FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS = (
-    0,
-    1,
-    3,
-    10,
-    8,
-    9,
-    19,
-)
 PRODUCER_BEHAVIOURS = ("pass", "tag", "rekey", "raise", "wrong-type")
 CONSUMER_BEHAVIOURS = ("pass", "tag", "raise", "wrong-type")
 FAILING = ("raise", "wrong-type")
@@ -107,12 +98,12 @@ def harness_env(harness: Harness, *, commits: bool = False) -> ClientEnv:
     """The target's client listener as a ClientEnv, once the APIs the client needs are there."""
     from conformance.results.verdicts import MissingPrecondition
 
-    harness.pick_version(FETCH, "4+")
-    harness.pick_version(PRODUCE, "3+")
+    harness.pick_version(ApiKey.FETCH, "4+")
+    harness.pick_version(ApiKey.PRODUCE, "3+")
     if commits:
-        for api in (FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH):
+        for api in (ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH):
             harness.require(api)
-    if CREATE_TOPICS not in harness.advertised:
+    if ApiKey.CREATE_TOPICS not in harness.advertised:
         raise MissingPrecondition("the target offers no CreateTopics to make the test's topic")
     t = harness.target
     return ClientEnv(t.bootstrap, harness.codec, t.sasl)
