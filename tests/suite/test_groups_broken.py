@@ -55,6 +55,7 @@ PROTOCOL = "groups/join/inconsistent-protocol-type"
 DESCRIBE = "groups/describe/states-and-members"
 LIST_DELETE = "groups/list-and-delete"
 READ_BACK = "offsets/commit-fetch/read-back"
+METADATA = "offsets/commit-fetch/metadata"
 GENERATION = "offsets/commit/generation"
 MACHINE = "groups/membership/state-machine"
 CONFIG_MACHINE = "configs/topic/state-machine"
@@ -108,11 +109,11 @@ CASES = {
             ),
         ),
         (),
-        (ROUNDS, LIST_DELETE, READ_BACK, OVERRIDE, UNKNOWN_NAME),
+        (ROUNDS, LIST_DELETE, METADATA, OVERRIDE, UNKNOWN_NAME),
         {
             (ROUNDS, "GROUPS.R4"),
             (LIST_DELETE, "GROUPS.R15"),
-            (READ_BACK, "OFFSETS.R1"),
+            (METADATA, "OFFSETS.R1"),
             (OVERRIDE, "CONFIGS.R2"),
             (UNKNOWN_NAME, "CONFIGS.R6"),
         },

@@ -9,6 +9,7 @@ from tests.suite.conftest import failing, verdicts
 
 SELECT = (
     "offsets/commit-fetch/survive-restart or offsets/commit-fetch/read-back or "
+    "offsets/commit-fetch/metadata or "
     "configs/topic/default-sources or configs/topic/override-everywhere or "
     "configs/describe/named-keys or configs/alter/replaces-whole-set or "
     "configs/incremental/set-delete or configs/incremental/append-subtract or "
@@ -20,7 +21,7 @@ KNOWN = {
     # committed offsets are kept in memory: gone after a restart
     ("offsets/commit-fetch/survive-restart", "OFFSETS.R7"): "after restarting the coordinator",
     # the metadata string of a commit is not kept (OffsetFetch answers null)
-    ("offsets/commit-fetch/read-back", "OFFSETS.R1"): "metadata",
+    ("offsets/commit-fetch/metadata", "OFFSETS.R1"): "gave metadata",
     # a new topic's DescribeConfigs lists no config at all
     ("configs/topic/default-sources", "CONFIGS.R1"): "lists no retention.ms",
     # overrides are reported with source DEFAULT_CONFIG
