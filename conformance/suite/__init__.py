@@ -13,15 +13,16 @@ a requirement's tests live in its feature's folder (``tests/suite/test_layout.py
 
 Writing a test:
 
+    from conformance.protocol import ApiKey
     from conformance.suite import verify
     from conformance.suite.harness import Harness
     from conformance.suite.meta import conformance
 
-    @conformance("metadata/v2+/cluster-id/format", "KIP-78.R3", api=3)
+    @conformance("metadata/v2+/cluster-id/format", "KIP-78.R3", api=ApiKey.METADATA)
     def test_format(harness: Harness) -> None:
-        version = harness.pick_version(3, "2+")      # UNSUPPORTED / NOT_EXPOSED when it must
+        version = harness.pick_version(ApiKey.METADATA, "2+")  # UNSUPPORTED / NOT_EXPOSED
         conn = harness.connect()                     # or "controller", or an Endpoint
-        resp = verify.expect_response(conn, 3, version, {"Topics": []})
+        resp = verify.expect_response(conn, ApiKey.METADATA, version, {"Topics": []})
         verify.check(ok, "what was expected, what came back", "KIP-78.R3")
 
 * The test id is stable and readable; the requirement ids must exist in ``specs/requirements``.
