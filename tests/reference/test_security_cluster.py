@@ -23,12 +23,9 @@ from conformance.protocol.framing import encode_request
 from conformance.protocol.records.batch import build_batch, encode_batch
 from reference_impl.launcher import Cluster
 from reference_impl.principal import address_bytes, serialize
+from reference_impl.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from tests.reference.control_plane import CODEC, STORES, new_cluster, run, topic_body
 
-TOPIC, CLUSTER = 2, 4
-LITERAL, PREFIXED, ANY_PATTERN = 3, 4, 1
-READ, WRITE, DESCRIBE, ALTER, ANY_OP = 3, 4, 8, 7, 1
-ALLOW, ANY_PERMISSION = 3, 1
 USERS = {
     "broker": "broker-secret",
     "admin": "admin-secret",
@@ -125,7 +122,14 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def acl(name: str, principal: str, op: int, *, rtype: int = TOPIC, pattern: int = LITERAL) -> dict:
+def acl(
+    name: str,
+    principal: str,
+    op: int,
+    *,
+    rtype: int = ResourceType.TOPIC,
+    pattern: int = PatternType.LITERAL,
+) -> dict:
     return {
         "ResourceType": rtype,
         "ResourceName": name,
@@ -133,7 +137,7 @@ def acl(name: str, principal: str, op: int, *, rtype: int = TOPIC, pattern: int 
         "Principal": principal,
         "Host": "*",
         "Operation": op,
-        "PermissionType": ALLOW,
+        "PermissionType": PermissionType.ALLOW,
     }
 
 
@@ -141,11 +145,11 @@ def acl_filter(name: str | None = None, principal: str | None = None) -> dict:
     return {
         "ResourceTypeFilter": 1,
         "ResourceNameFilter": name,
-        "PatternTypeFilter": ANY_PATTERN,
+        "PatternTypeFilter": PatternType.ANY,
         "PrincipalFilter": principal,
         "HostFilter": None,
-        "Operation": ANY_OP,
-        "PermissionType": ANY_PERMISSION,
+        "Operation": AclOperation.ANY,
+        "PermissionType": PermissionType.ANY,
     }
 
 
@@ -309,10 +313,18 @@ def test_acl_round_trip_through_brokers_is_seen_by_every_broker(cluster) -> None
         "admin",
         ApiKey.CREATE_ACLS,
         3,
-        {"Creations": [acl(name, principal, READ), acl(name[:4], principal, WRITE, pattern=4)]},
+        {
+            "Creations": [
+                acl(name, principal, AclOperation.READ),
+                acl(name[:4], principal, AclOperation.WRITE, pattern=PatternType.PREFIXED),
+            ]
+        },
     )
     assert [r["ErrorCode"] for r in created["Results"]] == [0, 0]
-    expected = {(TOPIC, name, LITERAL, READ), (TOPIC, name[:4], PREFIXED, WRITE)}
+    expected = {
+        (ResourceType.TOPIC, name, PatternType.LITERAL, AclOperation.READ),
+        (ResourceType.TOPIC, name[:4], PatternType.PREFIXED, AclOperation.WRITE),
+    }
     for broker in BROKERS:
         assert wait_for(lambda b=broker: described(cluster, b, principal) == expected), broker
     deleted = call(
@@ -323,8 +335,8 @@ def test_acl_round_trip_through_brokers_is_seen_by_every_broker(cluster) -> None
         {"Filters": [acl_filter(name, principal)]},
     )
     matched = deleted["FilterResults"][0]["MatchingAcls"]
-    assert [(m["ResourceName"], m["Operation"]) for m in matched] == [(name, READ)]
-    remaining = {(TOPIC, name[:4], PREFIXED, WRITE)}
+    assert [(m["ResourceName"], m["Operation"]) for m in matched] == [(name, AclOperation.READ)]
+    remaining = {(ResourceType.TOPIC, name[:4], PatternType.PREFIXED, AclOperation.WRITE)}
     for broker in BROKERS:
         assert wait_for(lambda b=broker: described(cluster, b, principal) == remaining), broker
 
@@ -385,12 +397,15 @@ def test_non_super_user_is_held_to_acls(cluster) -> None:
         "admin",
         ApiKey.CREATE_ACLS,
         3,
-        {"Creations": [acl(mine, "User:alice", WRITE)]},
+        {"Creations": [acl(mine, "User:alice", AclOperation.WRITE)]},
     )
     assert created["Results"][0]["ErrorCode"] == 0
     for broker in BROKERS:
         assert wait_for(
-            lambda b=broker: (TOPIC, mine, LITERAL, WRITE) in described(cluster, b, "User:alice")
+            lambda b=broker: (
+                (ResourceType.TOPIC, mine, PatternType.LITERAL, AclOperation.WRITE)
+                in described(cluster, b, "User:alice")
+            )
         )
     assert produce_as(cluster, "alice", mine) == 0
     assert produce_as(cluster, "alice", other) == 29
@@ -405,7 +420,7 @@ def test_non_super_user_is_held_to_acls(cluster) -> None:
 def test_acl_mutations_are_authorised_as_the_forwarded_principal(cluster) -> None:
     """alice has no ALTER on CLUSTER: the controller, acting as the principal the Envelope
     carries, refuses her CreateAcls; DescribeAcls needs DESCRIBE on CLUSTER likewise."""
-    body = {"Creations": [acl(unique("x"), "User:alice", READ)]}
+    body = {"Creations": [acl(unique("x"), "User:alice", AclOperation.READ)]}
     refused = call(address(cluster, "broker-3"), "alice", ApiKey.CREATE_ACLS, 3, body)
     assert [r["ErrorCode"] for r in refused["Results"]] == [31]
     described_body = call(address(cluster), "alice", ApiKey.DESCRIBE_ACLS, 3, acl_filter())
