@@ -10,6 +10,10 @@ On open, every segment whose indexes do not agree with it, and always the last s
 scanned batch by batch (length, magic, offset order, CRC-32C); the file is cut at the first
 batch that fails (a torn or corrupted tail) and any later segment is removed. The leader-epoch
 cache and the producer state are then rebuilt from the batch headers that remain.
+
+The log start offset is the first segment's base offset unless DeleteRecords (or a leader's
+Fetch answer, on a follower) moved it further: that offset is kept in the partition's
+``log-start-offset`` checkpoint file, written at once (write, fsync, rename), so a restart keeps it.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from reference_impl.log.segment import Segment
 _MAX_RELATIVE = 2**31 - 1
 #: baseOffset, batchLength, partitionLeaderEpoch: the bytes a leader rewrites (outside the CRC)
 _STAMPED = 16
+#: the partition's log start offset checkpoint (one decimal line)
+LOG_START_FILE = "log-start-offset"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +82,8 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush = time.monotonic()
         self._flushing: asyncio.Future | None = None
+        #: moved past the first segment's base by DeleteRecords (0 when it never was)
+        self._start = _read_start(self.dir / LOG_START_FILE)
         self._load(start_offset)
         self.flushed_offset = self.log_end_offset
 
@@ -134,7 +142,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self.segments[0].base_offset
+        return min(max(self._start, self.segments[0].base_offset), self.log_end_offset)
 
     @property
     def log_end_offset(self) -> int:
@@ -397,8 +405,33 @@ class PartitionLog:
         for seg in self.segments:
             seg.delete()
         self.segments = [self._new_segment(offset)]
+        self._set_start(offset)
         self.epochs.clear()
         self._after_truncation()
+
+    def advance_start(self, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (DeleteRecords on the leader, the leader's
+        log start on a follower), never back and never past the log end; whole segments below
+        it are deleted. Returns the log start offset."""
+        offset = min(offset, self.log_end_offset)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        self._set_start(offset)
+        while len(self.segments) > 1 and self.segments[0].next_offset <= offset:
+            self.segments.pop(0).delete()
+        self.epochs.truncate_from_start(offset)
+        return self.log_start_offset
+
+    def _set_start(self, offset: int) -> None:
+        self._start = offset
+        path = self.dir / LOG_START_FILE
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(f"{offset}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(self.dir)
 
     def _after_truncation(self) -> None:
         self.epochs.truncate_from_end(self.log_end_offset)
@@ -460,6 +493,14 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _read_start(path: Path) -> int:
+    """The checkpointed log start offset, 0 when there is none (or it is unreadable)."""
+    try:
+        return max(0, int(path.read_text().strip()))
+    except (OSError, ValueError):
+        return 0
 
 
 def _mtime_ms(seg: Segment) -> int:

@@ -253,6 +253,8 @@ class ReplicaFetcher:
         leader_start = r.get("LogStartOffset", -1)
         if leader_start > p.log.log_end_offset:
             p.log.truncate_fully_and_start_at(leader_start)
+        elif leader_start > p.log.log_start_offset:
+            p.log.advance_start(leader_start)  # the leader deleted records (DeleteRecords)
         if appended:
             p.wake()
         return appended > 0

@@ -43,6 +43,8 @@ HW_CHECKPOINT = "replication-offset-checkpoint"
 TOPIC_ID_FILE = "partition.metadata"
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5
 READ_COMMITTED = 1
+#: DeleteRecords: an offset of -1 means the high watermark
+DELETE_TO_HIGH_WATERMARK = -1
 
 
 @dataclass
@@ -490,6 +492,24 @@ class ReplicaManager:
         if found is None or found.offset >= upper:
             return OffsetAnswer(0, -1, -1, -1)
         return OffsetAnswer(0, found.timestamp, found.offset, plog.epochs.epoch_at(found.offset))
+
+    # -- delete records --------------------------------------------------------------------
+
+    def delete_records(self, topic: str, index: int, offset: int) -> int:
+        """Move the leader's log start offset to ``offset`` (-1: the high watermark); returns
+        the new log start offset (the low watermark). Raises KafkaError."""
+        p = self.partition_or_error(topic, index)
+        if not p.log.config.delete_retention:
+            raise KafkaError(
+                ErrorCode.POLICY_VIOLATION, f"{topic}-{index}: cleanup.policy has no delete"
+            )
+        target = p.high_watermark if offset == DELETE_TO_HIGH_WATERMARK else offset
+        if target < 0 or target > p.high_watermark:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"{topic}-{index}: offset {offset} is outside [0, {p.high_watermark}]",
+            )
+        return p.log.advance_start(target)
 
     # -- ISR upkeep ------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from reference_impl.broker.metadata_cache import (
     PartitionInfo,
     TopicInfo,
 )
-from reference_impl.handlers import fetch, init_producer_id, list_offsets, produce
+from reference_impl.handlers import delete_records, fetch, init_producer_id, list_offsets, produce
 from reference_impl.net.listener import Listener
 from reference_impl.replica.api import PartitionState
 from reference_impl.replica.manager import ReplicaManager
@@ -84,7 +84,9 @@ class Broker:
 
     async def start(self) -> None:
         await self.replica_manager.startup()
-        apis = [m.api(self) for m in (produce, fetch, list_offsets, init_producer_id)]
+        apis = [
+            m.api(self) for m in (produce, fetch, list_offsets, init_producer_id, delete_records)
+        ]
         self.listener = Listener("PLAINTEXT", "zkBroker", CODEC, apis, port=self.port)
         self.port = await self.listener.start()
 

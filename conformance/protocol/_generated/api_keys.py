@@ -40,6 +40,7 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18, 'ApiVersions'
     CREATE_TOPICS = 19, 'CreateTopics'
     DELETE_TOPICS = 20, 'DeleteTopics'
+    DELETE_RECORDS = 21, 'DeleteRecords'
     INIT_PRODUCER_ID = 22, 'InitProducerId'
     DESCRIBE_ACLS = 29, 'DescribeAcls'
     CREATE_ACLS = 30, 'CreateAcls'

@@ -1,0 +1,44 @@
+"""DeleteRecords (21): on each partition's leader, move the log start offset up to the offset
+asked (-1: the high watermark), deleting whole segments below it (KIP-107).
+
+An offset above the high watermark (or below -1) is OFFSET_OUT_OF_RANGE; a topic whose
+cleanup.policy has no ``delete`` is POLICY_VIOLATION; the caller needs DELETE on the topic.
+The answer's LowWatermark is the leader's new log start offset; followers learn it from the
+LogStartOffset of the leader's Fetch answers (the reply does not wait for them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
+from reference_impl.net.listener import Api, RequestContext
+
+
+def api(node: Any) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        return delete_records(node, ctx, body)
+
+    return Api(ApiKey.DELETE_RECORDS, handle)
+
+
+def delete_records(node: Any, ctx: RequestContext, body: dict) -> dict:
+    rm = node.replica_manager
+    topics = []
+    for t in body["Topics"]:
+        name = t["Name"]
+        allowed = node.authorize(ctx.session, "DELETE", ("TOPIC", name))
+        parts = []
+        for p in t["Partitions"]:
+            index = p["PartitionIndex"]
+            entry = {"PartitionIndex": index, "LowWatermark": -1, "ErrorCode": 0}
+            if not allowed:
+                entry["ErrorCode"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            else:
+                try:
+                    entry["LowWatermark"] = rm.delete_records(name, index, p["Offset"])
+                except KafkaError as e:
+                    entry["ErrorCode"] = int(e.code)
+            parts.append(entry)
+        topics.append({"Name": name, "Partitions": parts})
+    return {"ThrottleTimeMs": 0, "Topics": topics}
