@@ -67,10 +67,13 @@ def api_matrix(
         by_target[(m["target_name"], m["target_version"])].append(m)
     rows = []
     shown: set[int] = set(scope)
+    # the guess compares releases on the APIs in scope that some target advertises: the others
+    # (Kafka 3.9's whole list is in scope) would tell the releases apart on what no target speaks
+    spoken = {int(k) for m in manifests for k in m["api_versions"]}
     for impl, version in targets:
         advertised, varies = _advertised(by_target[(impl, version)])
         shown |= set(advertised)
-        guess = kafka_releases.best_guess(advertised, set(scope))
+        guess = kafka_releases.best_guess(advertised, set(scope) & spoken)
         rows.append(
             {
                 "implementation": impl,

@@ -149,6 +149,8 @@ class FieldSpec:
     def default_value(self) -> Any:
         """The value a field takes when it is absent in a version or its tag is not sent."""
         if self.default is None and not self.is_array and self.is_struct:
+            if not self.nullable_versions.empty:
+                return None  # a nullable struct defaults to null (every such field says so)
             return {f.name: f.default_value() for f in self.struct.fields}
         return self.default
 

@@ -62,7 +62,7 @@ SPECIAL: dict[tuple[int, str], tuple[Special, ...]] = {
 }
 
 #: (api key, field name): a null that would reach beyond the suite's own resources
-NEVER_NULL: set[tuple[int, str]] = set()
+NEVER_NULL = {(ApiKey.ELECT_LEADERS, "TopicPartitions")}
 
 #: lists emptied at this depth and above (0: the request's own fields)
 EMPTY_DEPTH = 1

@@ -18,11 +18,14 @@ owns. The rules, applied to every generated value before it is sent:
 * **Enumerations with a fixed set of values** keep a defined one (IsolationLevel 0 or 1);
   other out-of-range numbers (partitions, offsets, resource types) stay: their answers are
   error codes, which is what the test checks.
-* **Inter-broker (cluster action) APIs are never generated**: LeaderAndIsr, StopReplica,
-  UpdateMetadata, ControlledShutdown, AlterPartition, Envelope, BrokerRegistration,
-  BrokerHeartbeat and UnregisterBroker get one fixed, inert request each — stale epochs, unknown
-  broker ids, another cluster id, empty lists — and only the shape of the answer is checked. A
-  target may refuse them from a client by closing the connection.
+* **Inter-broker (cluster action) APIs are never generated** (:data:`CLUSTER_ACTION`: the
+  replication, registration, KRaft quorum and voter, transaction marker and share-group state
+  APIs) and get one fixed, inert request each — stale epochs, ids no node has, another cluster
+  id, empty lists — and only the shape of the answer is checked. A target may refuse them from
+  a client by closing the connection.
+* **Cluster-wide admin stays on suite names or validates only**: ElectLeaders never sends a
+  null partition list (every partition), UpdateFeatures v0 (no ValidateOnly) sends no update,
+  AlterUserScramCredentials only names suite users.
 * Values the spec allows but Kafka documents as not to be sent are not sent: Metadata v10-11
   topics always carry a name (topic-id lookups arrived with v12).
 * Unknown tagged fields are removed (they have their own test, PROTOCOL.R12).
@@ -53,16 +56,36 @@ LITERAL = 3
 #: the broker id the inert requests use: one no cluster has
 NO_BROKER = 2147483646
 
+#: APIs only brokers and controllers send each other (cluster action): one inert request each
 CLUSTER_ACTION = {
-    4: "LeaderAndIsr",
-    5: "StopReplica",
-    6: "UpdateMetadata",
-    7: "ControlledShutdown",
-    56: "AlterPartition",
-    58: "Envelope",
-    62: "BrokerRegistration",
-    63: "BrokerHeartbeat",
-    64: "UnregisterBroker",
+    int(k): k.api_name
+    for k in (
+        ApiKey.LEADER_AND_ISR,
+        ApiKey.STOP_REPLICA,
+        ApiKey.UPDATE_METADATA,
+        ApiKey.CONTROLLED_SHUTDOWN,
+        ApiKey.WRITE_TXN_MARKERS,
+        ApiKey.VOTE,
+        ApiKey.BEGIN_QUORUM_EPOCH,
+        ApiKey.END_QUORUM_EPOCH,
+        ApiKey.ALTER_PARTITION,
+        ApiKey.ENVELOPE,
+        ApiKey.FETCH_SNAPSHOT,
+        ApiKey.BROKER_REGISTRATION,
+        ApiKey.BROKER_HEARTBEAT,
+        ApiKey.UNREGISTER_BROKER,
+        ApiKey.ALLOCATE_PRODUCER_IDS,
+        ApiKey.CONTROLLER_REGISTRATION,
+        ApiKey.ASSIGN_REPLICAS_TO_DIRS,
+        ApiKey.ADD_RAFT_VOTER,
+        ApiKey.REMOVE_RAFT_VOTER,
+        ApiKey.UPDATE_RAFT_VOTER,
+        ApiKey.INITIALIZE_SHARE_GROUP_STATE,
+        ApiKey.READ_SHARE_GROUP_STATE,
+        ApiKey.WRITE_SHARE_GROUP_STATE,
+        ApiKey.DELETE_SHARE_GROUP_STATE,
+        ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
+    )
 }
 
 
@@ -110,6 +133,13 @@ def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
         for topic in out.get("TopicData") or []:
             for part in topic.get("PartitionData") or []:
                 part["Records"] = valid_records(version, part.get("Records"))
+    if spec.api_key == ApiKey.ELECT_LEADERS and out.get("TopicPartitions") is None:
+        out["TopicPartitions"] = []  # null would elect leaders of every partition
+    if spec.api_key == ApiKey.UPDATE_FEATURES and version == 0:
+        out["FeatureUpdates"] = []  # v0 cannot validate only
+    if spec.api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+        for change in (*(out.get("Deletions") or []), *(out.get("Upsertions") or [])):
+            change["Name"] = suite_name(change.get("Name") or "")
     if (
         spec.api_key == ApiKey.METADATA
     ):  # Metadata: never auto-create (where the version can say so)
@@ -216,4 +246,10 @@ def inert_request(codec, api_key: int, version: int) -> dict:
             }
         )
     spec = codec.message(api_key, "request")
+    fields = {f.name for f in spec.struct.fields}
+    for name in ("BrokerId", "ControllerId", "VoterId"):  # nobody's id
+        if name in fields:
+            body.setdefault(name, NO_BROKER)
+    if "ClusterId" in fields:
+        body.setdefault("ClusterId", PREFIX + "not-this-cluster")
     return {f.name: body.get(f.name, f.default_value()) for f in spec.struct.fields}

@@ -23,9 +23,10 @@ into kio's domain (deterministically, keeping its variety) instead of weakening 
 
   error_code     kio's reader raises ValueError for codes missing from its ErrorCode enum, so
                  other int16 values become a known code (``codes[v % len(codes)]``).
-  datetime_i64   kio reads -1 as None, raises on other negatives, and converts milliseconds
-                 through float seconds, which is exact only below about 2**42 ms; values are
-                 folded into -1 or [0, 2**41).
+  datetime_i64   kio reads -1 as None (and cannot write that None back where its field is not
+                 optional, as in the delegation token APIs), raises on other negatives, and
+                 converts milliseconds through float seconds, which is exact only below about
+                 2**42 ms; values are folded into [0, 2**41).
   timedelta_i64  kio writes ``round(td.total_seconds() * 1000)``, a float, exact only below
                  about 2**50 ms; values are folded into (-2**47, 2**47).
 """
@@ -252,7 +253,7 @@ def _fit_prim(kafka_type: str, v: Any) -> Any:
     if kafka_type == "error_code" and v not in ERROR_CODES:
         return ERROR_CODES[v % len(ERROR_CODES)]
     if kafka_type == "datetime_i64":
-        return -1 if v < 0 else v % 2**41
+        return v % 2**41
     if kafka_type == "timedelta_i64" and abs(v) >= 2**47:
         return v % 2**47
     return v

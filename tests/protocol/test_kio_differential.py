@@ -16,7 +16,8 @@ int64 durations that kio converts through floats).
 
 kio is generated from Kafka 4.x specs, which dropped the versions KIP-896 removed and the
 ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata,
-ControlledShutdown); those pairs are listed in KIO_ABSENT, and a test checks the list. When
+ControlledShutdown) and the v0 of some others; those pairs are listed in KIO_ABSENT, and a test
+checks the list. When
 written: 360 of our 453 (message, version) pairs are compared, 178 requests and 178 responses
 over 35 of the 39 APIs, plus RequestHeader v1-2 and ResponseHeader v0-1.
 """
@@ -29,6 +30,7 @@ from hypothesis import given
 from conformance.protocol import Codec, MessageSpec
 from conformance.strategies.messages import message_values
 from tests.protocol.kio_adapter import (
+    KioMismatch,
     fit,
     from_kio,
     kio_absent,
@@ -41,9 +43,21 @@ from tests.protocol.kio_adapter import (
 
 CODEC = Codec.from_specs()
 HEADER_KINDS = {"RequestHeader": "request", "ResponseHeader": "response"}
+#: Pairs kio models with Kafka 4.x's field names or shapes, which differ from 3.9's (KRaft's
+#: Vote and AssignReplicasToDirs, the unstable share-group state summary, ListClientMetricsResources
+#: become ListConfigResources): not comparable.
+KIO_RENAMED = {
+    ("VoteRequest", 0),
+    ("VoteRequest", 1),
+    ("AssignReplicasToDirsRequest", 0),
+    ("AssignReplicasToDirsResponse", 0),
+    ("ReadShareGroupStateSummaryResponse", 0),
+    ("ListClientMetricsResourcesResponse", 0),  # kio: ListConfigResources
+}
 PAIRS = [
     pytest.param(spec, version, entity, id=f"{spec.name}-v{version}")
     for spec, version, entity in kio_pairs(CODEC)
+    if (spec.name, version) not in KIO_RENAMED
 ]
 
 
@@ -69,13 +83,40 @@ KIO_ABSENT = {
     *_versions("DeleteAcls", range(1)),
     *_versions("DescribeConfigs", range(1)),
     *_versions("AlterPartition", range(2)),
+    *_versions("OffsetForLeaderEpoch", range(2)),
+    *_versions("WriteTxnMarkers", range(1)),
+    *_versions("AlterReplicaLogDirs", range(1)),
+    *_versions("DescribeLogDirs", range(1)),
+    *_versions("CreateDelegationToken", range(1)),
+    *_versions("RenewDelegationToken", range(1)),
+    *_versions("ExpireDelegationToken", range(1)),
+    *_versions("DescribeDelegationToken", range(1)),
+    # kio models share groups as Kafka 4.x finished them, not 3.9's unstable v0
+    *_versions("ShareGroupHeartbeat", range(1)),
+    *_versions("ShareGroupDescribe", range(1)),
+    *_versions("ShareFetch", range(1)),
+    *_versions("ShareAcknowledge", range(1)),
     ("RequestHeader", 0),  # only ControlledShutdown v0 uses it
 }
 
 
 def test_kio_models_every_pair_except_the_documented_ones() -> None:
     assert kio_absent(CODEC) == KIO_ABSENT
-    assert len(PAIRS) == sum(len(list(m.valid_versions)) for m in CODEC.specs) - len(KIO_ABSENT)
+    total = sum(len(list(m.valid_versions)) for m in CODEC.specs)
+    assert len(PAIRS) == total - len(KIO_ABSENT) - len(KIO_RENAMED)
+
+
+def test_the_renamed_pairs_do_differ() -> None:
+    """KIO_RENAMED holds only pairs whose models really disagree."""
+    agree = []
+    for spec, version, entity in kio_pairs(CODEC):
+        if (spec.name, version) in KIO_RENAMED:
+            try:
+                link(spec.struct, version, entity)
+                agree.append((spec.name, version))
+            except KioMismatch:
+                pass
+    assert not agree
 
 
 @pytest.mark.parametrize(("spec", "version", "entity"), PAIRS)

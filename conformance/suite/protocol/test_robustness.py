@@ -209,7 +209,8 @@ def test_size_over_the_limit(harness: Harness) -> None:
     verify.expect_disconnect(
         conn,
         CLOSE_WAIT,
-        "a frame announcing 2 GiB was not refused by closing the connection",
+        "a frame announcing 2 GiB (over Kafka's socket.request.max.bytes, 100 MiB by default) "
+        "was not refused by closing the connection",
         "PROTOCOL.R15",
     )
     verify.expect_still_serving(harness, "PROTOCOL.R15")
