@@ -492,6 +492,34 @@ class AutoCreateAlways(Fault):
         return True
 
 
+class LogStartNotMoved(Fault):
+    """DeleteRecords answers the low watermark asked for but the log start stays where it was
+    (modelled by asking the broker for offset 0, which moves nothing) (LOG.R19)."""
+
+    requests = responses = (ApiKey.DELETE_RECORDS,)
+
+    def on_request(self, api, version, body) -> bool:
+        parts = [p for t in body["Topics"] for p in t["Partitions"]]
+        for p in parts:
+            p["Offset"] = 0
+        return bool(parts)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        wanted = {
+            (t["Name"], p["PartitionIndex"]): p["Offset"]
+            for t in asked.get("Topics", [])
+            for p in t["Partitions"]
+        }
+        changed = False
+        for t in body["Topics"]:
+            for p in t["Partitions"]:
+                offset = wanted.get((t["Name"], p["PartitionIndex"]), -1)
+                if offset >= 0 and p["ErrorCode"] == 0:
+                    p["LowWatermark"] = offset
+                    changed = True
+        return changed
+
+
 #: requirement id -> the fault that must make it FAIL
 LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R1": HeadersDropped,
@@ -512,6 +540,7 @@ LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R16": CrcNotChecked,
     "LOG.R17": UnknownPartitionAccepted,
     "LOG.R18": TimestampTypeIgnored,
+    "LOG.R19": LogStartNotMoved,
 }
 TOPICS_FAULTS: dict[str, type[Fault]] = {
     "TOPICS.R1": IllegalNamesAccepted,

@@ -23,6 +23,7 @@ from conformance.suite.harness import Harness
 from conformance.suite.idempotence import test_idempotent_produce
 from conformance.suite.log import (
     test_compression,
+    test_delete_records,
     test_delete_then_use,
     test_offsets,
     test_partition_model,
@@ -54,6 +55,7 @@ MODULES = (
     test_produce_fetch,
     test_offsets,
     test_compression,
+    test_delete_records,
     test_delete_then_use,
     test_partition_model,
     test_idempotent_produce,
