@@ -119,6 +119,7 @@ TANSU_DATA_PLANE = [
     ("log/produce/bad-crc-refused", "LOG.R16", "FAIL", "ErrorCode 0, expected 2"),
     ("log/topic/delete-then-use", "LOG.R17", "FAIL", "ErrorCodes (0, 0, 0)"),
     ("log/produce/log-append-time-applied", "LOG.R18", "FAIL", "LogAppendTimeMs -1"),
+    ("log/delete-records/moves-the-log-start", "LOG.R19", "FAIL", "closed the connection"),
     ("idempotence/produce/retry-not-duplicated", "IDEMPOTENCE.R2", "FAIL", "(46, -1)"),
     ("idempotence/produce/older-epoch-fenced", "IDEMPOTENCE.R4", "FAIL", "(0, 90, 0)"),
     ("topics/create/replication-factor-above-brokers", "TOPICS.R3", "FAIL", "ErrorCode 0"),
