@@ -21,7 +21,8 @@ the principal the Envelope carries. Every other API's handler calls ``node.autho
 with Kafka's rules: Produce WRITE / Fetch READ (followers: CLUSTER_ACTION) / ListOffsets and
 Metadata DESCRIBE on each TOPIC; the group APIs READ or DESCRIBE or DELETE on the GROUP (and
 READ / DESCRIBE on topics for offsets); CreateTopics CREATE on CLUSTER or TOPIC, DeleteTopics
-DELETE, CreatePartitions ALTER, configs DESCRIBE_CONFIGS / ALTER_CONFIGS, quotas on CLUSTER;
+and DeleteRecords DELETE, CreatePartitions ALTER, configs DESCRIBE_CONFIGS / ALTER_CONFIGS,
+quotas on CLUSTER;
 CLUSTER_ACTION on CLUSTER for Envelope and the inter-node RPCs.
 """
 

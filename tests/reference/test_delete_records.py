@@ -124,3 +124,43 @@ def test_delete_records_on_a_three_broker_cluster(tmp_path: Path) -> None:
             await c.stop()
 
     run(main())
+
+
+def test_delete_records_needs_delete_on_the_topic(tmp_path: Path) -> None:
+    """Kafka's rule: DELETE on the TOPIC, else TOPIC_AUTHORIZATION_FAILED and nothing moves."""
+    from reference_impl.security import acl
+
+    binding = acl.AclBinding(
+        acl.resource_type("TOPIC"),
+        "t",
+        acl.PatternType.LITERAL,
+        "User:ANONYMOUS",
+        "*",
+        acl.AclOperation.DELETE,
+        acl.PermissionType.ALLOW,
+    )
+    authorizer = acl.AclAuthorizer([binding])
+
+    async def main():
+        c = await MiniCluster(tmp_path, brokers=1).start()
+        try:
+            await c.create_topic("t")
+            await c.create_topic("u")
+            conn = await c.connect(1)
+            for topic in ("t", "u"):
+                body = produce_body(topic, batch(b"a", b"b"))
+                r = await conn.request(ApiKey.PRODUCE, 9, body)
+                assert r.body["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == 0
+            await conn.close()
+            # from here on the ACLs decide (DELETE on t only)
+            c.brokers[1].authorize = lambda session, op, resource: authorizer.authorize(
+                session.principal, "", op, *resource
+            )
+            assert await delete(c, 1, 1, topic="u") == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)
+            rm = c.brokers[1].replica_manager
+            assert rm.partitions[("u", 0)].log.log_start_offset == 0
+            assert await delete(c, 1, 1, topic="t") == (0, 1)
+        finally:
+            await c.stop()
+
+    run(main())
