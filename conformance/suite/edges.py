@@ -7,7 +7,9 @@ top level and one level down), each variant on its own. :data:`SPECIAL` adds the
 gives a meaning to (special timestamps, "use the broker's default"), each with the versions that
 define it and its basis. Every variant then goes through ``safety.make_safe``, so an edge never
 widens what a request may touch; :data:`NEVER_NULL` lists the nulls that would mean "every
-partition of the cluster" for a mutating API, which are not sent.
+partition of the cluster" for a mutating API, which are not sent. Each edge uses suite names of its
+own, so no edge meets a group or topic an earlier one left (an empty protocol list on a new group
+is not the same request as on a group another edge joined).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import Any
 from conformance.protocol import ApiKey, Codec
 from conformance.protocol.spec import StructSpec
 from conformance.protocol.versions import Versions
-from conformance.suite.bodies import valid_body
-from conformance.suite.safety import CLUSTER_ACTION, make_safe
+from conformance.suite.bodies import fresh_name, valid_body
+from conformance.suite.safety import CLUSTER_ACTION, PREFIX, make_safe
 
 
 @dataclass(frozen=True)
@@ -78,12 +80,34 @@ def edge_requests(codec: Codec, api_key: int, version: int) -> list[tuple[str, d
     base = valid_body(codec, api_key, version)
     out: list[tuple[str, dict]] = [("a valid body, one element per list", base)]
     seen = {_key(base)}
+    names = sorted({s for s in _strings(base) if s.startswith(PREFIX)})
     for what, path, value in _variants(api_key, spec.struct, base, version, (), 0):
         body = make_safe(spec, version, _set(base, path, value))
         if _key(body) not in seen:
             seen.add(_key(body))
-            out.append((what, body))
+            # each edge on names of its own: none meets a group or topic another edge left
+            out.append((what, _renamed(body, {n: fresh_name() for n in names})))
     return out
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _renamed(value: Any, names: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return names.get(value, value)
+    if isinstance(value, dict):
+        return {k: _renamed(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, names) for v in value]
+    return value
 
 
 def _variants(api_key: int, struct: StructSpec, value: dict, version: int, path: Path, depth: int):
