@@ -27,7 +27,6 @@ from conformance.results.policy import Phase, outcome_shown, requirement_verdict
 from conformance.results.verdicts import NotApplicable, Verdict
 from conformance.suite.credit import Ledger
 from conformance.suite.meta import MARKER, kebab
-from conformance.suite.profile import PROFILE
 
 #: hypothesis examples per property test of the suite (``--examples``)
 DEFAULT_EXAMPLES = 5
@@ -514,6 +513,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _write_manifest(config: pytest.Config, state: State) -> None:
     from conformance.results.recorder import fingerprint, suite_version
 
+    # deferred: hypothesis imported while pytest loads its plugins could not be assert-rewritten
+    # (a warning in every run)
+    from conformance.suite import profile
+
     t, h = state.target, state.harness
     state.recorder.finish(
         target_name=t.name,
@@ -526,7 +529,7 @@ def _write_manifest(config: pytest.Config, state: State) -> None:
         suite_version=suite_version(),
         spec_release=state.spec_release,
         hypothesis_seed=state.seed,
-        hypothesis_profile=f"{PROFILE}(max_examples={h.examples})",
+        hypothesis_profile=f"{profile.PROFILE}(max_examples={h.examples})",
         strict=state.strict,
         select=state.select,
     )
