@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from conformance.protocol import Codec
-from conformance.suite.kip42.scenarios import ClientEnv
+from conformance.suite.kip42.env import ClientEnv
 from conformance.targets.base import Target
 from conformance.targets.reference import ReferenceTarget
 from conformance.targets.tansu import TansuTarget

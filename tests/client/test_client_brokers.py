@@ -20,7 +20,10 @@ from conformance.client.record_types import TopicPartition
 from conformance.client.wire import Connection
 from conformance.protocol import ApiKey
 from conformance.protocol.records import Compression
+from conformance.suite.kip42 import env as client_env
+from conformance.suite.kip42 import probes
 from conformance.suite.kip42 import scenarios as sc
+from conformance.suite.kip42 import strategies as kip42_strategies
 from conformance.suite.kip78.cluster_resource import cluster_resource
 from conformance.targets.reference import ReferenceTarget
 from conformance.targets.tansu import TansuTarget
@@ -32,13 +35,13 @@ per_test = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @per_test
-@given(sc.chains(sc.PRODUCER_BEHAVIOURS), sc.items())
+@given(kip42_strategies.chains(probes.PRODUCER_BEHAVIOURS), kip42_strategies.items())
 def test_producer_chain(env, topic, behaviours, sent) -> None:
     asyncio.run(sc.producer_chain(env, topic, behaviours, sent))
 
 
 @per_test
-@given(sc.chains(sc.PRODUCER_BEHAVIOURS), st.sampled_from(sc.ERROR_KINDS))
+@given(kip42_strategies.chains(probes.PRODUCER_BEHAVIOURS), st.sampled_from(sc.ERROR_KINDS))
 def test_send_errors_reach_on_acknowledgement(env, topic, behaviours, kind) -> None:
     asyncio.run(sc.producer_errors(env, topic, behaviours, kind))
 
@@ -51,25 +54,31 @@ def test_a_serializer_failure_after_tagging_interceptors_still_raises(env, topic
 
 
 @per_test
-@given(sc.chains(sc.CONSUMER_BEHAVIOURS), st.lists(st.lists(st.integers()), min_size=1))
+@given(
+    kip42_strategies.chains(probes.CONSUMER_BEHAVIOURS),
+    st.lists(st.lists(st.integers()), min_size=1),
+)
 def test_consumer_chain(env, topic, behaviours, values) -> None:
     asyncio.run(sc.consumer_chain(env, topic, behaviours, values[:8]))
 
 
 @per_test
-@given(sc.chains(sc.CONSUMER_BEHAVIOURS), st.lists(st.lists(st.integers()), min_size=1))
+@given(
+    kip42_strategies.chains(probes.CONSUMER_BEHAVIOURS),
+    st.lists(st.lists(st.integers()), min_size=1),
+)
 def test_on_commit(env, topic, behaviours, values) -> None:
     group = f"kc-test-{uuid.uuid4().hex[:8]}"
     asyncio.run(sc.commits(env, topic, behaviours, values[:5], group))
 
 
 @per_test
-@given(sc.raw_records())
+@given(kip42_strategies.raw_records())
 def test_checksum_and_sizes_match_end_to_end(env, topic, records) -> None:
     asyncio.run(sc.checksums(env, topic, records))
 
 
-async def _cluster_id(env: sc.ClientEnv) -> str | None:
+async def _cluster_id(env: client_env.ClientEnv) -> str | None:
     host, port = env.bootstrap[0].host, env.bootstrap[0].port
     async with await Connection.open(host, port, codec=env.codec) as conn:
         resp = await conn.request(
@@ -186,15 +195,15 @@ def test_failed_delivery_reaches_on_acknowledgement(codec) -> None:
     target = TansuTarget()
     target.start()
     try:
-        env = sc.ClientEnv(target.bootstrap, codec)
+        env = client_env.ClientEnv(target.bootstrap, codec)
         topic = asyncio.run(env.new_topic(1))
 
         async def run() -> None:
-            trace = sc.Trace()
-            probes = [sc.ProducerProbe(i, b, trace) for i, b in enumerate(["raise", "pass"])]
+            trace = probes.Trace()
+            chain = [probes.ProducerProbe(i, b, trace) for i, b in enumerate(["raise", "pass"])]
             order: list[str] = []
             p = env.producer(
-                interceptors=probes, delivery_timeout_ms=1500, retry_backoff_ms=50, linger_ms=0
+                interceptors=chain, delivery_timeout_ms=1500, retry_backoff_ms=50, linger_ms=0
             )
             async with p:
                 await (await p.send(topic, None, [0]))  # acknowledged: metadata cached
@@ -223,7 +232,7 @@ def test_leader_restart_mid_stream_loses_and_duplicates_nothing(codec) -> None:
     target = ReferenceTarget()
     target.start()
     try:
-        env = sc.ClientEnv(target.bootstrap, codec)
+        env = client_env.ClientEnv(target.bootstrap, codec)
 
         async def run() -> Audit:
             cluster = ClusterMetadata(target.bootstrap, codec=codec)

@@ -24,8 +24,9 @@ from conformance.client.group import (
     encode_subscription,
     range_assign,
 )
+from conformance.client.interceptors import ConsumerInterceptor
 from conformance.client.record_types import TopicPartition
-from conformance.suite.kip42 import scenarios as sc
+from conformance.suite.kip42 import env as client_env
 
 topics = st.lists(st.text("abcxyz-_.", min_size=1, max_size=8), unique=True, max_size=4)
 assignments = st.dictionaries(
@@ -85,7 +86,7 @@ def test_group_members_share_a_topic_exactly_once(env, topic) -> None:
         group = f"kc-group-{uuid.uuid4().hex[:8]}"
         commits: list[list[dict]] = [[], []]
 
-        class Commits(sc.ConsumerInterceptor):
+        class Commits(ConsumerInterceptor):
             def __init__(self, k: int) -> None:
                 self.k = k
 
@@ -113,7 +114,7 @@ def test_group_members_share_a_topic_exactly_once(env, topic) -> None:
             # (under load the first may consume everything before the second has joined)
             while (
                 sum(len(v) for v in audit.consumed.values()) < count
-                or len(members[1 - k].assignment()) + len(c.assignment()) != sc.PARTITIONS
+                or len(members[1 - k].assignment()) + len(c.assignment()) != client_env.PARTITIONS
                 or not (c.assignment() and members[1 - k].assignment())
             ):
                 await c.poll(200)
@@ -134,5 +135,7 @@ def test_group_members_share_a_topic_exactly_once(env, topic) -> None:
     diff = audit.verify([topic])
     assert diff.ok, diff
     assert len(audit.acknowledged) == count
-    assert sorted(finals[0] + finals[1]) == [TopicPartition(topic, p) for p in range(sc.PARTITIONS)]
+    assert sorted(finals[0] + finals[1]) == [
+        TopicPartition(topic, p) for p in range(client_env.PARTITIONS)
+    ]
     assert all(finals) and all(commits)

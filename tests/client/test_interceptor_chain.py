@@ -1,7 +1,7 @@
 """The KIP-42 chains on their own: order, modifications flowing, failures logged and swallowed
 (the next interceptor gets the record as it was before the failing one), close once.
 
-The expected behaviour is the model in ``conformance.suite.kip42.scenarios`` (``expected_chain``
+The expected behaviour is the model in ``conformance.suite.kip42.probes`` (``expected_chain``
 / ``expected_consume``), the seed's ``ProducerInterceptors`` / ``ConsumerInterceptors`` loops
 with the exceptions caught.
 """
@@ -30,17 +30,17 @@ from conformance.client.record_types import (
     RecordMetadata,
     TopicPartition,
 )
-from conformance.suite.kip42.scenarios import (
+from conformance.suite.kip42.probes import (
     CONSUMER_BEHAVIOURS,
     FAILING,
     PRODUCER_BEHAVIOURS,
     ConsumerProbe,
     ProducerProbe,
     Trace,
-    chains,
     expected_chain,
     expected_consume,
 )
+from conformance.suite.kip42.strategies import chains
 
 producer_chains = chains(PRODUCER_BEHAVIOURS, max_size=6)
 consumer_chains = chains(CONSUMER_BEHAVIOURS, max_size=6)

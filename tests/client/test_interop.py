@@ -15,7 +15,7 @@ from conformance.client.checksum import record_checksum
 from conformance.client.partitioner import partition_for_key
 from conformance.client.record_types import TopicPartition
 from conformance.protocol.records import Header
-from conformance.suite.kip42.scenarios import PARTITIONS, ClientEnv
+from conformance.suite.kip42.env import PARTITIONS, ClientEnv
 
 COUNT = 600
 

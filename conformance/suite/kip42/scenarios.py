@@ -3,252 +3,46 @@
 Each scenario is a coroutine that drives a producer and/or consumer of ``conformance.client``
 through one situation and checks what the interceptors observed, failing with
 :class:`conformance.suite.verify.Failed` naming the requirement broken. The suite's tests run
-them on drawn interceptor chains (``chains``); the project's tests of the client run the same
-scenarios against tansu and the reference cluster.
+them on drawn interceptor chains (``strategies.chains``); the project's tests of the client run
+the same scenarios against tansu and the reference cluster.
 
-Probe interceptors log every call into a shared :class:`Trace` and behave as told:
-``pass`` returns its input, ``tag`` appends its mark to the record value(s) (values are JSON
-lists, so a mark shows the value was not serialised yet) and a header, ``rekey`` changes the
-key (so the partition follows the new key), ``raise`` raises in every callback and
-``wrong-type`` returns something that is not a record. A failing interceptor must leave the
-record as it was for the next one.
+The pieces live beside it: ``env`` (where clients connect), ``probes`` (the probe interceptors
+and the model of what a chain does), ``strategies`` (drawn chains and records).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
-
-from hypothesis import strategies as st
 
 from conformance.client import errors
 from conformance.client.audit import Audit, AuditDifferences
 from conformance.client.checksum import record_checksum, serialized_size
-from conformance.client.consumer import Consumer
-from conformance.client.create_topics import create_topics
-from conformance.client.interceptors import (
-    ConsumerInterceptor,
-    ProducerInterceptor,
-)
-from conformance.client.metadata import ClusterMetadata
 from conformance.client.partitioner import partition_for_key
-from conformance.client.producer import Producer
 from conformance.client.record_types import (
     ConsumerRecord,
-    ConsumerRecords,
     OffsetAndMetadata,
     ProducerRecord,
     RecordMetadata,
     TopicPartition,
 )
-from conformance.protocol import ApiKey, Codec
 from conformance.protocol.records import Header
 from conformance.suite.verify import check
 
 if TYPE_CHECKING:
-    from conformance.suite.harness import Harness
+    pass
 
-PRODUCER_BEHAVIOURS = ("pass", "tag", "rekey", "raise", "wrong-type")
-CONSUMER_BEHAVIOURS = ("pass", "tag", "raise", "wrong-type")
-FAILING = ("raise", "wrong-type")
-PARTITIONS = 3
-
-
-class ProbeError(RuntimeError):
-    """What a ``raise`` probe raises (the client must log and swallow it)."""
-
-
-# --- environment -------------------------------------------------------------------------------
-
-
-@dataclass
-class ClientEnv:
-    """Where and how the scenarios' clients connect."""
-
-    bootstrap: Any
-    codec: Codec | None = None
-    sasl: Any = None
-    timeout: float = 30.0
-
-    def producer(self, **kw: Any) -> Producer:
-        kw.setdefault("value_serializer", json_serializer)
-        return Producer(self.bootstrap, codec=self.codec, sasl=self.sasl, **kw)
-
-    def consumer(self, **kw: Any) -> Consumer:
-        kw.setdefault("value_deserializer", json_deserializer)
-        return Consumer(self.bootstrap, codec=self.codec, sasl=self.sasl, **kw)
-
-    async def new_topic(self, partitions: int = PARTITIONS) -> str:
-        name = f"kc-kip42-{uuid.uuid4().hex[:12]}"
-        cluster = ClusterMetadata(self.bootstrap, codec=self.codec, sasl=self.sasl)
-        try:
-            await cluster.start()
-            await create_topics(cluster, {name: partitions}, timeout=self.timeout)
-        finally:
-            await cluster.close()
-        return name
-
-
-def harness_env(harness: Harness, *, commits: bool = False) -> ClientEnv:
-    """The target's client listener as a ClientEnv, once the APIs the client needs are there."""
-    from conformance.results.verdicts import MissingPrecondition
-
-    harness.pick_version(ApiKey.FETCH, "4+")
-    harness.pick_version(ApiKey.PRODUCE, "3+")
-    if commits:
-        for api in (ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH):
-            harness.require(api)
-    if ApiKey.CREATE_TOPICS not in harness.advertised:
-        raise MissingPrecondition("the target offers no CreateTopics to make the test's topic")
-    t = harness.target
-    return ClientEnv(t.bootstrap, harness.codec, t.sasl)
-
-
-def json_serializer(topic: str, value: Any) -> bytes | None:
-    return None if value is None else json.dumps(value).encode()
-
-
-def json_deserializer(topic: str, data: bytes | None) -> Any:
-    return None if data is None else json.loads(data)
-
-
-# --- probes ------------------------------------------------------------------------------------
-
-
-@dataclass
-class Trace:
-    """Every call the probes saw, in order: (callback, probe index, arguments...)."""
-
-    events: list[tuple] = field(default_factory=list)
-    configs: dict[int, dict] = field(default_factory=dict)
-
-    def of(self, name: str, index: int | None = None) -> list[tuple]:
-        return [e for e in self.events if e[0] == name and (index is None or e[1] == index)]
-
-
-class ProducerProbe(ProducerInterceptor):
-    def __init__(self, index: int, behaviour: str, trace: Trace) -> None:
-        self.index, self.behaviour, self.trace = index, behaviour, trace
-
-    def configure(self, config: dict) -> None:
-        self.trace.configs[self.index] = dict(config)
-
-    def on_send(self, record: ProducerRecord) -> ProducerRecord:
-        self.trace.events.append(("on_send", self.index, record))
-        return producer_step(self.index, self.behaviour, record)
-
-    def on_acknowledgement(
-        self, metadata: RecordMetadata | None, exception: BaseException | None
-    ) -> None:
-        self.trace.events.append(("on_acknowledgement", self.index, metadata, exception))
-        if self.behaviour == "raise":
-            raise ProbeError(f"probe {self.index} on_acknowledgement")
-
-    def close(self) -> None:
-        self.trace.events.append(("close", self.index))
-        if self.behaviour == "raise":
-            raise ProbeError(f"probe {self.index} close")
-
-
-def producer_step(index: int, behaviour: str, record: ProducerRecord) -> Any:
-    """What a probe's on_send does to a record (raises / returns junk for failing ones)."""
-    if behaviour == "raise":
-        raise ProbeError(f"probe {index} on_send")
-    if behaviour == "wrong-type":
-        return f"not a record (probe {index})"
-    if behaviour == "tag":
-        return replace(
-            record,
-            value=[*record.value, index],
-            headers=(*record.headers, Header(f"p{index}", str(index).encode())),
-        )
-    if behaviour == "rekey":
-        return replace(record, key=f"k{index}.{record.key}")
-    return record
-
-
-def expected_chain(record: ProducerRecord, behaviours: Sequence[str]) -> list[ProducerRecord]:
-    """The record each probe must receive, then the one sent (the last element)."""
-    seen = [record]
-    for i, b in enumerate(behaviours):
-        out = record if b in FAILING else producer_step(i, b, record)
-        record = out
-        seen.append(record)
-    return seen
-
-
-class ConsumerProbe(ConsumerInterceptor):
-    def __init__(self, index: int, behaviour: str, trace: Trace) -> None:
-        self.index, self.behaviour, self.trace = index, behaviour, trace
-
-    def configure(self, config: dict) -> None:
-        self.trace.configs[self.index] = dict(config)
-
-    def on_consume(self, records: ConsumerRecords) -> ConsumerRecords:
-        self.trace.events.append(("on_consume", self.index, records))
-        return consumer_step(self.index, self.behaviour, records)
-
-    def on_commit(self, offsets: dict) -> None:
-        self.trace.events.append(("on_commit", self.index, dict(offsets)))
-        if self.behaviour == "raise":
-            raise ProbeError(f"probe {self.index} on_commit")
-
-    def close(self) -> None:
-        self.trace.events.append(("close", self.index))
-        if self.behaviour == "raise":
-            raise ProbeError(f"probe {self.index} close")
-
-
-def consumer_step(index: int, behaviour: str, records: ConsumerRecords) -> Any:
-    if behaviour == "raise":
-        raise ProbeError(f"probe {index} on_consume")
-    if behaviour == "wrong-type":
-        return [f"not records (probe {index})"]
-    if behaviour == "tag":
-        return ConsumerRecords.of(
-            [replace(r, value=[*r.value, f"c{index}"]) for r in records.records()]
-        )
-    return records
-
-
-def expected_consume(records: ConsumerRecords, behaviours: Sequence[str]) -> list[ConsumerRecords]:
-    seen = [records]
-    for i, b in enumerate(behaviours):
-        if b not in FAILING:
-            records = consumer_step(i, b, records)
-        seen.append(records)
-    return seen
-
-
-# --- strategies --------------------------------------------------------------------------------
-
-
-def chains(behaviours: Sequence[str], max_size: int = 4) -> st.SearchStrategy[list[str]]:
-    return st.lists(st.sampled_from(behaviours), min_size=1, max_size=max_size)
-
-
-def items(max_size: int = 6) -> st.SearchStrategy[list[tuple[str | None, list]]]:
-    """(key, value) pairs: keys nullable text, values JSON lists."""
-    key = st.none() | st.text("abcxyz0123", min_size=0, max_size=6)
-    value = st.lists(st.integers(-1000, 1000) | st.text("pqrs", max_size=4), max_size=3)
-    return st.lists(st.tuples(key, value), min_size=1, max_size=max_size)
-
-
-def raw_records(max_size: int = 8):
-    """(key, value, headers) in bytes, with nulls where Kafka allows them."""
-    data = st.none() | st.binary(max_size=40)
-    header = st.builds(Header, st.text("hkv-", min_size=1, max_size=5), data)
-    return st.lists(
-        st.tuples(data, data, st.lists(header, max_size=3).map(tuple)),
-        min_size=1,
-        max_size=max_size,
-    )
-
+from conformance.suite.kip42.env import ClientEnv, json_serializer
+from conformance.suite.kip42.probes import (
+    FAILING,
+    ConsumerProbe,
+    ProducerProbe,
+    Trace,
+    expected_chain,
+    expected_consume,
+)
 
 # --- helpers -----------------------------------------------------------------------------------
 

@@ -14,7 +14,10 @@ from hypothesis import strategies as st
 
 from conformance.protocol import ApiKey
 from conformance.suite.harness import Harness, run_property
+from conformance.suite.kip42 import env as client_env
+from conformance.suite.kip42 import probes
 from conformance.suite.kip42 import scenarios as sc
+from conformance.suite.kip42 import strategies as kip42_strategies
 from conformance.suite.meta import conformance
 
 #: records of the audited round trip
@@ -30,11 +33,11 @@ AUDIT_RECORDS = 2000
     api=ApiKey.PRODUCE,
 )
 def test_producer_chain(harness: Harness) -> None:
-    env = sc.harness_env(harness)
+    env = client_env.harness_env(harness)
     topic = harness.call(env.new_topic())
     run_property(
         harness,
-        st.tuples(sc.chains(sc.PRODUCER_BEHAVIOURS), sc.items()),
+        st.tuples(kip42_strategies.chains(probes.PRODUCER_BEHAVIOURS), kip42_strategies.items()),
         lambda v: harness.call(sc.producer_chain(env, topic, *v)),
     )
 
@@ -48,11 +51,13 @@ def test_producer_chain(harness: Harness) -> None:
     api=ApiKey.PRODUCE,
 )
 def test_send_errors(harness: Harness) -> None:
-    env = sc.harness_env(harness)
+    env = client_env.harness_env(harness)
     topic = harness.call(env.new_topic())
     run_property(
         harness,
-        st.tuples(sc.chains(sc.PRODUCER_BEHAVIOURS), st.sampled_from(sc.ERROR_KINDS)),
+        st.tuples(
+            kip42_strategies.chains(probes.PRODUCER_BEHAVIOURS), st.sampled_from(sc.ERROR_KINDS)
+        ),
         lambda v: harness.call(sc.producer_errors(env, topic, *v)),
     )
 
@@ -61,12 +66,12 @@ def test_send_errors(harness: Harness) -> None:
     "kip-42/consumer/interceptor-chain", "KIP-42.R3", "KIP-42.R5", "KIP-42.R6", api=ApiKey.FETCH
 )
 def test_consumer_chain(harness: Harness) -> None:
-    env = sc.harness_env(harness)
+    env = client_env.harness_env(harness)
     topic = harness.call(env.new_topic())
     values = st.lists(st.lists(st.integers(0, 99), max_size=3), min_size=1, max_size=6)
     run_property(
         harness,
-        st.tuples(sc.chains(sc.CONSUMER_BEHAVIOURS), values),
+        st.tuples(kip42_strategies.chains(probes.CONSUMER_BEHAVIOURS), values),
         lambda v: harness.call(sc.consumer_chain(env, topic, *v)),
     )
 
@@ -75,27 +80,29 @@ def test_consumer_chain(harness: Harness) -> None:
     "kip-42/consumer/on-commit", "KIP-42.R4", "KIP-42.R5", "KIP-42.R6", api=ApiKey.OFFSET_COMMIT
 )
 def test_on_commit(harness: Harness) -> None:
-    env = sc.harness_env(harness, commits=True)
+    env = client_env.harness_env(harness, commits=True)
     harness.pick_version(ApiKey.OFFSET_COMMIT)
     topic = harness.call(env.new_topic())
     values = st.lists(st.lists(st.integers(0, 99), max_size=2), min_size=1, max_size=4)
     run_property(
         harness,
-        st.tuples(sc.chains(sc.CONSUMER_BEHAVIOURS), values),
+        st.tuples(kip42_strategies.chains(probes.CONSUMER_BEHAVIOURS), values),
         lambda v: harness.call(sc.commits(env, topic, *v, f"kc-kip42-{uuid.uuid4().hex[:8]}")),
     )
 
 
 @conformance("kip-42/record-metadata/checksum-and-sizes", "KIP-42.R7", api=ApiKey.PRODUCE)
 def test_checksum_and_sizes(harness: Harness) -> None:
-    env = sc.harness_env(harness)
+    env = client_env.harness_env(harness)
     topic = harness.call(env.new_topic())
-    run_property(harness, sc.raw_records(), lambda v: harness.call(sc.checksums(env, topic, v)))
+    run_property(
+        harness, kip42_strategies.raw_records(), lambda v: harness.call(sc.checksums(env, topic, v))
+    )
 
 
 @conformance("kip-42/audit/exactly-once", "KIP-42.R8", api=ApiKey.FETCH)
 def test_audited_round_trip(harness: Harness) -> None:
-    env = sc.harness_env(harness)
+    env = client_env.harness_env(harness)
     harness.notes.seeded = True
     topic = harness.call(env.new_topic())
     harness.call(

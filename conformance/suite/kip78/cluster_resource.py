@@ -11,7 +11,7 @@ from typing import Any
 
 from conformance.client.interceptors import ClusterResource, ProducerInterceptor
 from conformance.client.producer import Producer
-from conformance.suite.kip42.scenarios import ClientEnv, json_serializer
+from conformance.suite.kip42.env import ClientEnv, json_serializer
 from conformance.suite.verify import check
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from conformance.protocol import ApiKey
 from conformance.suite import verify
 from conformance.suite.harness import Harness
-from conformance.suite.kip42.scenarios import harness_env
+from conformance.suite.kip42.env import harness_env
 from conformance.suite.kip78.cluster_resource import cluster_resource
 from conformance.suite.meta import conformance
 
