@@ -19,7 +19,7 @@ REGISTERED = re.compile(r"Registering worker 127\.0\.0\.1:\d+")
 
 
 class StandaloneCluster:
-    def __init__(self, workdir: Path, workers: int = 2, start_timeout: float = 90.0) -> None:
+    def __init__(self, workdir: Path, workers: int = 2, start_timeout: float = 180.0) -> None:
         self.workdir, self.workers, self.start_timeout = workdir, workers, start_timeout
         self.port = free_port()
         self.procs: list[subprocess.Popen] = []
