@@ -9,6 +9,17 @@ from pathlib import Path
 import pytest
 
 from conformance.results.schema import load_run
+from tests.suite import early
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the long, idle suite runs now, so that they overlap the other tests (``early``)."""
+    if not session.config.option.collectonly:
+        early.start_wanted({item.path.name for item in session.items})
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    early.remove_all()
 
 
 def run_cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -5,33 +5,23 @@ behave."""
 from __future__ import annotations
 
 import re
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from conformance.results.schema import load_run
-from tests.suite.conftest import only_run, run_cli
+from tests.suite import early
+from tests.suite.conftest import only_run
 
 
 @pytest.fixture(scope="module")
-def tansu_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("tansu-run")
-    started = time.monotonic()
-    proc = run_cli(
-        "--target",
-        "tansu",
-        "--no-report",
-        "--results-dir",
-        str(tmp / "results"),
-        "--junit-xml",
-        str(tmp / "junit.xml"),
-        cwd=tmp,
-    )
-    wall = time.monotonic() - started
-    print(f"full suite against tansu: {wall:.1f} s wall")
-    return proc, only_run(tmp / "results"), tmp, wall
+def tansu_run():
+    """The whole suite against tansu, started when collection finished (``tests/suite/early``)."""
+    run = early.take(Path(__file__).name)
+    proc, wall = run.result(timeout=300)
+    print(f"full suite against tansu: {wall:.1f} s wall (started early, in the background)")
+    return proc, only_run(run.dir / "results"), run.dir, wall
 
 
 def test_run_is_recorded_per_the_schemas(tansu_run) -> None:

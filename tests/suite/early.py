@@ -1,0 +1,85 @@
+"""Suite runs started as soon as collection ends, so that they overlap the other tests.
+
+The whole suite against tansu takes about three minutes, nearly all of it waiting on tansu (it
+holds every JoinGroup for at least a second), and uses a few seconds of CPU. Started early in the
+background, its wait costs CI nothing; the module that judges it then waits for the result. The
+process is stopped by its pid when the session ends, whatever happened.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+class EarlyRun:
+    """``kafka-conformance run ARGS --results-dir DIR/results`` in the background, in DIR."""
+
+    def __init__(self, *args: str) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="kc-early-run-"))
+        self.args = [*args, "--results-dir", str(self.dir / "results")]
+        self.started = time.monotonic()
+        self._out = open(self.dir / "stdout", "w+")  # kept open until stop()
+        self._err = open(self.dir / "stderr", "w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "conformance", "run", *self.args],
+            cwd=self.dir,
+            stdout=self._out,
+            stderr=self._err,
+            text=True,
+        )
+
+    def result(self, timeout: float = 300) -> tuple[subprocess.CompletedProcess, float]:
+        """Wait for the run (at most ``timeout`` s from its start): its outcome and wall time."""
+        left = max(1.0, timeout - (time.monotonic() - self.started))
+        try:
+            code = self.proc.wait(left)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
+        wall = time.monotonic() - self.started
+        self._out.seek(0)
+        self._err.seek(0)
+        done = subprocess.CompletedProcess(self.proc.args, code, self._out.read(), self._err.read())
+        return done, wall
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        self._out.close()
+        self._err.close()
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+#: runs started when collection finished, by the test module that judges them
+STARTED: dict[str, EarlyRun] = {}
+
+#: test module -> the arguments of the run it judges
+WANTED: dict[str, tuple[str, ...]] = {
+    "test_against_tansu.py": ("--target", "tansu", "--no-report", "--junit-xml", "junit.xml"),
+}
+
+
+def start_wanted(module_names: set[str]) -> None:
+    for module, args in WANTED.items():
+        if module in module_names and module not in STARTED:
+            STARTED[module] = EarlyRun(*args)
+
+
+def take(module: str) -> EarlyRun:
+    """The run started early for ``module``, or one started now (the module run on its own)."""
+    return STARTED.get(module) or STARTED.setdefault(module, EarlyRun(*WANTED[module]))
+
+
+def remove_all() -> None:
+    for run in STARTED.values():
+        run.remove()
+    STARTED.clear()
