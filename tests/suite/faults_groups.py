@@ -375,6 +375,7 @@ INTERESTING = {
     ApiKey.DELETE_GROUPS,
     ApiKey.ALTER_CONFIGS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.CREATE_TOPICS,
 }
 
 
@@ -447,3 +448,22 @@ class ProxiedCluster:
         if not (moved or changed):
             return frame
         return encode_response(CODEC, api, version, header["CorrelationId"], body)
+
+
+def run_through(cli: Any, target: Any, select: str, faults: Faults, seed: str) -> Any:
+    """``run --select SELECT`` (the ``cli`` fixture) against the reference ``target`` behind
+    one proxy per broker with ``faults``: the run, which must have recorded no ERROR."""
+    with ProxiedCluster(dict(target.restartable), faults) as proxied:
+        proc, run = cli(
+            "--bootstrap-server",
+            proxied.bootstrap,
+            "--target-name",
+            "proxied",
+            "--seed",
+            seed,
+            "--select",
+            select,
+        )
+    assert run is not None, proc.stderr[-2000:]
+    assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]
+    return run

@@ -9,14 +9,16 @@ target (``--bootstrap-server`` / ``--controller-bootstrap``):
   BROKER-REGISTRATION.R7, in the tests that name it, and nothing else;
 * a client-listener proxy that keeps listing every broker it ever listed (so a fenced or
   unregistered broker stays visible) fails BROKER-REGISTRATION.R4 in the state machine, and
-  nothing else.
+  nothing else;
+* brokers that answer a forwarded CreateTopics NONE where the controller refused it
+  (TOPIC_ALREADY_EXISTS) fail KIP-590.R3, and nothing else.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.protocol import ApiKey, Codec
+from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.framing import (
     decode_request,
     decode_response,
@@ -25,6 +27,8 @@ from conformance.protocol.framing import (
 )
 from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import failing, unreached, verdicts
+from tests.suite.faults_groups import Faults, replace_code
+from tests.suite.faults_groups import run_through as run_proxied
 from tests.suite.proxies import FaultyProxy, passthrough
 
 SEED = "20261123"
@@ -179,3 +183,18 @@ def test_a_fenced_broker_kept_visible_fails_exactly_the_visibility_requirement(
     assert failing(run) == {(MACHINE, "BROKER-REGISTRATION.R4")}, verdicts(run)
     message = next(r["message"] for r in run.records if r["verdict"] == "FAIL")
     assert "lists #" in message, message
+
+
+FORWARDING = "kip-590/create-topics/inner-error-passed-back or kip-590/routing/state-machine"
+
+
+def test_a_broker_that_drops_the_controllers_error_fails_kip_590_r3(cli, reference) -> None:
+    faults = Faults(
+        (replace_code({ApiKey.CREATE_TOPICS}, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.NONE),)
+    )
+    run = run_proxied(cli, reference, FORWARDING, faults, SEED)
+    assert faults.hits, "no CreateTopics answer was rewritten"
+    assert ("kip-590/create-topics/inner-error-passed-back", "KIP-590.R3") in failing(run)
+    assert {k[1] for k in failing(run)} == {"KIP-590.R3"}, verdicts(run)
+    message = next(r["message"] for r in run.records if r["verdict"] == "FAIL")
+    assert "TOPIC_ALREADY_EXISTS" in message, message

@@ -1,8 +1,9 @@
 """The broker-registration, KIP-536 and KIP-590 feature tests against tansu (one broker, no
 controller listener, no ZooKeeper, no start time): nothing it does not offer is FAIL. KIP-536 is
 PROPOSAL_ABSENT, the controller-listener and ZooKeeper tests SKIP naming what is missing, an API
-it does not advertise is UNSUPPORTED; what it does serve is checked, and the one thing it gets
-wrong is reported."""
+it does not advertise is UNSUPPORTED, KIP-590.R3 is SKIP (one node forwards nothing); what it
+does serve is checked, and passes. (Its IncrementalAlterConfigs of an unknown topic answering
+NONE is a configuration failure, CONFIGS.R12: ``test_groups_tansu.py``.)"""
 
 from __future__ import annotations
 
@@ -14,13 +15,12 @@ def test_tansu_features_report_what_it_lacks(cli) -> None:
     assert run is not None, proc.stderr[-2000:]
     by = {(r["test_id"], r["requirement_id"]): r for r in run.records}
     assert not [k for k, r in by.items() if r["verdict"] == "ERROR"]
-    # a known tansu behaviour, reported: it accepts IncrementalAlterConfigs for a topic that
-    # does not exist, where Kafka's controller answers UNKNOWN_TOPIC_OR_PARTITION
-    known = by[("kip-590/incremental-alter-configs/unknown-topic-error-passed-back", "KIP-590.R3")]
-    assert known["verdict"] == "FAIL" and "ErrorCode=NONE" in known["message"], known
-    for k, r in by.items():
-        if r["verdict"] == "FAIL":
-            assert k[1] == "KIP-590.R3" and "alter-retention" in r["message"], (k, r["message"])
+    assert not [k for k, r in by.items() if r["verdict"] == "FAIL"]
+    # one node is its own controller: nothing is forwarded, so the forwarding broker's answer
+    # (KIP-590.R3) cannot be judged
+    for test in ("kip-590/create-topics/inner-error-passed-back", "kip-590/routing/state-machine"):
+        skip = by[(test, "KIP-590.R3")]
+        assert skip["verdict"] == "SKIP" and "nothing is forwarded" in skip["message"], skip
     for (test, req), r in by.items():
         if req.startswith("KIP-536."):
             assert r["verdict"] == "PROPOSAL_ABSENT" and "tag 536" in r["message"], r
@@ -39,7 +39,6 @@ def test_tansu_features_report_what_it_lacks(cli) -> None:
         "broker-registration/online-brokers-serve-clients",
         "kip-590/envelope/client-listener/refused",
         "kip-590/create-topics/each-broker",
-        "kip-590/create-topics/inner-error-passed-back",
     ):
         assert {r["verdict"] for (t, _), r in by.items() if t == test} == {"PASS"}, test
-    assert proc.returncode == 1  # the MUST above
+    assert proc.returncode == 0  # no MUST failed

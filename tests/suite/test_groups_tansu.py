@@ -13,7 +13,7 @@ SELECT = (
     "configs/topic/default-sources or configs/topic/override-everywhere or "
     "configs/describe/named-keys or configs/alter/replaces-whole-set or "
     "configs/incremental/set-delete or configs/incremental/append-subtract or "
-    "configs/refusals/ or configs/describe/unknown-topic or "
+    "configs/refusals/ or configs/describe/unknown-topic or configs/alter/unknown-topic or "
     "groups/describe/states-and-members"
 )
 #: (test, requirement) -> what the failure message says
@@ -37,6 +37,8 @@ KNOWN = {
     ("configs/refusals/validate-only", "CONFIGS.R8"): "changed the topic's configs",
     # a topic that does not exist is described with NONE and no configs
     ("configs/describe/unknown-topic", "CONFIGS.R10"): "which does not exist",
+    # IncrementalAlterConfigs of a topic that does not exist is accepted (NONE)
+    ("configs/alter/unknown-topic", "CONFIGS.R12"): "answered error 0",
     # a group that never existed is described Empty, not Dead
     ("groups/describe/states-and-members", "GROUPS.R13"): "'Empty'",
 }

@@ -1,6 +1,7 @@
 """Topic configuration semantics (``specs/requirements/configs.json``) on a topic the suite
 makes: sources of defaults and overrides, AlterConfigs' whole-set replacement, the four
-incremental operations, refusals, validate-only, every broker's view, unknown topics."""
+incremental operations, refusals, validate-only, every broker's view, unknown topics,
+described and altered."""
 
 from __future__ import annotations
 
@@ -302,3 +303,39 @@ def test_unknown_topic(harness: Harness) -> None:
             )
     finally:
         delete_topics(harness, [topic])
+
+
+@conformance("configs/alter/unknown-topic", "CONFIGS.R12", api=ApiKey.INCREMENTAL_ALTER_CONFIGS)
+def test_altering_an_unknown_topic(harness: Harness) -> None:
+    """Through every broker, a change to a topic that does not exist is refused and creates
+    nothing (a target that created it anyway gets it deleted: it has a suite name)."""
+    harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+    ghost = fresh_name("never")
+    change = [(RETENTION, SET, "3600000")]
+    sends = [("IncrementalAlterConfigs SET", lambda c: incremental(harness, c, ghost, change))]
+    if ApiKey.ALTER_CONFIGS in harness.advertised:
+        sends.append(("AlterConfigs", lambda c: alter(harness, c, ghost, {RETENTION: "3600000"})))
+    try:
+        for b in cluster.brokers(harness):
+            conn = harness.connect(b.endpoint)
+            for what, send in sends:
+                code = send(conn)
+                verify.check(
+                    code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"{what} {RETENTION}=3600000 through {b} of topic {ghost}, which does not "
+                    f"exist, answered error {code}; expected UNKNOWN_TOPIC_OR_PARTITION",
+                    "CONFIGS.R12",
+                )
+        if ApiKey.DESCRIBE_CONFIGS in harness.advertised:
+            code, configs = describe(harness, harness.connect(), [ghost], req="CONFIGS.R12").get(
+                ghost, (None, {})
+            )
+            verify.check(
+                code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"after the changes to {ghost}, which did not exist, DescribeConfigs of it "
+                f"answered error {code} with {len(configs)} configs; expected "
+                "UNKNOWN_TOPIC_OR_PARTITION (nothing created)",
+                "CONFIGS.R12",
+            )
+    finally:
+        delete_topics(harness, [ghost])

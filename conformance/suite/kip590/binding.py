@@ -61,6 +61,26 @@ def require_event(harness: Harness, event: str) -> None:
         harness.require(ApiKey.DESCRIBE_CONFIGS)
 
 
+def forwarding_brokers(harness: Harness, brokers: list[cluster.Broker]) -> list[cluster.Broker]:
+    """The brokers through which a mutation is forwarded to a controller elsewhere: on a target
+    with more than one broker, every broker but the one Metadata names as the controller
+    (ZooKeeper-mode Kafka names its real controller there; KRaft names a broker it picked, and
+    all its brokers forward). A single node is its own controller: it forwards nothing."""
+    if len(brokers) < 2:
+        return []
+    version = harness.pick_version(ApiKey.METADATA, "1+")
+    controller = cluster.metadata(harness, harness.connect(), version).get("ControllerId", -1)
+    return [b for b in brokers if b.node_id != controller]
+
+
+def no_forwarding(brokers: list[cluster.Broker]) -> str:
+    return (
+        f"nothing is forwarded: the target lists {len(brokers)} broker(s), and a single node is "
+        "its own controller (KIP-590.R3 is judged on an answer passed back by a broker that "
+        "forwarded the request)"
+    )
+
+
 class RoutingBinding(Binding):
     def __init__(self, harness: Harness, brokers: list[cluster.Broker], count: int | None = None):
         self.harness, self.brokers, self.count = harness, brokers, count
