@@ -6,8 +6,10 @@ and credited the requirements they checked (the ledger). From those, per require
 
 * setup skipped: the verdict the skip names (UNSUPPORTED, NOT_EXPOSED ...); setup failed: ERROR;
 * call failed: FAIL (NONSTRICT for a SHOULD unless strict; ERROR when the suite broke) for the
-  requirements the failure names, or all of them when it names none of the test's; the others
-  are SKIP "not evaluated" (or their soft failure);
+  requirements the failure names, or all of them when it names none of the test's; each of the
+  others is judged on the answers that came back before the failure: its soft failure, else
+  PASS when a check of it ran (and held: a failed check would have named it), else SKIP "not
+  evaluated" (one requirement's failure never hides another's verdict);
 * call skipped: the verdict the skip names;
 * call passed: a soft failure is NONSTRICT/FAIL; a teardown failure is ERROR; otherwise PASS only
   when a check of the requirement ran (the ledger credits it), else the verdict recorded for it
@@ -70,6 +72,8 @@ def requirement_verdicts(
             if named and rid not in named:
                 if rid in soft:
                     out.append((rid, _soft(level, strict), soft[rid]))
+                elif credits.credited(rid):
+                    out.append((rid, Verdict.PASS, None))
                 else:
                     why = f"not evaluated: the test stopped at a failure of {', '.join(named)}"
                     out.append((rid, Verdict.SKIP, f"{why}: {call.message}"))

@@ -19,7 +19,7 @@ from tests.suite.conftest import only_run
 def tansu_run():
     """The whole suite against tansu, started when collection finished (``tests/suite/early``)."""
     run = early.take(Path(__file__).name)
-    proc, wall = run.result(timeout=300)
+    proc, wall = run.result(timeout=600)
     print(f"full suite against tansu: {wall:.1f} s wall (started early, in the background)")
     return proc, only_run(run.dir / "results"), run.dir, wall
 
@@ -134,6 +134,46 @@ TANSU_DATA_PLANE = [
 
 @pytest.mark.parametrize(("test_id", "requirement", "verdict", "why"), TANSU_DATA_PLANE)
 def test_tansu_data_plane_verdicts(tansu_run, test_id, requirement, verdict, why) -> None:
+    test_known_tansu_behaviours_are_reported(tansu_run, test_id, requirement, verdict, why)
+
+
+#: consumer groups: tansu's verdict on each GROUPS requirement in the whole run, every FAIL
+#: confirmed by hand on the wire (raw requests, one connection per member)
+TANSU_GROUPS = [
+    ("groups/membership/rounds", "GROUPS.R1", "PASS", None),
+    ("groups/join/member-id-required", "GROUPS.R2", "PASS", None),
+    ("groups/membership/rounds", "GROUPS.R3", "PASS", None),
+    ("groups/membership/rounds", "GROUPS.R4", "PASS", None),
+    ("groups/membership/rounds", "GROUPS.R5", "PASS", None),
+    # a stale generation's Heartbeat and SyncGroup: REBALANCE_IN_PROGRESS, not ILLEGAL_GENERATION
+    ("groups/membership/rounds", "GROUPS.R6", "FAIL", "answered 27"),
+    # an unknown member's SyncGroup: REBALANCE_IN_PROGRESS, not UNKNOWN_MEMBER_ID
+    ("groups/membership/rounds", "GROUPS.R7", "FAIL", "answered 27"),
+    ("groups/membership/rounds", "GROUPS.R8", "PASS", None),
+    ("groups/membership/rounds", "GROUPS.R9", "PASS", None),
+    ("groups/membership/session-expiry", "GROUPS.R10", "PASS", None),
+    # a static member rejoining without its id keeps its old member id
+    ("groups/membership/static-rejoin", "GROUPS.R11", "FAIL", "without its id answered 0"),
+    # another protocol type joins a consumer group (after MEMBER_ID_REQUIRED) and rebalances it
+    ("groups/join/inconsistent-protocol-type", "GROUPS.R12", "FAIL", "answered 0 (NONE)"),
+    # a group that never existed is Empty, not Dead; a stable group's protocol name is empty
+    ("groups/describe/states-and-members", "GROUPS.R13", "FAIL", "'Empty'"),
+    ("groups/describe/states-and-members", "GROUPS.R14", "FAIL", "and protocol ''"),
+    # ListGroups lists only groups with committed offsets, in state Unknown, whatever the filter
+    ("groups/list-and-delete", "GROUPS.R15", "FAIL", "lacks a group"),
+    ("groups/list-and-delete", "GROUPS.R16", "FAIL", "states filter"),
+    # a group with a member is deleted (and its member's next Heartbeat closes the connection)
+    ("groups/list-and-delete", "GROUPS.R17", "FAIL", "with a member answered"),
+    ("groups/list-and-delete", "GROUPS.R18", "PASS", None),
+    # DeleteGroups of a group that never existed answers NONE
+    ("groups/list-and-delete", "GROUPS.R19", "FAIL", "never existed answered"),
+    # JoinGroup is held for half the session timeout (22.5 s of a 45 s session)
+    ("groups/join/within-rebalance-timeout", "GROUPS.R21", "FAIL", "no answer within 8 s"),
+]
+
+
+@pytest.mark.parametrize(("test_id", "requirement", "verdict", "why"), TANSU_GROUPS)
+def test_tansu_group_verdicts(tansu_run, test_id, requirement, verdict, why) -> None:
     test_known_tansu_behaviours_are_reported(tansu_run, test_id, requirement, verdict, why)
 
 

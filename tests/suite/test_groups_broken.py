@@ -179,6 +179,7 @@ CASES = {
         (ROUNDS, EXPIRY, READ_BACK, OVERRIDE, CONFIG_MACHINE),
         {
             (ROUNDS, "GROUPS.R7"),
+            (ROUNDS, "GROUPS.R9"),  # the member that left: its Heartbeat is answered NONE
             (EXPIRY, "GROUPS.R10"),
             (READ_BACK, "OFFSETS.R4"),
             (OVERRIDE, "CONFIGS.R9"),

@@ -41,6 +41,8 @@ KNOWN = {
     ("configs/alter/unknown-topic", "CONFIGS.R12"): "answered error 0",
     # a group that never existed is described Empty, not Dead
     ("groups/describe/states-and-members", "GROUPS.R13"): "'Empty'",
+    # a stable group is described with an empty protocol name
+    ("groups/describe/states-and-members", "GROUPS.R14"): "and protocol ''",
 }
 
 

@@ -121,8 +121,24 @@ def _run(
 
 def test_a_check_fails_only_the_requirements_it_names() -> None:
     exc = Failed("does not decode", "PROTOCOL.R3")
-    got = _run(Phase("failed", exc, 0, str(exc)))
+    got = _run(Phase("failed", exc, 0, str(exc)), ledger=_checked("PROTOCOL.R3"))
     assert got == {"PROTOCOL.R1": "SKIP", "PROTOCOL.R3": "FAIL", "PROTOCOL.R5": "SKIP"}
+
+
+def test_the_others_are_judged_on_what_came_back_before_the_failure() -> None:
+    """R1's checks ran (and held) before R3's failed: R1 is PASS; R5 was never checked: SKIP
+    "not evaluated", naming the failure that stopped the test."""
+    exc = Failed("does not decode", "PROTOCOL.R3")
+    got = _run(
+        Phase("failed", exc, 0, str(exc)),
+        ledger=_checked("PROTOCOL.R1", "PROTOCOL.R3"),
+        messages=True,
+    )
+    assert got["PROTOCOL.R1"] == ("PASS", None)
+    assert got["PROTOCOL.R3"][0] == "FAIL"
+    verdict, message = got["PROTOCOL.R5"]
+    assert verdict == "SKIP" and message.startswith("not evaluated: the test stopped at a failure")
+    assert "PROTOCOL.R3" in message
 
 
 def test_a_check_naming_none_of_the_tests_requirements_fails_them_all() -> None:

@@ -36,8 +36,13 @@ TRANSIENT = frozenset(
 )
 PROTOCOL_TYPE = "consumer"
 PROTOCOL_NAME = "range"
-#: a member's session: far longer than any test, so that only the expiry test sees one end
-SESSION_MS = 45_000
+#: a member's session: longer than any step of a test (each round refreshes it), so that only
+#: the expiry test sees one end; short, so that a coordinator holding JoinGroup for part of the
+#: session (tansu: half of it) still answers within ROUND_WAIT and the rest can be judged
+SESSION_MS = 10_000
+#: a consumer's usual session (Kafka clients' default): the rebalance-timeout test uses it, so
+#: that a JoinGroup held for part of the session is seen for what it is
+CLIENT_SESSION_MS = 45_000
 REBALANCE_MS = 4_000
 #: how long a coordinator may take to be placed (the first FindCoordinator may create
 #: __consumer_offsets) or to answer a rebalance

@@ -50,7 +50,8 @@ def test_describe_follows_the_group(harness: Harness) -> None:
     v = harness.pick_version(ApiKey.DESCRIBE_GROUPS)
     try:
         got = g.describe()
-        verify.check(
+        verify.soft(
+            harness,
             got["ErrorCode"] == ErrorCode.NONE and got["GroupState"] == "Dead",
             f"DescribeGroups v{v} of a group that does not exist: error {got['ErrorCode']}, "
             f"state {got['GroupState']!r}; expected NONE and Dead",
@@ -58,22 +59,26 @@ def test_describe_follows_the_group(harness: Harness) -> None:
         )
         a, b = g.new_member(), g.new_member()
         g.rebalance(joining=[a])
-        verify.check(
-            state_of(g) == "Stable", f"one synced member: state {state_of(g)!r}", "GROUPS.R13"
+        verify.soft(
+            harness,
+            state_of(g) == "Stable",
+            f"one synced member: state {state_of(g)!r}",
+            "GROUPS.R13",
         )
         # a second member starts a rebalance: PreparingRebalance until everyone rejoins
         if g.versions[11] >= 4:
             g.ask_member_id(b)
         pending_b = g.join(b)
         state = wait_state(g, "PreparingRebalance", "Stable")
-        verify.check(
+        verify.soft(
+            harness,
             state == "PreparingRebalance",
             f"DescribeGroups v{v} while a new member waits to join: state {state!r}",
             "GROUPS.R13",
         )
         hb = g.heartbeat(a)
-        verify.check(
-            hb == ErrorCode.REBALANCE_IN_PROGRESS, f"heartbeat answered {hb}", "GROUPS.R13"
+        verify.soft(
+            harness, hb == ErrorCode.REBALANCE_IN_PROGRESS, f"heartbeat answered {hb}", "GROUPS.R13"
         )
         pending_a = g.join(a)
         r = Round()
@@ -87,7 +92,8 @@ def test_describe_follows_the_group(harness: Harness) -> None:
                 body["Leader"],
             )
         state = state_of(g)
-        verify.check(
+        verify.soft(
+            harness,
             state == "CompletingRebalance",
             f"DescribeGroups v{v} after every JoinGroup was answered, before the leader's "
             f"SyncGroup: state {state!r}",
@@ -95,7 +101,8 @@ def test_describe_follows_the_group(harness: Harness) -> None:
         )
         g.sync_all(r)
         got = g.describe()
-        verify.check(
+        verify.soft(
+            harness,
             got["GroupState"] == "Stable",
             f"DescribeGroups v{v} after SyncGroup: state {got['GroupState']!r}",
             "GROUPS.R13",
@@ -122,7 +129,8 @@ def test_describe_follows_the_group(harness: Harness) -> None:
         )
         g.leave_all()
         state = state_of(g)
-        verify.check(
+        verify.soft(
+            harness,
             state == "Empty",
             f"DescribeGroups v{v} after every member left: {state!r}",
             "GROUPS.R13",
@@ -158,13 +166,18 @@ def test_list_and_delete(harness: Harness) -> None:
         )
         listed = list_everywhere(harness)
         ours = {n: listed.get(n) for n in (stable.name, empty.name)}
-        verify.check(
-            all(ours.values()), f"ListGroups of every broker lacks a group: {ours}", "GROUPS.R15"
+        # listing failures are recorded and the test goes on: deletion is judged apart
+        verify.soft(
+            harness,
+            all(ours.values()),
+            f"ListGroups of every broker lacks a group: {ours}",
+            "GROUPS.R15",
         )
-        verify.check(
-            listed[stable.name]["ProtocolType"] == PROTOCOL_TYPE,
-            f"ListGroups gives the stable group protocol type "
-            f"{listed[stable.name]['ProtocolType']!r}",
+        shown = (listed.get(stable.name) or {}).get("ProtocolType")
+        verify.soft(
+            harness,
+            shown == PROTOCOL_TYPE,
+            f"ListGroups gives the stable group protocol type {shown!r}",
             "GROUPS.R15",
         )
         lv = harness.advertised[ApiKey.LIST_GROUPS][1]
@@ -174,7 +187,8 @@ def test_list_and_delete(harness: Harness) -> None:
                 (["Empty"], empty, stable),
             ):
                 got = list_everywhere(harness, states)
-                verify.check(
+                verify.soft(
+                    harness,
                     inside.name in got
                     and got[inside.name]["GroupState"] == states[0]
                     and outside.name not in got,
@@ -185,14 +199,21 @@ def test_list_and_delete(harness: Harness) -> None:
         # deletion
         conn = stable.admin
         got = delete_groups(harness, conn, [stable.name])
-        verify.check(
+        verify.soft(
+            harness,
             got.get(stable.name) == ErrorCode.NON_EMPTY_GROUP,
             f"DeleteGroups of a group with a member answered {got}",
             "GROUPS.R17",
         )
-        verify.check(
-            stable.heartbeat(a) == ErrorCode.NONE and stable.describe()["GroupState"] == "Stable",
-            "the group refused deletion changed",
+        try:  # the refusal is judged on the group's member, and apart from the rest
+            hb, state = stable.heartbeat(a), stable.describe()["GroupState"]
+            seen = f"its member's Heartbeat answered {hb}, DescribeGroups says {state!r}"
+        except verify.Failed as e:  # closed or not answered: the group's refusal failed
+            hb, state, seen = None, None, f"{e}"
+        verify.soft(
+            harness,
+            hb == ErrorCode.NONE and state == "Stable",
+            f"after DeleteGroups of the group with a member: {seen}; expected NONE and Stable",
             "GROUPS.R17",
         )
         ghost = fresh_name("never")
