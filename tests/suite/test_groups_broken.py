@@ -4,7 +4,9 @@ break FAIL.
 A reference cluster (embedded store) runs behind one proxy per broker (``faults_groups``),
 addressed as an external target; each case injects a few bugs a real coordinator could have,
 runs only the tests that meet them, and expects each bug's requirement to FAIL in the test that
-checks it (OFFSETS.R7 needs a restartable target and is SKIP here, naming why). The
+checks it. OFFSETS.R7 needs a target the suite can restart: its suite test runs in-process
+against the proxied reference given as one, and FAILs once the proxy answers OffsetFetch as a
+coordinator that kept its offsets only in memory. The
 requirements PASS against the reference itself in both stores
 (``test_groups_reference.py``)."""
 
@@ -12,7 +14,11 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import ApiKey, Codec, ErrorCode
+from conformance.suite import verify
+from conformance.suite.harness import Harness
+from conformance.suite.offsets import test_commit_fetch
+from conformance.targets.base import Endpoint, Target
 from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import failing, verdicts
 from tests.suite.faults_groups import (
@@ -24,8 +30,10 @@ from tests.suite.faults_groups import (
     AssignmentToWrongMember,
     Faults,
     LeftMembersStayListed,
+    ProxiedCluster,
     alter_applied_incrementally,
     assignments_not_described,
+    codes,
     config_keys_ignored,
     config_source,
     empty_groups_unlisted,
@@ -47,6 +55,7 @@ from tests.suite.faults_groups import (
 )
 
 SEED = "20261123"
+CODEC = Codec.from_specs()
 ROUNDS = "groups/membership/rounds"
 MEMBER_ID = "groups/join/member-id-required"
 EXPIRY = "groups/membership/session-expiry"
@@ -241,3 +250,69 @@ def test_each_bug_fails_its_requirement(cli, reference, case: str) -> None:
     # the bugs touch nothing else: the requirements of other tests still pass
     others = {k: v for k, v in verdicts(run).items() if k[0] not in {t for t, _ in expected}}
     assert set(others.values()) <= {"PASS"}, others
+
+
+# --- OFFSETS.R7: offsets that do not survive the coordinator's restart ----------------------
+
+
+class ProxiedRestartable(Target):
+    """The reference behind ``proxied``, as a target the suite can restart: restarting a
+    broker restarts the real one, and then marks ``forgetful`` restarted (if given)."""
+
+    def __init__(self, reference: ReferenceTarget, proxied: ProxiedCluster, forgetful=None):
+        endpoints = {n: Endpoint("127.0.0.1", p.port) for n, p in proxied.proxies.items()}
+        super().__init__(
+            kind="external",
+            name="proxied",
+            bootstrap=list(endpoints.values()),
+            restartable=endpoints,
+        )
+        self.reference, self.forgetful = reference, forgetful
+
+    def restart_broker(self, node_id: int) -> None:
+        self.reference.restart_broker(node_id)
+        if self.forgetful is not None:
+            self.forgetful.restarted = True
+
+
+class OffsetsInMemory:
+    """A coordinator that keeps committed offsets only in memory: once its broker restarted,
+    OffsetFetch answers -1 and no metadata for every partition asked."""
+
+    __name__ = "offsets_in_memory"
+
+    def __init__(self) -> None:
+        self.restarted = False
+
+    def __call__(self, api: int, version: int, body: dict) -> bool:
+        if api != ApiKey.OFFSET_FETCH or not self.restarted:
+            return False
+        hit = list(codes(body, "CommittedOffset"))
+        for p in hit:
+            p["CommittedOffset"], p["Metadata"] = -1, ""
+        return bool(hit)
+
+
+def survive_restart(reference: ReferenceTarget, faults: Faults, forgetful=None):
+    """OFFSETS.R7's suite test, in-process, against the proxied reference: its failure or
+    None."""
+    with ProxiedCluster(dict(reference.restartable), faults) as proxied:
+        harness = Harness(ProxiedRestartable(reference, proxied, forgetful), CODEC, seed=1)
+        try:
+            harness.open()
+            test_commit_fetch.test_offsets_survive_coordinator_restart(harness)
+        except verify.Failed as e:
+            return e
+        finally:
+            harness.close()
+    return None
+
+
+def test_offsets_kept_only_in_memory_fail_offsets_r7(reference) -> None:
+    assert survive_restart(reference, Faults(())) is None  # the reference keeps them
+    forgetful = OffsetsInMemory()
+    faults = Faults((forgetful,))
+    failure = survive_restart(reference, faults, forgetful)
+    assert faults.hits.get("offsets_in_memory"), "no OffsetFetch answer was rewritten"
+    assert failure is not None and failure.req_ids == ("OFFSETS.R7",), failure
+    assert "after restarting the coordinator" in str(failure), failure
