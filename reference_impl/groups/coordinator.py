@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -61,6 +62,8 @@ STABLE = GroupState.STABLE
 DEAD = GroupState.DEAD
 
 TopicPartition = tuple[str, int]
+#: the protocol type of Kafka's consumer groups, whose member metadata names their topics
+CONSUMER_PROTOCOL = "consumer"
 
 #: APIs for which an empty group id is accepted (Kafka keeps that for old clients).
 _EMPTY_ID_OK = frozenset({"commit", "fetch", "describe", "delete"})
@@ -810,6 +813,57 @@ class GroupCoordinator:
             return ErrorCode.NONE, dict(stored)
         return ErrorCode.NONE, {tp: stored.get(tp) for tp in partitions}
 
+    def delete_offsets(
+        self,
+        group_id: str,
+        partitions: list[TopicPartition],
+        respond: Callable[[int, dict[TopicPartition, int]], None],
+    ) -> None:
+        """OffsetDelete: remove committed offsets (tombstones), answering once written.
+
+        GROUP_ID_NOT_FOUND for a group that does not exist; NON_EMPTY_GROUP for a group of
+        another protocol type that has members; a partition of a topic the members of a consumer
+        group are subscribed to is GROUP_SUBSCRIBED_TO_TOPIC (kept); the rest are removed (a
+        partition with nothing committed answers NONE too), as Kafka does (KIP-496).
+        """
+        error = self._check(group_id, "delete offsets")
+        group = self.groups.get(group_id)
+        if not error and (group is None or group.is_(DEAD)):
+            error = ErrorCode.GROUP_ID_NOT_FOUND
+        if not error and group is not None and not group.is_(EMPTY):
+            if group.protocol_type != CONSUMER_PROTOCOL:
+                error = ErrorCode.NON_EMPTY_GROUP
+        if error:
+            respond(int(error), {})
+            return
+        assert group is not None
+        subscribed = None if group.is_(EMPTY) else subscribed_topics(group)
+        results: dict[TopicPartition, int] = {}
+        doomed: list[TopicPartition] = []
+        for tp in dict.fromkeys(partitions):
+            if subscribed is not None and (not subscribed or tp[0] in subscribed):
+                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                results[tp] = ErrorCode.NONE
+                doomed.append(tp)
+        removed = [tp for tp in doomed if tp in group.offsets or group.pending_offsets[tp] > 0]
+        if not removed:
+            respond(ErrorCode.NONE, results)
+            return
+
+        def done(error: int, base: int) -> None:
+            if error:
+                results.update(dict.fromkeys(removed, store_offsets_error(error)))
+            elif self._live(group):
+                for i, tp in enumerate(removed):
+                    if group.offset_positions.get(tp, -1) < base + i:
+                        group.offsets.pop(tp, None)
+                        group.offset_positions[tp] = base + i
+            respond(ErrorCode.NONE, results)
+
+        tombstones: list[KeyValue] = [(offset_key(group_id, t, p), None) for t, p in removed]
+        self.store.append(group.partition, tombstones, done)
+
     # -- DescribeGroups, ListGroups, DeleteGroups ---------------------------------------------
 
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
@@ -1047,3 +1101,37 @@ class GroupCoordinator:
         for member in group.members.values():
             _cancel(member.heartbeat_timer)
             member.heartbeat_timer = None
+
+
+def subscribed_topics(group: Group) -> set[str] | None:
+    """The topics a consumer group's members subscribe to, read from their metadata for the
+    chosen protocol (ConsumerProtocolSubscription: int16 version, then an array of topic
+    names). None where it cannot be told (no protocol chosen, metadata that does not parse):
+    then every topic counts as subscribed, as in Kafka; an empty set means none."""
+    if group.protocol_name is None:
+        return None
+    topics: set[str] = set()
+    for member in group.members.values():
+        names = _subscription_topics(member.metadata(group.protocol_name))
+        if names is None:
+            return None
+        topics |= names
+    return topics
+
+
+def _subscription_topics(data: bytes) -> set[str] | None:
+    try:
+        (version,) = struct.unpack_from(">h", data, 0)
+        (count,) = struct.unpack_from(">i", data, 2)
+        if version < 0 or count < 0:
+            return None
+        at, names = 6, set()
+        for _ in range(count):
+            (size,) = struct.unpack_from(">h", data, at)
+            if size < 0:
+                return None
+            names.add(data[at + 2 : at + 2 + size].decode("utf-8"))
+            at += 2 + size
+        return names
+    except (struct.error, UnicodeDecodeError):
+        return None

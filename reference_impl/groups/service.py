@@ -147,6 +147,15 @@ class GroupService:
         self.coordinator.delete_groups(group_ids, _resolver(fut))
         return await fut
 
+    async def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[int, dict[tuple[str, int], int]]:
+        fut: asyncio.Future[tuple[int, dict[tuple[str, int], int]]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self.coordinator.delete_offsets(group_id, partitions, lambda e, r: _resolver(fut)((e, r)))
+        return await fut
+
     async def find(self, key: str, listener: str) -> Coordinator:
         return await self.placement.locate(self.coordinator.partition_for(key), listener)
 

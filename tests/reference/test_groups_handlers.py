@@ -29,6 +29,7 @@ from reference_impl.handlers import (
     leave_group,
     list_groups,
     offset_commit,
+    offset_delete,
     offset_fetch,
     sync_group,
 )
@@ -43,6 +44,7 @@ MODULES = (
     leave_group,
     offset_commit,
     offset_fetch,
+    offset_delete,
     describe_groups,
     list_groups,
     delete_groups,
@@ -702,5 +704,72 @@ def test_delete_groups_in_every_version(version: int) -> None:
             p, broker.coordinator.start_loading(p), broker.store.read(p)
         )
         assert "idle" not in broker.coordinator.groups
+
+    run(test, deny={("DELETE", "GROUP", "secret")})
+
+
+# -- OffsetDelete -------------------------------------------------------------------------------
+
+
+def subscription(*topics: str) -> bytes:
+    """ConsumerProtocolSubscription v0 naming ``topics`` (null user data)."""
+    out = (0).to_bytes(2, "big") + len(topics).to_bytes(4, "big")
+    for t in topics:
+        out += len(t).to_bytes(2, "big") + t.encode()
+    return out + (-1).to_bytes(4, "big", signed=True)
+
+
+def deleted(r: dict) -> tuple[int, dict]:
+    return r["ErrorCode"], {
+        (t["Name"], p["PartitionIndex"]): p["ErrorCode"]
+        for t in r["Topics"]
+        for p in t["Partitions"]
+    }
+
+
+def offset_delete_body(group: str, *tps: tuple[str, int]) -> dict:
+    by: dict[str, list[dict]] = {}
+    for t, p in tps:
+        by.setdefault(t, []).append({"PartitionIndex": p})
+    return {"GroupId": group, "Topics": [{"Name": t, "Partitions": ps} for t, ps in by.items()]}
+
+
+def test_offset_delete_removes_subscribed_topics_stay_and_tombstones_survive_a_reload() -> None:
+    async def test(broker: Broker) -> None:
+        conn = await broker.connect()
+        await call(conn, ApiKey.OFFSET_COMMIT, 8, commit_body("idle", {("t", 0): 1, ("t", 1): 2}))
+        got = await call(
+            conn, ApiKey.OFFSET_DELETE, 0, offset_delete_body("idle", ("t", 0), ("missing", 0))
+        )
+        assert deleted(got) == (0, {("t", 0): 0, ("missing", 0): E.UNKNOWN_TOPIC_OR_PARTITION})
+        fetched = await call(
+            conn, ApiKey.OFFSET_FETCH, 7, {"GroupId": "idle", "Topics": [tp_request("t", 0, 1)]}
+        )
+        assert [p["CommittedOffset"] for p in fetched["Topics"][0]["Partitions"]] == [-1, 2]
+        p = partition_for("idle", PARTITIONS)
+        broker.coordinator.unload(p)
+        broker.coordinator.finish_loading(
+            p, broker.coordinator.start_loading(p), broker.store.read(p)
+        )
+        assert ("t", 0) not in broker.coordinator.groups["idle"].offsets
+        assert broker.coordinator.groups["idle"].offsets[("t", 1)].offset == 2
+        # a consumer group with a member subscribed to "t": its offsets stay, "u"'s go
+        member = await broker.connect("member")
+        protocols = [{"Name": "range", "Metadata": subscription("t")}]
+        r = await join(member, "busy", Protocols=protocols)
+        await sync(member, "busy", r, {r["MemberId"]: b"a"})
+        offsets = {("t", 0): 5, ("u", 0): 6}
+        await call(
+            member,
+            ApiKey.OFFSET_COMMIT,
+            8,
+            commit_body("busy", offsets, r["GenerationId"], r["MemberId"]),
+        )
+        got = await call(conn, ApiKey.OFFSET_DELETE, 0, offset_delete_body("busy", *offsets))
+        assert deleted(got) == (0, {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): 0})
+        got = await call(conn, ApiKey.OFFSET_DELETE, 0, offset_delete_body("unknown", ("t", 0)))
+        assert deleted(got) == (E.GROUP_ID_NOT_FOUND, {})
+        got = await call(conn, ApiKey.OFFSET_DELETE, 0, offset_delete_body("secret", ("t", 0)))
+        assert deleted(got) == (E.GROUP_AUTHORIZATION_FAILED, {})
 
     run(test, deny={("DELETE", "GROUP", "secret")})

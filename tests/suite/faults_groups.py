@@ -287,6 +287,30 @@ def incremental_op(old: int, new: int | None) -> RequestFault:
     return fault
 
 
+#: how far ``offset_delete_elsewhere`` moves the partitions an OffsetDelete names
+ELSEWHERE = 1000
+
+
+def offset_delete_elsewhere(api: int, version: int, body: dict) -> tuple[int, int] | None:
+    """OffsetDelete is applied to other partitions than those named (nothing is removed);
+    ``offset_delete_answered_as_asked`` answers for the named ones: acknowledged, not done."""
+    if api != ApiKey.OFFSET_DELETE:
+        return None
+    for t in body["Topics"]:
+        for p in t["Partitions"]:
+            p["PartitionIndex"] += ELSEWHERE
+    return api, version
+
+
+def offset_delete_answered_as_asked(api: int, version: int, body: dict) -> bool:
+    if api != ApiKey.OFFSET_DELETE:
+        return False
+    moved = [p for t in body["Topics"] for p in t["Partitions"] if p["PartitionIndex"] >= ELSEWHERE]
+    for p in moved:
+        p["PartitionIndex"] -= ELSEWHERE
+    return bool(moved)
+
+
 #: what a request fault returns to swallow the request (never forwarded, never answered)
 SWALLOW = (-1, -1)
 
@@ -376,6 +400,7 @@ INTERESTING = {
     ApiKey.ALTER_CONFIGS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS,
     ApiKey.CREATE_TOPICS,
+    ApiKey.OFFSET_DELETE,
 }
 
 

@@ -44,6 +44,8 @@ from tests.suite.faults_groups import (
     metadata_dropped,
     metadata_to_followers,
     no_member_id_given,
+    offset_delete_answered_as_asked,
+    offset_delete_elsewhere,
     replace_code,
     run_through,
     state_renamed,
@@ -79,6 +81,8 @@ INVALID_VALUE = "configs/refusals/invalid-value"
 VALIDATE_ONLY = "configs/refusals/validate-only"
 UNKNOWN_TOPIC = "configs/describe/unknown-topic"
 UNKNOWN_TOPIC_ALTERED = "configs/alter/unknown-topic"
+OFFSET_DELETE = "offsets/delete/empty-group"
+OFFSET_DELETE_SUBSCRIBED = "offsets/delete/subscribed-topic"
 
 #: case -> (answer faults, request faults, tests run, (test, requirement) pairs that FAIL)
 CASES = {
@@ -222,6 +226,17 @@ CASES = {
             (PROTOCOL, "GROUPS.R12"),
             (LIST_DELETE, "GROUPS.R16"),
         },
+    ),
+    "offset-delete-not-applied": (
+        (
+            offset_delete_answered_as_asked,
+            replace_code(
+                {ApiKey.OFFSET_DELETE}, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.NONE
+            ),
+        ),
+        (offset_delete_elsewhere,),
+        (OFFSET_DELETE, OFFSET_DELETE_SUBSCRIBED),
+        {(OFFSET_DELETE, "OFFSETS.R8"), (OFFSET_DELETE_SUBSCRIBED, "OFFSETS.R9")},
     ),
     "unknown-offset-as-zero": (
         (unknown_offset_as_zero,),
