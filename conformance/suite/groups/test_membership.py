@@ -261,6 +261,24 @@ def test_member_id_required(harness: Harness) -> None:
             f"{code(body['ErrorCode'])}, member id {body['MemberId']!r}",
             "GROUPS.R2",
         )
+        # versions 0-3 know no MEMBER_ID_REQUIRED: a new member joins at once (where advertised)
+        lo = harness.advertised[ApiKey.JOIN_GROUP][0]
+        if lo <= 3:
+            old = Group(harness, join_versions="0-3")
+            try:
+                m3 = old.new_member()
+                r3 = old.rebalance(joining=[m3])
+                body = r3.joins[m3.client_id]
+                ov = old.versions[ApiKey.JOIN_GROUP]
+                verify.check(
+                    body["ErrorCode"] == ErrorCode.NONE and body["MemberId"],
+                    f"JoinGroup v{ov} (a version without MEMBER_ID_REQUIRED) of a new member "
+                    f"answered {code(body['ErrorCode'])} with member id {body['MemberId']!r}; "
+                    "expected NONE and its member id",
+                    "GROUPS.R2",
+                )
+            finally:
+                old.cleanup()
     finally:
         g.cleanup()
 
