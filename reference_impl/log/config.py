@@ -1,8 +1,12 @@
 """Per-log settings, named after Kafka's topic configs (``segment.bytes`` → ``segment_bytes``).
 
 The flush policy: Kafka's ``flush.messages`` / ``flush.ms`` (fsync after that many messages or
-that much time), plus ``flush_on_acks_all`` (default on): an acks=all produce is answered only
-once its batch is written and fsynced on the leader and on every in-sync follower.
+that much time; by default never, as in Kafka, whose durability comes from replication: an
+acks=all produce is answered once its batch is in the log of every in-sync replica, which a
+killed process does not lose), plus ``flush_on_acks_all`` (default off, as Kafka has no such
+setting): when on, an acks=all produce is answered only once its batch is also fsynced on the
+leader and on every in-sync follower (durable through a power loss too; set it with the node
+settings ``{"log": {"flush_on_acks_all": true}}``).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ class LogConfig:
     max_message_bytes: int = 1024 * 1024 + 12
     flush_messages: int = 2**63 - 1
     flush_ms: int = 2**63 - 1
-    flush_on_acks_all: bool = True
+    flush_on_acks_all: bool = False
     min_insync_replicas: int = 1
     #: ``cleanup.policy`` includes ``delete``: retention removes old segments. A compact-only
     #: topic (``__consumer_offsets``) keeps everything (there is no log cleaner).
