@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.client.ports import free_port
 from conformance.protocol import ApiKey
 from reference_impl.config import ControllerAddress, ListenerConfig, NodeConfig
 
@@ -62,12 +62,6 @@ class ClusterError(RuntimeError):
 def controller_id(k: int) -> int:
     """Controller k's node id: 0, then 1001, 1002 … (brokers are 1..N)."""
     return 0 if k == 0 else 1000 + k
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 @dataclass

@@ -68,13 +68,6 @@ def parse_zookeeper(text: str) -> str:
     return text.strip()
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def wait_listening(ep: Endpoint, timeout: float) -> bool:
     """True once a TCP connection to ``ep`` succeeds within ``timeout`` seconds."""
     import time

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from conformance.targets.base import Endpoint, Target, TargetError, free_port, wait_listening
+from conformance.client.ports import free_port
+from conformance.targets.base import Endpoint, Target, TargetError, wait_listening
 from conformance.targets.profiles import Profile, load_profile, recognise
 from conformance.targets.zookeeper import ZooKeeperServer
 

@@ -13,11 +13,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.client.ports import free_port
 from conformance.targets.base import (
     Endpoint,
     Target,
     TargetError,
-    free_port,
     stop_process,
     wait_listening,
 )

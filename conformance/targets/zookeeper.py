@@ -13,7 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance.targets.base import TargetError, free_port, stop_process
+from conformance.client.ports import free_port
+from conformance.targets.base import TargetError, stop_process
 
 JARS = (
     "/usr/share/java/zookeeper.jar",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pyspark
 
-from conformance.targets.base import free_port
+from conformance.client.ports import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 #: a worker counts once the master logs its registration

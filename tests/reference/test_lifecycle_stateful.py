@@ -30,8 +30,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from conformance.client.ports import free_port
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.launcher import Cluster, free_port
+from reference_impl.launcher import Cluster
 from tests.reference.control_plane import (
     STORES,
     call,

@@ -12,7 +12,7 @@ import struct
 import threading
 from collections.abc import Callable
 
-from conformance.targets.base import free_port
+from conformance.client.ports import free_port
 
 SIZE = struct.Struct(">i")
 #: fault(api_key, version, response frame without its size) -> new frame

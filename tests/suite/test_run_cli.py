@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.targets.base import free_port
+from conformance.client.ports import free_port
 
 
 @pytest.mark.parametrize(

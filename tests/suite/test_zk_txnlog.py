@@ -83,6 +83,6 @@ def test_what_cannot_be_read_is_said(zookeeper, tmp_path) -> None:
 
 
 def _closed_port() -> int:
-    from conformance.targets.base import free_port
+    from conformance.client.ports import free_port
 
     return free_port()

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from conformance.client.ports import free_port
 from conformance.client.wire import ConnectionClosed
 from conformance.protocol import ApiKey
 from conformance.results.verdicts import MissingPrecondition
@@ -29,7 +30,7 @@ from conformance.suite import brokers as cluster
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.models import Binding, Model, ModelRunner, load_model
 from conformance.suite.znodes import ZooKeeperReader
-from conformance.targets.base import Endpoint, free_port
+from conformance.targets.base import Endpoint
 
 #: fake broker ids start here (int32 ids; real clusters number brokers far below)
 SUITE_IDS = 1_900_000_000
