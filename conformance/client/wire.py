@@ -56,6 +56,8 @@ class Connection:
         self._order: list[int] = []
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
         self.closed = False
+        #: why the connection closed (the peer, or an answer that broke the protocol)
+        self.close_reason: Exception | None = None
 
     @classmethod
     async def open(
@@ -86,7 +88,8 @@ class Connection:
     def send_frame(self, frame: bytes, api_key: int, version: int, cid: int) -> asyncio.Future:
         """Send an already-encoded request (header + body) and return the future of its answer."""
         if self.closed:
-            raise ConnectionClosed("connection already closed")
+            why = f" ({self.close_reason})" if self.close_reason is not None else ""
+            raise ConnectionClosed(f"connection already closed{why}")
         fut = asyncio.get_running_loop().create_future()
         self._pending[cid] = (api_key, version, fut)
         self._order.append(cid)
@@ -146,6 +149,7 @@ class Connection:
 
     def _fail_all(self, exc: Exception) -> None:
         self.closed = True
+        self.close_reason = self.close_reason or exc
         for _, _, fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(exc)
