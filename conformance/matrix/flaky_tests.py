@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from conformance.matrix.requirement_matrix import _rank
 from conformance.matrix.run_diff import KEY, run_keys
+from conformance.matrix.session import rows
 
 GROUP = ("implementation", "version", "setup", *KEY)
 SETUP = ("implementation", "version", "setup")
@@ -57,19 +58,14 @@ def _candidates(records: DataFrame, run_info: DataFrame) -> DataFrame:
 def flaky_tests(records: DataFrame, run_info: DataFrame) -> list[dict[str, Any]]:
     """Every key with more than one verdict across the runs of one set-up, with its outcomes in
     run order and the first message of a run that did not pass."""
-    found = _candidates(records, run_info).collect()
-    if not found:
-        return []
-    spark = records.sparkSession
-    wanted = spark.createDataFrame(
-        [(r["run_id"], r["_h"]) for r in found], "run_id string, _h long"
-    )
     chosen = (
-        records.withColumn("_h", key_hash()).join(F.broadcast(wanted), ["run_id", "_h"]).drop("_h")
+        records.withColumn("_h", key_hash())
+        .join(F.broadcast(_candidates(records, run_info)), ["run_id", "_h"])
+        .drop("_h")
     )
     keyed = run_keys(chosen).join(F.broadcast(run_info), "run_id")
     outcome = F.struct("started_at", "run_id", "verdict", "message")
-    rows = (
+    found = (
         keyed.groupBy(*GROUP)
         .agg(
             F.first("feature", ignorenulls=True).alias("feature"),
@@ -77,10 +73,9 @@ def flaky_tests(records: DataFrame, run_info: DataFrame) -> list[dict[str, Any]]
             F.sort_array(F.collect_list(outcome)).alias("outcomes"),
         )
         .where(F.col("_verdicts") > 1)
-        .collect()
     )
     out = []
-    for r in rows:
+    for r in rows(found):
         outcomes = [{"run_id": o["run_id"], "verdict": o["verdict"]} for o in r["outcomes"]]
         message = next((o["message"] for o in r["outcomes"] if o["verdict"] != "PASS"), "")
         out.append(

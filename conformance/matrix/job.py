@@ -22,7 +22,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from conformance.matrix import api_support, flaky_tests, requirement_matrix, run_diff
-from conformance.matrix.ingest import Ingested, ingest, valid_records
+from conformance.matrix.ingest import Ingested, ingest
+from conformance.matrix.session import rows
 from conformance.matrix.versions import natural_key, order_versions
 from conformance.requirements import requirement_texts
 from conformance.results.schema import FEATURES, RunError, find_runs, started
@@ -134,10 +135,10 @@ def compute(
         counts_df = requirement_matrix.verdict_counts(records, run_info).cache()
         runs = requirement_matrix.run_verdicts(counts_df).cache()
         cells_df = requirement_matrix.cells(runs).cache()
-        cell_rows = cells_df.collect()
+        cell_rows = rows(cells_df)
         detail_rows = {
             tuple(r[k] for k in requirement_matrix.CELL_KEY): r
-            for r in requirement_matrix.details(counts_df).collect()
+            for r in rows(requirement_matrix.details(counts_df))
         }
         counts = {
             r["run_id"]: r["n"]
@@ -148,15 +149,15 @@ def compute(
         ranks = spark.createDataFrame(
             [(i, v, r) for i, v, r in targets], "implementation string, version string, rank int"
         )
-        regression_rows = requirement_matrix.regressions(cells_df, ranks).collect()
-        summary_rows = requirement_matrix.feature_summary(cells_df).collect()
+        regression_rows = rows(requirement_matrix.regressions(cells_df, ranks))
+        summary_rows = rows(requirement_matrix.feature_summary(cells_df))
         flaky = flaky_tests.flaky_tests(records, run_info)
 
     with timings.stage("apis"):
         apis = api_support.api_matrix(
             manifests,
             [(i, v) for i, v, _ in targets],
-            api_support.tested(requirement_matrix.api_counts(records).collect()),
+            api_support.tested(rows(requirement_matrix.api_counts(records))),
         )
 
     with timings.stage("diff"):
@@ -167,22 +168,18 @@ def compute(
         )  # fmt: skip
         diffs = []
         if pairs:
-            wanted = sorted({r for pair in pairs for r in pair})
-            chosen = [(d, m) for d, m in zip(got.run_dirs, manifests, strict=True)
-                      if m["run_id"] in wanted]  # fmt: skip
-            few = valid_records(spark, [d for d, _ in chosen], [m for _, m in chosen])
-            diffs = run_diff.diff_pairs(few, pairs)
+            diffs = run_diff.diff_pairs(records, pairs)
     for cached in (counts_df, runs, cells_df):
         cached.unpersist()
     return assemble(
         got,
         targets,
-        cells=[r.asDict() for r in cell_rows],
+        cells=cell_rows,
         details={k: {"details": d["details"], "details_total": d["details_total"]}
                  for k, d in detail_rows.items()},
         counts=counts,
-        regressions=[r.asDict() for r in regression_rows],
-        feature_rows=[r.asDict() for r in summary_rows],
+        regressions=regression_rows,
+        feature_rows=summary_rows,
         flaky=flaky,
         apis=apis,
         diffs=diffs,

@@ -56,11 +56,17 @@ def verdict_counts(records: DataFrame, run_info: DataFrame) -> DataFrame:
     manifests), so the pass groups on three narrow keys and reads only the columns it needs.
     """
     sample = F.struct("test_id", "api_version", "message", "seed")
-    grouped = records.groupBy("run_id", "requirement_id", "verdict").agg(
+    # feature and level are keys of the pass over the records (they follow the requirement, so
+    # they add no groups) and are folded in afterwards: cheaper than aggregating strings per row
+    fine = records.groupBy("run_id", "requirement_id", "verdict", "feature", "level").agg(
         F.count(F.lit(1)).alias("records"),
+        F.min(F.when(F.col("verdict") != "PASS", sample)).alias("sample"),
+    )
+    grouped = fine.groupBy("run_id", "requirement_id", "verdict").agg(
+        F.sum("records").alias("records"),
         F.first("feature").alias("feature"),
         F.max("level").alias("level"),
-        F.min(F.when(F.col("verdict") != "PASS", sample)).alias("sample"),
+        F.min("sample").alias("sample"),
     )
     return grouped.join(F.broadcast(run_info), "run_id")
 

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from conformance.matrix.requirement_matrix import PRECEDENCE, _by_rank, _rank
+from conformance.matrix.session import rows
 
 KEY = ("test_id", "requirement_id", "api_version")
 SIDES = ("a", "b")
@@ -58,7 +59,7 @@ def diff_pairs(records: DataFrame, pairs: list[tuple[str, str]]) -> list[dict[st
         .withColumn("_same", F.col("verdict_a").eqNullSafe(F.col("verdict_b")))
         .cache()
     )
-    changed = both.where(~F.col("_same")).collect()
+    changed = rows(both.where(~F.col("_same")))
     unchanged = {
         r["pair"]: r["n"]
         for r in both.groupBy("pair").agg(F.count_if("_same").alias("n")).collect()

