@@ -5,12 +5,33 @@ from __future__ import annotations
 import csv
 import json
 import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.report import model_json
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=12,
+)
 
 
 def test_json_is_the_model(fixture_output, model):
     assert json.loads(fixture_output.files["json"].read_text())["cells"] == json.loads(
         json.dumps(model["cells"], default=str)
     )
+
+
+@given(st.dictionaries(st.text(), json_values | st.just(datetime(2026, 1, 1, tzinfo=UTC))))
+def test_json_text_is_exactly_the_model(model):
+    text = model_json(model)
+    assert json.loads(text) == json.loads(json.dumps(model, default=str))
+    for key, value in model.items():  # a line per element of a top-level list
+        if isinstance(value, list) and value:
+            assert f" {json.dumps(key)}: [\n  {json.dumps(value[0], default=str)}" in text
 
 
 def test_markdown_tables(fixture_output):
