@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_matrix.py [--sizes 1000000,2000000,5000000,10000000]
         [--data DIR (default ~/.cache/kafka-conformance/bench-matrix)] [--master local[2]] [--keep]
+        [--baseline CHECKOUT (another commit's code, run on the same runs in the same run)]
 
 Synthetic runs are written first (JSON lines in run directories, as the suite writes them: 10,000
 records per run, over 100 requirements of the six features; 20 implementations x 10 versions,
@@ -218,6 +219,22 @@ def one(data: Path, out: Path, master: str) -> dict:
     }
 
 
+def run_one(code: Path, data: Path, out: Path, master: str) -> dict | None:
+    """The job of the checkout ``code`` (its ``conformance`` package first on the path) in a
+    fresh interpreter."""
+    path = os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])
+    script = str(Path(__file__).resolve())
+    proc = subprocess.run(
+        [sys.executable, script, "--master", master, "--one", str(data), str(out)],
+        capture_output=True, text=True, cwd=code, env={**os.environ, "PYTHONPATH": path},
+        check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        print(proc.stderr[-3000:], file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000,2000000,5000000,10000000")
@@ -226,6 +243,13 @@ def main() -> int:
     )
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--keep", action="store_true", help="keep the generated runs")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="a checkout of other code (e.g. a git worktree of an older commit): its job runs on "
+        "the same runs right after this code's, and the ratio of wall time per million records "
+        "is printed",
+    )
     parser.add_argument("--one", nargs=2, metavar=("DATA", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -237,36 +261,41 @@ def main() -> int:
         generated = generate(data, size)
         out = args.data / f"out-{size}"
         shutil.rmtree(out, ignore_errors=True)
-        load = os.getloadavg()[0]
-        proc = subprocess.run(
-            [sys.executable, __file__, "--master", args.master, "--one", str(data), str(out)],
-            capture_output=True, text=True, cwd=ROOT, check=False,
-        )  # fmt: skip
-        if proc.returncode != 0:
-            print(proc.stderr[-3000:], file=sys.stderr)
-            return 1
-        row = json.loads(proc.stdout.strip().splitlines()[-1])
-        row.update(generated_s=round(generated, 1), load_before=round(load, 1))
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-        shutil.rmtree(out, ignore_errors=True)
+        for code in [ROOT] + ([args.baseline.resolve()] if args.baseline else []):
+            load = os.getloadavg()[0]
+            row = run_one(code, data, out, args.master)
+            if row is None:
+                return 1
+            row.update(code=str(code), generated_s=round(generated, 1), load_before=round(load, 1))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            shutil.rmtree(out, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(data, ignore_errors=True)
     print()
     stages = ("ingest", "requirements", "history", "apis", "diff", "render")
     print("wall seconds (CPU seconds of the job's processes in brackets)")
     print(
-        f"| records | runs | cells | session | {' | '.join(stages)} | job | peak RSS MiB | load |"
+        f"| code | records | runs | cells | session | {' | '.join(stages)} | job | peak RSS MiB"
+        " | load |"
     )
-    print("| ---: " * (len(stages) + 7) + "|")
+    print("| --- " + "| ---: " * (len(stages) + 7) + "|")
     for r in rows:
         wall, cpu = r["stages_s"], r["stages_cpu_s"]
         cells = " | ".join(f"{wall[k]:.1f} ({cpu[k]:.1f})" for k in stages)
         print(
-            f"| {r['records']:,} | {r['runs']} | {r['cells']:,} | {r['session_s']:.1f} | {cells}"
-            f" | {r['job_s']:.1f} ({r['job_cpu_s']:.1f}) | {r['peak_rss_mib']:,} |"
-            f" {r['load_before']} |"
+            f"| {Path(r['code']).name} | {r['records']:,} | {r['runs']} | {r['cells']:,} |"
+            f" {r['session_s']:.1f} | {cells} | {r['job_s']:.1f} ({r['job_cpu_s']:.1f}) |"
+            f" {r['peak_rss_mib']:,} | {r['load_before']} |"
         )
+    if args.baseline:
+        print()
+        for ours, theirs in zip(rows[::2], rows[1::2], strict=True):
+            per_m = [r["job_s"] / (r["records"] / 1e6) for r in (ours, theirs)]
+            print(
+                f"{ours['records']:,} records: {per_m[0]:.2f} s per million records against"
+                f" {per_m[1]:.2f} for the baseline: {per_m[0] / per_m[1]:.2f}x its wall time"
+            )
     return 0
 
 
