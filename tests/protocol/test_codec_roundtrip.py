@@ -54,3 +54,23 @@ def test_fast_uuid_is_the_uuid_the_library_makes(raw: bytes) -> None:
         theirs.is_safe,
     )
     assert type(ours) is uuid.UUID
+
+
+@given(st.lists(st.integers(-(2**31), 2**31 - 1), min_size=250, max_size=300))
+def test_fixed_arrays_of_any_count_decode_on_the_fast_path(replicas: list[int]) -> None:
+    # counts up to 256 come from a table, larger ones take the general path: both in the fast
+    # decoder itself (no fall back to the checked one), and both give the values back
+    value = {
+        "Brokers": [],
+        "ClusterId": None,
+        "ControllerId": 1,
+        "Topics": [{"ErrorCode": 0, "Name": "t", "TopicId": uuid.UUID(int=1), "IsInternal": False,
+                    "Partitions": [{"ErrorCode": 0, "PartitionIndex": 0, "LeaderId": 1,
+                                    "LeaderEpoch": 0, "ReplicaNodes": replicas,
+                                    "IsrNodes": replicas[:3], "OfflineReplicas": []}]}],
+    }  # fmt: skip
+    raw = CODEC.encode(3, 12, "response", value)
+    decoded, end = CODEC.compiled(3, 12, "response").decode_fast(raw, 0)
+    assert end == len(raw)
+    assert decoded["Topics"][0]["Partitions"][0]["ReplicaNodes"] == replicas
+    assert decoded == CODEC.decode(3, 12, "response", raw)
