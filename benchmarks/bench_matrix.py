@@ -29,6 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS_PER_RUN = 10_000
+#: The record layout written (kept runs of another layout are made again): 2 adds the suite's
+#: listener and observed fields (what the checks saw), about 500 bytes a line as the suite writes
+SHAPE = 3
 IMPLEMENTATIONS = 20
 VERSIONS = 10
 FEATURES = {
@@ -98,9 +101,19 @@ def write_run(args: tuple[Path, int]) -> int:
             verdict = "ERROR"
         message = "" if verdict == "PASS" else f"expected 0, got {int(roll * 1000)}"
         seed = rng.getrandbits(40) if roll < 0.3 else "null"
+        # what the checks saw, as the suite records it (null when no check ran)
+        observed = "null"
+        if verdict in ("PASS", "FAIL", "ERROR", "NONSTRICT"):
+            seen = ",".join(
+                f'"request {j} (v{j % 4}) -> ErrorCode=NONE Throttle=0 epoch={int(roll * 97)}"'
+                for j in range(3)
+            )
+            failed = 0 if verdict == "PASS" else 1
+            observed = f'{{"checks":{1 + int(roll * 20)},"failed":{failed},"seen":[{seen}]}}'
         lines.append(
             f'{prefix}{fragment}"verdict":"{verdict}","message":"{message}",'
-            f'"duration_ms":{roll * 300:.1f},"seed":{seed}}}\n'
+            f'"duration_ms":{roll * 300:.1f},"seed":{seed},"listener":"client",'
+            f'"observed":{observed}}}\n'
         )
     (run_dir / "results.jsonl").write_text("".join(lines), encoding="utf-8")
     start = 1_700_000_000 + k * 600
@@ -135,7 +148,7 @@ def generate(folder: Path, records: int) -> float:
     """Write ``records`` synthetic records (whole runs) under ``folder``; returns seconds."""
     runs = math.ceil(records / RECORDS_PER_RUN)
     done = folder / ".complete"
-    if done.exists() and done.read_text() == str(runs):
+    if done.exists() and done.read_text() == f"{runs} {SHAPE}":
         return 0.0
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -143,7 +156,7 @@ def generate(folder: Path, records: int) -> float:
     with ProcessPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         written = sum(pool.map(write_run, [(folder, k) for k in range(runs)], chunksize=8))
     assert written == runs * RECORDS_PER_RUN
-    done.write_text(str(runs))
+    done.write_text(f"{runs} {SHAPE}")
     return time.perf_counter() - start
 
 
