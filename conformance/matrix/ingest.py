@@ -43,7 +43,7 @@ CORRUPT = "_corrupt_record"
 #: Manifest facts carried on every record of the dataset.
 RUN_COLUMNS = ("implementation", "version", "started_at")
 #: Columns written without a Parquet dictionary: nearly every value differs, so building one
-#: costs a fifth of the ingest's CPU time and saves nothing (10 million records, 2026-11-26).
+#: costs CPU and saves nothing (see benchmarks/README.md, Matrix, 2026-11-26).
 PLAIN = ("test_id", "message", "seed", "duration_ms", "observed")
 
 

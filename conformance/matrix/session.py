@@ -77,7 +77,7 @@ def spark_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config(
             "spark.driver.extraJavaOptions",
-            # the parallel collector: 6% less CPU than G1 for the same ingest (10M records)
+            # the parallel collector: less CPU than G1 for the same ingest (benchmarks/README.md)
             f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()} -XX:+UseParallelGC",
         )
     )
@@ -102,7 +102,7 @@ def spark_session(
 
 
 def rows(frame: DataFrame) -> list[dict[str, Any]]:
-    """``frame``'s rows as plain dicts (nested structs as dicts), through Arrow: ten times
-    cheaper than ``collect()``'s Row objects for the tens of thousands of rows of a big matrix
-    (52,000 flaky tests: 1.2 s against 16 s, 2026-11-26)."""
+    """``frame``'s rows as plain dicts (nested structs as dicts), through Arrow: far cheaper
+    than ``collect()``'s Row objects for the tens of thousands of rows of a big matrix (the
+    flaky tests of 10 million records; benchmarks/README.md, Matrix)."""
     return frame.toArrow().to_pylist()

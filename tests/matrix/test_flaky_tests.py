@@ -13,7 +13,6 @@ from pyspark.sql import functions as F
 
 from conformance.matrix import flaky_tests as module
 from conformance.matrix.requirement_matrix import PRECEDENCE
-from conformance.matrix.run_diff import KEY
 
 RUNS = [(f"run-{i}", "impl", "1.0" if i < 4 else "2.0", "a" if i % 2 else "b") for i in range(6)]
 COLUMNS = "run_id string, test_id string, requirement_id string, api_version int, verdict string"
@@ -80,4 +79,3 @@ def test_a_key_mixed_within_one_run_only_is_not_flaky(spark):
     assert found(
         spark, [*records, ("run-2", "t/2", "X.R1", 0, "PASS"), ("run-0", "t/2", "X.R1", 0, "SKIP")]
     ) == {("impl", "1.0", "b", "t/2", "X.R1", 0)}
-    assert KEY == ("test_id", "requirement_id", "api_version")
