@@ -7,21 +7,22 @@ scored at all. So flakiness is also looked for per test, over every run's own ve
 key (the worst of its records there, as in run diffs). A key missing from a run (a state machine
 that drew other versions) is not an outcome of that run.
 
-Two passes, because nearly every key of every run is a group of its own: the first groups on two
-numbers only (the set-up's index and a 64-bit hash of the key) and keeps the groups whose records
-carry more than one verdict; the second reads, for those few groups, the keys themselves with
-their messages and decides exactly. A hash shared by two keys can only add a candidate, which
-the second pass then drops: no flaky key is missed.
+Two passes, because nearly every key of every run is a group of its own: the first groups on
+one number only (a 64-bit hash of the set-up and the key) and keeps the hashes whose records
+carry more than one verdict (a bit per verdict, or-ed); the second reads, for those few hashes,
+the keys themselves with their messages and decides exactly. A hash shared by two keys can only
+add a candidate, which the second pass then drops: no flaky key is missed.
 """
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from conformance.matrix.requirement_matrix import _rank
+from conformance.matrix.requirement_matrix import PRECEDENCE
 from conformance.matrix.run_diff import KEY, run_keys
 from conformance.matrix.session import rows
 
@@ -30,43 +31,41 @@ SETUP = ("implementation", "version", "setup")
 
 
 def key_hash() -> Column:
-    """The first pass's stand-in for a key (a test swaps in a constant to show collisions are
-    harmless)."""
-    return F.xxhash64(*KEY)
+    """The first pass's stand-in for a set-up's key (a test swaps in a constant to show
+    collisions are harmless)."""
+    return F.xxhash64("_s", *KEY)
 
 
-def _candidates(records: DataFrame, run_info: DataFrame) -> DataFrame:
-    """(run_id, key hash) of every run in a group whose records hold more than one verdict."""
+def _keyed(records: DataFrame, run_info: DataFrame) -> DataFrame:
+    """The records with their set-up's index (``_s``) and key hash (``_h``)."""
     spark = records.sparkSession
     index: dict[tuple[str, str, str], int] = {}
     pairs = [(r["run_id"], index.setdefault(tuple(r[c] for c in SETUP), len(index)))
              for r in run_info.select("run_id", *SETUP).collect()]  # fmt: skip
     runs = spark.createDataFrame(pairs, "run_id string, _s int")
-    rank = _rank(F.col("verdict"))
+    return records.join(F.broadcast(runs), "run_id").withColumn("_h", key_hash())
+
+
+def _candidates(keyed: DataFrame) -> DataFrame:
+    """The key hashes whose records hold more than one verdict. The buffer is one integer (a
+    bit per verdict), so Spark aggregates in a hash map and shuffles little."""
+    bit = F.create_map(
+        *chain.from_iterable((F.lit(v), F.lit(1 << i)) for i, v in enumerate(PRECEDENCE))
+    )[F.col("verdict")]
     return (
-        records.select("run_id", key_hash().alias("_h"), rank.alias("_r"))
-        .join(F.broadcast(runs), "run_id")
-        .groupBy("_s", "_h")
-        .agg(F.min("_r").alias("_lo"), F.max("_r").alias("_hi"))
-        .where(F.col("_lo") != F.col("_hi"))
-        .select("_s", "_h")
-        .join(F.broadcast(runs), "_s")
-        .select("run_id", "_h")
+        keyed.groupBy("_h").agg(F.bit_or(bit).alias("_m")).where(F.bit_count("_m") > 1).select("_h")
     )
 
 
 def flaky_tests(records: DataFrame, run_info: DataFrame) -> list[dict[str, Any]]:
     """Every key with more than one verdict across the runs of one set-up, with its outcomes in
     run order and the first message of a run that did not pass."""
-    chosen = (
-        records.withColumn("_h", key_hash())
-        .join(F.broadcast(_candidates(records, run_info)), ["run_id", "_h"])
-        .drop("_h")
-    )
-    keyed = run_keys(chosen).join(F.broadcast(run_info), "run_id")
+    keyed = _keyed(records, run_info)
+    chosen = keyed.join(F.broadcast(_candidates(keyed)), "_h", "left_semi").drop("_s", "_h")
+    per_run = run_keys(chosen).join(F.broadcast(run_info), "run_id")
     outcome = F.struct("started_at", "run_id", "verdict", "message")
     found = (
-        keyed.groupBy(*GROUP)
+        per_run.groupBy(*GROUP)
         .agg(
             F.first("feature", ignorenulls=True).alias("feature"),
             F.count_distinct("verdict").alias("_verdicts"),

@@ -49,25 +49,34 @@ def _by_rank(rank: Column) -> Column:
 
 def verdict_counts(records: DataFrame, run_info: DataFrame) -> DataFrame:
     """Records counted per (run, requirement, verdict), with a sample record of each group that
-    did not pass (the first by test id): the one pass over the records that run verdicts,
+    did not pass (the first by test id): what run verdicts,
     failure details and per-run totals come from.
 
     ``run_info`` maps run_id to implementation, version, setup and started_at (from the
     manifests), so the pass groups on three narrow keys and reads only the columns it needs.
     """
-    sample = F.struct("test_id", "api_version", "message", "seed")
-    # feature and level are keys of the pass over the records (they follow the requirement, so
-    # they add no groups) and are folded in afterwards: cheaper than aggregating strings per row
-    fine = records.groupBy("run_id", "requirement_id", "verdict", "feature", "level").agg(
-        F.count(F.lit(1)).alias("records"),
-        F.min(F.when(F.col("verdict") != "PASS", sample)).alias("sample"),
+    group = ("run_id", "requirement_id", "verdict")
+    # Counting keeps fixed-width buffers only, so Spark aggregates in a hash map; a struct
+    # buffer (the sample) would sort every record instead. Samples come from the records that
+    # did not pass, a small share, in an aggregation of their own (benchmarks/README.md, Matrix).
+    # feature and level are keys of the count (they follow the requirement, so they add no
+    # groups) and are folded in afterwards: cheaper than aggregating strings per record.
+    counted = (
+        records.groupBy(*group, "feature", "level")
+        .agg(F.count(F.lit(1)).alias("records"))
+        .groupBy(*group)
+        .agg(
+            F.sum("records").alias("records"),
+            F.first("feature").alias("feature"),
+            F.max("level").alias("level"),
+        )
     )
-    grouped = fine.groupBy("run_id", "requirement_id", "verdict").agg(
-        F.sum("records").alias("records"),
-        F.first("feature").alias("feature"),
-        F.max("level").alias("level"),
-        F.min("sample").alias("sample"),
+    samples = (
+        records.where(F.col("verdict") != "PASS")
+        .groupBy(*group)
+        .agg(F.min(F.struct("test_id", "api_version", "message", "seed")).alias("sample"))
     )
+    grouped = counted.join(samples, list(group), "left")
     return grouped.join(F.broadcast(run_info), "run_id")
 
 
