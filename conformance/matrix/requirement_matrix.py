@@ -157,27 +157,33 @@ def details(counts: DataFrame) -> DataFrame:
     """Per cell, sample messages of its records that did not pass (worst first, newest run
     first; one per run and verdict), at most :data:`DETAILS_PER_CELL`, and how many such
     records there were in all."""
-    cell = Window.partitionBy(*CELL_KEY)
-    window = cell.orderBy(
-        _rank(F.col("verdict")), F.col("started_at").desc(), "run_id", "sample.test_id"
-    )
-    kept = (
-        counts.where(F.col("verdict") != "PASS")
-        .withColumn("_n", F.row_number().over(window))
-        .withColumn("_total", F.sum("records").over(cell))
-        .where(F.col("_n") <= DETAILS_PER_CELL)
-    )
-    entry = F.struct(
-        "_n",
-        "run_id",
+    # each cell's few dozen samples are sorted as one small array: a window over the cells
+    # would sort all of them in one (benchmarks/README.md, Matrix)
+    order = F.struct(
+        _rank(F.col("verdict")).alias("rank"),
+        (-F.unix_micros("started_at")).alias("newest"),
+        F.col("run_id"),
         F.col("sample.test_id").alias("test_id"),
         F.col("sample.api_version").alias("api_version"),
-        "verdict",
+        F.col("verdict"),
         F.col("sample.message").alias("message"),
         F.col("sample.seed").alias("seed"),
     )
-    return kept.groupBy(*CELL_KEY).agg(
-        F.sort_array(F.collect_list(entry)).alias("details"), F.max("_total").alias("details_total")
+    kept = F.slice(F.sort_array(F.collect_list(order)), 1, DETAILS_PER_CELL)
+    entry = F.transform(
+        kept,
+        lambda e, i: F.struct(
+            (i + 1).alias("_n"),
+            *[
+                e[k].alias(k)
+                for k in ("run_id", "test_id", "api_version", "verdict", "message", "seed")
+            ],
+        ),
+    )
+    return (
+        counts.where(F.col("verdict") != "PASS")
+        .groupBy(*CELL_KEY)
+        .agg(entry.alias("details"), F.sum("records").alias("details_total"))
     )
 
 
