@@ -67,16 +67,19 @@ def test_client_reads_what_librdkafka_produced(env, topic) -> None:
         assert err is None, err
         delivered[(msg.partition(), msg.offset())] = i
 
-    for i in range(COUNT):
-        key, value, headers = sample(i)
-        p.produce(
-            topic,
-            value=value,
-            key=key,
-            headers=[(h.key, h.value) for h in headers],
-            on_delivery=lambda err, msg, i=i: on_delivery(err, msg, i),
-        )
-    assert p.flush(30) == 0
+    try:
+        for i in range(COUNT):
+            key, value, headers = sample(i)
+            p.produce(
+                topic,
+                value=value,
+                key=key,
+                headers=[(h.key, h.value) for h in headers],
+                on_delivery=lambda err, msg, i=i: on_delivery(err, msg, i),
+            )
+        assert p.flush(30) == 0
+    finally:
+        p.close()  # its threads go now, not after the broker is gone
     assert len(delivered) == COUNT
 
     async def consume():

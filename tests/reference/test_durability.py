@@ -92,7 +92,10 @@ class History:
     def finish(self) -> None:
         self._stop.set()
         self._thread.join(10)
-        assert self.producer.flush(90) == 0
+        try:
+            assert self.producer.flush(90) == 0
+        finally:
+            self.producer.close()  # its threads go now, not after the cluster is gone
 
 
 def wait_full_isr(cluster: Cluster, topic: str, timeout: float = 60) -> None:

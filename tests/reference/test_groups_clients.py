@@ -109,12 +109,15 @@ def produce(cluster: Cluster, topic: str, tag: str, n: int = PER_PHASE) -> set[b
     p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 5})
     errors: list = []
     values = [f"{tag}-{i}".encode() for i in range(n)]
-    for i, v in enumerate(values):
-        p.produce(
-            topic, v, partition=i % PARTITIONS, on_delivery=lambda e, m: e and errors.append(e)
-        )
-        p.poll(0)
-    assert p.flush(30) == 0 and errors == []
+    try:
+        for i, v in enumerate(values):
+            p.produce(
+                topic, v, partition=i % PARTITIONS, on_delivery=lambda e, m: e and errors.append(e)
+            )
+            p.poll(0)
+        assert p.flush(30) == 0 and errors == []
+    finally:
+        p.close()  # its threads go now, not after the cluster is gone
     return set(values)
 
 

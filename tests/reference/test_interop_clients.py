@@ -80,22 +80,25 @@ def confluent_produce(cluster: Cluster, topic: str, rs: list[Record], **conf) ->
     p = Producer(
         {"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5, **conf},
     )
-    for part, k, v, h in rs:
-        while True:
-            try:
-                p.produce(
-                    topic,
-                    value=v,
-                    key=k,
-                    partition=part,
-                    headers=h or None,
-                    on_delivery=lambda e, m: errors.append(e) if e else None,
-                )
-                break
-            except BufferError:
-                p.poll(0.05)
-        p.poll(0)
-    assert p.flush(60) == 0
+    try:
+        for part, k, v, h in rs:
+            while True:
+                try:
+                    p.produce(
+                        topic,
+                        value=v,
+                        key=k,
+                        partition=part,
+                        headers=h or None,
+                        on_delivery=lambda e, m: errors.append(e) if e else None,
+                    )
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            p.poll(0)
+        assert p.flush(60) == 0
+    finally:
+        p.close()  # its threads go now, not after the cluster is gone
     assert errors == []
 
 

@@ -94,7 +94,7 @@ def test_graceful_stop_and_restart_the_isr_is_full_again_and_brokers_are_idle(
             producer.produce("restarted", b"v%d" % i)
             producer.poll(0)
         assert producer.flush(60) == 0
-        del producer
+        producer.close()
         cluster.stop()  # the whole cluster at once, as SIGTERM to serve does
         _check_restart(cluster, "restarted")
         _stop_leader_first(cluster, "restarted")  # the same, in the order that always hurt

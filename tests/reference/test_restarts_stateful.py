@@ -73,10 +73,13 @@ class Restarts(RuleBasedStateMachine):
             if err is None:
                 self.acked[msg.value()] = msg.offset()
 
-        for _ in range(n):
-            producer.produce(TOPIC, b"m-%08d" % next(_values), on_delivery=delivered)
-            producer.poll(0)
-        producer.flush(30)
+        try:
+            for _ in range(n):
+                producer.produce(TOPIC, b"m-%08d" % next(_values), on_delivery=delivered)
+                producer.poll(0)
+            producer.flush(30)
+        finally:
+            producer.close()  # its threads go now, not after the cluster is gone
 
     @precondition(lambda self: len(self.down) < 1)
     @rule(broker=st.sampled_from(BROKERS), graceful=st.booleans())
