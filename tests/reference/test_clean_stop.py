@@ -102,7 +102,7 @@ def test_graceful_stops_of_a_replicated_cluster_end_without_sigkill(tmp_path: Pa
             history = History(cluster, "stopped", 6).start()
             history.wait_for_acks(500)
             cluster.stop(timeout=10)  # under load: followers are mid-fetch when leaders go
-            history._stop.set()
+            history.abandon()
             for node in cluster.nodes.values():
                 assert node.proc is not None
                 assert node.proc.returncode == 0, (

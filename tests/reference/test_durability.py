@@ -97,6 +97,14 @@ class History:
         finally:
             self.producer.close()  # its threads go now, not after the cluster is gone
 
+    def abandon(self) -> None:
+        """Stop producing and drop what was not delivered (the cluster is gone)."""
+        self._stop.set()
+        self._thread.join(10)
+        self.producer.purge()
+        self.producer.flush(5)  # serves the purged messages' delivery reports
+        self.producer.close()
+
 
 def wait_full_isr(cluster: Cluster, topic: str, timeout: float = 60) -> None:
     from confluent_kafka.admin import AdminClient
