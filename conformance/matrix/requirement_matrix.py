@@ -49,11 +49,12 @@ def _by_rank(rank: Column) -> Column:
 
 def verdict_counts(records: DataFrame, run_info: DataFrame) -> DataFrame:
     """Records counted per (run, requirement, verdict), with a sample record of each group that
-    did not pass (the first by test id): what run verdicts,
-    failure details and per-run totals come from.
+    did not pass (the first by test id): what run verdicts, failure details and per-run totals
+    come from.
 
     ``run_info`` maps run_id to implementation, version, setup and started_at (from the
-    manifests), so the pass groups on three narrow keys and reads only the columns it needs.
+    manifests), so the aggregations group on three narrow keys and read only the columns they
+    need.
     """
     group = ("run_id", "requirement_id", "verdict")
     # Counting keeps fixed-width buffers only, so Spark aggregates in a hash map; a struct
