@@ -42,7 +42,20 @@ setup() {
     fi
     # ZooKeeper (Debian package) for the reference cluster's zookeeper:// metadata store tests
     [ -f /usr/share/java/zookeeper.jar ] || install_deb zookeeper "the ZooKeeper-mode reference tests"
+    kafka_releases
     docker_engine
+}
+
+# Apache Kafka releases from Maven Central (the kafka:VERSION target; cached outside the repo, so
+# this is quick once done): the one the project's tests run against, and the newest 4.x whose
+# message specs the spec-facts tests read.
+KAFKA_RELEASES=${KC_KAFKA_RELEASES:-"kafka:3.9.1 kafka:4.4.0"}
+kafka_releases() {
+    command -v mvn >/dev/null || install_deb maven "the Apache Kafka target (kafka:VERSION)"
+    command -v mvn >/dev/null || return 0
+    # shellcheck disable=SC2086
+    "$VENV/bin/kafka-conformance" fetch $KAFKA_RELEASES >/dev/null ||
+        echo "note: could not fetch $KAFKA_RELEASES from Maven Central (the Apache Kafka tests need them)" >&2
 }
 
 # A Docker engine (Debian's docker.io) for the docker target's tests, started when not running.

@@ -237,6 +237,37 @@ def serve_command(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
 
 
+# --- fetch ---------------------------------------------------------------------------------
+
+
+def add_fetch(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "fetch",
+        help="fetch Apache Kafka releases from Maven Central for offline runs",
+        description="Fetch each release's jars with Maven into the cache (KC_CACHE_DIR, else "
+        "~/.cache/kafka-conformance), so that --target kafka:VERSION runs without a network.",
+    )
+    parser.add_argument("releases", nargs="+", metavar="kafka:VERSION")
+    parser.set_defaults(handler=fetch_command)
+
+
+def fetch_command(args: argparse.Namespace) -> int:
+    from conformance.targets import TargetError
+    from conformance.targets.maven import cached_broker, fetch_broker
+
+    for release in args.releases:
+        kind, sep, version = release.partition(":")
+        if kind != "kafka" or not sep:
+            raise CliError(f"cannot fetch {release!r}: name a release as kafka:VERSION")
+        try:
+            was = cached_broker(version)
+            libs = was or fetch_broker(version)
+        except TargetError as e:
+            raise CliError(str(e)) from None
+        print(f"{release}: {libs}{' (cached)' if was else ''}")
+    return 0
+
+
 # --- entry point ---------------------------------------------------------------------------
 
 #: The subcommands, in help order.
@@ -247,6 +278,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_codec,
     add_matrix,
     add_requirements,
+    add_fetch,
 ]
 
 

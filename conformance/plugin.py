@@ -310,10 +310,16 @@ def _open_run(config: pytest.Config, state: State) -> None:
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
     state.strict = bool(config.getoption("strict"))
+    results_dir = config.getoption("results_dir")
+    run_id = None
     try:
         target = make_target(opts)
-        if config.getoption("results_dir"):
-            target.logs_dir = Path(config.getoption("results_dir"))
+        if results_dir:
+            from conformance.results.recorder import new_run_id
+
+            # the run's own folder: what the target leaves (node logs, configs) stays with it
+            run_id = new_run_id(target.name)
+            target.logs_dir = Path(results_dir) / run_id
         state.target = target
         target.start()
         harness = Harness(
@@ -329,11 +335,9 @@ def _open_run(config: pytest.Config, state: State) -> None:
         _close_run(state)
         raise pytest.UsageError(str(e)) from None
     state.active = True
-    results_dir = config.getoption("results_dir")
-    if results_dir:
-        from conformance.results.recorder import Recorder, new_run_id
+    if results_dir and run_id:
+        from conformance.results.recorder import Recorder
 
-        run_id = new_run_id(target.name)
         state.recorder = Recorder(Path(results_dir) / run_id, run_id)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:

@@ -1,4 +1,4 @@
-"""Targets the suite runs against: reference, tansu, external, docker:IMAGE.
+"""Targets the suite runs against: reference, tansu, external, docker:IMAGE, kafka:VERSION.
 
 ``make_target`` turns the command-line options (shared by ``run`` and the pytest plugin) into a
 Target, or raises TargetError with one line saying what is wrong.
@@ -26,6 +26,7 @@ KINDS = (
     "tansu",
     "external",
     "docker:IMAGE[?profile=NAME|PATH]",
+    "kafka:VERSION[?store=kraft|zookeeper&brokers=N&controllers=N]",
 )
 
 
@@ -86,6 +87,11 @@ def make_target(opts: TargetOptions) -> Target:
         from conformance.targets.docker import DockerTarget
 
         target = DockerTarget.from_spec(kind.removeprefix("docker:"))
+    elif kind.startswith("kafka:"):
+        _no_bootstrap(kind, opts)
+        from conformance.targets.kafka import KafkaTarget
+
+        target = KafkaTarget.from_spec(kind.removeprefix("kafka:"))
     else:
         raise TargetError(f"unknown target {kind!r} (known: {', '.join(KINDS)})")
     target.sasl = sasl or target.sasl

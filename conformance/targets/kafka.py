@@ -1,0 +1,351 @@
+"""Apache Kafka itself, a released version run as Java processes: ``kafka:VERSION[?options]``.
+
+Options (query form, as the reference's): ``store=kraft`` (default) or ``store=zookeeper``
+(3.x only: Debian's ZooKeeper is started on loopback for it), ``brokers=N`` (default 3) and
+``controllers=N`` (KRaft: a quorum of controller processes of their own, default 1; the suite's
+``--controller-bootstrap`` is their listener, so the BROKER-REGISTRATION requirements meet
+Kafka's own controller).
+
+The jars come from Maven Central through :mod:`conformance.targets.maven`. Each node's
+settings and log are written into the run's results folder (``<run>/kafka/``). The settings suit
+a test run: no initial rebalance delay, internal topics sized to the cluster, short broker
+sessions as the reference uses. Every
+process is stopped by its pid when the run ends, and dies with the process that started it
+(``PR_SET_PDEATHSIG``) if that one is killed. A broker can be restarted (KIP-78.R6, OFFSETS.R7).
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from conformance.client.ports import free_port
+from conformance.targets.base import Endpoint, Target, TargetError, stop_process, wait_listening
+from conformance.targets.docker import metadata_brokers
+from conformance.targets.maven import broker_classpath, check_version
+from conformance.targets.zookeeper import ZooKeeperServer
+
+STORES = ("kraft", "zookeeper")
+#: the suite's usual timings, as the reference target sets them: no delay before a new group's
+#: first rebalance, a 1 s minimum member session, brokers fenced 3 s after their last heartbeat
+SUITE_SETTINGS = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+    "auto.create.topics.enable": "true",
+    "num.partitions": "1",
+    "log.flush.interval.messages": "9223372036854775807",
+}
+KRAFT_SETTINGS = {"broker.heartbeat.interval.ms": "250", "broker.session.timeout.ms": "3000"}
+#: first node id of the KRaft controllers (brokers are 1..N)
+CONTROLLER_IDS = 1000
+JVM_OPTIONS = ("-Xms128m", "-Xmx768m", "-XX:+UseG1GC", "-Djava.awt.headless=true")
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL this process when its parent dies."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _cluster_id() -> str:
+    """A new cluster id as Kafka makes them: a UUID in URL-safe Base64, 22 characters."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclass
+class Node:
+    node_id: int
+    role: str  # "broker" | "controller"
+    port: int
+    config: Path
+    log: Path
+    proc: subprocess.Popen | None = None
+
+
+@dataclass
+class KafkaTarget(Target):
+    kind: str = "kafka"
+    name: str = "apache-kafka"
+    store: str = "kraft"
+    broker_count: int = 3
+    controller_count: int = 1
+    host: str = "127.0.0.1"
+    startup_timeout: float = 120.0
+    _nodes: list[Node] = field(default_factory=list, repr=False)
+    _classpath: str = field(default="", repr=False)
+    _dir: Path | None = field(default=None, repr=False)
+    _folder: Path | None = field(default=None, repr=False)
+    _zk: ZooKeeperServer | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_spec(cls, spec: str) -> KafkaTarget:
+        """``VERSION[?store=kraft|zookeeper&brokers=N&controllers=N]`` (after ``kafka:``)."""
+        text, _, query = spec.partition("?")
+        version = check_version(text)
+        params = parse_qs(query, keep_blank_values=True)
+        unknown = set(params) - {"store", "brokers", "controllers"}
+        if unknown:
+            raise TargetError(f"kafka target: unknown option(s) {', '.join(sorted(unknown))}")
+        store = params.get("store", ["kraft"])[-1]
+        if store not in STORES:
+            raise TargetError(f"kafka target: store must be kraft or zookeeper, not {store!r}")
+        if store == "zookeeper" and int(version.split(".")[0]) >= 4:
+            raise TargetError(
+                f"kafka target: Apache Kafka {version} has no ZooKeeper mode (removed in 4.0); "
+                "use store=kraft or a 3.x release"
+            )
+        counts = {}
+        for key, default, top in (("brokers", "3", 9), ("controllers", "1", 5)):
+            value = params.get(key, [default])[-1]
+            if not value.isdigit() or not 1 <= int(value) <= top:
+                raise TargetError(f"kafka target: {key} must be 1 to {top}, not {value!r}")
+            counts[key] = int(value)
+        if store == "zookeeper" and "controllers" in params:
+            raise TargetError(
+                "kafka target: controllers=N is for KRaft; in ZooKeeper mode a broker is elected"
+            )
+        name = "apache-kafka" if store == "kraft" else "apache-kafka-zookeeper"
+        return cls(
+            kind=f"kafka:{spec}",
+            name=name,
+            version=version,
+            store=store,
+            broker_count=counts["brokers"],
+            controller_count=counts["controllers"],
+            client_listener_types=("broker",) if store == "kraft" else ("zkBroker",),
+        )
+
+    # --- configuration -------------------------------------------------------------------------
+
+    def _settings(self, node: Node, voters: str, zookeeper: str | None) -> dict[str, str]:
+        data = str(self._dir / f"{node.role}-{node.node_id}")
+        listen = f"{self.host}:{node.port}"
+        out: dict[str, str] = {"log.dirs": data}
+        if self.store == "zookeeper":
+            return {
+                **out,
+                "broker.id": str(node.node_id),
+                "zookeeper.connect": str(zookeeper),
+                "listeners": f"PLAINTEXT://{listen}",
+                "advertised.listeners": f"PLAINTEXT://{listen}",
+                **self._replication(),
+                **SUITE_SETTINGS,
+            }
+        out |= {
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **KRAFT_SETTINGS,
+        }
+        if node.role == "controller":
+            return {**out, "process.roles": "controller", "listeners": f"CONTROLLER://{listen}"}
+        return {
+            **out,
+            "process.roles": "broker",
+            "listeners": f"PLAINTEXT://{listen}",
+            "advertised.listeners": f"PLAINTEXT://{listen}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            **self._replication(),
+            **SUITE_SETTINGS,
+        }
+
+    def _replication(self) -> dict[str, str]:
+        rf = str(min(3, self.broker_count))
+        return {
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": "1",
+            "default.replication.factor": "1",
+            "min.insync.replicas": "1",
+        }
+
+    # --- running -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        java = shutil.which("java")
+        if java is None:
+            raise TargetError("the kafka target needs Java 17 (java on the PATH)")
+        self._java = java
+        self._classpath = broker_classpath(self.version)
+        self._dir = Path(tempfile.mkdtemp(prefix=f"kc-kafka-{self.version}-"))
+        self._folder = (self.logs_dir or self._dir) / "kafka"
+        self._folder.mkdir(parents=True, exist_ok=True)
+        zookeeper = None
+        try:
+            if self.store == "zookeeper":
+                self._zk = ZooKeeperServer(self.host)
+                self._zk.start()
+                zookeeper = f"{self._zk.connect}/kafka"
+                self.zookeeper = self.zookeeper or zookeeper
+            self._nodes = self._plan()
+            controllers = [n for n in self._nodes if n.role == "controller"]
+            voters = ",".join(f"{n.node_id}@{self.host}:{n.port}" for n in controllers)
+            for node in self._nodes:
+                settings = self._settings(node, voters, zookeeper)
+                node.config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+            if self.store == "kraft":
+                self._format(_cluster_id())
+            spawned = _now_ms()
+            for node in controllers:
+                self._spawn(node)
+            for node in self._nodes:
+                if node.role == "broker":
+                    self._spawn(node)
+            self._wait_ready(self.startup_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        brokers = [n for n in self._nodes if n.role == "broker"]
+        self.bootstrap = [Endpoint(self.host, n.port) for n in brokers]
+        self.restartable = {n.node_id: Endpoint(self.host, n.port) for n in brokers}
+        self.started = {n.node_id: (spawned, _now_ms()) for n in brokers}
+        if controllers:
+            self.controllers = [Endpoint(self.host, n.port) for n in controllers]
+            self.controller = self.controller or self.controllers[0]
+
+    def _plan(self) -> list[Node]:
+        assert self._folder is not None
+        nodes = []
+        if self.store == "kraft":
+            for i in range(self.controller_count):
+                nodes.append(self._node(CONTROLLER_IDS + i, "controller"))
+        for i in range(1, self.broker_count + 1):
+            nodes.append(self._node(i, "broker"))
+        return nodes
+
+    def _node(self, node_id: int, role: str) -> Node:
+        assert self._folder is not None
+        base = self._folder / f"{role}-{node_id}"
+        return Node(
+            node_id,
+            role,
+            free_port(self.host),
+            base.with_suffix(".properties"),
+            base.with_suffix(".log"),
+        )
+
+    def _java_command(self, main: str, *args: str) -> list[str]:
+        level = os.environ.get("KC_KAFKA_LOG_LEVEL", "warn")
+        return [
+            self._java,
+            *JVM_OPTIONS,
+            f"-Dorg.slf4j.simpleLogger.defaultLogLevel={level}",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-cp",
+            self._classpath,
+            main,
+            *args,
+        ]
+
+    def _format(self, cluster_id: str) -> None:
+        """Format every node's storage for KRaft (what ``kafka-storage.sh format`` does)."""
+        for node in self._nodes:
+            cmd = self._java_command(
+                "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(node.config)
+            )
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+            )
+            if done.returncode != 0:
+                why = " ".join((done.stderr or done.stdout).split())[-300:]
+                raise TargetError(
+                    f"kafka {self.version}: formatting the storage of {node.role} "
+                    f"{node.node_id} failed: {why}"
+                )
+
+    def _spawn(self, node: Node) -> None:
+        with node.log.open("ab") as out:
+            node.proc = subprocess.Popen(
+                self._java_command("kafka.Kafka", str(node.config)),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Every node listens and Metadata on each broker lists every broker."""
+        deadline = time.monotonic() + timeout
+        for node in self._nodes:
+            self._wait_node(node, deadline)
+        brokers = [n for n in self._nodes if n.role == "broker"]
+        for node in brokers:
+            ep = Endpoint(self.host, node.port)
+            while metadata_brokers(ep, 5.0) < len(brokers):
+                self._check_alive(node)
+                if time.monotonic() >= deadline:
+                    self._failed(node, f"its Metadata did not list {len(brokers)} brokers")
+                time.sleep(0.2)
+
+    def _wait_node(self, node: Node, deadline: float) -> None:
+        ep = Endpoint(self.host, node.port)
+        while not wait_listening(ep, 0.5):
+            self._check_alive(node)
+            if time.monotonic() >= deadline:
+                self._failed(node, f"did not listen on {ep}")
+
+    def _check_alive(self, node: Node) -> None:
+        if node.proc is not None and node.proc.poll() is not None:
+            self._failed(node, f"exited with code {node.proc.returncode}")
+
+    def _failed(self, node: Node, why: str) -> None:
+        last = ""
+        if node.log.exists():
+            lines = [x for x in node.log.read_text(errors="replace").splitlines() if x.strip()]
+            last = next((x for x in reversed(lines) if "ERROR" in x or "Exception" in x), "")
+            last = last or (lines[-1] if lines else "")
+        raise TargetError(
+            f"Apache Kafka {self.version} {node.role} {node.node_id} {why} within "
+            f"{self.startup_timeout:.0f} s; its log: {node.log}"
+            + (f" (last: {last.strip()[:200]})" if last else "")
+        )
+
+    def restart_broker(self, node_id: int) -> None:
+        node = next((n for n in self._nodes if n.role == "broker" and n.node_id == node_id), None)
+        if node is None:
+            raise TargetError(f"Apache Kafka {self.version} has no broker {node_id}")
+        stop_process(node.proc, 60)
+        spawned = _now_ms()
+        self._spawn(node)
+        self._wait_ready(self.startup_timeout)
+        self.started[node_id] = (spawned, _now_ms())
+
+    @property
+    def pids(self) -> list[int]:
+        return [n.proc.pid for n in self._nodes if n.proc is not None and n.proc.poll() is None]
+
+    def stop(self) -> None:
+        """Brokers first (all at once), then the controllers, each by its pid."""
+        for role in ("broker", "controller"):
+            group = [n for n in self._nodes if n.role == role and n.proc is not None]
+            for node in group:
+                if node.proc is not None and node.proc.poll() is None:
+                    os.kill(node.proc.pid, signal.SIGTERM)
+            for node in group:
+                stop_process(node.proc, 20)
+                node.proc = None
+        if self._zk is not None:
+            self._zk.stop()
+            self._zk = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
