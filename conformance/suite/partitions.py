@@ -31,6 +31,7 @@ from conformance.protocol.records import (
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
+from conformance.suite.records_io import known_everywhere
 from conformance.suite.safety import PREFIX
 from conformance.targets.base import Endpoint
 
@@ -154,6 +155,7 @@ class SuiteTopic:
                 if p["LeaderId"] in brokers
             }
             if len(self.leaders) >= self.partitions:
+                known_everywhere(self.harness, self.name, self.partitions)
                 return
             if time.monotonic() > deadline:
                 raise MissingPrecondition(

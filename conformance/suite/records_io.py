@@ -41,6 +41,74 @@ def create_topic(harness: Harness, name: str, partitions: int = 1) -> None:
     code = resp.body["Topics"][0]["ErrorCode"]
     if code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):
         raise MissingPrecondition(f"cannot create the suite's topic {name}: error {code}")
+    known_everywhere(harness, name, partitions)
+
+
+def known_everywhere(harness: Harness, topic: str, partitions: int, timeout: float = 15.0) -> None:
+    """Wait until every broker's Metadata lists ``topic`` with a leader for each partition.
+
+    CreateTopics may answer before every broker has learnt of the topic: Apache Kafka's KRaft
+    brokers apply the controller's metadata log asynchronously, so the leader can still refuse a
+    Produce or Fetch with NOT_LEADER_OR_FOLLOWER for a moment, as a client retries on. The suite
+    waits for that set-up to settle (at most ``timeout``) rather than judging it; past the
+    deadline the test goes on and its own checks say what the target does.
+    """
+    version = harness.pick_version(ApiKey.METADATA, "1+")
+    body = {"Topics": [{"Name": topic}], "AllowAutoTopicCreation": False}
+    deadline = time.monotonic() + timeout
+    first = harness.connect()
+    brokers = [Endpoint(b["Host"], b["Port"]) for b in _brokers(first, version, body)]
+    leaders: dict[int, int] = {}
+    for ep in brokers:
+        conn = harness.connect(ep)
+        try:
+            while time.monotonic() < deadline:
+                answer = conn.request(ApiKey.METADATA, version, body).body["Topics"]
+                leaders = {
+                    p["PartitionIndex"]: p["LeaderId"]
+                    for t in answer
+                    if t["Name"] == topic and t["ErrorCode"] == ErrorCode.NONE
+                    for p in t["Partitions"]
+                    if p["ErrorCode"] == ErrorCode.NONE and p["LeaderId"] >= 0
+                }
+                if len(leaders) >= partitions:
+                    break
+                time.sleep(0.05)
+        finally:
+            conn.close()
+    if ApiKey.LIST_OFFSETS not in harness.advertised:
+        return
+    # a broker's Metadata can name it leader a moment before it acts as one: ask each leader
+    nodes = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in _brokers(first, version, body)}
+    lo_version = harness.pick_version(ApiKey.LIST_OFFSETS, "1+")
+    for partition, node in sorted(leaders.items()):
+        if node not in nodes:
+            continue
+        conn = harness.connect(nodes[node])
+        try:
+            while time.monotonic() < deadline:
+                part = {"PartitionIndex": partition, "CurrentLeaderEpoch": -1, "Timestamp": -1}
+                lo = {
+                    "ReplicaId": -1,
+                    "IsolationLevel": 0,
+                    "Topics": [{"Name": topic, "Partitions": [part]}],
+                    "TimeoutMs": 10000,
+                }
+                answer = conn.request(ApiKey.LIST_OFFSETS, lo_version, lo).body["Topics"]
+                codes = [p["ErrorCode"] for t in answer for p in t["Partitions"]]
+                if codes and codes[0] not in NOT_LEADER_YET:
+                    break
+                time.sleep(0.05)
+        finally:
+            conn.close()
+
+
+#: what a partition's new leader answers before it has taken up leadership
+NOT_LEADER_YET = (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+def _brokers(conn: SyncConnection, version: int, body: dict) -> list[dict]:
+    return conn.request(ApiKey.METADATA, version, body).body["Brokers"]
 
 
 def seed_topic(harness: Harness, name: str) -> str:
