@@ -1,0 +1,97 @@
+"""The kafka:VERSION target: its options, the release cache, and a cluster started and stopped by
+pid (the whole-suite judgement of Kafka is tests/suite/test_against_kafka.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conformance.targets import TargetError, TargetOptions, make_target
+from conformance.targets.docker import metadata_brokers
+from conformance.targets.kafka import KafkaTarget
+from conformance.targets.maven import cached_broker
+
+CI_RELEASE = "3.9.1"
+
+
+@pytest.mark.parametrize(
+    ("spec", "name", "store", "brokers", "controllers", "listener"),
+    [
+        ("kafka:3.9.1", "apache-kafka", "kraft", 3, 1, ("broker",)),
+        ("kafka:4.4.0?brokers=1&controllers=3", "apache-kafka", "kraft", 1, 3, ("broker",)),
+        ("kafka:3.9.1?store=zookeeper", "apache-kafka-zookeeper", "zookeeper", 3, 1, ("zkBroker",)),
+    ],
+)
+def test_options(spec, name, store, brokers, controllers, listener) -> None:
+    t = make_target(TargetOptions(target=spec))
+    assert isinstance(t, KafkaTarget)
+    assert (t.name, t.version, t.kind) == (name, spec.split(":")[1].split("?")[0], spec)
+    assert (t.store, t.broker_count, t.controller_count) == (store, brokers, controllers)
+    assert t.client_listener_types == listener
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("kafka:3.9", "not a release number"),
+        ("kafka:latest", "not a release number"),
+        ("kafka:4.0.2?store=zookeeper", "no ZooKeeper mode"),
+        ("kafka:3.9.1?store=raft", "store must be kraft or zookeeper"),
+        ("kafka:3.9.1?brokers=0", "brokers must be 1 to 9"),
+        ("kafka:3.9.1?controllers=x", "controllers must be 1 to 5"),
+        ("kafka:3.9.1?store=zookeeper&controllers=2", "controllers=N is for KRaft"),
+        ("kafka:3.9.1?colour=red", "unknown option(s) colour"),
+    ],
+)
+def test_bad_options_are_one_line_errors(spec, says) -> None:
+    with pytest.raises(TargetError) as e:
+        make_target(TargetOptions(target=spec))
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_fetch_names_a_release_it_cannot_resolve(tmp_path) -> None:
+    env = {**os.environ, "KC_CACHE_DIR": str(tmp_path)}
+    cmd = [sys.executable, "-m", "conformance", "fetch", "kafka:9.9.9"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2
+    line = proc.stderr.strip()
+    assert "\n" not in line and "kafka_2.13:9.9.9" in line and "cannot be resolved" in line
+    assert not (tmp_path / "kafka" / "9.9.9").exists()
+
+
+def test_fetch_of_a_cached_release_says_so() -> None:
+    if cached_broker(CI_RELEASE) is None:
+        pytest.skip(
+            f"Apache Kafka {CI_RELEASE} is not cached (kafka-conformance fetch kafka:{CI_RELEASE})"
+        )
+    cmd = [sys.executable, "-m", "conformance", "fetch", f"kafka:{CI_RELEASE}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("(cached)"), proc.stderr
+
+
+def test_a_broker_restarts_and_every_process_stops_by_pid(tmp_path) -> None:
+    """One broker and one controller: the restarted broker serves again; stop ends both pids."""
+    target = KafkaTarget.from_spec(f"{CI_RELEASE}?brokers=1")
+    target.logs_dir = tmp_path
+    target.start()
+    try:
+        pids = target.pids
+        assert len(pids) == 2
+        (node_id,) = target.restartable
+        before = target.started[node_id]
+        target.restart_broker(node_id)
+        assert target.started[node_id][0] > before[1]
+        assert metadata_brokers(target.bootstrap[0], 10.0) == 1
+        assert len(set(target.pids) - set(pids)) == 1  # the broker has a new pid
+        pids = target.pids
+    finally:
+        target.stop()
+    for pid in pids:
+        assert (
+            not os.path.exists(f"/proc/{pid}")
+            or "zombie" in open(f"/proc/{pid}/status").read().lower()
+        )
+    assert (tmp_path / "kafka" / "broker-1.log").exists()
