@@ -93,7 +93,7 @@ def test_a_failed_start_keeps_the_containers_log_beside_the_results(
     err = proc.stderr.strip()
     assert "\n" not in err and "Traceback" not in err
     assert "(profile broken) exited (code 2) before it served on 127.0.0.1:" in err
-    logs = list(results.glob("docker-kc-broken-*.log"))
+    logs = list(results.glob("*/docker-kc-broken-*.log"))  # in the run's own folder
     assert len(logs) == 1 and f"its log: {logs[0]}" in err
     assert "--no-such-option" in logs[0].read_text()  # tansu's own complaint
 
