@@ -81,6 +81,7 @@ def api_matrix(
                 "advertised": {str(k): list(v) for k, v in sorted(advertised.items())},
                 "varies": varies,
                 "best_guess": {"release": guess[0], "score": round(guess[1], 3)} if guess else None,
+                "table_check": kafka_releases.table_check(impl, version, advertised),
                 "tested": {
                     str(k): dict(sorted(v.items()))
                     for k, v in sorted(tested_counts.get((impl, version), {}).items())

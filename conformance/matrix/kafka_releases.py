@@ -176,3 +176,49 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+#: the implementations that are Apache Kafka itself (the kafka:VERSION target), and the listener
+#: whose APIs their brokers advertise to clients
+KAFKA_IMPLEMENTATIONS = {"apache-kafka": "broker", "apache-kafka-zookeeper": "zkBroker"}
+
+
+def release_of(version: str, releases: dict[str, dict[int, ReleaseApi]]) -> str | None:
+    """The release of the table that stands for a Kafka ``version``: the same one, else the
+    newest of the same major.minor line (patch releases keep their line's API versions)."""
+    if version in releases:
+        return version
+    line = version.split(".")[:2]
+    same = [r for r in releases if r.split(".")[:2] == line]
+    return max(same, key=version_key) if same else None
+
+
+def table_check(
+    implementation: str, version: str, advertised: dict[int, tuple[int, int]]
+) -> dict[str, Any] | None:
+    """Our table of a Kafka release against what a real broker of it advertised: the APIs on
+    its client listener whose ranges differ (None when the target is not Apache Kafka or the
+    table has no release of its line)."""
+    listener = KAFKA_IMPLEMENTATIONS.get(implementation)
+    releases = load()
+    release = release_of(version, releases) if listener else None
+    if release is None:
+        return None
+    table = {
+        k: (a.min, a.advertised_max)
+        for k, a in releases[release].items()
+        if (a.listeners is None or listener in a.listeners)
+        # an API whose every version is still unstable is not advertised by default
+        and not (a.latest_unstable and a.max == a.min)
+    }
+    differences = [
+        {
+            "api_key": k,
+            "name": releases[release][k].name if k in table else None,
+            "advertised": list(advertised[k]) if k in advertised else None,
+            "table": list(table[k]) if k in table else None,
+        }
+        for k in sorted(set(table) | set(advertised))
+        if table.get(k) != advertised.get(k)
+    ]
+    return {"release": release, "listener": listener, "differences": differences}

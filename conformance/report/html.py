@@ -15,6 +15,7 @@ from conformance.report.verdict_style import (
     flakiness_summary,
     outcomes_text,
     percent,
+    table_check_lines,
 )
 
 CSS = """
@@ -253,6 +254,14 @@ def _apis(model: dict[str, Any]) -> str:
             guess_rows,
         ),
     ]
+    checks = table_check_lines(api)
+    if checks:
+        parts.append(
+            "<p>Our table of Kafka releases against the ApiVersions the brokers of each Apache "
+            "Kafka target really advertised:</p><ul>"
+            + "".join(f"<li>{_e(line)}</li>" for line in checks)
+            + "</ul>"
+        )
     rows = []
     for a in api["apis"]:
         key = str(a["api_key"])

@@ -10,6 +10,7 @@ from conformance.report.verdict_style import (
     flakiness_summary,
     outcomes_text,
     percent,
+    table_check_lines,
 )
 
 
@@ -76,6 +77,10 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
             for t in api["targets"]
         ],
     )
+    checks = table_check_lines(api)
+    if checks:
+        out += ["Our table of Kafka releases against the brokers' real ApiVersions:", ""]
+        out += [f"- {line}" for line in checks] + [""]
     out += ["## Flakiness", "", flakiness_summary(model), ""]
     if model["flakiness"]:
         out += _table(

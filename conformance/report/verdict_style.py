@@ -62,3 +62,29 @@ def flakiness_summary(model: dict[str, Any]) -> str:
         + (" (hidden in their cells by other runs or tests)" if tests and not cells else "")
     )
     return "; ".join(parts) + "."
+
+
+def table_check_lines(api_support: dict[str, Any]) -> list[str]:
+    """One line per Apache Kafka target: whether our table of its release agrees with the
+    ApiVersions its brokers really advertised, and each API where it does not."""
+    out = []
+    for t in api_support["targets"]:
+        check = t.get("table_check")
+        if not check:
+            continue
+        head = (
+            f"{t['implementation']} {t['version']} against the table's Kafka {check['release']} "
+            f"({check['listener']} listener): "
+        )
+        diffs = check["differences"]
+        if not diffs:
+            out.append(head + "the same ranges for every API")
+            continue
+        parts = [
+            f"{d['api_key']} {d['name'] or ''}: advertised "
+            f"{'-'.join(map(str, d['advertised'])) if d['advertised'] else 'nothing'}, table "
+            f"{'-'.join(map(str, d['table'])) if d['table'] else 'nothing'}"
+            for d in diffs
+        ]
+        out.append(head + f"{len(diffs)} APIs differ: " + "; ".join(parts))
+    return out

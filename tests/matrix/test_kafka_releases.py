@@ -62,3 +62,35 @@ def test_version_order():
     # shas do not compare as versions: the one whose first run came first is earlier, and
     # both come after the versions that do compare
     assert ranks == {("a", "0.2"): 0, ("a", "def456"): 1, ("a", "abc123"): 2, ("b", "2.0"): 0}
+
+
+def test_a_patch_release_stands_for_its_line() -> None:
+    releases = kafka_releases.load()
+    assert kafka_releases.release_of("3.9.0", releases) == "3.9.0"
+    assert kafka_releases.release_of("3.9.1", releases) == "3.9.0"
+    assert kafka_releases.release_of("1.0.0", releases) is None
+
+
+def test_table_check_names_each_api_whose_range_differs() -> None:
+    """What a KRaft broker of 3.9 advertises by default, as the table has it, agrees; an API
+    advertised beyond the table, or missing, is a difference naming both sides."""
+    releases = kafka_releases.load()
+    table = {
+        k: (a.min, a.advertised_max)
+        for k, a in releases["3.9.0"].items()
+        if (a.listeners is None or "broker" in a.listeners)
+        and not (a.latest_unstable and a.max == a.min)
+    }
+    same = kafka_releases.table_check("apache-kafka", "3.9.1", dict(table))
+    assert same == {"release": "3.9.0", "listener": "broker", "differences": []}
+    lo, hi = table[3]
+    changed = {**table, 3: (lo, hi + 1)}
+    del changed[0]
+    diffs = kafka_releases.table_check("apache-kafka", "3.9.1", changed)["differences"]
+    assert diffs == [
+        {"api_key": 0, "name": "Produce", "advertised": None, "table": list(table[0])},
+        {"api_key": 3, "name": "Metadata", "advertised": [lo, hi + 1], "table": [lo, hi]},
+    ]
+    assert kafka_releases.table_check("tansu", "0.6.0", table) is None
+    zk = kafka_releases.table_check("apache-kafka-zookeeper", "3.9.1", table)
+    assert zk["listener"] == "zkBroker" and zk["differences"]  # LeaderAndIsr and co. are zkBroker's
