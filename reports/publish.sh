@@ -1,31 +1,53 @@
 #!/usr/bin/env bash
-# Publishes the compatibility report of the bundled reference cluster and tansu from fresh runs:
-#   reports/publish.sh            (RUNS=3 runs per target by default; RUNS=5 reports/publish.sh)
+# Publishes the compatibility report of the bundled reference cluster, tansu and Apache Kafka's
+# releases from fresh runs:
+#   reports/publish.sh            (RUNS=3 runs per target, KAFKA_RUNS=2 per Kafka release)
 # The reference runs in two set-ups, both reported as "reference": the embedded metadata store,
 # and the ZooKeeper store with two standby controllers (what the ZooKeeper requirements and
-# KIP-590.R5, NOT_CONTROLLER from a standby, need).
+# KIP-590.R5, NOT_CONTROLLER from a standby, need). Apache Kafka runs as released (jars from
+# Maven Central, `kafka-conformance fetch`): each KAFKA_TARGETS entry is a column
+# (apache-kafka for KRaft, apache-kafka-zookeeper for ZooKeeper mode, by release).
 # Each run is a directory reports/runs/<run id>/ (manifest.json + results.jsonl, kept so the
-# report can be rebuilt and diffed later); the report goes to reports/latest/.
+# report can be rebuilt and diffed later; a Kafka run keeps its brokers' settings, not their
+# logs); the report goes to reports/latest/, with Apache Kafka's truth table
+# (reports/latest/kafka-truth-table.md: every verdict that is not PASS, explained).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
+KAFKA_RUNS=${KAFKA_RUNS:-2}
+KAFKA_TARGETS=${KAFKA_TARGETS:-"kafka:3.9.1 kafka:3.9.1?store=zookeeper kafka:4.0.2 kafka:4.4.0"}
 KC=.venv/bin/kafka-conformance
 [ -x "$KC" ] || ./dev.sh setup
 rm -rf reports/runs reports/latest
 mkdir -p reports/runs
-for target in reference 'reference:zookeeper?controllers=3' tansu; do
-    for n in $(seq 1 "$RUNS"); do
+
+# run TARGET N: N runs of the whole suite against TARGET, each recorded in reports/runs/<run id>/.
+# A failing MUST makes `run` exit non-zero and is recorded all the same; a run that recorded
+# nothing stops publication.
+run() {
+    local target=$1 n
+    for n in $(seq 1 "$2"); do
         before=$(find reports/runs -name manifest.json | wc -l)
-        # Each run records itself in reports/runs/<run id>/. A failing MUST makes `run` exit
-        # non-zero and is recorded all the same; a run that recorded nothing stops publication.
         "$KC" run --target "$target" --results-dir reports/runs --no-report || true
         if [ "$(find reports/runs -name manifest.json | wc -l)" -le "$before" ]; then
             echo "publish: $target run $n recorded no manifest.json; not publishing" >&2
             exit 1
         fi
     done
+}
+
+for target in reference 'reference:zookeeper?controllers=3' tansu; do
+    run "$target" "$RUNS"
 done
+for target in $KAFKA_TARGETS; do
+    release=${target#kafka:}
+    "$KC" fetch "kafka:${release%%\?*}" >/dev/null
+    run "$target" "$KAFKA_RUNS"
+done
+find reports/runs -path '*/kafka/*.log' -delete
 "$KC" matrix reports/runs --out reports/latest \
-    --title "Kafka protocol conformance: reference cluster (embedded and ZooKeeper stores) and tansu"
+    --title "Kafka protocol conformance: Apache Kafka releases, the reference cluster (embedded and ZooKeeper stores) and tansu"
 rm -rf reports/latest/results.parquet  # rebuilt from reports/runs by the command above
+.venv/bin/python reports/truth_table.py reports/runs > reports/latest/kafka-truth-table.md ||
+    echo "publish: some of Apache Kafka's verdicts are not explained yet (reports/latest/kafka-truth-table.md)" >&2
 echo "published: reports/latest/report.html"

@@ -1,0 +1,68 @@
+"""Apache Kafka's truth table: every verdict other than PASS of the published Kafka runs, with its
+explanation from ``reports/kafka-truth-table/``.
+
+    .venv/bin/python reports/truth_table.py reports/runs > reports/latest/kafka-truth-table.md
+
+One line per (requirement, verdict, explanation) with the Kafka targets that got it and how many
+result records; a verdict no row explains is listed first as UNEXPLAINED, and the exit code is 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from conformance.matrix.versions import version_key
+from conformance.results import truth_table
+from conformance.results.schema import find_runs, load_run
+
+TABLE = Path(__file__).resolve().parent / "kafka-truth-table"
+KAFKA = ("apache-kafka", "apache-kafka-zookeeper")
+
+
+def main(argv: list[str]) -> int:
+    rows = truth_table.load(TABLE)
+    groups: dict[tuple[str, str, int | None], dict[str, int]] = defaultdict(dict)
+    targets: set[tuple[str, str]] = set()
+    for run_dir in find_runs(argv or ["reports/runs"]):
+        run = load_run(run_dir)
+        impl, version = run.manifest["target_name"], run.manifest["target_version"]
+        if impl not in KAFKA:
+            continue
+        targets.add((impl, version))
+        label = f"{impl} {version}"
+        for r in run.records:
+            if r["verdict"] == "PASS":
+                continue
+            match = next((i for i, row in enumerate(rows) if row.matches(r, label)), None)
+            key = (r["requirement_id"], r["verdict"], match)
+            groups[key][label] = groups[key].get(label, 0) + 1
+    order = sorted(targets, key=lambda t: (t[0], version_key(t[1])))
+    print("# Apache Kafka: every verdict that is not PASS, explained\n")
+    print("Targets: " + ", ".join(f"{i} {v}" for i, v in order) + ".\n")
+    print("| requirement | verdict | targets (result records) | kind | explanation | evidence |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    missing = 0
+
+    def sort_key(item: tuple[tuple[str, str, int | None], dict[str, int]]) -> tuple:
+        (req, verdict, match), _ = item
+        feature, _, n = req.rpartition(".R")
+        return (match is not None, feature, int(n) if n.isdigit() else 0, verdict)
+
+    for (req, verdict, match), seen in sorted(groups.items(), key=sort_key):
+        where = ", ".join(f"{t} ({n})" for t, n in seen.items())
+        if match is None:
+            missing += 1
+            print(f"| {req} | {verdict} | {where} | UNEXPLAINED | | |")
+            continue
+        row = rows[match]
+        text = row.explanation.replace("|", "\\|")
+        print(f"| {req} | {verdict} | {where} | {row.kind} | {text} | {row.evidence} |")
+    if missing:
+        print(f"\n{missing} verdict groups have no explanation yet.")
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
