@@ -132,11 +132,10 @@ def check_options(args: argparse.Namespace) -> None:
         target = make_target(target_options(args))
     except TargetError as e:
         raise RunError(str(e)) from None
-    if target.kind == "docker":
-        try:
-            target._engine()  # type: ignore[attr-defined]
-        except TargetError as e:
-            raise RunError(str(e)) from None
+    try:
+        target.prepare()
+    except TargetError as e:
+        raise RunError(str(e)) from None
     if target.kind == "external":
         for ep in [*target.bootstrap, *([target.controller] if target.controller else [])]:
             try:

@@ -131,6 +131,10 @@ class Target:
     #: the temporary folder); the error names the file
     logs_dir: Path | None = None
 
+    def prepare(self) -> None:
+        """Check (and fetch) what :meth:`start` will need, before any test is collected, so
+        that a missing engine or release is one line at once (TargetError)."""
+
     def start(self) -> None:
         """Start what the target runs (nothing for an external one)."""
 

@@ -183,6 +183,9 @@ class DockerTarget(Target):
 
     # --- running -------------------------------------------------------------------------------
 
+    def prepare(self) -> None:
+        self._engine()
+
     def _engine(self) -> Any:
         try:
             import docker

@@ -179,12 +179,16 @@ class KafkaTarget(Target):
 
     # --- running -------------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def prepare(self) -> None:
+        """Java on the PATH and the release's jars in the cache (fetched now if need be)."""
         java = shutil.which("java")
         if java is None:
             raise TargetError("the kafka target needs Java 17 (java on the PATH)")
         self._java = java
         self._classpath = broker_classpath(self.version)
+
+    def start(self) -> None:
+        self.prepare()
         self._dir = Path(tempfile.mkdtemp(prefix=f"kc-kafka-{self.version}-"))
         self._folder = (self.logs_dir or self._dir) / "kafka"
         self._folder.mkdir(parents=True, exist_ok=True)

@@ -95,3 +95,13 @@ def test_a_broker_restarts_and_every_process_stops_by_pid(tmp_path) -> None:
             or "zombie" in open(f"/proc/{pid}/status").read().lower()
         )
     assert (tmp_path / "kafka" / "broker-1.log").exists()
+
+
+def test_run_names_a_release_it_cannot_resolve_before_starting_anything(tmp_path) -> None:
+    env = {**os.environ, "KC_CACHE_DIR": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "conformance", "run", "--target", "kafka:9.9.8"]
+    cmd += ["--results-dir", str(tmp_path / "results")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("kafka-conformance: error: org.apache.kafka:kafka_2.13:9.9.8")
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "results").exists()
