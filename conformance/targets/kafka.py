@@ -65,8 +65,14 @@ def _now_ms() -> int:
 
 
 def _cluster_id() -> str:
-    """A new cluster id as Kafka makes them: a UUID in URL-safe Base64, 22 characters."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A new cluster id as Kafka makes them: a UUID in URL-safe Base64, 22 characters, never
+    starting with "-" (Kafka draws again too: kafka-storage's --cluster-id would read it as an
+    option, and formatting fails about one start in 64)."""
+    for _ in range(1000):
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+    raise TargetError("no cluster id drawn that does not start with '-'")
 
 
 @dataclass

@@ -105,3 +105,15 @@ def test_run_names_a_release_it_cannot_resolve_before_starting_anything(tmp_path
     assert proc.returncode == 2
     assert proc.stderr.startswith("kafka-conformance: error: org.apache.kafka:kafka_2.13:9.9.8")
     assert proc.stderr.count("\n") == 1 and not (tmp_path / "results").exists()
+
+
+def test_cluster_ids_never_start_with_a_dash(monkeypatch) -> None:
+    """kafka-storage format reads an id starting with "-" as an option and fails."""
+    import uuid
+
+    from conformance.targets import kafka
+
+    dashed = uuid.UUID(bytes=bytes([0xF8]) + bytes(15))  # Base64 "-A...": a dash first
+    drawn = iter([dashed, dashed, uuid.UUID(int=1)])
+    monkeypatch.setattr(kafka.uuid, "uuid4", lambda: next(drawn))
+    assert kafka._cluster_id() == "AAAAAAAAAAAAAAAAAAAAAQ"
