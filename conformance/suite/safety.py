@@ -15,14 +15,18 @@ owns. The rules, applied to every generated value before it is sent:
 * **No request waits, poses as a replica or asks for much**: Fetch and ListOffsets are sent as
   a consumer (replica id -1) with short waits and at most 1 MiB per answer; Produce uses acks
   -1 or 1 (acks 0 has no answer) and is not transactional; group timeouts are short.
-* **Enumerations with a fixed set of values** keep a defined one (IsolationLevel 0 or 1);
-  other out-of-range numbers (partitions, offsets, resource types) stay: their answers are
+* **Enumerations with a fixed set of values** keep a defined one (IsolationLevel 0 or 1), and
+  the ACL APIs' resource type, operation and permission type (:data:`ACL_ENUMS`) are never
+  UNKNOWN (0): Apache Kafka's request classes refuse that code while parsing, so such a
+  request is malformed, not a valid one, and its connection is closed. Other out-of-range
+  numbers (partitions, offsets, resource types Kafka does not define) stay: their answers are
   error codes, which is what the test checks.
 * **Inter-broker (cluster action) APIs are never generated** (:data:`CLUSTER_ACTION`: the
   replication, registration, KRaft quorum and voter, transaction marker and share-group state
   APIs) and get one fixed, inert request each — stale epochs, ids no node has, another cluster
   id, empty lists — and only the shape of the answer is checked. A target may refuse them from
-  a client by closing the connection.
+  a client by closing the connection. WriteTxnMarkers carries one marker, for a producer id
+  nobody has on a suite topic that does not exist, so that its answer holds an error code.
 * **Cluster-wide admin stays on suite names or validates only**: ElectLeaders never sends a
   null partition list (every partition), UpdateFeatures v0 (no ValidateOnly) sends no update,
   AlterUserScramCredentials only names suite users.
@@ -55,6 +59,8 @@ NAME_FIELDS = {"ResourceName", "ResourceNameFilter", "EntityName"}
 LITERAL = 3
 #: the broker id the inert requests use: one no cluster has
 NO_BROKER = 2147483646
+#: the producer id the inert requests use: one no coordinator hands out
+NO_PRODUCER = 9223372036854775806
 
 #: APIs only brokers and controllers send each other (cluster action): one inert request each
 CLUSTER_ACTION = {
@@ -122,6 +128,16 @@ _FIELD_RULES: dict[str, Any] = {
 }
 
 
+#: the ACL APIs' enumerations whose UNKNOWN (0) Kafka refuses while parsing
+ACL_ENUMS = ("ResourceType", "ResourceTypeFilter", "Operation", "PermissionType")
+ACL_APIS = {ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS}
+#: what stands for UNKNOWN in them: ANY (a filter's wildcard; a creation naming it is refused
+#: with an error code)
+ACL_ANY = 1
+#: the topic of WriteTxnMarkers' inert marker: a suite name no test creates
+NO_TOPIC = PREFIX + "no-such-topic"
+
+
 def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
     """The generated request ``value`` with the rules above applied (a new dict)."""
     out = _struct(spec.struct, version, value)
@@ -133,6 +149,11 @@ def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
         for topic in out.get("TopicData") or []:
             for part in topic.get("PartitionData") or []:
                 part["Records"] = valid_records(version, part.get("Records"))
+    if spec.api_key in ACL_APIS:
+        for item in (out, *(out.get("Creations") or []), *(out.get("Filters") or [])):
+            for name in ACL_ENUMS:
+                if item.get(name) == 0:
+                    item[name] = ACL_ANY
     if spec.api_key == ApiKey.ELECT_LEADERS and out.get("TopicPartitions") is None:
         out["TopicPartitions"] = []  # null would elect leaders of every partition
     if spec.api_key == ApiKey.UPDATE_FEATURES and version == 0:
@@ -236,6 +257,11 @@ def inert_request(codec, api_key: int, version: int) -> dict:
         body.update({"BrokerId": NO_BROKER, "BrokerEpoch": 0})
     elif api_key == ApiKey.UNREGISTER_BROKER:
         body.update({"BrokerId": NO_BROKER})
+    elif api_key == ApiKey.WRITE_TXN_MARKERS:
+        marker = {"ProducerId": NO_PRODUCER, "ProducerEpoch": 0, "TransactionResult": False}
+        marker |= {"Topics": [{"Name": NO_TOPIC, "PartitionIndexes": [0]}], "CoordinatorEpoch": 0}
+        markers = codec.message(api_key, "request").struct.fields[0].struct
+        body["Markers"] = [{f.name: marker.get(f.name, f.default_value()) for f in markers.fields}]
     elif api_key == ApiKey.ENVELOPE:
         inner = encode_request(codec, ApiKey.DESCRIBE_CLUSTER, 0, 1, "kc-envelope", {})
         body.update(
