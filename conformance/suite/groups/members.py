@@ -12,6 +12,7 @@ the tests and the model's binding do, naming their requirements.
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 import uuid
 from collections.abc import Iterable
@@ -59,9 +60,25 @@ def fresh_name(what: str) -> str:
     return f"kc-{what}-{uuid.uuid4().hex[:12]}"
 
 
+def consumer_subscription(topics: list[str], user_data: bytes | None = None) -> bytes:
+    """Member metadata as Kafka's consumers send it under protocol type "consumer":
+    ConsumerProtocolSubscription v0 (int16 version, the topic names, nullable user data).
+    Kafka's coordinator reads it to learn a group's subscribed topics (OffsetDelete, offset
+    expiry); Apache Kafka 3.x leaves a rebalance unanswered when it cannot (the round's
+    completion throws), so the suite never sends anything else under that protocol type."""
+    out = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        name = t.encode()
+        out += struct.pack(">h", len(name)) + name
+    if user_data is None:
+        return out + struct.pack(">i", -1)
+    return out + struct.pack(">i", len(user_data)) + user_data
+
+
 def subscription(member: str) -> bytes:
-    """Member metadata the leader must see as sent: distinct per member."""
-    return f"subscription of {member}".encode()
+    """Member metadata the leader must see as sent: a consumer subscription to no topic whose
+    user data is distinct per member."""
+    return consumer_subscription([], f"subscription of {member}".encode())
 
 
 def assignment_for(member_id: str, generation: int) -> bytes:
@@ -116,7 +133,7 @@ class Group:
             )
         }
         self._count = 0
-        self.coordinator = find_coordinator(
+        self.coordinator = ready_coordinator(
             harness, self.name, self.versions[ApiKey.FIND_COORDINATOR]
         )
         self._admin: SyncConnection | None = None
@@ -365,6 +382,28 @@ def find_coordinator(
     ):  # a precondition of the caller's checks: fails them, credits nothing
         raise verify.Failed(message)
     return Coordinator(entry["NodeId"], Endpoint(entry["Host"], entry["Port"]))
+
+
+def ready_coordinator(harness: Harness, group: str, version: int) -> Coordinator:
+    """The group's coordinator once it answers for the group. Right after the offsets topic is
+    made, a KRaft broker may not yet have applied its leadership of the group's partition and
+    answers NOT_COORDINATOR, or COORDINATOR_LOAD_IN_PROGRESS while it loads (Kafka's clients
+    look the coordinator up again and retry): set-up waits that out with a DescribeGroups of
+    the group, for at most COORDINATOR_WAIT; then the tests judge the broker last found."""
+    coordinator = find_coordinator(harness, group, version)
+    if ApiKey.DESCRIBE_GROUPS not in harness.advertised:
+        return coordinator
+    describe = harness.pick_version(ApiKey.DESCRIBE_GROUPS)
+    body = {"Groups": [group], "IncludeAuthorizedOperations": False}
+    deadline = time.monotonic() + COORDINATOR_WAIT
+    while True:
+        conn = harness.connect(coordinator.endpoint)
+        got = verify.expect_response(conn, ApiKey.DESCRIBE_GROUPS, describe, body).body
+        codes = {c for _, c in verify.error_codes(harness, got, ApiKey.DESCRIBE_GROUPS)}
+        if not codes & TRANSIENT or time.monotonic() > deadline:
+            return coordinator
+        time.sleep(0.1)
+        coordinator = find_coordinator(harness, group, version)
 
 
 def coordinator_request(

@@ -4,25 +4,13 @@ and GROUP_ID_NOT_FOUND for a group that does not exist. Every group and topic is
 
 from __future__ import annotations
 
-import struct
-
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
-from conformance.suite.groups.members import Group, fresh_name
+from conformance.suite.groups.members import Group, consumer_subscription, fresh_name
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.meta import conformance
 from conformance.suite.offsets.commits import Partition, commit, delete_topics, fetch
 from conformance.suite.offsets.test_commit_fetch import PARTITIONS, two_topics
-
-
-def consumer_subscription(topics: list[str]) -> bytes:
-    """Member metadata as Kafka's consumers send it: ConsumerProtocolSubscription v0 (int16
-    version, the topic names, null user data)."""
-    out = struct.pack(">hi", 0, len(topics))
-    for t in topics:
-        name = t.encode()
-        out += struct.pack(">h", len(name)) + name
-    return out + struct.pack(">i", -1)
 
 
 def offset_delete(
