@@ -331,10 +331,21 @@ async def commits(
         tp = TopicPartition(md.topic, md.partition)
         ends[tp] = max(ends.get(tp, 0), md.offset + 1)
     offsets = {tp: OffsetAndMetadata(end, "kip-42") for tp, end in ends.items()}
+    raising = "raise" in behaviours
     async with env.consumer(group_id=group, interceptors=probes) as consumer:
         consumer.assign(offsets)
-        await consumer.commit_sync(offsets)
+        try:
+            await consumer.commit_sync(offsets)
+        except Exception as e:
+            check(False, f"commit_sync raised {e!r} with interceptors {behaviours}", "KIP-42.R6")
         calls = trace.of("on_commit")
+        if raising:  # an on_commit that raises is swallowed and the rest are still called
+            check(
+                [e[1] for e in calls] == list(range(len(behaviours))),
+                f"commit_sync({offsets}) with interceptors {behaviours} called on_commit of "
+                f"{[e[1] for e in calls]}, expected each interceptor once",
+                "KIP-42.R6",
+            )
         check(
             [e[1] for e in calls] == list(range(len(behaviours)))
             and all(e[2] == offsets for e in calls),
