@@ -39,6 +39,19 @@ MEANINGFUL: dict[tuple[int, str], Any] = {
     (ApiKey.ALTER_CONFIGS, "ResourceType"): 2,
     (ApiKey.CREATE_TOPICS, "NumPartitions"): 1,
     (ApiKey.CREATE_TOPICS, "ReplicationFactor"): 1,
+    # ACLs: a filter matching any operation and permission on a topic; a creation allowing a
+    # suite principal to read a (suite-named) topic from any host
+    (ApiKey.DESCRIBE_ACLS, "ResourceTypeFilter"): 2,
+    (ApiKey.DESCRIBE_ACLS, "Operation"): 1,
+    (ApiKey.DESCRIBE_ACLS, "PermissionType"): 1,
+    (ApiKey.DELETE_ACLS, "ResourceTypeFilter"): 2,
+    (ApiKey.DELETE_ACLS, "Operation"): 1,
+    (ApiKey.DELETE_ACLS, "PermissionType"): 1,
+    (ApiKey.CREATE_ACLS, "ResourceType"): 2,
+    (ApiKey.CREATE_ACLS, "Principal"): "User:kc-suite-principal",
+    (ApiKey.CREATE_ACLS, "Host"): "*",
+    (ApiKey.CREATE_ACLS, "Operation"): 3,
+    (ApiKey.CREATE_ACLS, "PermissionType"): 3,
 }
 
 
