@@ -53,3 +53,20 @@ def test_an_unanswered_request_is_reported_once_and_not_sent_again(cli, referenc
     message = failed[("topics/create/existing-refused", "TOPICS.R2")]
     assert "CreateTopics v7 unanswered earlier in this run too" in message, message
     assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]
+
+
+def test_an_edge_left_unanswered_is_waited_for_briefly_at_the_next_version(cli, reference) -> None:
+    """Apache Kafka 3.9 leaves OffsetFetch v8 and v9 unanswered when they name no group: the
+    same edge at the API's next version is waited for only the shorter bound."""
+    boot = reference.bootstrap[0]
+    silence = Swallow({ApiKey.OFFSET_FETCH: {8, 9}})
+    select = "spec/offset-fetch/v8/well-formed or spec/offset-fetch/v9/well-formed"
+    with FaultyProxy((boot.host, boot.port), passthrough, silence.request) as proxy:
+        proc, run = cli("--bootstrap-server", proxy.address, "--select", select)
+    assert run is not None, proc.stderr[-2000:]
+    assert dict(silence.swallowed) == {(ApiKey.OFFSET_FETCH, 8): 1, (ApiKey.OFFSET_FETCH, 9): 1}
+    failed = {r["test_id"]: r["message"] for r in run.records if r["verdict"] == "FAIL"}
+    first = failed["spec/offset-fetch/v8/well-formed"]
+    assert "no answer within the timeout" in first and "another version" not in first, first
+    again = failed["spec/offset-fetch/v9/well-formed"]
+    assert "this edge was left unanswered at another version" in again, again
