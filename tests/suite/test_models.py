@@ -39,6 +39,7 @@ class FakeController(Binding):
         self.offset = 100
         self.brokers: dict[int, dict[str, Any]] = {}
         self.listed_ever: set[int] = set()
+        self.first: dict[int, int] = {}  # broker id -> the epoch of its first registration
 
     def entity_id(self, index: int) -> int:
         return 1000 + index
@@ -50,7 +51,6 @@ class FakeController(Binding):
             "features": [],
             "caught_up_offset": 2**62,
             "behind_offset": -1,
-            "log_dirs": [],
         }[name]
 
     def duration(self, name: str) -> float:
@@ -61,12 +61,22 @@ class FakeController(Binding):
         if name == "register":
             if b and b["state"] != "OFFLINE" and b["incarnation"] != body["IncarnationId"]:
                 return {"ErrorCode": ErrorCode.DUPLICATE_BROKER_REGISTRATION, "BrokerEpoch": -1}
+            if (
+                "reuse-epoch" in self.faults
+                and b
+                and b["state"] != "OFFLINE"
+                and b["incarnation"] == body["IncarnationId"]
+            ):
+                # a retry by the registered incarnation keeping epoch and state is KIP-631's
+                # amendment, which the model allows: the fault shows where a new epoch is due
+                return {"ErrorCode": ErrorCode.NONE, "BrokerEpoch": b["epoch"]}
             self.offset += 1
-            epoch = b["first"] if b and "reuse-epoch" in self.faults else self.offset
+            # the fault hands a broker id its first epoch again, also after UnregisterBroker
+            first = self.first.setdefault(body["BrokerId"], self.offset)
+            epoch = first if "reuse-epoch" in self.faults else self.offset
             self.brokers[body["BrokerId"]] = {
                 "state": "FENCED",
                 "epoch": epoch,
-                "first": b["first"] if b else epoch,
                 "incarnation": body["IncarnationId"],
             }
             return {"ErrorCode": ErrorCode.NONE, "BrokerEpoch": epoch}

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import uuid
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -44,7 +43,8 @@ KAFKA_SESSION_TIMEOUT_MS = 9000
 #: how long brokers may take to show a change the controller made
 PROPAGATION = 5.0
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-#: what a KRaft controller checks a registering broker supports: every finalized feature
+#: what a KRaft controller checks a registering broker supports: every finalized feature (these,
+#: and whatever else the controller's ApiVersions lists as finalized)
 FEATURES = [
     {"Name": "metadata.version", "MinSupportedVersion": 1, "MaxSupportedVersion": 32767},
     *(
@@ -52,6 +52,29 @@ FEATURES = [
         for name in ("kraft.version", "group.version", "transaction.version")
     ),
 ]
+
+
+def claimed_features(harness: Harness) -> list[dict[str, Any]]:
+    """FEATURES, plus every feature the controller's ApiVersions (v3+) lists as finalized,
+    claimed with the widest range: Kafka 4.x finalizes features 3.9 did not know, and its
+    controller answers UNSUPPORTED_VERSION to a registration that leaves one out."""
+    out = list(FEATURES)
+    hi = harness.advertised_on("controller").get(ApiKey.API_VERSIONS, (0, 0))[1]
+    if hi < 3:
+        return out
+    answer = harness.connect("controller").request(
+        ApiKey.API_VERSIONS,
+        3,
+        {"ClientSoftwareName": "kafka-conformance", "ClientSoftwareVersion": "1"},
+    )
+    known = {f["Name"] for f in out}
+    for feature in answer.body.get("FinalizedFeatures") or []:
+        if feature["Name"] not in known:
+            known.add(feature["Name"])
+            out.append(
+                {"Name": feature["Name"], "MinSupportedVersion": 0, "MaxSupportedVersion": 32767}
+            )
+    return out
 
 
 @cache
@@ -71,6 +94,8 @@ class Facts:
     listeners_learned: bool
     session_timeout: float
     dead_port: int
+    #: the features each registration claims (claimed_features)
+    features: list[dict[str, Any]]
 
 
 def _parse_listeners(cfg: dict[str, str]) -> list[tuple[str, int]]:
@@ -121,6 +146,7 @@ def learn(harness: Harness) -> Facts:
         if session_ms and session_ms.isdigit()
         else KAFKA_SESSION_TIMEOUT_MS / 1000,
         dead_port=free_port(),
+        features=claimed_features(harness),
     )
 
 
@@ -142,7 +168,6 @@ class LifecycleBinding(Binding):
         else:
             self.views = [(f"bootstrap {harness.target.bootstrap[0]}", harness.target.bootstrap[0])]
         self.registered: set[int] = set()
-        self.log_dir = uuid.uuid4()
         self._conns: dict[Any, SyncConnection] = {}
         self._versions: dict[tuple[int, str], int] = {}
         self._ids: dict[int, int] = {}
@@ -167,9 +192,7 @@ class LifecycleBinding(Binding):
                 for n, p in self.facts.listeners
             ]
         if name == "features":
-            return FEATURES
-        if name == "log_dirs":
-            return [self.log_dir]
+            return self.facts.features
         if name == "caught_up_offset":
             return CAUGHT_UP_OFFSET
         if name == "behind_offset":

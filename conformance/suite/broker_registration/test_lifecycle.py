@@ -15,7 +15,7 @@ import time
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite import verify
+from conformance.suite import credit, verify
 from conformance.suite.broker_registration import binding as lb
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
@@ -32,6 +32,20 @@ R = "BROKER-REGISTRATION.R"
 CLIENT_VIEWS = ["client-metadata", "client-describe-cluster"]
 #: steps per example of the state machine
 STEPS = 12
+#: a path that checks each requirement the state machine names, for those it did not draw
+TOP_UP: dict[str, list[tuple[str, set[str]]]] = {
+    f"{R}1": [("register", {"Fenced"})],
+    f"{R}2": [("register", {"Fenced"}), ("heartbeat-behind", {"Fenced"})],
+    f"{R}3": [("register", {"Fenced"}), ("heartbeat-caught-up", {"Online"})],
+    f"{R}4": [("register", {"Fenced"})],
+    f"{R}6": [
+        ("register", {"Fenced"}),
+        ("heartbeat-caught-up", {"Online"}),
+        ("want-shutdown", {"Stopping", "Offline"}),
+    ],
+    f"{R}7": [("register", {"Fenced"}), ("unregister", {"Offline"}), ("re-register", {"Fenced"})],
+    f"{R}10": [("unregister", {"Offline"}), ("heartbeat-caught-up", {"Offline"})],
+}
 
 
 def walk(runner: ModelRunner, index: int, path: list[tuple[str, set[str]]]) -> None:
@@ -63,6 +77,19 @@ def test_state_machine(harness: Harness) -> None:
         initialize=["register"],
     )
     run_machine(harness, machine, steps=STEPS)
+    # a rule hypothesis never drew in this run's few examples is walked once, so that every
+    # requirement the machine names is checked in every run; R7's path always: a registration
+    # after UnregisterBroker is where a new epoch is due under every reading (a retry by the
+    # registered incarnation may keep its epoch), and the machine seldom draws it
+    for rid in allowed:
+        if credit.current().credited(rid) and rid != f"{R}7":
+            continue
+        runner = lb.new_runner(harness, facts, allowed, invariants=CLIENT_VIEWS, count=1)
+        try:
+            runner.check_invariants()
+            walk(runner, 0, TOP_UP[rid])
+        finally:
+            runner.cleanup()
 
 
 @conformance(
@@ -130,24 +157,25 @@ def test_fenced_on_missed_heartbeats(harness: Harness) -> None:
 
 @conformance("broker-registration/lifecycle/epochs", f"{R}7", api=ApiKey.BROKER_REGISTRATION)
 def test_epochs_grow_and_old_ones_are_refused(harness: Harness) -> None:
+    """Registrations again, then after UnregisterBroker; a heartbeat with the epoch before is
+    refused wherever the registration gave a new one (a retry by the registered incarnation may
+    keep its epoch: KIP-631; then there is no old epoch yet and that step is not sent)."""
     facts = lb.learn(harness)
     runner = lb.new_runner(harness, facts, (f"{R}7",), invariants=[], count=1)
+
+    def register_then_stale(event: str, states: set[str]) -> None:
+        epoch = runner.entities[0].vars["epoch"]
+        walk(runner, 0, [(event, states)])
+        if runner.entities[0].vars["epoch"] != epoch:
+            walk(runner, 0, [("stale-heartbeat", {"Fenced"})])
+
     try:
-        walk(
-            runner,
-            0,
-            [
-                ("register", {"Fenced"}),
-                ("register", {"Fenced"}),
-                ("stale-heartbeat", {"Fenced"}),
-                ("heartbeat-caught-up", {"Online"}),
-                ("register", {"Fenced"}),
-                ("stale-heartbeat", {"Fenced"}),
-                ("unregister", {"Offline"}),
-                ("re-register", {"Fenced"}),
-                ("stale-heartbeat", {"Fenced"}),
-            ],
-        )
+        walk(runner, 0, [("register", {"Fenced"})])
+        register_then_stale("register", {"Fenced"})
+        walk(runner, 0, [("heartbeat-caught-up", {"Online"})])
+        register_then_stale("register", {"Fenced", "Online"})
+        walk(runner, 0, [("unregister", {"Offline"})])
+        register_then_stale("re-register", {"Fenced"})
     finally:
         runner.cleanup()
 
