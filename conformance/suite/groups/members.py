@@ -64,8 +64,8 @@ def consumer_subscription(topics: list[str], user_data: bytes | None = None) -> 
     """Member metadata as Kafka's consumers send it under protocol type "consumer":
     ConsumerProtocolSubscription v0 (int16 version, the topic names, nullable user data).
     Kafka's coordinator reads it to learn a group's subscribed topics (OffsetDelete, offset
-    expiry); Apache Kafka 3.x leaves a rebalance unanswered when it cannot (the round's
-    completion throws), so the suite never sends anything else under that protocol type."""
+    expiry); Apache Kafka 3.9 and 4.0 leave the round unanswered when it cannot
+    (reports/confirmations/kafka_groups.py), so the suite sends nothing else under that type."""
     out = struct.pack(">hi", 0, len(topics))
     for t in topics:
         name = t.encode()
