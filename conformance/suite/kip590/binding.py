@@ -65,19 +65,52 @@ def forwarding_brokers(harness: Harness, brokers: list[cluster.Broker]) -> list[
     """The brokers through which a mutation is forwarded to a controller elsewhere: on a target
     with more than one broker, every broker but the one Metadata names as the controller
     (ZooKeeper-mode Kafka names its real controller there; KRaft names a broker it picked, and
-    all its brokers forward). A single node is its own controller: it forwards nothing."""
+    all its brokers forward), and but those that refuse a mutation NOT_CONTROLLER themselves
+    (ZooKeeper-mode Kafka 3.x forwards nothing: clients send it to the controller). A single
+    node is its own controller: it forwards nothing."""
     if len(brokers) < 2:
         return []
     version = harness.pick_version(ApiKey.METADATA, "1+")
     controller = cluster.metadata(harness, harness.connect(), version).get("ControllerId", -1)
-    return [b for b in brokers if b.node_id != controller]
+    return [b for b in brokers if b.node_id != controller and not refuses_itself(harness, b)]
+
+
+def setup_broker(harness: Harness, brokers: list[cluster.Broker]) -> int:
+    """The broker (an index into ``brokers``) to create a test's topic through before the
+    mutation under test: the one Metadata names as the controller where it is listed (in
+    ZooKeeper mode the only broker that creates topics), else the first."""
+    version = harness.pick_version(ApiKey.METADATA, "1+")
+    controller = cluster.metadata(harness, harness.connect(), version).get("ControllerId", -1)
+    return next((i for i, b in enumerate(brokers) if b.node_id == controller), 0)
+
+
+def refuses_itself(harness: Harness, broker: cluster.Broker) -> bool:
+    """Whether ``broker`` answers a validate-only CreateTopics of a fresh suite topic with
+    NOT_CONTROLLER instead of passing it on (nothing is created either way)."""
+    version = harness.pick_version(ApiKey.CREATE_TOPICS)
+    topic = {
+        "Name": f"kc-suite-590-probe-{uuid.uuid4().hex[:10]}",
+        "NumPartitions": 1,
+        "ReplicationFactor": 1,
+        "Assignments": [],
+        "Configs": [],
+    }
+    body = {"Topics": [topic], "TimeoutMs": TIMEOUT_MS, "validateOnly": True}
+    answer = harness.connect(broker.endpoint).request(ApiKey.CREATE_TOPICS, version, body).body
+    return any(t.get("ErrorCode") == ErrorCode.NOT_CONTROLLER for t in answer.get("Topics") or [])
 
 
 def no_forwarding(brokers: list[cluster.Broker]) -> str:
+    if len(brokers) < 2:
+        return (
+            f"nothing is forwarded: the target lists {len(brokers)} broker(s), and a single node "
+            "is its own controller (KIP-590.R3 is judged on an answer passed back by a broker "
+            "that forwarded the request)"
+        )
     return (
-        f"nothing is forwarded: the target lists {len(brokers)} broker(s), and a single node is "
-        "its own controller (KIP-590.R3 is judged on an answer passed back by a broker that "
-        "forwarded the request)"
+        "nothing is forwarded: every broker but the controller answers a mutation "
+        "NOT_CONTROLLER itself (KIP-590.R1 is failed for that; R3 is judged on an answer passed "
+        "back by a broker that forwarded the request)"
     )
 
 
@@ -178,10 +211,16 @@ class RoutingBinding(Binding):
             "Topics": [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names],
             "TimeoutMs": TIMEOUT_MS,
         }
-        try:
-            self.conn(self.endpoint(None)).request(ApiKey.DELETE_TOPICS, version, body)
-        except (ConnectionError, TimeoutError, OSError, DecodeError):
-            pass
+        # through the bootstrap, then through each broker while some are refused NOT_CONTROLLER
+        # (ZooKeeper-mode brokers other than the controller delete nothing themselves)
+        for ep in [self.endpoint(None), *(b.endpoint for b in self.brokers)]:
+            try:
+                answer = self.conn(ep).request(ApiKey.DELETE_TOPICS, version, body).body
+            except (ConnectionError, TimeoutError, OSError, DecodeError):
+                continue
+            results = answer.get("Responses") or []
+            if not any(r.get("ErrorCode") == ErrorCode.NOT_CONTROLLER for r in results):
+                break
         self.created.clear()
 
 
