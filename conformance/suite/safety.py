@@ -30,6 +30,9 @@ owns. The rules, applied to every generated value before it is sent:
 * **Cluster-wide admin stays on suite names or validates only**: ElectLeaders never sends a
   null partition list (every partition), UpdateFeatures v0 (no ValidateOnly) sends no update,
   AlterUserScramCredentials only names suite users.
+* **A streams-group heartbeat carries no topology**: with one, Kafka's group coordinator creates
+  the topology's internal topics, with partition counts and configs the request names; without
+  one the heartbeat only joins (or is refused for) a suite-named group.
 * Values the spec allows but Kafka documents as not to be sent are not sent: Metadata v10-11
   topics always carry a name (topic-id lookups arrived with v12).
 * Unknown tagged fields are removed (they have their own test, PROTOCOL.R12).
@@ -91,6 +94,7 @@ CLUSTER_ACTION = {
         ApiKey.WRITE_SHARE_GROUP_STATE,
         ApiKey.DELETE_SHARE_GROUP_STATE,
         ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
+        ApiKey.UNREGISTER_CONTROLLER,
     )
 }
 
@@ -156,6 +160,8 @@ def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
                     item[name] = ACL_ANY
     if spec.api_key == ApiKey.ELECT_LEADERS and out.get("TopicPartitions") is None:
         out["TopicPartitions"] = []  # null would elect leaders of every partition
+    if spec.api_key == ApiKey.STREAMS_GROUP_HEARTBEAT:
+        out["Topology"] = None  # a topology makes the coordinator create internal topics
     if spec.api_key == ApiKey.UPDATE_FEATURES and version == 0:
         out["FeatureUpdates"] = []  # v0 cannot validate only
     if spec.api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:

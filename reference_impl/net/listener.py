@@ -24,6 +24,7 @@ from conformance.protocol.framing import (
     encode_response,
     request_header_version,
 )
+from conformance.protocol.versions import negotiable
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class Api:
     key: int
     handler: Handler
     min_version: int | None = None
+    #: None: the highest our bodies are written for (Kafka 3.9's, :func:`negotiable`)
     max_version: int | None = None
 
 
@@ -105,9 +107,8 @@ class Listener:
             if listener_type not in spec.listeners:
                 continue
             lo = max(spec.valid_versions.lo, api.min_version or 0)
-            hi = min(
-                spec.valid_versions.hi, api.max_version if api.max_version is not None else 2**15
-            )
+            ours = negotiable(api.key, spec.valid_versions)
+            hi = min(ours.hi, api.max_version if api.max_version is not None else 2**15)
             if lo <= hi:
                 self.served[api.key] = api
                 self.ranges[api.key] = (lo, hi)

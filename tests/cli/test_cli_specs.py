@@ -80,8 +80,8 @@ def test_list_is_a_table_of_the_apis(capsys: pytest.CaptureFixture[str]) -> None
     specs = SpecSet.load(SPEC_DIR)
     assert [int(r[0]) for r in rows] == sorted(specs.apis())
     by_key = {int(r[0]): r[1:] for r in rows}
-    assert by_key[3] == ["Metadata", "0-12", "9+", "zkBroker,broker"]
-    assert by_key[63] == ["BrokerHeartbeat", "0-1", "0+", "controller"]
+    assert by_key[3] == ["Metadata", "0-13", "9+", "zkBroker,broker"]
+    assert by_key[63] == ["BrokerHeartbeat", "0-2", "0+", "controller"]
     for key, (name, valid, flexible, listeners) in by_key.items():
         spec = specs.message(key, "request")
         assert (name + "Request", valid, flexible) == (

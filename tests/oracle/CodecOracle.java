@@ -23,7 +23,9 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
  *                                      then the header version)
  *   default KEY VERSION request|response
  *                                      a freshly constructed message written: "OK HEX"
- *   versions KEY                       "OK LOWEST HIGHEST" (highest including unstable versions)
+ *   versions KEY                       "OK LOWEST HIGHEST" (highest including unstable versions;
+ *                                      KEY -1 and -2: the header's versions)
+ *   stable KEY                         "OK HIGHEST" without unstable versions
  *   headers KEY VERSION                "OK REQUEST_HEADER_VERSION RESPONSE_HEADER_VERSION"
  *   version                            "OK" and the kafka-clients version of the classpath
  *
@@ -57,11 +59,18 @@ public final class CodecOracle {
         String[] parts = line.split(" ", -1);
         switch (parts[0]) {
             case "version":
-                return org.apache.kafka.common.utils.AppInfoParser.getVersion();
+                return kafkaVersion();
             case "versions": {
-                ApiMessageType type = ApiMessageType.fromApiKey(Short.parseShort(parts[1]));
+                short key = Short.parseShort(parts[1]);
+                if (key < 0) {
+                    Message header = newMessage(key, "request");
+                    return header.lowestSupportedVersion() + " " + header.highestSupportedVersion();
+                }
+                ApiMessageType type = ApiMessageType.fromApiKey(key);
                 return type.lowestSupportedVersion() + " " + type.highestSupportedVersion(true);
             }
+            case "stable":
+                return Short.toString(ApiMessageType.fromApiKey(Short.parseShort(parts[1])).highestSupportedVersion(false));
             case "headers": {
                 ApiMessageType type = ApiMessageType.fromApiKey(Short.parseShort(parts[1]));
                 short version = Short.parseShort(parts[2]);
@@ -118,6 +127,17 @@ public final class CodecOracle {
             throw new IllegalStateException("size() said " + size + " but write() wrote " + out.position());
         }
         return out.array();
+    }
+
+    /** The kafka-clients release on the classpath, from the properties file its jar carries. */
+    private static String kafkaVersion() {
+        java.util.Properties props = new java.util.Properties();
+        try (java.io.InputStream in = ApiMessageType.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            props.load(in);
+        } catch (java.io.IOException | NullPointerException e) {
+            return "unknown";
+        }
+        return props.getProperty("version", "unknown");
     }
 
     /** Not an error of Java's: the read succeeded but did not use the whole frame. */

@@ -1,9 +1,11 @@
 """Kafka's own Java message classes as a byte-exact oracle for the project's codec.
 
 ``CodecOracle.java`` (beside this file) is compiled against kafka-clients 3.9 from the PyPI
-package ``shigawire-apache-flink-libraries`` and runs as one long-lived process per test session;
-the tests hand it frames our codec wrote and get back what Kafka's generated classes write after
-reading them. One request and one answer per line over pipes, each answer with a deadline.
+package ``shigawire-apache-flink-libraries``, and against kafka-clients 4.4.0 from the project's
+Kafka cache (``kafka-conformance fetch kafka:4.4.0``) for what Kafka added after 3.9; each runs
+as one long-lived process per test session. The tests hand it frames our codec wrote and get back
+what Kafka's generated classes write after reading them. One request and one answer per line
+over pipes, each answer with a deadline.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.kafka_jars import LATEST, clients_jar, missing_jar_reason
 
 SOURCE = Path(__file__).with_name("CodecOracle.java")
 #: The PyPI distribution (installed by the ``test`` extra) whose package ships the jars.
@@ -78,9 +82,17 @@ def missing_preconditions() -> list[str]:
     return missing
 
 
-def compile_oracle(out_dir: Path) -> Path:
+def latest_classpath() -> list[Path]:
+    """kafka-clients 4.4.0 and its slf4j-api from the Kafka cache (empty when not fetched)."""
+    jar = clients_jar(LATEST)
+    if jar is None:
+        return []
+    return [jar, *sorted(jar.parent.glob("slf4j-api-*.jar"))[:1]]
+
+
+def compile_oracle(out_dir: Path, jars_used: list[Path] | None = None) -> Path:
     """javac CodecOracle.java into ``out_dir``; returns the folder of the classes."""
-    jars = os.pathsep.join(str(p) for p in classpath())
+    jars = os.pathsep.join(str(p) for p in (jars_used or classpath()))
     result = subprocess.run(
         ["javac", "-nowarn", "-cp", jars, "-d", str(out_dir), str(SOURCE)],
         capture_output=True,
@@ -95,11 +107,18 @@ def compile_oracle(out_dir: Path) -> Path:
 class JavaOracle:
     """A running CodecOracle process; every method sends one line and waits for its answer."""
 
-    def __init__(self, classes: Path, log: Path, timeout: float = ANSWER_TIMEOUT) -> None:
+    def __init__(
+        self,
+        classes: Path,
+        log: Path,
+        timeout: float = ANSWER_TIMEOUT,
+        jars_used: list[Path] | None = None,
+    ) -> None:
         self.timeout = timeout
         self.classes = classes
         self.log = log
-        jars = [str(classes), *(str(p) for p in classpath())]
+        self._ranges: dict[int, tuple[int, int] | None] = {}
+        jars = [str(classes), *(str(p) for p in (jars_used or classpath()))]
         self._stderr = log.open("wb")
         self.proc = subprocess.Popen(
             ["java", "-Xss4m", "-XX:+UseSerialGC", "-cp", os.pathsep.join(jars), "CodecOracle"],
@@ -146,6 +165,20 @@ class JavaOracle:
         """Lowest and highest version Java knows, unstable versions included."""
         lo, hi = self.ask(f"versions {api_key}").split()
         return int(lo), int(hi)
+
+    def stable_max(self, api_key: int) -> int:
+        """Highest version Java knows, unstable versions left out."""
+        return int(self.ask(f"stable {api_key}"))
+
+    def defines(self, api_key: int, version: int) -> bool:
+        """Whether these classes know ``version`` of the api (or header, keys -1 and -2)."""
+        if api_key not in self._ranges:
+            try:
+                self._ranges[api_key] = self.versions(api_key)
+            except OracleError:  # an api this release does not have
+                self._ranges[api_key] = None
+        bounds = self._ranges[api_key]
+        return bounds is not None and bounds[0] <= version <= bounds[1]
 
     def header_versions(self, api_key: int, version: int) -> tuple[int, int]:
         """(request header version, response header version) Java uses for this api version."""
@@ -195,30 +228,55 @@ class JavaOracle:
         self._stderr.close()
 
 
-def start_oracle(work_dir: Path) -> JavaOracle:
-    """Compile and start the oracle in ``work_dir``; skip (fail under CI) when it cannot run."""
-    missing = missing_preconditions()
+def _start(
+    work_dir: Path, jars: list[Path], missing: list[str], needs: str, label: str
+) -> JavaOracle:
+    """Compile and start the oracle on ``jars``; skip (fail under CI) when something it needs
+    is ``missing``, fail when the classpath is not kafka-clients ``needs`` (a prefix)."""
     if missing:
-        message = "Java codec oracle unavailable, missing: " + "; ".join(missing)
+        message = f"{label} unavailable, missing: " + "; ".join(missing)
         if os.environ.get("CI"):
             pytest.fail(message + " (CI is set: the oracle must run there)", pytrace=False)
         pytest.skip(message)
-    classes = compile_oracle(work_dir / "classes")
-    oracle = JavaOracle(classes, work_dir / "oracle-stderr.log")
+    classes = compile_oracle(work_dir / "classes", jars)
+    oracle = JavaOracle(classes, work_dir / "oracle-stderr.log", jars_used=jars)
     version = oracle.kafka_version()
-    if not version.startswith(KAFKA_SERIES):
+    if not version.startswith(needs):
         oracle.close()
-        pytest.fail(
-            f"{classpath()[0]} is kafka-clients {version}, the oracle needs {KAFKA_SERIES}x"
-        )
+        pytest.fail(f"{jars[0]} is kafka-clients {version}, the oracle needs {needs}")
     return oracle
+
+
+def start_oracle(work_dir: Path) -> JavaOracle:
+    """The oracle on kafka-clients 3.9 from the PyPI package."""
+    missing = missing_preconditions()
+    return _start(work_dir, classpath(), missing, KAFKA_SERIES, "Java codec oracle")
+
+
+def start_latest_oracle(work_dir: Path) -> JavaOracle:
+    """The oracle on kafka-clients 4.4.0 from the Kafka cache; skip naming the fetch command
+    when that release is not cached (fail under CI, whose set-up fetches it)."""
+    jars = latest_classpath()
+    missing = [f"`{t}` on PATH" for t in ("javac", "java") if shutil.which(t) is None]
+    if not jars:
+        missing.append(missing_jar_reason(LATEST))
+    return _start(work_dir, jars, missing, LATEST, f"Java codec oracle {LATEST}")
+
+
+def _running(oracle: JavaOracle) -> Iterator[JavaOracle]:
+    try:
+        yield oracle
+    finally:
+        oracle.close()
+
+
+@pytest.fixture(scope="session")
+def java_oracle_latest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaOracle]:
+    """The 4.4.0 CodecOracle process for the whole session, stopped by pid at the end."""
+    yield from _running(start_latest_oracle(tmp_path_factory.mktemp("java_oracle_latest")))
 
 
 @pytest.fixture(scope="session")
 def java_oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaOracle]:
     """One CodecOracle process for the whole session, stopped by pid at the end."""
-    oracle = start_oracle(tmp_path_factory.mktemp("java_oracle"))
-    try:
-        yield oracle
-    finally:
-        oracle.close()
+    yield from _running(start_oracle(tmp_path_factory.mktemp("java_oracle")))

@@ -162,7 +162,7 @@ def test_uuid_fields_decode_as_uuid() -> None:
     ("api_key", "version", "kind", "match"),
     [
         (999, 0, "request", "api key 999"),
-        (3, 13, "request", "valid versions: 0-12"),
+        (3, 14, "request", "valid versions: 0-13"),
         (3, 0, "sideways", "kind"),
     ],
 )

@@ -106,3 +106,14 @@ def test_java_canonicalises_what_a_sloppy_codec_would_write(java_oracle: JavaOra
     )
     unsorted = bytes.fromhex("0000 02 0012 0000 0004 00 00000000 02 0702abcd 030101")
     assert java_oracle.reserialise(18, 3, "response", unsorted) == API_VERSIONS_RESPONSE_V3
+
+
+def test_latest_oracle_is_4_4_0(java_oracle_latest: JavaOracle) -> None:
+    """The second oracle runs the cached 4.4.0 classes: ApiVersions v5, request headers from
+    v1, the APIs 4.0 removed unknown, the streams-group APIs known."""
+    assert java_oracle_latest.kafka_version() == "4.4.0"
+    assert java_oracle_latest.versions(18) == (0, 5)
+    assert java_oracle_latest.versions(-1) == (1, 2)
+    assert not java_oracle_latest.defines(4, 0)  # LeaderAndIsr
+    assert java_oracle_latest.defines(88, 0)  # StreamsGroupHeartbeat
+    assert not java_oracle_latest.defines(1, 3)  # Fetch v0-3 went in 4.0

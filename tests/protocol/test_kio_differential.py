@@ -43,16 +43,16 @@ from tests.protocol.kio_adapter import (
 
 CODEC = Codec.from_specs()
 HEADER_KINDS = {"RequestHeader": "request", "ResponseHeader": "response"}
-#: Pairs kio models with Kafka 4.x's field names or shapes, which differ from 3.9's (KRaft's
-#: Vote and AssignReplicasToDirs, the unstable share-group state summary, ListClientMetricsResources
-#: become ListConfigResources): not comparable.
+#: Pairs kio 0.6.5 models with other field names or shapes than ours (Kafka 4.4's): KRaft's
+#: AssignReplicasToDirs, TxnOffsetCommit's GenerationId (4.4: GenerationIdOrMemberEpoch), a
+#: streams-group field 4.4 renamed: not comparable.
 KIO_RENAMED = {
-    ("VoteRequest", 0),
-    ("VoteRequest", 1),
     ("AssignReplicasToDirsRequest", 0),
     ("AssignReplicasToDirsResponse", 0),
-    ("ReadShareGroupStateSummaryResponse", 0),
-    ("ListClientMetricsResourcesResponse", 0),  # kio: ListConfigResources
+    ("TxnOffsetCommitRequest", 3),
+    ("TxnOffsetCommitRequest", 4),
+    ("TxnOffsetCommitRequest", 5),
+    ("StreamsGroupHeartbeatResponse", 0),
 }
 PAIRS = [
     pytest.param(spec, version, entity, id=f"{spec.name}-v{version}")
@@ -97,6 +97,14 @@ KIO_ABSENT = {
     *_versions("ShareFetch", range(1)),
     *_versions("ShareAcknowledge", range(1)),
     ("RequestHeader", 0),  # only ControlledShutdown v0 uses it
+    # what Kafka added after the release kio models
+    *_versions("ApiVersions", range(5, 6)),
+    *_versions("DeleteGroups", range(3, 4)),
+    *_versions("StreamsGroupDescribe", range(1, 2)),
+    *_versions("StreamsGroupHeartbeat", range(1, 2)),
+    *_versions("StreamsGroupTopologyDescriptionUpdate", range(1)),
+    *_versions("TxnOffsetCommit", range(6, 7)),
+    *_versions("UnregisterController", range(1)),
 }
 
 

@@ -150,3 +150,12 @@ class ErrorCode(IntEnum):
     INVALID_VOTER_KEY = 125, False, "The voter key does not match the receiving replica's."
     DUPLICATE_VOTER = 126, False, 'The voter is already in the voter set.'
     VOTER_NOT_FOUND = 127, False, 'The voter is not in the voter set.'
+    INVALID_REGULAR_EXPRESSION = 128, False, 'A regular expression in the request (a subscription pattern) does not compile.'
+    REBOOTSTRAP_REQUIRED = 129, False, 'The client should rediscover the cluster from its bootstrap servers.'
+    STREAMS_INVALID_TOPOLOGY = 130, False, 'The streams topology a member sent cannot be used.'
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131, False, "The streams topology epoch is not the group's."
+    STREAMS_TOPOLOGY_FENCED = 132, False, "The member's streams topology was replaced by a newer one."
+    SHARE_SESSION_LIMIT_REACHED = 133, True, 'The broker holds as many share sessions as it allows.'
+    GROUP_DELETION_FAILED = 134, False, 'The group could not be deleted.'
+    STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED = 135, False, 'The streams topology description was not stored.'
+    CONTROLLER_ID_NOT_REGISTERED = 136, False, 'No controller with this id is registered.'
