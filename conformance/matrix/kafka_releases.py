@@ -2,10 +2,15 @@
 
 The facts (api key, name, lowest and highest request version, the listeners a release exposes an
 API on, whether its highest version was still unstable) are derived from the upstream message
-specs of every release (``../shared/kafka-specs/<release>``) by running this module, and kept in
-``kafka_releases.json`` beside it so the matrix needs no upstream checkout::
+specs of every release (``../shared/kafka-specs/<release>``), and of the 4.x releases in
+:data:`JAR_RELEASES` from the specs their kafka-clients jar carries (``kafka-conformance fetch
+kafka:VERSION`` caches it), by running this module, and kept in ``kafka_releases.json`` beside it
+so the matrix needs no upstream checkout::
 
-    python -m conformance.matrix.kafka_releases [SPECS_ROOT]
+    python -m conformance.matrix.kafka_releases [SPECS_ROOT] [KAFKA_CLIENTS_JAR ...]
+
+(with no jar named, those of :data:`JAR_RELEASES` in the Kafka cache). An API a release keeps
+with no version (4.0's LeaderAndIsr and the other ZooKeeper-era APIs) is not listed for it.
 
 The best guess of which release a target behaves like compares its advertised ApiVersions with
 each release's, API by API.
@@ -15,6 +20,9 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -26,6 +34,8 @@ from conformance.protocol.versions import Versions
 
 DATA_FILE = Path(__file__).with_name("kafka_releases.json")
 DEFAULT_SPECS_ROOT = Path(__file__).resolve().parents[3] / "shared" / "kafka-specs"
+#: Releases whose facts come from their kafka-clients jar (the shared spec folders end at 3.9).
+JAR_RELEASES = ("4.0.2", "4.4.0")
 #: Listeners on which a broker answers clients (KRaft broker, ZooKeeper-mode broker).
 BROKER_LISTENERS = frozenset({"broker", "zkBroker"})
 
@@ -35,10 +45,25 @@ def _release_key(name: str) -> tuple[Any, ...]:
     return (1, name) if name.startswith("trunk") else (0, version_key(name))
 
 
-def derive(specs_root: Path) -> dict[str, Any]:
-    """The facts of every release folder under ``specs_root``."""
+def jar_specs(jar: Path, into: Path) -> Path:
+    """A kafka-clients jar's message specs written into ``into/<its release>``; that folder."""
+    with zipfile.ZipFile(jar) as z:
+        props = z.read("kafka/kafka-version.properties").decode("utf-8")
+        version = dict(x.split("=", 1) for x in props.splitlines() if "=" in x)["version"]
+        folder = into / version
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in z.namelist():
+            if name.startswith("common/message/") and name.endswith(".json"):
+                (folder / Path(name).name).write_bytes(z.read(name))
+    return folder
+
+
+def derive(specs_root: Path, extra: Iterable[Path] = ()) -> dict[str, Any]:
+    """The facts of every release folder under ``specs_root``, and of the ``extra`` folders
+    (each named after its release)."""
     releases = []
     folders = [p for p in specs_root.iterdir() if p.is_dir() and any(p.glob("*Request.json"))]
+    folders += list(extra)
     for folder in sorted(folders, key=lambda p: _release_key(p.name)):
         apis = []
         for path in sorted(folder.glob("*Request.json")):
@@ -46,6 +71,8 @@ def derive(specs_root: Path) -> dict[str, Any]:
             if obj.get("type") != "request" or "apiKey" not in obj:
                 continue
             valid = Versions.parse(obj["validVersions"])
+            if valid.empty:
+                continue
             apis.append(
                 {
                     "api_key": obj["apiKey"],
@@ -162,13 +189,33 @@ def dumps(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def cached_jars() -> list[Path] | str:
+    """The kafka-clients jars of :data:`JAR_RELEASES` in the Kafka cache, or what is missing."""
+    from conformance.targets.maven import cached_broker
+
+    jars, missing = [], []
+    for version in JAR_RELEASES:
+        libs = cached_broker(version)
+        jar = libs / f"kafka-clients-{version}.jar" if libs else None
+        if jar is None or not jar.is_file():
+            missing.append(f"kafka-conformance fetch kafka:{version}")
+        else:
+            jars.append(jar)
+    return jars if not missing else "not cached; run: " + "; ".join(missing)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     root = Path(args[0]) if args else DEFAULT_SPECS_ROOT
     if not root.is_dir():
         print(f"{root}: not a folder of Kafka release specs", file=sys.stderr)
         return 2
-    data = derive(root)
+    jars = [Path(a) for a in args[1:]] or cached_jars()
+    if isinstance(jars, str):
+        print(f"kafka-clients jars of {', '.join(JAR_RELEASES)} {jars}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="kafka-releases-") as work:
+        data = derive(root, [jar_specs(jar, Path(work)) for jar in jars])
     DATA_FILE.write_text(dumps(data), encoding="utf-8")
     print(f"wrote {DATA_FILE} ({len(data['releases'])} releases)")
     return 0

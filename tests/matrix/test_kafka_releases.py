@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from conformance.matrix import kafka_releases
 from conformance.matrix.versions import order_versions, version_key
 
 
-def test_data_file_is_what_the_release_specs_say(kafka_specs):
-    derived = kafka_releases.derive(kafka_specs)
+def test_data_file_is_what_the_release_specs_say(kafka_specs: Path, tmp_path: Path) -> None:
+    """The shared spec folders (to 3.9) and the cached 4.x kafka-clients jars give the file."""
+    jars = kafka_releases.cached_jars()
+    if isinstance(jars, str):
+        pytest.skip(f"kafka-clients jars of {kafka_releases.JAR_RELEASES} {jars}")
+    folders = [kafka_releases.jar_specs(jar, tmp_path) for jar in jars]
+    assert [f.name for f in folders] == list(kafka_releases.JAR_RELEASES)
+    derived = kafka_releases.derive(kafka_specs, folders)
     assert kafka_releases.dumps(derived) == kafka_releases.DATA_FILE.read_text(encoding="utf-8")
 
 
@@ -21,6 +30,9 @@ def test_known_facts():
     assert releases["2.3.1"][3].max == 8
     assert 60 not in releases["2.6.3"] and 60 in releases["2.8.2"]  # DescribeCluster: 2.8
     assert not releases["3.9.0"][62].broker_facing  # BrokerRegistration: controller only
+    assert 4 in releases["3.9.0"] and 4 not in releases["4.0.2"]  # LeaderAndIsr: gone in 4.0
+    assert (releases["4.0.2"][0].min, releases["4.4.0"][0].max) == (3, 13)  # Produce
+    assert 88 not in releases["4.0.2"] and 88 in releases["4.4.0"]  # StreamsGroupHeartbeat
     data = json.loads(kafka_releases.DATA_FILE.read_text())
     assert set(data["releases"][0]["apis"][0]) == {
         "api_key", "name", "min", "max", "listeners", "latest_unstable",
@@ -36,7 +48,7 @@ def advertised_by(release: str) -> dict[int, tuple[int, int]]:
 
 
 def test_best_guess_recognises_each_release():
-    for release in ("2.3.1", "2.8.2", "3.5.2", "3.9.0"):
+    for release in ("2.3.1", "2.8.2", "3.5.2", "3.9.0", "4.0.2", "4.4.0"):
         guess = kafka_releases.best_guess(advertised_by(release))
         assert guess == (release, 1.0)
 
