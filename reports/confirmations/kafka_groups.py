@@ -9,6 +9,7 @@ once with member metadata that is not a consumer subscription (what the suite se
 once with ConsumerProtocolSubscription v0 bytes (what Kafka's consumers send, and the suite now).
 Before that, the first JoinGroup right after the first FindCoordinator shows the moment when a
 KRaft broker named coordinator still answers NOT_COORDINATOR (16) or COORDINATOR_LOAD_IN_PROGRESS (14).
+Last, DescribeGroups of a group that does not exist at every version both sides know (GROUPS.R13).
 
 Usage: python reports/confirmations/kafka_groups.py 3.9.1 '3.9.1?store=zookeeper' 4.0.2 4.4.0
 """
@@ -23,7 +24,7 @@ from conformance.client.wire import Connection
 from conformance.protocol.codec import Codec
 from conformance.targets.kafka import KafkaTarget
 
-FIND_COORDINATOR, JOIN_GROUP = 10, 11
+FIND_COORDINATOR, JOIN_GROUP, DESCRIBE_GROUPS = 10, 11, 15
 TRANSIENT = (14, 15, 16)
 WAIT = 12.0
 
@@ -117,6 +118,31 @@ async def probe(target):
         subscription_v0(b"subscription of kc-member-1"),
         "the same text as the user data of a ConsumerProtocolSubscription v0",
     )
+    await describe_absent(codec, ep)
+
+
+async def describe_absent(codec, ep):
+    """DescribeGroups of a group nobody made, at each version advertised and in our specs."""
+    group = f"kc-conf-absent-{uuid.uuid4().hex[:8]}"
+    where = await coordinator(codec, ep, group)
+    conn = await Connection.open(where["Host"], where["Port"], codec=codec)
+    try:
+        lo, hi = (await conn.api_versions())[DESCRIBE_GROUPS]
+        ours = codec.message(DESCRIBE_GROUPS, "request").valid_versions
+        print(
+            f"  DescribeGroups of a group that does not exist (advertised v{lo}-{hi}, our specs v{ours.lo}-{ours.hi}):"
+        )
+        for v in range(lo, min(hi, ours.hi) + 1):
+            got = (
+                await conn.request(
+                    DESCRIBE_GROUPS, v, {"Groups": [group], "IncludeAuthorizedOperations": False}
+                )
+            ).body["Groups"][0]
+            print(
+                f"    v{v}: ErrorCode {got['ErrorCode']}, state {got['GroupState']!r}, message {got.get('ErrorMessage')!r}"
+            )
+    finally:
+        await conn.close()
 
 
 def main(specs):
