@@ -4,8 +4,9 @@ Shared by the LOG, IDEMPOTENCE and TOPICS tests. Every topic is new (``kc-suite-
 so no test depends on what another left behind, and is deleted when the test's ``SuiteTopic``
 closes; nothing the suite did not create is touched. Requests go to each partition's leader as
 Metadata names it. Versions are the highest the target advertises within what these helpers
-encode: Produce 3+ (record batch v2), Fetch 4-12 (topics by name), ListOffsets 1+. The helpers
-do not note the API they use: each test picks (and so notes, and gates on) its own API.
+encode: Produce 3-12 (record batch v2, topics by name), Fetch 4-12 (topics by name),
+ListOffsets 1+. The helpers do not note the API they use: each test picks (and so notes, and
+gates on) its own API.
 
 A request that is not answered, or whose answer does not decode, fails with the requirement ids
 the caller names (``reqs``), through ``verify.expect_response``.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,13 +33,37 @@ from conformance.protocol.records import (
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.records_io import known_everywhere
+from conformance.suite.records_io import admin_call, known_everywhere
 from conformance.suite.safety import PREFIX
 from conformance.targets.base import Endpoint
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+#: the Produce versions these helpers encode: record batch v2 (3+), topics by name (v13, Kafka
+#: 4.1's, names them by topic id)
+PRODUCE_VERSIONS = "3-12"
 #: byte limits of an ordinary fetch
 FETCH_BYTES = 1 << 20
+
+
+#: how long a deleted topic's name may stay taken: Apache Kafka in ZooKeeper mode answers
+#: DeleteTopics once the controller has dropped the topic, before its replicas are deleted, and
+#: refuses CreateTopics of the name with TOPIC_ALREADY_EXISTS ("marked for deletion") until then
+RECREATE_FOR = 15.0
+
+
+def create_again(
+    send: Callable[[], dict[str, Any]],
+    entry: Callable[[dict[str, Any]], dict[str, Any]] = lambda body: body["Topics"][0],
+) -> dict[str, Any]:
+    """CreateTopics of a name the test deleted, sent again (``send``) while the topic's answer
+    entry is TOPIC_ALREADY_EXISTS, for at most RECREATE_FOR seconds; the last answer."""
+    deadline = time.monotonic() + RECREATE_FOR
+    while True:
+        answer = send()
+        taken = entry(answer)["ErrorCode"] == ErrorCode.TOPIC_ALREADY_EXISTS
+        if not taken or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
 
 
 def fresh_name(what: str) -> str:
@@ -131,8 +157,7 @@ class SuiteTopic:
             "TimeoutMs": 10000,
             "validateOnly": False,
         }
-        resp = harness.connect().request(ApiKey.CREATE_TOPICS, version, body)
-        code = resp.body["Topics"][0]["ErrorCode"]
+        code = admin_call(harness, ApiKey.CREATE_TOPICS, version, body)["Topics"][0]["ErrorCode"]
         if code != ErrorCode.NONE:
             raise MissingPrecondition(f"cannot create the suite's topic {name}: error {code}")
         topic = cls(harness, name, partitions)
@@ -173,7 +198,7 @@ class SuiteTopic:
                 body["Topics"] = [{"Name": self.name, "TopicId": uuid.UUID(int=0)}]
             else:
                 body["TopicNames"] = [self.name]
-            self.harness.connect().request(ApiKey.DELETE_TOPICS, version, body)
+            admin_call(self.harness, ApiKey.DELETE_TOPICS, version, body)
         except Exception:
             pass
 
@@ -216,7 +241,11 @@ class SuiteTopic:
         version: int | None = None,
     ) -> dict[str, Any]:
         """The partition's answer to one batch (acks -1 or 1)."""
-        v = version if version is not None else quiet_version(self.harness, ApiKey.PRODUCE, "3+")
+        v = (
+            version
+            if version is not None
+            else quiet_version(self.harness, ApiKey.PRODUCE, PRODUCE_VERSIONS)
+        )
         body = self.produce_body(partition, records, acks)
         resp = verify.expect_response(
             self.conn(partition), ApiKey.PRODUCE, v, body, served=reqs[0] if reqs else "PROTOCOL.R9"

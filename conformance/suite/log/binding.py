@@ -1,7 +1,8 @@
 """How the log-partition model (``specs/models/log-partition.json``) meets a target.
 
 Each entity is a fresh suite topic (one partition) named per runner, so examples never share
-a topic. Requests go to the partition's leader once the topic exists (the bootstrap before),
+a topic. Topic mutations go to the bootstrap (the controller where that answers NOT_CONTROLLER);
+other requests go to the partition's leader once the topic exists (the bootstrap before),
 at the highest version both sides know within what ``conformance.suite.partitions`` encodes;
 the body a template gives is adapted where versions differ (DeleteTopics by name before v6,
 a replication factor of 1 before CreateTopics v4). ``Records`` given as a count becomes a batch
@@ -20,17 +21,23 @@ from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.models import Binding, Model, ModelRunner
 from conformance.suite.partitions import (
+    PRODUCE_VERSIONS,
     SuiteTopic,
     batch_bytes,
+    create_again,
     fresh_name,
     now_ms,
     quiet_version,
     records_of,
 )
+from conformance.suite.records_io import admin_call
+
+#: topic mutations, sent as the admin client sends them (``records_io.admin_call``)
+ADMIN = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS)
 
 #: the version range of each API the binding sends
 WITHIN: dict[int, str | None] = {
-    ApiKey.PRODUCE: "3+",
+    ApiKey.PRODUCE: PRODUCE_VERSIONS,
     ApiKey.FETCH: "4-12",
     ApiKey.LIST_OFFSETS: "1+",
 }
@@ -40,8 +47,8 @@ class TopicsBinding(Binding):
     """Suite topics as model entities: requests to their leaders, created ones deleted at the
     end."""
 
-    #: whether requests go to the partition leader (learned after each creation); the admin
-    #: requests of the topics model go to the bootstrap broker, which forwards them
+    #: whether requests go to the partition leader (learned after each creation); the topics
+    #: model sends only admin requests and reads Metadata of the bootstrap
     follows_leaders = True
 
     def __init__(self, harness: Harness, what: str, count: int) -> None:
@@ -49,6 +56,9 @@ class TopicsBinding(Binding):
         self.count = count
         self.topics = [SuiteTopic(harness, fresh_name(f"{what}-{i}"), 1) for i in range(count)]
         self._by_name = {t.name: t for t in self.topics}
+        #: names this binding deleted and has not created again: their re-creation is retried
+        #: while the name is still taken (``partitions.create_again``)
+        self.deleted: set[str] = set()
 
     def entity_id(self, index: int) -> str:
         return self.topics[index].name
@@ -88,14 +98,27 @@ class TopicsBinding(Binding):
         version = self.version(api_key)
         topic = self.topic_of(api_key, body)
         body = self.adapt(api_key, version, body)
-        conn = topic.conn(0) if topic is not None else self.harness.connect()
-        answer = conn.request(api_key, version, body).body
+
+        def send() -> dict[str, Any]:
+            if api_key in ADMIN:
+                return admin_call(self.harness, api_key, version, body)
+            conn = topic.conn(0) if topic is not None else self.harness.connect()
+            return conn.request(api_key, version, body).body
+
+        if api_key == ApiKey.CREATE_TOPICS and topic is not None and topic.name in self.deleted:
+            answer = create_again(send)
+        else:
+            answer = send()
         created = api_key == ApiKey.CREATE_TOPICS and not body.get("validateOnly")
+        if created and topic is not None and answer["Topics"][0]["ErrorCode"] == 0:
+            self.deleted.discard(topic.name)
         if created and topic is not None and self.follows_leaders:
             if answer["Topics"] and answer["Topics"][0]["ErrorCode"] == 0:
                 topic.learn_leaders()
         if api_key == ApiKey.DELETE_TOPICS and topic is not None:
             topic.leaders = {}
+            if answer["Responses"] and answer["Responses"][0]["ErrorCode"] == 0:
+                self.deleted.add(topic.name)
         if api_key == ApiKey.FETCH:
             for t in answer["Responses"]:
                 for p in t["Partitions"]:

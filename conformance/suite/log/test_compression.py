@@ -8,7 +8,7 @@ from conformance.protocol.records import Compression, Header
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import SuiteTopic, batch_bytes, now_ms
+from conformance.suite.partitions import PRODUCE_VERSIONS, SuiteTopic, batch_bytes, now_ms
 
 #: the first Produce and Fetch versions that may carry zstd batches (KIP-110)
 ZSTD_PRODUCE, ZSTD_FETCH = 7, 10
@@ -27,7 +27,7 @@ def sample(codec: Compression) -> list[tuple]:
 
 @conformance("log/produce/compression-round-trip", "LOG.R14", api=ApiKey.PRODUCE)
 def test_every_codec_round_trips(harness: Harness) -> None:
-    version = harness.pick_version(ApiKey.PRODUCE, "3+")
+    version = harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
     codecs = [Compression.GZIP, Compression.SNAPPY, Compression.LZ4]
     if version >= ZSTD_PRODUCE and harness.advertised[ApiKey.FETCH][1] >= ZSTD_FETCH:
         codecs.append(Compression.ZSTD)
@@ -75,7 +75,7 @@ def test_zstd_below_v7_is_refused(harness: Harness) -> None:
 
 @conformance("log/produce/bad-crc-refused", "LOG.R16", api=ApiKey.PRODUCE)
 def test_a_batch_with_a_bad_crc_is_refused(harness: Harness) -> None:
-    harness.pick_version(ApiKey.PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
     with SuiteTopic.create(harness, "log-bad-crc") as topic:
         good = batch_bytes([(now_ms(), b"k", b"the CRC of this batch is wrong")])
         bad = bytearray(good)

@@ -15,7 +15,13 @@ from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import SuiteTopic, batch_bytes, now_ms, quiet_version
+from conformance.suite.partitions import (
+    PRODUCE_VERSIONS,
+    SuiteTopic,
+    batch_bytes,
+    now_ms,
+    quiet_version,
+)
 
 _bytes = st.one_of(st.none(), st.binary(max_size=48))
 _header = st.builds(Header, st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8)))
@@ -33,7 +39,7 @@ def shown(r) -> str:
 
 @conformance("log/produce-fetch/round-trip", "LOG.R1", "LOG.R2", api=ApiKey.PRODUCE)
 def test_acknowledged_records_are_fetched_as_produced(harness: Harness) -> None:
-    harness.pick_version(ApiKey.PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
     with SuiteTopic.create(harness, "log-round-trip") as topic:
         next_offset = 0
 
@@ -73,7 +79,7 @@ def test_a_write_lands_in_the_partition_it_names(harness: Harness) -> None:
     # every partition on one broker: a write stored in the wrong partition is then accepted
     # by the same leader, so only where it lands can tell
     first = cluster.brokers(harness)[0].node_id
-    harness.pick_version(ApiKey.PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
     with SuiteTopic.create(harness, "log-partitions", partitions=3, on_broker=first) as topic:
         target = topic.partitions - 1
         items = [(now_ms(), b"k", f"for partition {target}".encode())]
@@ -100,7 +106,7 @@ def test_a_write_lands_in_the_partition_it_names(harness: Harness) -> None:
 
 @conformance("log/produce/unknown-partition", "LOG.R4", api=ApiKey.PRODUCE)
 def test_produce_to_an_unknown_partition_is_refused(harness: Harness) -> None:
-    harness.pick_version(ApiKey.PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
     with SuiteTopic.create(harness, "log-unknown-partition") as topic:
         missing = topic.partitions
         answer = topic.produce(missing, batch_bytes([(now_ms(), None, b"x")]), "LOG.R4")
@@ -121,7 +127,7 @@ def test_produce_to_an_unknown_partition_is_refused(harness: Harness) -> None:
 
 @conformance("log/produce/acks", "LOG.R5", api=ApiKey.PRODUCE)
 def test_acks_zero_is_not_answered_and_acks_one_and_all_are(harness: Harness) -> None:
-    version = harness.pick_version(ApiKey.PRODUCE, "3+")
+    version = harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
     with SuiteTopic.create(harness, "log-acks") as topic:
         conn = topic.conn(0)
         body = topic.produce_body(0, batch_bytes([(now_ms(), None, b"acks=0")]), acks=0)
@@ -170,7 +176,7 @@ def test_acks_zero_is_not_answered_and_acks_one_and_all_are(harness: Harness) ->
 
 @conformance("log/produce/create-time-kept", "LOG.R13", api=ApiKey.PRODUCE)
 def test_create_time_is_kept(harness: Harness) -> None:
-    harness.pick_version(ApiKey.PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
     with SuiteTopic.create(harness, "log-create-time") as topic:
         base_ts = now_ms() - 3_600_000
         items = [(base_ts + 7 * i, None, f"r{i}".encode()) for i in range(3)]
@@ -199,7 +205,7 @@ def test_create_time_is_kept(harness: Harness) -> None:
 
 @conformance("log/produce/log-append-time-applied", "LOG.R18", api=ApiKey.PRODUCE)
 def test_log_append_time_is_applied(harness: Harness) -> None:
-    harness.pick_version(ApiKey.PRODUCE, "3+")
+    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
     configs = {"message.timestamp.type": "LogAppendTime"}
     with SuiteTopic.create(harness, "log-append-time", configs=configs) as topic:
         sent = now_ms() - 3_600_000

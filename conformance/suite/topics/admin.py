@@ -1,19 +1,27 @@
 """The topic admin requests of the TOPICS tests, each returning the one topic's entry.
 
-Requests go to the bootstrap broker (brokers forward admin requests to the controller,
-KIP-590); Metadata never auto-creates (AllowAutoTopicCreation false where the version has it).
-An unanswered or undecodable request fails the requirement the caller names.
+Mutations go to the bootstrap, and to the broker Metadata names as controller where that
+answers NOT_CONTROLLER, as Kafka's admin client sends them (``records_io.admin_call``);
+Metadata goes to the bootstrap and never auto-creates (AllowAutoTopicCreation false where the
+version has it). A broker learns of a change a moment
+after the controller answered it (Apache Kafka's brokers apply the controller's log
+asynchronously, and its admin client documents that a created topic may take a while to show
+everywhere), so the checks of what Metadata shows after a change read it once it has settled
+(``settled``, bounded). An unanswered or undecodable request fails the requirement the caller
+names.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
-from conformance.protocol import ApiKey
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.harness import Harness
-from conformance.suite.partitions import quiet_version, topic_body
+from conformance.suite.partitions import create_again, quiet_version, topic_body
+from conformance.suite.records_io import admin_call
 
 NO_TOPIC_ID = uuid.UUID(int=0)
 
@@ -29,9 +37,7 @@ def create(
     """CreateTopics of one topic entry (``topic_body``); its answer entry."""
     v = version if version is not None else quiet_version(harness, ApiKey.CREATE_TOPICS)
     body = {"Topics": [entry], "TimeoutMs": 10000, "validateOnly": validate_only}
-    answer = verify.expect_response(
-        harness.connect(), ApiKey.CREATE_TOPICS, v, body, served=req
-    ).body
+    answer = admin_call(harness, ApiKey.CREATE_TOPICS, v, body, served=req)
     topics = answer["Topics"]
     verify.check(
         len(topics) == 1 and topics[0]["Name"] == entry["Name"],
@@ -46,6 +52,12 @@ def create_new(harness: Harness, name: str, partitions: int, req: str, **kw: Any
     return create(harness, topic_body(name, partitions, version), req, version=version, **kw)
 
 
+def create_deleted(harness: Harness, name: str, partitions: int, req: str) -> dict:
+    """``create_new`` of a name the test deleted, retried while the name is still taken
+    (``partitions.create_again``)."""
+    return create_again(lambda: create_new(harness, name, partitions, req), lambda e: e)
+
+
 def delete(harness: Harness, name: str, req: str) -> dict[str, Any]:
     """DeleteTopics of one topic by name; its answer entry."""
     v = quiet_version(harness, ApiKey.DELETE_TOPICS)
@@ -54,9 +66,7 @@ def delete(harness: Harness, name: str, req: str) -> dict[str, Any]:
         body["Topics"] = [{"Name": name, "TopicId": NO_TOPIC_ID}]
     else:
         body["TopicNames"] = [name]
-    answer = verify.expect_response(
-        harness.connect(), ApiKey.DELETE_TOPICS, v, body, served=req
-    ).body
+    answer = admin_call(harness, ApiKey.DELETE_TOPICS, v, body, served=req)
     entries = answer["Responses"]
     verify.check(len(entries) == 1, f"DeleteTopics v{v} of {name}: {len(entries)} entries", req)
     return entries[0]
@@ -70,9 +80,7 @@ def create_partitions(harness: Harness, name: str, count: int, req: str) -> dict
         "TimeoutMs": 10000,
         "ValidateOnly": False,
     }
-    answer = verify.expect_response(
-        harness.connect(), ApiKey.CREATE_PARTITIONS, v, body, served=req
-    ).body
+    answer = admin_call(harness, ApiKey.CREATE_PARTITIONS, v, body, served=req)
     entries = answer["Results"]
     verify.check(len(entries) == 1, f"CreatePartitions v{v} of {name}: {len(entries)} entries", req)
     return entries[0]
@@ -84,7 +92,11 @@ def metadata(
     """Metadata of one topic: (its entry, the whole answer)."""
     v = quiet_version(harness, ApiKey.METADATA, within)
     body = {"Topics": [{"Name": name}], "AllowAutoTopicCreation": allow_create}
-    answer = verify.expect_response(harness.connect(), ApiKey.METADATA, v, body, served=req).body
+    conn = harness.connect()
+    try:
+        answer = verify.expect_response(conn, ApiKey.METADATA, v, body, served=req).body
+    finally:
+        conn.close()
     entries = [t for t in answer["Topics"] if t["Name"] == name]
     verify.check(
         len(entries) == 1,
@@ -92,6 +104,33 @@ def metadata(
         req,
     )
     return entries[0], answer
+
+
+#: how long a change may take to show in the bootstrap broker's Metadata
+SETTLE_FOR = 10.0
+
+
+def settled(
+    harness: Harness, name: str, req: str, partitions: int | None, timeout: float = SETTLE_FOR
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Metadata of one topic once it shows what the change made: unknown (``partitions`` None)
+    or listed with ``partitions`` partitions, each with a leader. Past ``timeout`` the last
+    answer, for the caller's check to judge."""
+    deadline = time.monotonic() + timeout
+    while True:
+        entry, answer = metadata(harness, name, req)
+        if partitions is None:
+            done = entry["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            parts = entry["Partitions"] or []
+            done = (
+                entry["ErrorCode"] == ErrorCode.NONE
+                and len(parts) == partitions
+                and all(p["LeaderId"] >= 0 for p in parts)
+            )
+        if done or time.monotonic() > deadline:
+            return entry, answer
+        time.sleep(0.1)
 
 
 def layout_problems(entry: dict[str, Any], answer: dict[str, Any], partitions: int, rf: int):

@@ -54,7 +54,7 @@ def test_an_existing_topic_is_refused(harness: Harness) -> None:
     verify.check(first["ErrorCode"] == 0, f"CreateTopics of {name}: {first}", "TOPICS.R2")
     try:
         again = admin.create(harness, topic_body(name, 3, version), "TOPICS.R2", version=version)
-        entry, _ = admin.metadata(harness, name, "TOPICS.R2")
+        entry, _ = admin.settled(harness, name, "TOPICS.R2", 1)
         verify.check(
             again["ErrorCode"] == ErrorCode.TOPIC_ALREADY_EXISTS and len(entry["Partitions"]) == 1,
             f"CreateTopics v{version} of the existing {name} (1 partition) with 3 partitions: "
@@ -132,7 +132,7 @@ def test_a_created_topic_shows_in_metadata(harness: Harness) -> None:
     created = admin.create(harness, entry, "TOPICS.R6", version=version)
     try:
         verify.check(created["ErrorCode"] == 0, f"CreateTopics of {name}: {created}", "TOPICS.R6")
-        listed, answer = admin.metadata(harness, name, "TOPICS.R6")
+        listed, answer = admin.settled(harness, name, "TOPICS.R6", 3)
         problems = admin.layout_problems(listed, answer, 3, rf)
         verify.check(
             not problems,

@@ -33,7 +33,7 @@ def test_a_deleted_topic_is_unknown_and_can_come_back(harness: Harness) -> None:
     verify.check(created["ErrorCode"] == 0, f"CreateTopics of {name}: {created}", "TOPICS.R7")
     first_id = topic_id(harness, name, created, "TOPICS.R7")
     deleted = admin.delete(harness, name, "TOPICS.R7")
-    listed, _ = admin.metadata(harness, name, "TOPICS.R7")
+    listed, _ = admin.settled(harness, name, "TOPICS.R7", None)
     again = admin.delete(harness, name, "TOPICS.R7")
     codes = (deleted["ErrorCode"], listed["ErrorCode"], again["ErrorCode"])
     verify.check(
@@ -42,7 +42,7 @@ def test_a_deleted_topic_is_unknown_and_can_come_back(harness: Harness) -> None:
         "expected 0, 3 and 3 (UNKNOWN_TOPIC_OR_PARTITION)",
         "TOPICS.R7",
     )
-    recreated = admin.create_new(harness, name, 1, "TOPICS.R7")
+    recreated = admin.create_deleted(harness, name, 1, "TOPICS.R7")
     try:
         verify.check(
             recreated["ErrorCode"] == 0,
@@ -68,8 +68,9 @@ def test_partitions_grow_and_do_not_shrink(harness: Harness) -> None:
     created = admin.create_new(harness, name, 1, "TOPICS.R8")
     verify.check(created["ErrorCode"] == 0, f"CreateTopics of {name}: {created}", "TOPICS.R8")
     try:
+        admin.settled(harness, name, "TOPICS.R8", 1)
         grown = admin.create_partitions(harness, name, 3, "TOPICS.R8")
-        listed, _ = admin.metadata(harness, name, "TOPICS.R8")
+        listed, _ = admin.settled(harness, name, "TOPICS.R8", 3)
         verify.check(
             grown["ErrorCode"] == 0 and len(listed["Partitions"]) == 3,
             f"CreatePartitions of {name} from 1 to 3: ErrorCode {grown['ErrorCode']}, then "
