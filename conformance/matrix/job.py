@@ -343,13 +343,24 @@ def _req_order(rid: str) -> tuple[Any, ...]:
     return natural_key(rid)
 
 
+def low_coverage(judged: int, requirements: int) -> bool:
+    """Fewer than half of the requirements judged: the share of them that pass says little
+    about the feature (a broker with no controller listener SKIPs most of broker-registration),
+    so the report gives no bare rate for it."""
+    return 2 * judged < requirements
+
+
 def _summary(targets, summary_rows, cells_out) -> list[dict[str, Any]]:
+    """Per target: cells by verdict, MUST requirements met, and per feature its pass rate with
+    its coverage (``judged`` of ``requirements``; a rate is over the judged ones only)."""
     by_target: dict[tuple[str, str], dict[str, Any]] = {}
     for i, v, _ in targets:
         verdicts: dict[str, int] = defaultdict(int)
+        musts = 0
         for c in cells_out:
             if (c["implementation"], c["version"]) == (i, v):
                 verdicts[c["verdict"]] += 1
+                musts += c["level"] == "MUST"
         by_target[(i, v)] = {
             "implementation": i,
             "version": v,
@@ -357,6 +368,7 @@ def _summary(targets, summary_rows, cells_out) -> list[dict[str, Any]]:
             "features": {},
             "must_passed": 0,
             "must_scored": 0,
+            "must_requirements": musts,
         }
     for r in summary_rows:
         entry = by_target[(r["implementation"], r["version"])]
@@ -365,6 +377,9 @@ def _summary(targets, summary_rows, cells_out) -> list[dict[str, Any]]:
             "scored": r["scored"],
             "passed": r["passed"],
             "pass_rate": (r["passed"] / r["scored"]) if r["scored"] else None,
+            "judged": r["scored"],
+            "coverage": r["scored"] / r["requirements"],
+            "low_coverage": low_coverage(r["scored"], r["requirements"]),
         }
         entry["must_passed"] += r["must_passed"]
         entry["must_scored"] += r["must_scored"]
@@ -372,6 +387,7 @@ def _summary(targets, summary_rows, cells_out) -> list[dict[str, Any]]:
         entry["features"] = dict(
             sorted(entry["features"].items(), key=lambda kv: FEATURES.index(kv[0]))
         )
+        entry["must_low_coverage"] = low_coverage(entry["must_scored"], entry["must_requirements"])
     return list(by_target.values())
 
 

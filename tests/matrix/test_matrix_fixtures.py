@@ -80,6 +80,25 @@ def test_not_applicable_verdicts_never_count_as_failures(model):
     assert tansu["features"]["broker-registration"]["scored"] == 0  # UNSUPPORTED only
 
 
+def test_every_feature_rate_has_its_coverage(model):
+    """judged = cells with a check that ran (not UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT,
+    SKIP) out of the feature's cells at that target; low coverage under half judged."""
+    for s in model["summary"]:
+        target = (s["implementation"], s["version"])
+        mine = [c for c in model["cells"] if (c["implementation"], c["version"]) == target]
+        assert s["must_requirements"] == sum(c["level"] == "MUST" for c in mine)
+        assert s["must_low_coverage"] == (2 * s["must_scored"] < s["must_requirements"])
+        for feature, f in s["features"].items():
+            cells = [c for c in mine if c["feature"] == feature]
+            judged = sum(c["verdict"] not in NOT_APPLICABLE for c in cells)
+            assert (f["requirements"], f["judged"], f["scored"]) == (len(cells), judged, judged)
+            assert f["coverage"] == judged / len(cells)
+            assert f["low_coverage"] == (2 * judged < len(cells))
+    summary = {(s["implementation"], s["version"]): s for s in model["summary"]}
+    kip78 = summary[("tansu", "0.5.1")]["features"]["kip-78"]
+    assert (kip78["judged"], kip78["requirements"], kip78["low_coverage"]) == (3, 7, True)
+
+
 def test_flakiness_with_rate_and_lone_failure_flag(model):
     flaky = {
         (f["implementation"], f["version"], f["requirement_id"]): f for f in model["flakiness"]

@@ -12,6 +12,7 @@ import pytest
 
 from conformance.matrix.job import compute, render_run_report
 from conformance.matrix.one_run import one_run_model
+from tests.matrix.coverage_run import write_small_broker_run
 from tests.matrix.spark_support import FIXTURE_RUNS
 
 RUNS = sorted(p.name for p in FIXTURE_RUNS.iterdir() if (p / "manifest.json").is_file())
@@ -41,6 +42,17 @@ def test_python_and_spark_give_the_same_matrix(spark, tmp_path, name):
     assert _comparable(by_python) == by_spark
     # the comparison covers what the report shows: cells, failures, the API matrix
     assert by_spark["cells"] and by_spark["api_support"]["targets"]
+
+
+def test_python_and_spark_agree_on_coverage(spark, tmp_path):
+    """A feature with 2 of its 11 requirements judged: both engines give the same coverage."""
+    run = write_small_broker_run(tmp_path / "runs")
+    by_spark = _comparable(compute(spark, [run], tmp_path / "spark"))
+    by_python = one_run_model(run)
+    assert by_python is not None
+    assert _comparable(by_python) == by_spark
+    broker = by_spark["summary"][0]["features"]["broker-registration"]
+    assert (broker["judged"], broker["requirements"], broker["low_coverage"]) == (2, 11, True)
 
 
 def test_the_compared_runs_cover_every_verdict_and_a_malformed_line():
