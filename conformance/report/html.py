@@ -9,10 +9,14 @@ from typing import Any
 
 from conformance.report.verdict_style import (
     COLOURS,
+    COVERAGE_NOTE,
     ORDER,
     UNITS,
     cell_text,
+    coverage_counts,
+    feature_rate_text,
     flakiness_summary,
+    must_rate_text,
     outcomes_text,
     percent,
     table_check_lines,
@@ -42,6 +46,8 @@ td a{color:inherit}
 .muted{color:#757575}
 .req{margin:10px 0;padding:6px 10px;border-left:4px solid #90a4ae}
 .flag{font-weight:bold}
+.low-coverage{color:#757575;font-style:italic}
+ul.rates{margin:0;padding-left:16px}
 """
 
 JS = """
@@ -108,22 +114,25 @@ def _summary(model: dict[str, Any], badges: dict[str, str]) -> str:
             if s["verdicts"].get(v)
         )
         rate = s["must_passed"] / s["must_scored"] if s["must_scored"] else None
-        features = ", ".join(f"{f} {percent(x['pass_rate'])}" for f, x in s["features"].items())
+        must_cls = ' class="low-coverage"' if coverage_counts(
+            s["must_passed"], s["must_scored"], s.get("must_requirements", s["must_scored"])
+        )[1] is None else ""  # fmt: skip
+        features = "".join(f"<li>{_feature_rate(f, x)}</li>" for f, x in s["features"].items())
         rows.append(
             f"<tr><td>{_e(s['implementation'])}</td><td>{_e(s['version'])}</td>"
             f"<td>{runs_of[key]}</td>"
-            f'<td data-sort="{"" if rate is None else round(rate, 4)}">'
-            f"{s['must_passed']}/{s['must_scored']} ({percent(rate)})</td>"
-            f"<td>{counts}</td><td>{_e(features)}</td></tr>"
+            f'<td{must_cls} data-sort="{"" if rate is None else round(rate, 4)}">'
+            f"{_e(must_rate_text(s))}</td>"
+            f'<td>{counts}</td><td><ul class="rates">{features}</ul></td></tr>'
         )
     table = _table(
         [
             "implementation",
             "version",
             "runs",
-            "MUST passed",
+            "MUST requirements met",
             "cells by verdict",
-            "pass rate by feature",
+            "pass rate by feature (judged requirements)",
         ],
         rows,
     )
@@ -132,7 +141,15 @@ def _summary(model: dict[str, Any], badges: dict[str, str]) -> str:
         f'{base64.b64encode(svg.encode()).decode()}"> '
         for impl, svg in badges.items()
     )
-    return f'<p class="badges">{images}</p>{table}'
+    return f'<p class="badges">{images}</p>{table}<p class="muted">{_e(COVERAGE_NOTE)}</p>'
+
+
+def _feature_rate(feature: str, entry: dict[str, Any]) -> str:
+    """One feature's rate with its coverage; under half judged, the counts only, greyed."""
+    judged, total = entry["scored"], entry["requirements"]
+    low = coverage_counts(entry["passed"], judged, total)[1] is None
+    cls = ' class="low-coverage"' if low else ""
+    return f"<span{cls}>{_e(feature)} {_e(feature_rate_text(entry))}</span>"
 
 
 def _legend() -> str:
@@ -497,7 +514,8 @@ def render_html(
             _summary(model, badges)
             + (
                 f'<figure id="pass-rate">{plot_svg}<figcaption>Pass rate per feature across '
-                "versions</figcaption></figure>"
+                "versions, over the judged requirements; a hollow marker where fewer than half "
+                "of the feature's requirements were judged</figcaption></figure>"
                 if plot_svg
                 else ""
             ),

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.report.verdict_style import (
+    COVERAGE_NOTE,
     UNITS,
     cell_text,
+    feature_rate_text,
     flakiness_summary,
+    must_rate_text,
     outcomes_text,
     percent,
     table_check_lines,
@@ -37,17 +40,18 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
         "",
     ]
     out += _table(
-        ["implementation", "version", "MUST passed", *model["features"]],
+        ["implementation", "version", "MUST requirements met", *model["features"]],
         [
             [
                 s["implementation"],
                 s["version"],
-                f"{s['must_passed']}/{s['must_scored']}",
-                *[percent(s["features"].get(f, {}).get("pass_rate")) for f in model["features"]],
+                must_rate_text(s),
+                *[feature_rate_text(s["features"].get(f)) for f in model["features"]],
             ]
             for s in model["summary"]
         ],
     )
+    out += [COVERAGE_NOTE, ""]
     by_key = {(c["implementation"], c["version"], c["requirement_id"]): c for c in model["cells"]}
     out += ["## Requirement matrix", ""]
     for feature in model["features"]:

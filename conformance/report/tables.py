@@ -6,6 +6,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from conformance.report.verdict_style import coverage_counts
+
 CELL_COLUMNS = (
     "implementation",
     "version",
@@ -32,7 +34,9 @@ def write_csvs(model: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     paths = {
         "requirements_csv": out_dir / "requirements.csv",
         "apis_csv": out_dir / "api-support.csv",
+        "features_csv": out_dir / "features.csv",
     }
+    _write_features(model, paths["features_csv"])
     with paths["requirements_csv"].open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow([*CELL_COLUMNS, "statement"])
@@ -80,3 +84,39 @@ def write_csvs(model: dict[str, Any], out_dir: Path) -> dict[str, Path]:
                     ]
                 )
     return paths
+
+
+FEATURE_COLUMNS = (
+    "implementation",
+    "version",
+    "feature",
+    "requirements",
+    "judged",
+    "passed",
+    "coverage",
+    "pass_rate",
+)
+
+
+def _write_features(model: dict[str, Any], path: Path) -> None:
+    """One row per target and feature: how many requirements were judged beside the pass rate,
+    which is left empty where fewer than half were judged (as every rendering gives none)."""
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(FEATURE_COLUMNS)
+        for s in model["summary"]:
+            for feature, x in s["features"].items():
+                judged, total = x["scored"], x["requirements"]
+                shown = coverage_counts(x["passed"], judged, total)[1] is not None
+                w.writerow(
+                    [
+                        s["implementation"],
+                        s["version"],
+                        feature,
+                        total,
+                        judged,
+                        x["passed"],
+                        round(judged / total, 4) if total else "",
+                        round(x["passed"] / judged, 4) if shown else "",
+                    ]
+                )

@@ -42,6 +42,51 @@ def percent(rate: float | None) -> str:
     return "-" if rate is None else f"{100 * rate:.0f}%"
 
 
+#: the legend of every pass rate: what "judged" means and when no rate is given
+COVERAGE_NOTE = (
+    "A pass rate is over the judged requirements only (PASS, FAIL, ERROR, NONSTRICT, FLAKY: a "
+    'check ran), and is given with how many were judged, e.g. "9 of 11 judged: 89%". Where '
+    "fewer than half were judged, no rate is given, only the counts: the few judged say little "
+    "about the feature."
+)
+
+
+def coverage_counts(passed: int, judged: int, requirements: int) -> tuple[str, str | None]:
+    """(how much was judged, the pass rate or None): None where nothing or fewer than half of
+    the requirements were judged, so a rate never stands for a feature it barely covered."""
+    head = f"{judged} of {requirements} judged"
+    if not judged or 2 * judged < requirements:
+        return head, None
+    # a rate short of 1 never rounds up to "100%"
+    return head, f"{min(round(100 * passed / judged), 100 if passed == judged else 99)}%"
+
+
+def rate_text(passed: int, judged: int, requirements: int) -> str:
+    """``9 of 11 judged: 89%``; ``2 of 11 judged, 2 pass (under half judged: no rate)``;
+    ``0 of 3 judged``."""
+    head, rate = coverage_counts(passed, judged, requirements)
+    if rate is not None:
+        return f"{head}: {rate}"
+    if not judged:
+        return head
+    return f"{head}, {passed} pass (under half judged: no rate)"
+
+
+def feature_rate_text(feature: dict[str, Any] | None) -> str:
+    """A summary feature entry's rate with its coverage; ``-`` for a feature the target lacks."""
+    if not feature:
+        return "-"
+    return rate_text(feature["passed"], feature["scored"], feature["requirements"])
+
+
+def must_rate_text(entry: dict[str, Any]) -> str:
+    """A target's MUST requirements met, with how many of its MUST requirements were judged."""
+    passed, judged = entry["must_passed"], entry["must_scored"]
+    total = entry.get("must_requirements", judged)
+    head, rate = coverage_counts(passed, judged, total)
+    return f"{passed} met; {head}: {rate}" if rate else rate_text(passed, judged, total)
+
+
 def outcomes_text(flaky_test: dict[str, Any]) -> str:
     """``FAIL -> PASS -> PASS``: a flaky test's verdicts, one per run, in run order."""
     return " -> ".join(o["verdict"] for o in flaky_test["outcomes"])
