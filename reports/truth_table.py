@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from conformance.matrix.versions import version_key
@@ -25,12 +26,14 @@ def main(argv: list[str]) -> int:
     rows = truth_table.load(TABLE)
     groups: dict[tuple[str, str, int | None], dict[str, int]] = defaultdict(dict)
     targets: set[tuple[str, str]] = set()
+    seen_records: list[tuple[str, str, list]] = []
     for run_dir in find_runs(argv or ["reports/runs"]):
         run = load_run(run_dir)
         impl, version = run.manifest["target_name"], run.manifest["target_version"]
         if impl not in KAFKA:
             continue
         targets.add((impl, version))
+        seen_records.append((impl, version, run.records))
         label = f"{impl} {version}"
         for r in run.records:
             if r["verdict"] == "PASS":
@@ -59,6 +62,20 @@ def main(argv: list[str]) -> int:
         row = rows[match]
         text = row.explanation.replace("|", "\\|")
         print(f"| {req} | {verdict} | {where} | {row.kind} | {text} | {row.evidence} |")
+    stale = [
+        row
+        for row in rows
+        if not any(
+            row.matches(r, f"{impl} {version}")
+            for impl, version, records in seen_records
+            for r in records
+        )
+        and any(fnmatchcase(f"{i} {v}", p) for i, v in targets for p in row.targets)
+    ]
+    if stale:
+        print("\nRows that explained nothing in these runs (stale, or their target not run):\n")
+        for row in stale:
+            print(f"- {row.feature}: {row.requirement} {row.verdict} {row.tests} {row.targets}")
     if missing:
         print(f"\n{missing} verdict groups have no explanation yet.")
     return 1 if missing else 0

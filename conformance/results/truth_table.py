@@ -95,10 +95,21 @@ def unexplained(
 
 
 def unused(records: list[Mapping[str, object]], target: str, rows: list[Row]) -> list[Row]:
-    """The rows naming ``target`` that explain none of ``records`` (stale, or too narrow)."""
+    """The rows naming ``target`` whose tests ran with their requirement in ``records`` and
+    explain none of them: stale (the verdict changed), or written too narrowly. A row whose
+    tests did not run (a selection) is not judged here."""
+
+    def exercised(row: Row) -> bool:
+        return any(
+            r.get("requirement_id") == row.requirement
+            and fnmatchcase(str(r.get("test_id", "")), row.tests)
+            for r in records
+        )
+
     return [
         row
         for row in rows
         if any(fnmatchcase(target, p) for p in row.targets)
+        and exercised(row)
         and not any(row.matches(r, target) for r in records)
     ]

@@ -50,10 +50,11 @@ def test_every_verdict_that_is_not_pass_is_explained(kafka_run) -> None:
     )
 
 
-def test_no_row_of_a_judged_requirement_is_stale(kafka_run) -> None:
+def test_no_row_of_a_judged_test_is_stale(kafka_run) -> None:
+    """Rows that name one test exactly (a subset cannot judge the wider patterns: the whole-suite
+    runs of reports/truth_table.py list those)."""
     _, run = kafka_run
-    judged = {r["requirement_id"] for r in run.records}
-    rows = [r for r in truth_table.load(TABLE) if r.requirement in judged]
+    rows = [r for r in truth_table.load(TABLE) if not set("*?[") & set(r.tests)]
     stale = truth_table.unused(run.records, TARGET, rows)
     assert not stale, [(r.feature, r.requirement, r.tests, r.verdict) for r in stale]
 
@@ -88,7 +89,7 @@ def test_truth_table_rows_are_well_formed() -> None:
     for row in rows:
         assert row.requirement.startswith(row.feature.upper() + ".R"), row
         if row.kind == "kafka-differs":
-            evidence = ROOT / row.evidence.split()[0]
+            evidence = ROOT / row.evidence.split()[0].rstrip(";,")
             assert evidence.exists(), row
     for path in TABLE.glob("*.json"):
         assert set(json.loads(path.read_text())) == {"rows"}, path
