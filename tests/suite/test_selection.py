@@ -25,7 +25,8 @@ def test_by_test_id_prefix_and_component() -> None:
     assert sorted(ids) == [
         "conformance/suite/protocol/test_spec_derived.py::test_valid_requests_are_answered[describe-cluster/v0]",
         "conformance/suite/protocol/test_spec_derived.py::test_valid_requests_are_answered[describe-cluster/v1]",
-    ]
+        "conformance/suite/protocol/test_spec_derived.py::test_valid_requests_are_answered[describe-cluster/v2]",
+    ]  # v2: Kafka 4.x
 
 
 def test_by_api_name() -> None:
