@@ -157,10 +157,12 @@ class Connection:
         self._pending.clear()
         self._order.clear()
 
-    async def api_versions(self, version: int = 3) -> dict[int, tuple[int, int]]:
+    async def api_versions(
+        self, version: int = 3, *, timeout: float = 30.0
+    ) -> dict[int, tuple[int, int]]:
         """ApiVersions: api key -> (min, max) the peer advertises on this listener."""
         body = {"ClientSoftwareName": "kafka-conformance", "ClientSoftwareVersion": "0.1.0"}
-        resp = await self.request(ApiKey.API_VERSIONS, version, body)
+        resp = await self.request(ApiKey.API_VERSIONS, version, body, timeout=timeout)
         return {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in resp.body["ApiKeys"]}
 
     async def close(self) -> None:

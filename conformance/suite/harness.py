@@ -35,6 +35,9 @@ CONTROLLER_TYPES = ("controller",)
 REQUEST_TIMEOUT = 10.0
 #: ... for an API and version the target already left unanswered earlier in the run
 REPEAT_TIMEOUT = 2.0
+#: how long the run's first ApiVersions (at v3, then at v0) may take before the target is
+#: reported unreachable: any broker answers it at once
+OPEN_TIMEOUT = 5.0
 
 
 @dataclass
@@ -115,8 +118,10 @@ class SyncConnection:
     def closed_by_peer(self, timeout: float) -> bool:
         return self.harness.call(self.conn.wait_closed_by_peer(timeout))
 
-    def api_versions(self, version: int = 3) -> dict[int, tuple[int, int]]:
-        return self.harness.call(self.conn.api_versions(version))
+    def api_versions(
+        self, version: int = 3, timeout: float = REQUEST_TIMEOUT
+    ) -> dict[int, tuple[int, int]]:
+        return self.harness.call(self.conn.api_versions(version, timeout=timeout))
 
     def close(self) -> None:
         self.harness.call(self.conn.close())
@@ -227,16 +232,25 @@ class Harness:
             )
 
     def _fetch_advertised(self, listener: str, what: str) -> dict[int, tuple[int, int]]:
-        """ApiVersions at v3, or at v0 for a peer that refuses v3 (it answers in v0 then)."""
-        last: Exception | None = None
+        """ApiVersions at v3, or at v0 for a peer that refuses v3 (it answers in v0 then).
+
+        Each attempt waits OPEN_TIMEOUT at most, so a target that accepts connections and never
+        answers is reported within seconds, with what it did."""
+        reasons = []
         for version in (3, 0):
             try:
-                return self.connect(listener).api_versions(version)
-            except (ConnectionError, OSError, TimeoutError, DecodeError) as e:
-                last = e
+                return self.connect(listener).api_versions(version, timeout=OPEN_TIMEOUT)
+            except TimeoutError:
+                reasons.append(
+                    f"accepted the connection but did not answer ApiVersions v{version} "
+                    f"within {OPEN_TIMEOUT:.0f} s"
+                )
+            except (ConnectionError, OSError, DecodeError) as e:
+                why = str(e).strip() or type(e).__name__
+                reasons.append(f"ApiVersions v{version}: {why}")
             finally:
                 self.end_test()
-        raise TargetError(f"cannot reach the target at {what}: {last}")
+        raise TargetError(f"cannot reach the target at {what}: {'; '.join(reasons)}")
 
     def close(self) -> None:
         self.end_test()

@@ -32,3 +32,49 @@ def test_bad_options_exit_2_with_one_line(
     assert message in err
     assert "Traceback" not in err
     assert not any(tmp_path.iterdir())  # nothing ran, nothing recorded
+
+
+def test_a_target_that_never_answers_is_reported_within_seconds_with_why(tmp_path: Path) -> None:
+    """A listener that accepts connections and reads, but never answers: the run stops at its
+    first ApiVersions (v3, then v0), each bounded, and says what the target did."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])  # kept open, never answered
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "conformance", "run", "--bootstrap-server",
+             f"127.0.0.1:{port}", "--results-dir", str(tmp_path / "results")],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+        wall = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert f"cannot reach the target at 127.0.0.1:{port}: accepted the connection" in err, err
+    assert "did not answer ApiVersions v3 within 5 s" in err
+    assert "did not answer ApiVersions v0 within 5 s" in err
+    print(f"a target that never answers: reported after {wall:.1f} s")
