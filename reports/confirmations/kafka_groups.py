@@ -16,13 +16,13 @@ Usage: python reports/confirmations/kafka_groups.py 3.9.1 '3.9.1?store=zookeeper
 
 import asyncio
 import struct
-import sys
 import time
 import uuid
 
+from kafka_versions import each_target
+
 from conformance.client.wire import Connection
 from conformance.protocol.codec import Codec
-from conformance.targets.kafka import KafkaTarget
 
 FIND_COORDINATOR, JOIN_GROUP, DESCRIBE_GROUPS = 10, 11, 15
 TRANSIENT = (14, 15, 16)
@@ -145,16 +145,5 @@ async def describe_absent(codec, ep):
         await conn.close()
 
 
-def main(specs):
-    for spec in specs:
-        target = KafkaTarget.from_spec(spec)
-        target.start()
-        try:
-            asyncio.run(probe(target))
-        finally:
-            target.stop()
-        print()
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["3.9.1"])
+    each_target(probe)

@@ -5,13 +5,12 @@ released brokers started as the kafka target starts them).
 Usage: python reports/confirmations/kafka_protocol.py 3.9.1 '3.9.1?store=zookeeper' 4.0.2 4.4.0
 """
 
-import asyncio
-import sys
 import uuid
+
+from kafka_versions import each_target
 
 from conformance.client.wire import Connection, ConnectionClosed
 from conformance.protocol.codec import Codec
-from conformance.targets.kafka import KafkaTarget
 
 METADATA, OFFSET_FETCH, API_VERSIONS, ADD_PARTITIONS = 3, 9, 18, 24
 DESCRIBE_ACLS, GET_TELEMETRY, PUSH_TELEMETRY = 29, 71, 72
@@ -167,16 +166,5 @@ async def probe(target):
     show("ControllerId of each answer", ids)
 
 
-def main(specs):
-    for spec in specs:
-        target = KafkaTarget.from_spec(spec)
-        target.start()
-        try:
-            asyncio.run(probe(target))
-        finally:
-            target.stop()
-        print()
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["3.9.1"])
+    each_target(probe)

@@ -19,3 +19,16 @@ def each_version(confirm: Callable[[str, KafkaTarget], Awaitable[None]], query: 
             asyncio.run(confirm(version, target))
         finally:
             target.stop()
+
+
+def each_target(confirm: Callable[[KafkaTarget], Awaitable[None]]) -> None:
+    """``confirm(target)`` for each target spec in ``sys.argv`` (``3.9.1`` if none), e.g.
+    ``'3.9.1?store=zookeeper'``, with a blank line after each."""
+    for spec in sys.argv[1:] or ["3.9.1"]:
+        target = KafkaTarget.from_spec(spec)
+        target.start()
+        try:
+            asyncio.run(confirm(target))
+        finally:
+            target.stop()
+        print()
