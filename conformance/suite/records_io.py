@@ -91,10 +91,10 @@ def known_everywhere(harness: Harness, topic: str, partitions: int, timeout: flo
     version = harness.pick_version(ApiKey.METADATA, "1+")
     body = {"Topics": [{"Name": topic}], "AllowAutoTopicCreation": False}
     deadline = time.monotonic() + timeout
-    first = harness.connect()
-    brokers = [Endpoint(b["Host"], b["Port"]) for b in _brokers(first, version, body)]
+    listed = harness.connect().request(ApiKey.METADATA, version, body).body["Brokers"]
+    nodes = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in listed}
     leaders: dict[int, int] = {}
-    for ep in brokers:
+    for ep in nodes.values():
         conn = harness.connect(ep)
         try:
             while time.monotonic() < deadline:
@@ -114,7 +114,6 @@ def known_everywhere(harness: Harness, topic: str, partitions: int, timeout: flo
     if ApiKey.LIST_OFFSETS not in harness.advertised:
         return
     # a broker's Metadata can name it leader a moment before it acts as one: ask each leader
-    nodes = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in _brokers(first, version, body)}
     lo_version = harness.pick_version(ApiKey.LIST_OFFSETS, "1+")
     for partition, node in sorted(leaders.items()):
         if node not in nodes:
@@ -140,10 +139,6 @@ def known_everywhere(harness: Harness, topic: str, partitions: int, timeout: flo
 
 #: what a partition's new leader answers before it has taken up leadership
 NOT_LEADER_YET = (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-
-
-def _brokers(conn: SyncConnection, version: int, body: dict) -> list[dict]:
-    return conn.request(ApiKey.METADATA, version, body).body["Brokers"]
 
 
 def seed_topic(harness: Harness, name: str) -> str:

@@ -6,6 +6,7 @@ stop them by pid or container id); ``external`` only names endpoints somebody el
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -81,6 +82,24 @@ def wait_listening(ep: Endpoint, timeout: float) -> bool:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.02)
+
+
+def metadata_brokers(ep: Endpoint, timeout: float) -> int:
+    """How many brokers a Metadata request on ``ep`` lists (0 when it is not answered)."""
+    from conformance.client.metadata import ClusterMetadata
+
+    async def probe() -> int:
+        meta = ClusterMetadata(str(ep), request_timeout=timeout)
+        try:
+            await meta.start()
+            return len(meta.brokers)
+        finally:
+            await meta.close()
+
+    try:
+        return asyncio.run(asyncio.wait_for(probe(), timeout))
+    except Exception:  # not serving yet, whatever the way: the caller waits and asks again
+        return 0
 
 
 def stop_process(proc: subprocess.Popen | None, timeout: float = 10.0) -> None:

@@ -14,7 +14,6 @@ container's log is kept in ``logs_dir`` (the run's results folder) and the error
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import os
 import random
@@ -27,7 +26,13 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from conformance.client.ports import free_port
-from conformance.targets.base import Endpoint, Target, TargetError, wait_listening
+from conformance.targets.base import (
+    Endpoint,
+    Target,
+    TargetError,
+    metadata_brokers,
+    wait_listening,
+)
 from conformance.targets.profiles import Profile, load_profile, recognise
 from conformance.targets.zookeeper import ZooKeeperServer
 
@@ -87,24 +92,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def metadata_brokers(ep: Endpoint, timeout: float) -> int:
-    """How many brokers a Metadata request on ``ep`` lists (0 when it is not answered)."""
-    from conformance.client.metadata import ClusterMetadata
-
-    async def probe() -> int:
-        meta = ClusterMetadata(str(ep), request_timeout=timeout)
-        try:
-            await meta.start()
-            return len(meta.brokers)
-        finally:
-            await meta.close()
-
-    try:
-        return asyncio.run(asyncio.wait_for(probe(), timeout))
-    except Exception:  # not serving yet, whatever the way: the caller waits and asks again
-        return 0
 
 
 @dataclass

@@ -30,8 +30,14 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 from conformance.client.ports import free_port
-from conformance.targets.base import Endpoint, Target, TargetError, stop_process, wait_listening
-from conformance.targets.docker import metadata_brokers
+from conformance.targets.base import (
+    Endpoint,
+    Target,
+    TargetError,
+    metadata_brokers,
+    stop_process,
+    wait_listening,
+)
 from conformance.targets.maven import broker_classpath, check_version
 from conformance.targets.zookeeper import ZooKeeperServer
 
@@ -49,8 +55,8 @@ KRAFT_SETTINGS = {"broker.heartbeat.interval.ms": "250", "broker.session.timeout
 #: first node id of the KRaft controllers (brokers are 1..N)
 CONTROLLER_IDS = 1000
 #: JVM settings for a suite run: a few thousand small requests, where the quick compiler and a
-#: one-thread collector leave the two cores to the brokers' work (a whole run against 4.4.0:
-#: 67 s with Kafka's server settings, 55 s with these; the same verdicts)
+#: one-thread collector leave the cores to the brokers' work (the same verdicts, a shorter run:
+#: benchmarks/README.md, "A whole run against Apache Kafka")
 TEST_JVM_OPTIONS = (
     "-Xms128m",
     "-Xmx768m",

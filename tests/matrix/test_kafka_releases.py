@@ -106,3 +106,12 @@ def test_table_check_names_each_api_whose_range_differs() -> None:
     assert kafka_releases.table_check("tansu", "0.6.0", table) is None
     zk = kafka_releases.table_check("apache-kafka-zookeeper", "3.9.1", table)
     assert zk["listener"] == "zkBroker" and zk["differences"]  # LeaderAndIsr and co. are zkBroker's
+
+
+def test_the_negotiation_cap_is_kafka_3_9s_highest_version_of_each_api() -> None:
+    """conformance.protocol.versions keeps Kafka 3.9's highest versions (the kernel cannot read
+    the release table); they must be the table's own."""
+    from conformance.protocol.versions import KAFKA_3_9_MAX
+
+    release = kafka_releases.load()["3.9.0"]
+    assert KAFKA_3_9_MAX == {k: a.max for k, a in release.items()}

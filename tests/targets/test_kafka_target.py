@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conformance.targets import TargetError, TargetOptions, make_target
-from conformance.targets.docker import metadata_brokers
+from conformance.targets.base import metadata_brokers
 from conformance.targets.kafka import KafkaTarget
 from conformance.targets.maven import cached_broker
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.targets.base import wait_listening
-from conformance.targets.docker import DockerTarget, metadata_brokers
+from conformance.targets.base import metadata_brokers, wait_listening
+from conformance.targets.docker import DockerTarget
 from conformance.targets.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
