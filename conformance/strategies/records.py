@@ -123,11 +123,6 @@ def record_batches(
     )
 
 
-def control_batches() -> st.SearchStrategy[RecordBatch]:
-    """Transaction-marker batches (any codec)."""
-    return record_batches(control=True)
-
-
 def encoded_batches(
     *, compression: Compression | None = None, control: bool | None = None
 ) -> st.SearchStrategy[bytes]:

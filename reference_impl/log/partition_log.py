@@ -33,7 +33,6 @@ from reference_impl.log.batches import (
     LOG_OVERHEAD,
     BatchHeader,
     crc_ok,
-    offset_and_length,
     parse_header,
     stamp,
     stamp_append_time,
@@ -505,15 +504,3 @@ def _read_start(path: Path) -> int:
 
 def _mtime_ms(seg: Segment) -> int:
     return int(os.fstat(seg.fd).st_mtime * 1000)
-
-
-def batch_offsets(records: bytes) -> list[tuple[int, int]]:
-    """``(base offset, whole length)`` of each complete batch in ``records``."""
-    out, pos = [], 0
-    while pos + LOG_OVERHEAD <= len(records):
-        base, length = offset_and_length(records, pos)
-        if length < HEADER_SIZE or pos + length > len(records):
-            break
-        out.append((base, length))
-        pos += length
-    return out
