@@ -1,6 +1,6 @@
 """The data plane's storage: one PartitionLog per partition replica (see partition_log)."""
 
-from reference_impl.log.batches import BatchHeader, parse_header
+from conformance.protocol.records.header import BatchHeader, parse_header
 from reference_impl.log.config import LogConfig
 from reference_impl.log.partition_log import AppendResult, PartitionLog, TimestampOffset
 

@@ -28,9 +28,10 @@ from pathlib import Path
 
 from conformance.protocol import ErrorCode, KafkaError
 from conformance.protocol.records import CorruptRecordError, decode_batch
-from reference_impl.log.batches import (
+from conformance.protocol.records.header import (
     HEADER_SIZE,
     LOG_OVERHEAD,
+    MAGIC,
     BatchHeader,
     crc_ok,
     parse_header,
@@ -202,7 +203,7 @@ class PartitionLog:
                 )
             if pos + h.length > n:
                 break
-            if h.magic != 2 or not crc_ok(data, h):
+            if h.magic != MAGIC or not crc_ok(data, h):
                 raise KafkaError(
                     ErrorCode.CORRUPT_MESSAGE, f"batch at offset {h.base_offset} is corrupt"
                 )

@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from conformance.protocol import ErrorCode, KafkaError
-from reference_impl.log.batches import BatchHeader
+from conformance.protocol.records.header import BatchHeader
 
 NO_EPOCH = -1
 NO_SEQUENCE = -1

@@ -12,9 +12,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from reference_impl.log.batches import (
+from conformance.protocol.records.header import (
     HEADER_SIZE,
+    LAST_OFFSET_DELTA_OFFSET,
     LOG_OVERHEAD,
+    MAGIC,
     BatchHeader,
     crc_ok,
     last_offset_delta,
@@ -24,7 +26,8 @@ from reference_impl.log.batches import (
 from reference_impl.log.index import OffsetIndex, TimeIndex
 
 _SCAN_CHUNK = 64 * 1024
-_PEEK = 27  # baseOffset .. lastOffsetDelta: enough to delimit a batch and know its offsets
+#: baseOffset .. lastOffsetDelta: enough to delimit a batch and know its offsets
+_PEEK = LAST_OFFSET_DELTA_OFFSET + 4
 
 
 def segment_name(base_offset: int) -> str:
@@ -98,7 +101,7 @@ class Segment:
             if (
                 h.length < HEADER_SIZE
                 or pos + h.length > self.size
-                or h.magic != 2
+                or h.magic != MAGIC
                 or h.base_offset < self.next_offset
                 or h.last_offset_delta < 0
             ):

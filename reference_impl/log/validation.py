@@ -25,16 +25,18 @@ from dataclasses import dataclass
 from conformance.protocol import ErrorCode, KafkaError
 from conformance.protocol.records import CorruptRecordError, decompress
 from conformance.protocol.records.compression import Compression
-from reference_impl.log.batches import (
+from conformance.protocol.records.entries import MAGIC_OFFSET, MIN_ENTRY_SIZE
+from conformance.protocol.records.header import (
+    COMPRESSION_MASK,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    MAGIC,
     BatchHeader,
     crc_ok,
     offset_and_length,
     parse_header,
 )
 
-_MIN_ENTRY = 14  # the smallest entry any message format can hold
 MAX_DECOMPRESSED = 64 * 1024 * 1024
 
 
@@ -58,7 +60,7 @@ def validate_batch(
     pos = 0
     while n - pos >= LOG_OVERHEAD:
         _, length = offset_and_length(data, pos)
-        if length - LOG_OVERHEAD < _MIN_ENTRY:
+        if length - LOG_OVERHEAD < MIN_ENTRY_SIZE:
             raise KafkaError(
                 ErrorCode.CORRUPT_MESSAGE,
                 f"record size {length - LOG_OVERHEAD} is below the minimum",
@@ -73,9 +75,9 @@ def validate_batch(
             f"a produce request must hold exactly one record batch, found {len(spans)}",
         )
     _, length = spans[0]
-    if data[16] != 2:
+    if data[MAGIC_OFFSET] != MAGIC:
         raise KafkaError(
-            ErrorCode.INVALID_RECORD, f"record batches must be magic 2, not {data[16]}"
+            ErrorCode.INVALID_RECORD, f"record batches must be magic 2, not {data[MAGIC_OFFSET]}"
         )
     if length < HEADER_SIZE:
         raise KafkaError(
@@ -101,7 +103,7 @@ def validate_internal_batch(records: bytes | None) -> ValidBatch:
     if not records or len(records) < HEADER_SIZE:
         raise KafkaError(ErrorCode.INVALID_RECORD, "an internal append must hold one record batch")
     h = parse_header(records, 0)
-    if h.magic != 2 or h.length != len(records) or not crc_ok(records, h):
+    if h.magic != MAGIC or h.length != len(records) or not crc_ok(records, h):
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "an internal batch is not one valid v2 batch")
     return ValidBatch(h, records)
 
@@ -127,7 +129,7 @@ def _check_header(h: BatchHeader, produce_version: int) -> None:
         raise KafkaError(
             ErrorCode.INVALID_RECORD, f"producer id {h.producer_id} without a sequence number"
         )
-    codec = h.attributes & 0x07
+    codec = h.attributes & COMPRESSION_MASK
     if codec > 4:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec {codec}")
     if codec == Compression.ZSTD and produce_version < 7:
@@ -135,7 +137,7 @@ def _check_header(h: BatchHeader, produce_version: int) -> None:
 
 
 def _check_records(batch: memoryview, h: BatchHeader) -> None:
-    codec = h.attributes & 0x07
+    codec = h.attributes & COMPRESSION_MASK
     if codec == Compression.NONE:
         whole = batch.obj
         if type(whole) is bytes and batch.nbytes == h.length:  # no copy: walk it in place

@@ -28,12 +28,19 @@ CLUSTER_ACTION on CLUSTER for Envelope and the inter-node RPCs.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
 from conformance.protocol import ErrorCode
+from conformance.protocol.records.entries import LOG_OVERHEAD, MAGIC_OFFSET
+from conformance.protocol.records.header import (
+    ATTRIBUTES_OFFSET,
+    MAGIC,
+    TRANSACTIONAL_BIT,
+    attributes_at,
+    offset_and_length,
+)
 from reference_impl.broker.forwarding import FORWARDED
 from reference_impl.error_responses import error_response
 from reference_impl.net.listener import CLOSE, Api, RequestContext
@@ -116,24 +123,19 @@ async def _init_producer_id(node: Any, ctx: RequestContext, body: dict, handler:
 # --- Produce: only its transactional-id check (the handler checks WRITE on each topic) --------
 
 
-_BATCH_MAGIC, _BATCH_ATTRIBUTES = 16, 21
-_TRANSACTIONAL = 0x10
-
-
 def _has_transactional_records(body: dict) -> bool:
     for topic in body["TopicData"]:
         for part in topic["PartitionData"]:
             raw = part["Records"] or b""
             pos = 0
-            while pos + _BATCH_ATTRIBUTES + 2 <= len(raw):
-                (length,) = struct.unpack_from(">i", raw, pos + 8)
-                if raw[pos + _BATCH_MAGIC] >= 2:
-                    (attributes,) = struct.unpack_from(">h", raw, pos + _BATCH_ATTRIBUTES)
-                    if attributes & _TRANSACTIONAL:
+            while pos + ATTRIBUTES_OFFSET + 2 <= len(raw):
+                _, length = offset_and_length(raw, pos)
+                if raw[pos + MAGIC_OFFSET] >= MAGIC:
+                    if attributes_at(raw, pos) & TRANSACTIONAL_BIT:
                         return True
-                if length <= 0:
+                if length <= LOG_OVERHEAD:
                     break
-                pos += 12 + length
+                pos += length
     return False
 
 

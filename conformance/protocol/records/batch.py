@@ -1,10 +1,7 @@
 """RecordBatch v2 (magic 2): the on-disk and on-wire unit of records since Kafka 0.11.
 
-Layout: baseOffset int64, batchLength int32, partitionLeaderEpoch int32, magic int8 (2),
-crc uint32 (CRC-32C of everything after it), attributes int16, lastOffsetDelta int32,
-baseTimestamp int64, maxTimestamp int64, producerId int64, producerEpoch int16,
-baseSequence int32, then the record count int32 and the records (compressed as one payload
-when the codec bits say so).
+The header's layout is ``header.py``'s; the records follow it, compressed as one payload
+when the codec bits say so.
 
 A decoded batch keeps the exact bytes it came from in ``raw`` (a broker stores and serves
 batches as received); ``encode_batch`` always re-encodes from the fields.
@@ -34,6 +31,22 @@ from conformance.protocol.records.control import (
 )
 from conformance.protocol.records.entries import LOG_OVERHEAD, complete_entries
 from conformance.protocol.records.errors import CorruptRecordError
+from conformance.protocol.records.header import (
+    AFTER_CRC,
+    ATTRIBUTES_OFFSET,
+    CONTROL_BIT,
+    CRC,
+    CRC_OFFSET,
+    DELETE_HORIZON_BIT,
+    HEAD,
+    HEADER_SIZE,
+    KNOWN_BITS,
+    MAGIC,
+    NO_PRODUCER_ID,
+    RECORDS_COUNT_OFFSET,
+    TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
+)
 from conformance.protocol.records.record import (
     Header,
     LogRecord,
@@ -44,26 +57,10 @@ from conformance.protocol.records.record import (
 )
 from conformance.protocol.records.wire import Reader
 
-MAGIC = 2
-NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
-
-_HEAD = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
-_CRC = struct.Struct(">I")
-_AFTER_CRC = struct.Struct(">Hiqqqhii")  # attributes .. records count
-HEADER_SIZE = _HEAD.size + _CRC.size + _AFTER_CRC.size  # 61
-CRC_OFFSET = _HEAD.size  # 17
-ATTRIBUTES_OFFSET = CRC_OFFSET + _CRC.size  # 21: the CRC covers from here to the end
-
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_BIT = 0x08
-TRANSACTIONAL_BIT = 0x10
-CONTROL_BIT = 0x20
-DELETE_HORIZON_BIT = 0x40
-_KNOWN_BITS = 0x7F
 
 
 @dataclass(frozen=True)
@@ -100,7 +97,7 @@ class RecordBatch:
             set_(self, "records", tuple(self.records))
         set_(self, "compression", Compression(self.compression))
         set_(self, "timestamp_type", TimestampType(self.timestamp_type))
-        if self.unused_attribute_bits & _KNOWN_BITS:
+        if self.unused_attribute_bits & KNOWN_BITS:
             raise ValueError("unused_attribute_bits must not overlap the defined bits 0-6")
         if self.last_offset_delta is None:
             set_(self, "last_offset_delta", self.records[-1].offset_delta if self.records else 0)
@@ -140,7 +137,7 @@ class RecordBatch:
     def crc(self) -> int:
         """The CRC-32C the batch carries (from ``raw`` when decoded, else as encoded)."""
         data = self.raw if self.raw is not None else encode_batch(self)
-        return _CRC.unpack_from(data, CRC_OFFSET)[0]
+        return CRC.unpack_from(data, CRC_OFFSET)[0]
 
     def log_records(self) -> list[LogRecord]:
         """The records with absolute offsets and timestamps, as a consumer sees them."""
@@ -178,7 +175,7 @@ def encode_batch(batch: RecordBatch) -> bytes:
     body = compress(batch.compression, bytes(payload))
     try:
         after_crc = (
-            _AFTER_CRC.pack(
+            AFTER_CRC.pack(
                 batch.attributes,
                 batch.last_offset_delta,
                 batch.base_timestamp,
@@ -190,7 +187,7 @@ def encode_batch(batch: RecordBatch) -> bytes:
             )
             + body
         )
-        head = _HEAD.pack(
+        head = HEAD.pack(
             batch.base_offset,
             len(after_crc) + ATTRIBUTES_OFFSET - LOG_OVERHEAD,
             batch.partition_leader_epoch,
@@ -198,7 +195,7 @@ def encode_batch(batch: RecordBatch) -> bytes:
         )
     except struct.error as e:
         raise EncodeError("RecordBatch", "", f"a header field is out of range: {e}") from e
-    return head + _CRC.pack(crc32c(after_crc)) + after_crc
+    return head + CRC.pack(crc32c(after_crc)) + after_crc
 
 
 #: ``(timestamp_ms, key, value)`` or ``(timestamp_ms, key, value, headers)``
@@ -276,12 +273,12 @@ def decode_batch_at(
             offset=start + 8,
             path=path + ".length",
         )
-    base_offset, _length, leader_epoch, magic = _HEAD.unpack_from(data, start)
+    base_offset, _length, leader_epoch, magic = HEAD.unpack_from(data, start)
     if magic != MAGIC:
         raise CorruptRecordError(
             f"magic {magic} is not a v2 record batch", offset=start + 16, path=path + ".magic"
         )
-    (stored_crc,) = _CRC.unpack_from(data, start + CRC_OFFSET)
+    (stored_crc,) = CRC.unpack_from(data, start + CRC_OFFSET)
     computed = crc32c(memoryview(data)[start + ATTRIBUTES_OFFSET : end])
     if computed != stored_crc:
         raise CorruptRecordError(
@@ -289,13 +286,15 @@ def decode_batch_at(
             offset=start + CRC_OFFSET,
             path=path + ".crc",
         )
-    (attrs, last_delta, base_ts, max_ts, pid, pepoch, base_seq, count) = _AFTER_CRC.unpack_from(
+    (attrs, last_delta, base_ts, max_ts, pid, pepoch, base_seq, count) = AFTER_CRC.unpack_from(
         data, start + ATTRIBUTES_OFFSET
     )
     compression = codec(attrs, offset=start + ATTRIBUTES_OFFSET, path=path + ".attributes")
     if count < 0:
         raise CorruptRecordError(
-            f"negative record count {count}", offset=start + HEADER_SIZE - 4, path=path + ".records"
+            f"negative record count {count}",
+            offset=start + RECORDS_COUNT_OFFSET,
+            path=path + ".records",
         )
     payload_start = start + HEADER_SIZE
     if compression == Compression.NONE:
@@ -339,7 +338,7 @@ def decode_batch_at(
         producer_id=pid,
         producer_epoch=pepoch,
         base_sequence=base_seq,
-        unused_attribute_bits=attrs & ~_KNOWN_BITS,
+        unused_attribute_bits=attrs & ~KNOWN_BITS,
     )
     object.__setattr__(batch, "raw", bytes(data[start:end]))
     return batch

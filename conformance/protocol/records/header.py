@@ -1,8 +1,15 @@
-"""Reading v2 batch headers straight out of stored bytes, without decoding any record.
+"""The v2 record-batch header: its layout, and reading it out of stored bytes without decoding
+any record.
 
-The log never decodes records on its own paths (append as follower, read, recovery): it needs
-only each batch's header (offsets, length, timestamps, producer fields, leader epoch), and the
-CRC-32C over the bytes after the CRC field to validate a batch found on disk.
+The one place the header's byte layout is written down: ``batch.py`` encodes and decodes whole
+batches with it, and the reference's log (append as follower, read, recovery), its produce
+validation and its authorizer read only the header (offsets, length, timestamps, producer
+fields, leader epoch, attributes) and the CRC-32C over the bytes after the CRC field.
+
+Layout: baseOffset int64, batchLength int32, partitionLeaderEpoch int32, magic int8 (2),
+crc uint32 (CRC-32C of everything after it), attributes int16, lastOffsetDelta int32,
+baseTimestamp int64, maxTimestamp int64, producerId int64, producerEpoch int16,
+baseSequence int32, then the record count int32 and the records.
 """
 
 from __future__ import annotations
@@ -12,23 +19,40 @@ from dataclasses import dataclass
 
 from crc32c import crc32c
 
-#: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-#: baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
-HEADER = struct.Struct(">qiibIhiqqqhii")
+from conformance.protocol.records.entries import LOG_OVERHEAD, MAGIC_OFFSET
+
+MAGIC = 2
+NO_PRODUCER_ID = -1
+
+#: baseOffset, batchLength, partitionLeaderEpoch, magic
+HEAD = struct.Struct(">qiib")
+CRC = struct.Struct(">I")
+#: attributes (as unsigned bits) .. records count: the bytes the CRC covers, up to the records
+AFTER_CRC = struct.Struct(">Hiqqqhii")
+#: the whole header, field by field
+HEADER = struct.Struct(">" + HEAD.format[1:] + CRC.format[1:] + AFTER_CRC.format[1:])
 HEADER_SIZE = HEADER.size  # 61
-LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes not counted by batchLength
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21  # the CRC covers from here to the end of the batch
 LEADER_EPOCH_OFFSET = 12
+CRC_OFFSET = HEAD.size  # 17
+ATTRIBUTES_OFFSET = CRC_OFFSET + CRC.size  # 21: the CRC covers from here to the end
+LAST_OFFSET_DELTA_OFFSET = ATTRIBUTES_OFFSET + 2  # 23
+MAX_TIMESTAMP_OFFSET = LAST_OFFSET_DELTA_OFFSET + 4 + 8  # 35
+RECORDS_COUNT_OFFSET = HEADER_SIZE - 4  # 57
+
+# the attributes' bits
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08  # set: LogAppendTime
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40
+KNOWN_BITS = 0x7F
+
 _OFFSET_LENGTH = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
-_U32 = struct.Struct(">I")
+_U16 = struct.Struct(">H")
 
-TRANSACTIONAL_BIT = 0x10
-CONTROL_BIT = 0x20
-NO_PRODUCER_ID = -1
+assert MAGIC_OFFSET == HEAD.size - 1 and HEAD.format[-1] == "b"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +108,18 @@ def parse_header(buf: bytes | memoryview, pos: int = 0) -> BatchHeader:
 
 
 def offset_and_length(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """baseOffset and whole-batch length of the batch at ``pos`` (needs 12 bytes)."""
+    """baseOffset and whole-batch length of the batch at ``pos`` (needs LOG_OVERHEAD bytes)."""
     base, length = _OFFSET_LENGTH.unpack_from(buf, pos)
     return base, length + LOG_OVERHEAD
 
 
 def last_offset_delta(buf: bytes | memoryview, pos: int) -> int:
-    return _I32.unpack_from(buf, pos + 23)[0]
+    return _I32.unpack_from(buf, pos + LAST_OFFSET_DELTA_OFFSET)[0]
+
+
+def attributes_at(buf: bytes | memoryview, pos: int) -> int:
+    """The attributes of the v2 batch at ``pos`` (needs ATTRIBUTES_OFFSET + 2 bytes)."""
+    return _U16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0]
 
 
 def crc_ok(buf: bytes | memoryview, header: BatchHeader, start: int | None = None) -> bool:
@@ -105,17 +134,11 @@ def stamp(batch: bytearray, base_offset: int, leader_epoch: int) -> None:
     _I32.pack_into(batch, LEADER_EPOCH_OFFSET, leader_epoch)
 
 
-#: where the max timestamp sits in a v2 batch, and the attributes' timestamp-type bit
-MAX_TIMESTAMP_OFFSET = 35
-LOG_APPEND_TIME_BIT = 0x08
-
-
 def stamp_append_time(batch: bytes | bytearray | memoryview, length: int, now: int) -> bytearray:
     """A copy of the batch marked LogAppendTime with max timestamp ``now`` (what a leader of a
     LogAppendTime topic stores); both fields lie inside the CRC, so it is recomputed."""
     out = bytearray(memoryview(batch)[:length])
-    attributes = _I16.unpack_from(out, ATTRIBUTES_OFFSET)[0] | LOG_APPEND_TIME_BIT
-    _I16.pack_into(out, ATTRIBUTES_OFFSET, attributes)
+    _U16.pack_into(out, ATTRIBUTES_OFFSET, attributes_at(out, 0) | TIMESTAMP_TYPE_BIT)
     _I64.pack_into(out, MAX_TIMESTAMP_OFFSET, now)
-    _U32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    CRC.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     return out
