@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from conformance.diff.cli import add_diff
 from conformance.matrix.cli import add_matrix
 from conformance.protocol.codec import Codec
 from conformance.protocol.errors import DecodeError, EncodeError, SpecError, UnknownMessageError
@@ -279,6 +280,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_matrix,
     add_requirements,
     add_fetch,
+    add_diff,
 ]
 
 

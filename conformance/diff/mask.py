@@ -1,0 +1,203 @@
+"""The mask: what may legitimately differ between two targets' answers, each with its reason.
+
+It lives in one data file, ``mask.json`` beside this module. Two lists:
+
+* ``fields``: an entry names the APIs it covers (names as the specs spell them, without
+  ``Request``; ``*`` for every API), a field path pattern or a list of them (``fnmatch`` over
+  the path with list positions and keys written ``[]``, e.g.
+  ``Topics[].Partitions[].ErrorMessage``; the path ``<outcome>`` is how the request went:
+  answered, closed, silent, malformed), optionally the
+  versions (``"0-3"``, ``"4+"``), the second target's kind (``"kafka:3.*"``) and values of the
+  request's own top-level fields (``"request": {"TimeoutMs": 0}``; ``"<set>"`` for any value but
+  null), and how the field is compared:
+
+  - ``ignore``: not compared (a value the target draws or takes from its set-up: ids, hosts,
+    ports, times);
+  - ``set-alike``: compared only for being set (not null, empty, zero or the nil UUID) on both
+    sides or on neither;
+  - ``unordered``: a list compared as a multiset;
+  - ``pairs``: only the listed value pairs ``[first target's, second target's]`` may differ
+    (either order).
+
+* ``versions``: an entry says why the advertised version ranges of some APIs may differ
+  (``apis``, optional ``when``, ``only``: ``first`` or ``second`` where that target alone
+  advertises the API, and ``reason``).
+
+Every entry must have a non-empty reason; a value an entry masked is counted against the entry's
+``id`` and reported, so nothing is masked silently.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.protocol.versions import MAX_VERSION, Versions
+
+MASK_FILE = Path(__file__).with_name("mask.json")
+COMPARES = ("ignore", "set-alike", "unordered", "pairs")
+OUTCOME = "<outcome>"
+_POSITION = re.compile(r"\[[^\]]*\]")
+
+
+class MaskError(ValueError):
+    """The mask file is malformed (one line naming the entry)."""
+
+
+def normalize(path: str) -> str:
+    """A field path with list positions and keys written ``[]``, as mask patterns name them."""
+    return _POSITION.sub("[]", path)
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    id: str
+    apis: tuple[str, ...]
+    paths: tuple[str, ...]
+    compare: str
+    reason: str
+    versions: Versions | None = None
+    when: str = "*"
+    pairs: tuple[tuple[Any, Any], ...] = ()
+    request: tuple[tuple[str, Any], ...] = ()
+
+    def covers(self, api: str, version: int, path: str, other: str, request: dict) -> bool:
+        return (
+            ("*" in self.apis or api in self.apis)
+            and (self.versions is None or version in self.versions)
+            and fnmatch.fnmatchcase(other, self.when)
+            and any(fnmatch.fnmatchcase(normalize(path), p) for p in self.paths)
+            and all(_meets(request.get(k), v) for k, v in self.request)
+        )
+
+    def allows(self, a: Any, b: Any) -> bool:
+        """For ``pairs``: whether this pair of values is one the entry allows."""
+        return (a, b) in self.pairs or (b, a) in self.pairs
+
+
+#: a request condition's value meaning "any value but null"
+SET = "<set>"
+
+
+def _meets(value: Any, wanted: Any) -> bool:
+    return value is not None if wanted == SET else value == wanted
+
+
+@dataclass(frozen=True)
+class VersionRule:
+    id: str
+    apis: tuple[str, ...]
+    reason: str
+    when: str = "*"
+    #: "first" or "second": only where that target alone advertises the API ("": any difference)
+    only: str = ""
+
+    def covers(self, api: str, other: str, alone: str) -> bool:
+        return (
+            ("*" in self.apis or api in self.apis)
+            and fnmatch.fnmatchcase(other, self.when)
+            and self.only in ("", alone)
+        )
+
+
+@dataclass(frozen=True)
+class Mask:
+    fields: tuple[FieldRule, ...]
+    versions: tuple[VersionRule, ...]
+
+    def field_rules(
+        self, api: str, version: int, path: str, other: str, request: dict
+    ) -> list[FieldRule]:
+        return [r for r in self.fields if r.covers(api, version, path, other, request)]
+
+    def version_rule(self, api: str, other: str, alone: str = "") -> VersionRule | None:
+        """The entry explaining a range difference (``alone``: "first" or "second" when only
+        that target advertises the API)."""
+        return next((r for r in self.versions if r.covers(api, other, alone)), None)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every entry as the report shows it."""
+        out: list[dict[str, Any]] = []
+        for r in self.fields:
+            item: dict[str, Any] = {"id": r.id, "apis": list(r.apis), "paths": list(r.paths)}
+            item["compare"] = r.compare
+            if r.versions is not None:
+                item["versions"] = str(r.versions)
+            if r.when != "*":
+                item["when"] = r.when
+            if r.pairs:
+                item["pairs"] = [list(p) for p in r.pairs]
+            if r.request:
+                item["request"] = dict(r.request)
+            out.append(item | {"reason": r.reason})
+        for v in self.versions:
+            item = {"id": v.id, "apis": list(v.apis), "when": v.when}
+            out.append(item | ({"only": v.only} if v.only else {}) | {"reason": v.reason})
+        return out
+
+
+def _versions(text: str | None, where: str) -> Versions | None:
+    if text is None:
+        return None
+    try:
+        v = Versions.parse(text)
+    except ValueError as e:
+        raise MaskError(f"{where}: {e}") from None
+    return Versions(v.lo, min(v.hi, MAX_VERSION))
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
+
+
+def load(path: Path = MASK_FILE) -> Mask:
+    """The mask in ``path``; MaskError names the first malformed entry."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise MaskError(f"{path}: {e}") from None
+    fields, versions, ids = [], [], set()
+    for i, raw in enumerate(data.get("fields", [])):
+        where = f"{path.name}: fields[{i}] ({raw.get('id', '?')})"
+        rid, reason, compare = raw.get("id"), raw.get("reason", ""), raw.get("compare")
+        if not rid or rid in ids:
+            raise MaskError(f"{where}: every entry needs an id of its own")
+        if not str(reason).strip():
+            raise MaskError(f"{where}: an entry without a reason masks silently")
+        if compare not in COMPARES:
+            raise MaskError(f"{where}: compare must be one of {', '.join(COMPARES)}")
+        pairs = tuple(tuple(_hashable(x) for x in p) for p in raw.get("pairs", []))
+        if (compare == "pairs") != bool(pairs):
+            raise MaskError(f"{where}: pairs go with compare 'pairs' and only with it")
+        ids.add(rid)
+        apis = raw.get("apis", ["*"])
+        fields.append(
+            FieldRule(
+                rid,
+                tuple(apis),
+                (raw["path"],) if isinstance(raw["path"], str) else tuple(raw["path"]),
+                compare,
+                reason,
+                _versions(raw.get("versions"), where),
+                raw.get("when", "*"),
+                pairs,
+                tuple(raw.get("request", {}).items()),
+            )
+        )
+    for i, raw in enumerate(data.get("versions", [])):
+        where = f"{path.name}: versions[{i}] ({raw.get('id', '?')})"
+        rid, reason = raw.get("id"), raw.get("reason", "")
+        if not rid or rid in ids:
+            raise MaskError(f"{where}: every entry needs an id of its own")
+        if not str(reason).strip():
+            raise MaskError(f"{where}: an entry without a reason masks silently")
+        ids.add(rid)
+        only = raw.get("only", "")
+        if only not in ("", "first", "second"):
+            raise MaskError(f"{where}: only must be first or second")
+        versions.append(VersionRule(rid, tuple(raw["apis"]), reason, raw.get("when", "*"), only))
+    return Mask(tuple(fields), tuple(versions))

@@ -1,0 +1,373 @@
+"""Start, send, record, replay, compare: the differential run and its outputs.
+
+The first target is started alone; the stream is drawn from what it advertises, sent to it on
+one connection (reopened after a close, and after a request left unanswered, since a broker
+answers a connection's requests in order) and every answer recorded. The first target is
+stopped, the second started with the same broker count, and the recorded requests replayed to
+it, those of versions it advertises (the others are counted, and its advertised ranges compared
+with the first's under the mask's ``versions`` list). Only one target runs at a time.
+
+Outputs, in ``out_dir``: ``stream.jsonl`` (every request sent, in JSON form, and each side's
+outcome), ``diff.json`` (the differences, the per-API summary, the ApiVersions comparison and the
+mask with what each entry hid), and the lines :func:`lines` prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.client.wire import Connection, ConnectionClosed, ProtocolViolation
+from conformance.diff.compare import Answer, Comparison, plain
+from conformance.diff.mask import MASK_FILE, Mask, load
+from conformance.diff.stream import Request, Selection, build
+from conformance.protocol import ApiKey, Codec
+from conformance.protocol.errors import DecodeError, EncodeError
+from conformance.protocol.jsonform import to_json
+from conformance.targets import Target, TargetError, TargetOptions, make_target
+
+FIND_COORDINATOR, INIT_PRODUCER_ID = int(ApiKey.FIND_COORDINATOR), int(ApiKey.INIT_PRODUCER_ID)
+ADD_PARTITIONS_TO_TXN = int(ApiKey.ADD_PARTITIONS_TO_TXN)
+
+#: seconds a request may go unanswered before it counts as silent
+REQUEST_TIMEOUT = 5.0
+#: seconds a target may take to have its coordinators and producer ids ready
+READY_TIMEOUT = 60.0
+#: the group the readiness check looks up (a suite name no stream request uses)
+READY_KEY = "kc-suite-diff-ready"
+
+
+@dataclass
+class DiffOptions:
+    targets: tuple[str, str]
+    brokers: int = 1
+    seed: int | None = None
+    examples: int = 3
+    select: list[Selection] | None = None
+    out_dir: Path = Path("diff")
+    mask_file: Path = MASK_FILE
+    timeout: float = REQUEST_TIMEOUT
+
+
+@dataclass
+class Side:
+    """One target's part: what it advertised and how each request went."""
+
+    spec: str
+    describe: str = ""
+    advertised: dict[int, tuple[int, int]] = field(default_factory=dict)
+    answers: dict[int, Answer] = field(default_factory=dict)
+    seconds: float = 0.0
+    ready_seconds: float = 0.0
+
+
+@dataclass
+class DiffResult:
+    options: DiffOptions
+    stream: list[Request]
+    sides: tuple[Side, Side]
+    differences: list[dict[str, Any]]
+    summary: dict[str, dict[str, int]]
+    versions: list[dict[str, Any]]
+    mask: Mask
+    hidden: Counter
+
+    @property
+    def unexplained(self) -> int:
+        return len(self.differences) + sum(1 for v in self.versions if not v["reason"])
+
+
+def _configure(target: Target, brokers: int, logs: Path) -> Target:
+    """The same broker count on both sides, whatever kind of target each is."""
+    for name in ("brokers", "broker_count"):
+        if hasattr(target, name):
+            setattr(target, name, brokers)
+    target.logs_dir = logs
+    return target
+
+
+async def _send_all(target: Target, codec: Codec, stream: list[Request], side: Side, timeout):
+    ep = target.bootstrap[0]
+    conn: Connection | None = None
+
+    async def connect() -> Connection:
+        return await Connection.open(ep.host, ep.port, codec=codec, client_id="kafka-conformance")
+
+    conn = await connect()
+    side.advertised = await conn.api_versions(3, timeout=timeout)
+    side.ready_seconds = await _ready(conn, side.advertised, timeout)
+    for req in stream:
+        lo_hi = side.advertised.get(req.api_key)
+        if lo_hi is None or not lo_hi[0] <= req.version <= lo_hi[1]:
+            continue
+        if conn is None or conn.closed:
+            conn = await connect()
+        try:
+            resp = await conn.request(req.api_key, req.version, req.body, timeout=timeout)
+            side.answers[req.index] = Answer("answered", resp.body)
+            continue
+        except ConnectionClosed as e:
+            side.answers[req.index] = Answer("closed", None, str(e))
+        except TimeoutError:
+            side.answers[req.index] = Answer("silent", None, f"no answer within {timeout:.0f} s")
+        except (DecodeError, ProtocolViolation, EncodeError) as e:
+            side.answers[req.index] = Answer("malformed", None, str(e))
+        await conn.close()
+        conn = None
+    if conn is not None:
+        await conn.close()
+
+
+async def _ready(conn: Connection, advertised: dict, timeout: float) -> float:
+    """Wait until the target's group and transaction coordinators are found and it hands out
+    producer ids (bounded by READY_TIMEOUT); returns how long that took.
+
+    Set up alike means ready alike: Apache Kafka creates its internal topics on the first
+    FindCoordinator and gets producer id blocks from its controller asynchronously, so a stream
+    sent right after the start meets COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR where the
+    reference is ready at once -- a difference of timing, not of behaviour.
+    """
+    began = time.monotonic()
+    probes = [
+        (FIND_COORDINATOR, 1, {"Key": READY_KEY, "KeyType": 0}),
+        (INIT_PRODUCER_ID, 0, {"TransactionalId": None, "TransactionTimeoutMs": 60000}),
+    ]
+    if ADD_PARTITIONS_TO_TXN in advertised:  # a target with transactions has their coordinator
+        probes.insert(1, (FIND_COORDINATOR, 1, {"Key": READY_KEY, "KeyType": 1}))
+    for api_key, version, body in probes:
+        while True:
+            resp = await conn.request(api_key, version, body, timeout=timeout)
+            if resp.body["ErrorCode"] == 0:
+                break
+            if time.monotonic() - began > READY_TIMEOUT:
+                raise TargetError(
+                    f"the target was not ready within {READY_TIMEOUT:.0f} s: api {api_key} "
+                    f"answered error code {resp.body['ErrorCode']}"
+                )
+            await asyncio.sleep(0.2)
+    return time.monotonic() - began
+
+
+def _advertised(target: Target, codec: Codec, timeout: float) -> dict[int, tuple[int, int]]:
+    async def ask() -> dict[int, tuple[int, int]]:
+        ep = target.bootstrap[0]
+        async with await Connection.open(ep.host, ep.port, codec=codec) as conn:
+            return await conn.api_versions(3, timeout=timeout)
+
+    return asyncio.run(ask())
+
+
+def run_diff(opts: DiffOptions) -> DiffResult:
+    """The whole differential run (both targets started and stopped in turn)."""
+    codec = Codec.from_specs(strict=False)
+    mask = load(opts.mask_file)
+    opts.out_dir.mkdir(parents=True, exist_ok=True)
+    targets = [
+        _configure(
+            make_target(TargetOptions(target=spec)),
+            opts.brokers,
+            opts.out_dir / f"target-{i + 1}",
+        )
+        for i, spec in enumerate(opts.targets)
+    ]
+    for t in targets:
+        t.prepare()
+    sides = (Side(opts.targets[0]), Side(opts.targets[1]))
+    stream: list[Request] = []
+    for i, (target, side) in enumerate(zip(targets, sides, strict=True)):
+        with target:
+            side.describe = target.describe()
+            if i == 0:
+                advertised = _advertised(target, codec, opts.timeout)
+                stream = build(codec, advertised, opts.seed, opts.examples, opts.select)
+            began = time.monotonic()
+            asyncio.run(_send_all(target, codec, stream, side, opts.timeout))
+            side.seconds = time.monotonic() - began
+    return _compare(opts, codec, mask, stream, sides)
+
+
+def recompare(result: DiffResult, mask: Mask) -> DiffResult:
+    """The same recorded answers compared under another mask (no target is started)."""
+    codec = Codec.from_specs(strict=False)
+    return _compare(result.options, codec, mask, result.stream, result.sides)
+
+
+def _compare(opts, codec: Codec, mask: Mask, stream: list[Request], sides) -> DiffResult:
+    a, b = sides
+    comparison = Comparison(mask, b.spec)
+    differences: list[dict[str, Any]] = []
+    summary: dict[str, dict[str, int]] = {}
+    for req in stream:
+        name = codec.message(req.api_key, "request").name.removesuffix("Request")
+        row = summary.setdefault(
+            name, {"requests": 0, "compared": 0, "differing_requests": 0, "differences": 0}
+        )
+        row["requests"] += 1
+        if req.index not in a.answers or req.index not in b.answers:
+            continue
+        row["compared"] += 1
+        fields = codec.message(req.api_key, "response").struct.fields
+        found = comparison.answers(
+            name, req.version, fields, a.answers[req.index], b.answers[req.index], req.body
+        )
+        if found:
+            row["differing_requests"] += 1
+            row["differences"] += len(found)
+        for d in found:
+            differences.append(
+                {
+                    "api": name,
+                    "api_key": req.api_key,
+                    "version": req.version,
+                    "index": req.index,
+                    "label": req.label,
+                    "path": d.path,
+                    "a": d.a,
+                    "b": d.b,
+                    "request": request_json(codec, req),
+                }
+            )
+    return DiffResult(
+        opts,
+        stream,
+        sides,
+        differences,
+        summary,
+        _versions(codec, mask, a, b, opts.select),
+        mask,
+        comparison.hidden,
+    )
+
+
+def _versions(
+    codec: Codec, mask: Mask, a: Side, b: Side, select: list[Selection] | None
+) -> list[dict[str, Any]]:
+    """Each API whose advertised range differs (of the selected APIs, all by default), with the
+    mask's reason (empty: unexplained)."""
+    out = []
+    keys = set(a.advertised) | set(b.advertised)
+    if select:
+        keys &= {s.api_key for s in select}
+    for key in sorted(keys):
+        ra, rb = a.advertised.get(key), b.advertised.get(key)
+        if ra == rb:
+            continue
+        try:
+            name = codec.message(key, "request").name.removesuffix("Request")
+        except Exception:
+            name = str(key)
+        alone = "first" if rb is None else "second" if ra is None else ""
+        rule = mask.version_rule(name, b.spec, alone)
+        out.append(
+            {
+                "api": name,
+                "api_key": key,
+                "a": list(ra) if ra else None,
+                "b": list(rb) if rb else None,
+                "mask": rule.id if rule else None,
+                "reason": rule.reason if rule else "",
+            }
+        )
+    return out
+
+
+def request_json(codec: Codec, req: Request) -> Any:
+    try:
+        return plain(to_json(codec.message(req.api_key, "request"), req.body, req.version))
+    except Exception:
+        return plain(req.body)
+
+
+def _range(r: list[int] | None) -> str:
+    return "-" if r is None else f"{r[0]}-{r[1]}"
+
+
+def lines(result: DiffResult) -> list[str]:
+    """What the command prints: one line per difference, then the per-API summary, the
+    ApiVersions comparison, what each mask entry hid, and a last line with the counts."""
+    a, b = result.sides
+    out = []
+    for d in result.differences:
+        request = json.dumps(d["request"], separators=(",", ":"), default=str)
+        if len(request) > 300:
+            request = request[:300] + "..."
+        out.append(
+            f"DIFF {d['api']} v{d['version']} #{d['index']} ({d['label']}) {d['path']}: "
+            f"{a.spec}={json.dumps(d['a'], default=str)} "
+            f"{b.spec}={json.dumps(d['b'], default=str)} -- request {request}"
+        )
+    out.append("")
+    out.append(f"{'API':<28} {'requests':>8} {'compared':>8} {'differ':>6} {'diffs':>6}")
+    for name, row in result.summary.items():
+        out.append(
+            f"{name:<28} {row['requests']:>8} {row['compared']:>8} "
+            f"{row['differing_requests']:>6} {row['differences']:>6}"
+        )
+    out.append("")
+    for v in result.versions:
+        why = f"masked ({v['mask']}): {v['reason']}" if v["reason"] else "UNEXPLAINED"
+        out.append(
+            f"VERSIONS {v['api']}: {a.spec} {_range(v['a'])}, {b.spec} {_range(v['b'])} -- {why}"
+        )
+    for rule_id, count in sorted(result.hidden.items()):
+        out.append(f"MASKED {rule_id}: {count} difference(s) hidden")
+    compared = sum(r["compared"] for r in result.summary.values())
+    out.append(
+        f"{len(result.differences)} field difference(s) over {compared} request(s) sent to both, "
+        f"{sum(1 for v in result.versions if not v['reason'])} unexplained ApiVersions "
+        f"difference(s); {a.spec} {a.seconds:.1f} s, {b.spec} {b.seconds:.1f} s"
+    )
+    return out
+
+
+def write(result: DiffResult) -> Path:
+    """``stream.jsonl`` and ``diff.json`` into the output folder; returns diff.json's path."""
+    out = result.options.out_dir
+    a, b = result.sides
+    codec = Codec.from_specs(strict=False)
+    with (out / "stream.jsonl").open("w", encoding="utf-8") as f:
+        for req in result.stream:
+            row = {
+                "index": req.index,
+                "api_key": req.api_key,
+                "version": req.version,
+                "label": req.label,
+                "request": request_json(codec, req),
+                "a": _answer(a.answers.get(req.index)),
+                "b": _answer(b.answers.get(req.index)),
+            }
+            f.write(json.dumps(row, default=str) + "\n")
+    report = {
+        "format_version": 1,
+        "targets": [
+            {
+                "spec": s.spec,
+                "describe": s.describe,
+                "seconds": round(s.seconds, 1),
+                "ready_seconds": round(s.ready_seconds, 1),
+            }
+            for s in (a, b)
+        ],
+        "seed": result.options.seed,
+        "examples": result.options.examples,
+        "brokers": result.options.brokers,
+        "summary": result.summary,
+        "differences": result.differences,
+        "versions": result.versions,
+        "mask": [e | {"hidden": result.hidden.get(e["id"], 0)} for e in result.mask.entries()],
+        "unexplained": result.unexplained,
+    }
+    path = out / "diff.json"
+    path.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+def _answer(answer: Answer | None) -> Any:
+    if answer is None:
+        return None
+    return {"outcome": answer.outcome, "detail": answer.detail} if answer.detail else answer.outcome

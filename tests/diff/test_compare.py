@@ -1,0 +1,140 @@
+"""The differential mode's mask and comparison, on answers made up here (no target)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conformance.diff import mask as maskmod
+from conformance.diff.compare import Answer, Comparison
+from conformance.diff.stream import build, parse_selection
+from conformance.protocol import ApiKey, Codec
+
+CODEC = Codec.from_specs(strict=False)
+METADATA = CODEC.message(ApiKey.METADATA, "response").struct.fields
+FIND = CODEC.message(ApiKey.FIND_COORDINATOR, "response").struct.fields
+
+
+def _mask(tmp_path: Path, fields: list[dict], versions: list[dict] | None = None) -> maskmod.Mask:
+    path = tmp_path / "mask.json"
+    path.write_text(json.dumps({"fields": fields, "versions": versions or []}))
+    return maskmod.load(path)
+
+
+def _metadata(topics: list[tuple[str, int]], port: int = 9092) -> dict:
+    broker = {"NodeId": 1, "Host": "127.0.0.1", "Port": port, "Rack": None}
+    return {
+        "ThrottleTimeMs": 0,
+        "Brokers": [broker],
+        "ClusterId": "abc",
+        "ControllerId": 1,
+        "Topics": [
+            {
+                "ErrorCode": code,
+                "Name": name,
+                "TopicId": uuid.UUID(int=0),
+                "IsInternal": False,
+                "Partitions": [],
+                "TopicAuthorizedOperations": -2147483648,
+            }
+            for name, code in topics
+        ],
+        "ClusterAuthorizedOperations": -2147483648,
+    }
+
+
+def test_the_projects_mask_loads_and_every_entry_has_a_reason() -> None:
+    mask = maskmod.load()
+    entries = mask.entries()
+    assert len(entries) >= 10
+    assert all(e["reason"].strip() for e in entries)
+    assert len({e["id"] for e in entries}) == len(entries)
+
+
+def test_an_entry_without_a_reason_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(maskmod.MaskError, match="without a reason"):
+        _mask(tmp_path, [{"id": "x", "path": "ThrottleTimeMs", "compare": "ignore"}])
+    with pytest.raises(maskmod.MaskError, match="compare must be"):
+        _mask(tmp_path, [{"id": "x", "path": "P", "compare": "sometimes", "reason": "r"}])
+
+
+def test_lists_with_a_map_key_are_matched_by_key_and_each_difference_named(tmp_path) -> None:
+    cmp = Comparison(_mask(tmp_path, []), "kafka:4.4.0")
+    a = Answer("answered", _metadata([("t1", 0), ("t2", 3)]))
+    b = Answer("answered", _metadata([("t2", 3), ("t1", 5), ("t3", 0)], port=9093))
+    found = {(d.path, str(d.a), str(d.b)) for d in cmp.answers("Metadata", 12, METADATA, a, b)}
+    assert ("Brokers[1].Port", "9092", "9093") in found
+    assert ("Topics[t1].ErrorCode", "0", "5") in found
+    assert any(p == "Topics[t3]" and x == "<absent>" for p, x, _ in found)
+    assert not any(p.startswith("Topics[t2]") for p, _, _ in found)
+
+
+def test_the_mask_hides_only_what_it_names_and_counts_it(tmp_path: Path) -> None:
+    mask = _mask(
+        tmp_path,
+        [
+            {"id": "ports", "path": "*Port", "compare": "ignore", "reason": "drawn"},
+            {
+                "id": "t1-code",
+                "apis": ["Metadata"],
+                "path": "Topics[].ErrorCode",
+                "compare": "pairs",
+                "pairs": [[0, 5]],
+                "reason": "made up",
+            },
+        ],
+    )
+    cmp = Comparison(mask, "kafka:4.4.0")
+    a = Answer("answered", _metadata([("t1", 0), ("t2", 3)]))
+    b = Answer("answered", _metadata([("t1", 5), ("t2", 7)], port=1))
+    found = [(d.path, d.a, d.b) for d in cmp.answers("Metadata", 12, METADATA, a, b)]
+    assert found == [("Topics[t2].ErrorCode", 3, 7)]
+    assert cmp.hidden == {"ports": 1, "t1-code": 1}
+
+
+def test_request_conditions_and_outcomes(tmp_path: Path) -> None:
+    mask = _mask(
+        tmp_path,
+        [
+            {
+                "id": "txn",
+                "apis": ["FindCoordinator"],
+                "path": "ErrorCode",
+                "request": {"KeyType": 1},
+                "compare": "pairs",
+                "pairs": [[15, 0]],
+                "reason": "no transaction coordinator",
+            }
+        ],
+    )
+    cmp = Comparison(mask, "kafka:4.4.0")
+    body = {"ThrottleTimeMs": 0, "ErrorCode": 15, "ErrorMessage": None, "NodeId": 1}
+    a, b = Answer("answered", body), Answer("answered", {**body, "ErrorCode": 0})
+    assert cmp.answers("FindCoordinator", 1, FIND, a, b, {"KeyType": 1}) == []
+    assert [d.path for d in cmp.answers("FindCoordinator", 1, FIND, a, b, {"KeyType": 0})] == [
+        "ErrorCode"
+    ]
+    closed = Answer("closed", None, "reset")
+    assert [(d.path, d.a, d.b) for d in cmp.answers("FindCoordinator", 1, FIND, a, closed)] == [
+        ("<outcome>", "answered", "closed")
+    ]
+
+
+def test_the_stream_is_the_same_at_the_same_seed_names_made_alike() -> None:
+    advertised = {int(ApiKey.DESCRIBE_GROUPS): (0, 5), int(ApiKey.METADATA): (0, 12)}
+    select = [parse_selection("DescribeGroups"), parse_selection("Metadata:9-10")]
+    one = build(CODEC, advertised, 7, 2, select)
+    two = build(CODEC, advertised, 7, 2, select)
+    assert [(r.api_key, r.version, r.label, r.body) for r in one] == [
+        (r.api_key, r.version, r.label, r.body) for r in two
+    ]
+    assert {(r.api_key, r.version) for r in one} == {
+        *((15, v) for v in range(6)),
+        (3, 9),
+        (3, 10),
+    }
+    names = {g for r in one if r.api_key == 15 for g in r.body["Groups"]}
+    assert names and all(n.startswith("kc-suite-d") for n in names)

@@ -1,0 +1,78 @@
+"""The differential mode against Apache Kafka 4.4.0 (KRaft) on a small fixed subset: the group
+APIs and FindCoordinator, two drawn requests per version. Every difference is explained by the
+mask; without two of its entries the same recorded answers show the differences they hide (the
+comparison sees real differences in live answers); the outputs are written and every process
+started is stopped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conformance.diff import mask as maskmod
+from conformance.diff.runner import DiffOptions, lines, recompare, run_diff, write
+from conformance.diff.stream import parse_selection
+from conformance.targets.maven import cached_broker
+
+RELEASE = "4.4.0"
+SUBSET = ("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup")
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    if cached_broker(RELEASE) is None:
+        pytest.skip(f"Kafka {RELEASE} is not cached: `kafka-conformance fetch kafka:{RELEASE}`")
+    out = tmp_path_factory.mktemp("diff")
+    opts = DiffOptions(
+        targets=("reference", f"kafka:{RELEASE}"),
+        brokers=1,
+        seed=20261123,
+        examples=2,
+        select=[parse_selection(s) for s in SUBSET],
+        out_dir=out,
+    )
+    done = run_diff(opts)
+    write(done)
+    return done
+
+
+def test_every_difference_is_explained(result) -> None:
+    assert result.unexplained == 0, "\n".join(lines(result)[:20])
+    for api in SUBSET:
+        row = result.summary[api]
+        assert row["compared"] == row["requests"] > 0, (api, row)
+    assert result.sides[1].describe.startswith("apache-kafka 4.4.0")
+
+
+def test_the_mask_hid_what_legitimately_differs_and_says_so(result) -> None:
+    assert result.hidden["member-ids"] > 0
+    assert result.hidden["no-transaction-coordinator-code"] > 0
+    report = json.loads((result.options.out_dir / "diff.json").read_text())
+    by_id = {e["id"]: e for e in report["mask"]}
+    assert by_id["member-ids"]["hidden"] == result.hidden["member-ids"]
+    assert all(e["reason"] for e in report["mask"])
+    assert report["unexplained"] == 0 and report["differences"] == []
+    streamed = (result.options.out_dir / "stream.jsonl").read_text().splitlines()
+    assert len(streamed) == len(result.stream)
+
+
+def test_without_its_mask_entries_the_differences_show(result) -> None:
+    full = maskmod.load()
+    cut = {"member-ids", "leader-member-id", "no-transaction-coordinator-code"}
+    partial = maskmod.Mask(tuple(r for r in full.fields if r.id not in cut), full.versions)
+    again = recompare(result, partial)
+    found = {(d["api"], d["path"]) for d in again.differences}
+    assert ("JoinGroup", "MemberId") in found
+    assert ("FindCoordinator", "ErrorCode") in found
+    line = next(x for x in lines(again) if x.startswith("DIFF FindCoordinator"))
+    assert "reference=15 kafka:4.4.0=0" in line and '"KeyType":1' in line
+
+
+def test_no_process_outlives_the_run(result) -> None:
+    """Every node's command line names its settings under the output folder."""
+    found = subprocess.run(
+        ["pgrep", "-f", str(result.options.out_dir)], capture_output=True, text=True, check=False
+    )
+    assert found.stdout.split() == [], found.stdout
