@@ -14,6 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from conformance.protocol import (
+    AUTHORIZED_OPERATIONS_UNSET,
+    AclOperation,
+    ConfigOperation,
+    ConfigResourceType,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -94,3 +101,94 @@ def test_the_guard_sees_a_second_statement(tmp_path: Path) -> None:
     f = FACTS["v2 record-batch header layout"]
     assert names & f.names == {"CRC_OFFSET"}
     assert strings & f.literals == {">qiib"}
+
+
+# --- the enums the specs carry as integers: generated (gen_tables), never restated -----------
+
+ENUMS = (ConfigResourceType, ConfigOperation, AclOperation)
+#: request fields whose value is one of ENUMS (a bare integer there restates the enum)
+ENUM_FIELDS = frozenset({"ResourceType", "ConfigOperation", "Operation"})
+
+
+def _int(node: ast.AST) -> int | None:
+    """The value of an int literal (``2``, ``-2``, ``-(2**31)``), else None."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        if isinstance(node, ast.UnaryOp | ast.BinOp):
+            try:
+                value = eval(
+                    compile(ast.Expression(node), "<literal>", "eval"), {"__builtins__": {}}
+                )
+            except Exception:
+                return None
+        else:
+            return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _spellings(member: str) -> set[str]:
+    """How a module names its own copy of a member: ``TOPIC``, ``TOPIC_RESOURCE``, ``OP_SET``."""
+    marks = ("RESOURCE", "OPERATION", "OP", "TYPE")
+    return {member} | {f"{member}_{m}" for m in marks} | {f"{m}_{member}" for m in marks}
+
+
+def enum_restatements(path: Path) -> list[str]:
+    """``TOPIC_RESOURCE = 2``, ``SET, DELETE = 0, 1``, ``{"ResourceType": 2}``, ``UNSET =
+    -(2**31)``: module-level names and request bodies that state again what the generated
+    module states."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    members = [(m.name, int(m)) for enum in ENUMS for m in enum]
+    found = []
+    for node in tree.body:
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            for name, value in zip(names, values, strict=False):
+                v = _int(value)
+                if not isinstance(name, ast.Name) or v is None:
+                    continue
+                bare = name.id.strip("_")
+                hits = [m for m, mv in members if mv == v and bare in _spellings(m)]
+                if hits:
+                    found.append(f"{node.lineno}: {name.id} = {v} (the enum's {hits[0]})")
+                elif v == AUTHORIZED_OPERATIONS_UNSET:
+                    found.append(f"{node.lineno}: {name.id} = {v} (AUTHORIZED_OPERATIONS_UNSET)")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=False):
+                if (
+                    isinstance(key, ast.Constant)
+                    and key.value in ENUM_FIELDS
+                    and _int(value) is not None
+                ):
+                    found.append(f"{node.lineno}: {key.value!r}: {_int(value)}")
+    return found
+
+
+#: where the int32 range itself is stated (the codec's ranges), the one place it may be written
+INT_RANGES_HOME = "conformance/protocol/spec.py"
+
+
+def test_no_module_restates_a_generated_enum() -> None:
+    found = []
+    for path in sources():
+        rel = path.relative_to(ROOT).as_posix()
+        if "_generated" in path.parts or rel == INT_RANGES_HOME:
+            continue
+        found += [f"{rel}:{line}" for line in enum_restatements(path)]
+    assert found == [], "use conformance.protocol's enums:\n" + "\n".join(found)
+
+
+def test_the_enum_guard_sees_a_restatement(tmp_path: Path) -> None:
+    copy = tmp_path / "m.py"
+    copy.write_text(
+        "TOPIC_RESOURCE = 2\nSET, DELETE = 0, 1\nUNSET = -(2**31)\nTOPIC_CONFIG = 2\n"
+        "BODY = {'ResourceType': 2, 'Name': 3}\nACL_ANY = 1\n"
+    )
+    found = enum_restatements(copy)
+    assert [f.split(":")[0] for f in found] == ["1", "2", "2", "3", "5"], found
+    assert ConfigResourceType.TOPIC == 2 and ConfigOperation.SUBTRACT == 3
+    assert AclOperation.TWO_PHASE_COMMIT.since == "4.0.0" and AclOperation.READ.since is None

@@ -1,7 +1,13 @@
 """Kafka wire protocol: message specs, the compiled codec, headers and record batches, and the
-shared tables of API keys and error codes."""
+shared tables of API keys, error codes and the enums the specs carry as integers."""
 
 from conformance.protocol._generated.api_keys import ApiKey
+from conformance.protocol._generated.enums import (
+    AUTHORIZED_OPERATIONS_UNSET,
+    AclOperation,
+    ConfigOperation,
+    ConfigResourceType,
+)
 from conformance.protocol._generated.error_codes import ErrorCode
 from conformance.protocol.codec import Codec
 from conformance.protocol.errors import DecodeError, EncodeError, SpecError, UnknownMessageError
@@ -9,8 +15,12 @@ from conformance.protocol.kafka_errors import KafkaError
 from conformance.protocol.spec import MessageSpec, SpecSet
 
 __all__ = [
+    "AUTHORIZED_OPERATIONS_UNSET",
+    "AclOperation",
     "ApiKey",
     "Codec",
+    "ConfigOperation",
+    "ConfigResourceType",
     "DecodeError",
     "EncodeError",
     "ErrorCode",

@@ -1,8 +1,11 @@
-"""Generate the two tables every layer shares: ``ApiKey`` and ``ErrorCode``.
+"""Generate the tables every layer shares: ``ApiKey``, ``ErrorCode`` and the protocol enums.
 
 ``ApiKey`` comes from our message specs (each ``*Request.json``'s apiKey and name), ``ErrorCode``
-from ``conformance/specs/error_codes.json`` (name, retriable flag, meaning). The generated
-modules in ``conformance/protocol/_generated/`` are disposable: edit the data, then run
+from ``conformance/specs/error_codes.json`` (name, retriable flag, meaning), the enums the specs
+carry as bare integers (``ConfigResourceType``, ``ConfigOperation``, ``AclOperation``) from
+``conformance/specs/enums.json``, and ``AUTHORIZED_OPERATIONS_UNSET`` from the specs' default of
+their ``*AuthorizedOperations`` fields. The generated modules in
+``conformance/protocol/_generated/`` are disposable: edit the data, then run
 
     python -m conformance.protocol.gen_tables
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -99,12 +103,86 @@ def error_codes_source(path: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def load_enums(path: Path | None = None) -> list[dict]:
+    """The enum table, checked against its schema and for unique names and values."""
+    path = path or specs.ENUMS
+    data = json.loads(path.read_text(encoding="utf-8"))
+    schema = json.loads((specs.SCHEMA / "enums.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(data, schema)
+    names = [e["name"] for e in data["enums"]]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{path}: an enum is named twice: {names}")
+    for enum in data["enums"]:
+        for key in ("name", "value"):
+            seen = [m[key] for m in enum["members"]]
+            dupes = sorted({v for v in seen if seen.count(v) > 1}, key=str)
+            if dupes:
+                raise ValueError(f"{path}: {enum['name']}: {key} repeated: {dupes}")
+    return data["enums"]
+
+
+def authorized_operations_unset(spec_dir: Path | None = None) -> int:
+    """The one default every ``*AuthorizedOperations`` int32 field of the specs has: what a
+    response carries when the client did not ask for the operations (Integer.MIN_VALUE)."""
+
+    def walk(fields: list) -> Iterator:
+        for f in fields:
+            yield f
+            if f.struct is not None:
+                yield from walk(f.struct.fields)
+
+    defaults = {
+        (m.name, f.name): f.default
+        for m in SpecSet.load(spec_dir)
+        for fields in [m.fields, *(st.fields for st in m.common_structs.values())]
+        for f in walk(fields)
+        if f.name.endswith("AuthorizedOperations") and f.type == "int32"
+    }
+    if len(set(defaults.values())) != 1:
+        raise ValueError(f"the AuthorizedOperations fields disagree on their default: {defaults}")
+    return int(next(iter(defaults.values())))
+
+
+def enums_source(path: Path | None = None, spec_dir: Path | None = None) -> str:
+    lines = [
+        HEADER.format(
+            what="Kafka's protocol enums that the specs carry as bare integers.",
+            source="conformance/specs/enums.json and the specs' AuthorizedOperations defaults",
+        ),
+        "",
+        "#: an ``*AuthorizedOperations`` field the client did not ask for (each one's default)",
+        f"AUTHORIZED_OPERATIONS_UNSET = {authorized_operations_unset(spec_dir)}",
+    ]
+    lines += [
+        "",
+        "",
+        "class _Since(IntEnum):",
+        '    """An enum whose members may name the first Kafka release that has them (``since``;',
+        '    None: every release the specs cover)."""',
+        "",
+        "    since: str | None",
+        "",
+        "    def __new__(cls, value: int, since: str | None = None) -> _Since:",
+        "        member = int.__new__(cls, value)",
+        "        member._value_ = value",
+        "        member.since = since",
+        "        return member",
+    ]
+    for enum in load_enums(path):
+        lines += ["", "", f"class {enum['name']}(_Since):", f'    """{enum["about"]}"""', ""]
+        for m in enum["members"]:
+            since = f", {m['since']!r}" if "since" in m else ""
+            lines.append(f"    {m['name']} = {m['value']}{since}")
+    return "\n".join(lines) + "\n"
+
+
 def generated() -> dict[Path, str]:
     """Every generated file and the text it must have."""
     return {
         OUT / "__init__.py": '"""Generated modules: see conformance.protocol.gen_tables."""\n',
         OUT / "api_keys.py": api_keys_source(),
         OUT / "error_codes.py": error_codes_source(),
+        OUT / "enums.py": enums_source(),
     }
 
 

@@ -5,6 +5,8 @@
     models/         state-machine models driven against targets
     schema/         JSON Schemas of every file format above and of result records
     error_codes.json  Kafka's error codes (name, retriable, meaning): the source of ErrorCode
+    enums.json        the enums the specs carry as integers (config resource types, config
+                      and ACL operations): the source of ConfigResourceType and the others
 
 Everything else finds these folders through the names below (``importlib.resources``), so a
 wheel install and a checkout read the same files.
@@ -22,3 +24,4 @@ REQUIREMENTS = ROOT / "requirements"
 MODELS = ROOT / "models"
 SCHEMA = ROOT / "schema"
 ERROR_CODES = ROOT / "error_codes.json"
+ENUMS = ROOT / "enums.json"

@@ -21,10 +21,11 @@ from conformance.protocol.records import (
     encode_message_set,
     end_txn_marker,
 )
+from conformance.protocol.spec import INT_RANGES
 
-INT16 = (-(2**15), 2**15 - 1)
-INT32 = (-(2**31), 2**31 - 1)
-INT64 = (-(2**63), 2**63 - 1)
+INT16 = INT_RANGES["int16"]
+INT32 = INT_RANGES["int32"]
+INT64 = INT_RANGES["int64"]
 _HALF_INT64 = (-(2**62), 2**62 - 1)
 
 LEGACY_CODECS = (Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compression.LZ4)

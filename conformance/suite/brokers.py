@@ -10,13 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.protocol import ApiKey
+from conformance.protocol import ApiKey, ConfigResourceType
 from conformance.protocol.errors import DecodeError
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.targets.base import Endpoint
 
-BROKER_RESOURCE = 4
 ENDPOINT_BROKERS = 1
 
 
@@ -77,7 +76,7 @@ def broker_configs(harness: Harness, broker: Broker, keys: list[str]) -> dict[st
     body = {
         "Resources": [
             {
-                "ResourceType": BROKER_RESOURCE,
+                "ResourceType": ConfigResourceType.BROKER,
                 "ResourceName": str(broker.node_id),
                 "ConfigurationKeys": keys,
             }

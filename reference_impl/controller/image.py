@@ -17,10 +17,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.protocol import ConfigResourceType
 from reference_impl.broker_state import BrokerState
-
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
 
 QuotaEntity = tuple[tuple[str, str | None], ...]
 
@@ -141,7 +139,7 @@ class MetadataImage:
         topic = self.topics.pop(r["name"], None)
         if topic is not None:
             self.topic_ids.pop(topic.topic_id, None)
-            self.configs.pop((TOPIC_RESOURCE, topic.name), None)
+            self.configs.pop((ConfigResourceType.TOPIC, topic.name), None)
 
     def _apply_config(self, r: dict) -> None:
         key = (r["resource_type"], r["resource_name"])
@@ -181,7 +179,7 @@ class MetadataImage:
         return [r for _, r in sorted(self.brokers.items()) if r.state.visible]
 
     def topic_config(self, name: str) -> dict[str, str]:
-        return dict(self.configs.get((TOPIC_RESOURCE, name), {}))
+        return dict(self.configs.get((ConfigResourceType.TOPIC, name), {}))
 
     def records(self) -> list[dict[str, Any]]:
         """Records that rebuild this image from nothing (a snapshot)."""

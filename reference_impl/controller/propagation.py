@@ -18,12 +18,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from conformance.client.wire import Connection, pick_version
-from conformance.protocol import ApiKey
+from conformance.protocol import ApiKey, ConfigResourceType
 from reference_impl import extensions, security_hooks
 from reference_impl.broker_state import BrokerState
 from reference_impl.controller.image import (
-    BROKER_RESOURCE,
-    TOPIC_RESOURCE,
     BrokerRegistration,
     MetadataImage,
 )
@@ -43,8 +41,8 @@ class PropagationError(Exception):
 
 def config_image(image: MetadataImage) -> dict[str, Any]:
     return {
-        "topics": {n: v for (t, n), v in image.configs.items() if t == TOPIC_RESOURCE},
-        "brokers": {n: v for (t, n), v in image.configs.items() if t == BROKER_RESOURCE},
+        "topics": {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.TOPIC},
+        "brokers": {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.BROKER},
         "quotas": [[[list(e) for e in entity], values] for entity, values in image.quotas.items()],
         "acls": image.acls,
     }

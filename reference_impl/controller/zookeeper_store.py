@@ -40,11 +40,10 @@ from urllib.parse import quote, unquote
 
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
+from conformance.protocol import AclOperation, ConfigResourceType
 from reference_impl.broker_state import BrokerState
 from reference_impl.config import NodeConfig
 from reference_impl.controller.image import (
-    BROKER_RESOURCE,
-    TOPIC_RESOURCE,
     BrokerRegistration,
     MetadataImage,
     QuotaEntity,
@@ -54,7 +53,7 @@ from reference_impl.controller.image import (
 )
 from reference_impl.controller.store import MetadataStore, StoreFenced
 from reference_impl.node import NodeFatal
-from reference_impl.security.acl import AclOperation, PatternType, PermissionType, ResourceType
+from reference_impl.security.acl import PatternType, PermissionType, ResourceType
 from reference_impl.zk import CONTROLLER, CONTROLLER_EPOCH, ZooKeeper, ZooKeeperError
 
 log = logging.getLogger(__name__)
@@ -300,7 +299,10 @@ class ZooKeeperStore(MetadataStore):
                 records.append(registration_record(int(child), found[0]))
         for topic in await self._children("/brokers/topics"):
             records.extend(await self._load_topic(topic))
-        for rtype, folder in ((TOPIC_RESOURCE, "topics"), (BROKER_RESOURCE, "brokers")):
+        for rtype, folder in (
+            (ConfigResourceType.TOPIC, "topics"),
+            (ConfigResourceType.BROKER, "brokers"),
+        ):
             for child in await self._children(f"/config/{folder}"):
                 found = await self._json(f"/config/{folder}/{child}")
                 name = "" if child == DEFAULT else unquote(child)
@@ -443,7 +445,7 @@ class ZooKeeperStore(MetadataStore):
                             del puts[k]
             elif kind == "config":
                 rtype, rname = r["resource_type"], r["resource_name"]
-                folder = "topics" if rtype == TOPIC_RESOURCE else "brokers"
+                folder = "topics" if rtype == ConfigResourceType.TOPIC else "brokers"
                 entity = _sanitize(rname) if rname != "" else DEFAULT
                 values = after.configs.get((rtype, rname), {})
                 puts[f"/config/{folder}/{entity}"] = _dumps({"version": 1, "config": values})

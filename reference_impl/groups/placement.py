@@ -7,11 +7,14 @@ Matching it exactly means a group lands on the same partition number as on a rea
 
 from __future__ import annotations
 
+from conformance.protocol.spec import INT_RANGES
+
 OFFSETS_TOPIC = "__consumer_offsets"
 #: Kafka's default offsets.topic.num.partitions
 DEFAULT_OFFSETS_PARTITIONS = 50
 
-_INT_MIN = -(2**31)
+#: Java's Integer.MIN_VALUE
+_INT_MIN = INT_RANGES["int32"][0]
 
 
 def java_string_hashcode(s: str) -> int:

@@ -5,13 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from conformance.protocol import ErrorCode
+from conformance.protocol import AclOperation, ErrorCode
 from reference_impl import config as cfg
 from reference_impl.net.listener import Session
-from reference_impl.security.acl import AclOperation
 
-#: DescribeConfigs / AlterConfigs resource types
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 #: the reference refuses larger topics (a fuzzed NumPartitions must not exhaust memory)

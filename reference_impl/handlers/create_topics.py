@@ -12,10 +12,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from conformance.protocol import ApiKey, ErrorCode, KafkaError
+from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode, KafkaError
 from reference_impl import config as cfg
 from reference_impl.broker.forwarding import mutation_api
-from reference_impl.controller.image import TOPIC_RESOURCE, config_record
+from reference_impl.controller.image import config_record
 from reference_impl.controller.placement import assign_replicas, new_partition
 from reference_impl.handlers.common import (
     MAX_PARTITIONS,
@@ -158,7 +158,8 @@ async def create(node: Any, ctx: RequestContext, body: dict) -> dict:
         topic = [{"type": "topic", "name": name, "topic_id": str(topic_id)}]
         topic.extend(new_partition(r).record(name, i) for i, r in enumerate(assignment))
         topic.extend(
-            config_record(TOPIC_RESOURCE, name, k, val) for k, val in sorted(configs.items())
+            config_record(ConfigResourceType.TOPIC, name, k, val)
+            for k, val in sorted(configs.items())
         )
         planned.append((len(results) - 1, name, topic))
 

@@ -13,15 +13,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode
 from reference_impl import config as cfg
-from reference_impl.handlers.common import (
-    BROKER,
-    BROKER_LOGGER,
-    TOPIC,
-    config_entry,
-    topic_config_entries,
-)
+from reference_impl.handlers.common import config_entry, topic_config_entries
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
@@ -45,8 +39,8 @@ def _view(node: Any) -> tuple[set[str], dict[str, dict[str, str]], dict[str, dic
         cache = node.metadata_cache
         return set(cache.topics), cache.topic_configs, cache.broker_configs
     image = node.require_active()
-    topics = {n: v for (t, n), v in image.configs.items() if t == TOPIC}
-    brokers = {n: v for (t, n), v in image.configs.items() if t == BROKER}
+    topics = {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.TOPIC}
+    brokers = {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.BROKER}
     return set(image.topics), topics, brokers
 
 
@@ -67,7 +61,7 @@ def _resource(node: Any, ctx: RequestContext, body: dict, r: dict) -> dict[str, 
         return result
 
     topics, topic_configs, broker_configs = _view(node)
-    if rtype == TOPIC:
+    if rtype == ConfigResourceType.TOPIC:
         if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", ("TOPIC", rname)):
             return fail(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         if rname not in topics:
@@ -76,11 +70,11 @@ def _resource(node: Any, ctx: RequestContext, body: dict, r: dict) -> dict[str, 
             topic_configs.get(rname, {}), keys, ctx.version, synonyms, doc
         )
         return result
-    if rtype in (BROKER, BROKER_LOGGER):
+    if rtype in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER):
         if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", CLUSTER):
             return fail(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         own = node.role == "controller" or rname == str(node.node_id)
-        if rtype == BROKER_LOGGER:
+        if rtype == ConfigResourceType.BROKER_LOGGER:
             if not own or rname == "":
                 return fail(ErrorCode.INVALID_REQUEST, f"Unexpected broker id {rname!r}")
             level = logging.getLevelName(logging.getLogger().getEffectiveLevel())

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import AUTHORIZED_OPERATIONS_UNSET, ApiKey, ErrorCode
 from reference_impl.groups.coordinator import NO_SUMMARY
 from reference_impl.handlers.common import authorized_operations
 from reference_impl.handlers.group_common import group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
 
-UNSET_OPERATIONS = -(2**31)
 GROUP_OPERATIONS = ("READ", "DELETE", "DESCRIBE")
 
 
@@ -22,7 +21,7 @@ def api(node: Any) -> Api:
     service = groups(node)
 
     def describe(ctx: RequestContext, group_id: str, with_operations: bool) -> dict:
-        entry: dict = {"GroupId": group_id, "AuthorizedOperations": UNSET_OPERATIONS}
+        entry: dict = {"GroupId": group_id, "AuthorizedOperations": AUTHORIZED_OPERATIONS_UNSET}
         if not group_allowed(node, ctx, "DESCRIBE", group_id):
             error, summary = ErrorCode.GROUP_AUTHORIZATION_FAILED, NO_SUMMARY
         else:

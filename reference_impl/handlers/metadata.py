@@ -14,7 +14,7 @@ import logging
 import uuid
 from typing import Any
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import AUTHORIZED_OPERATIONS_UNSET, ApiKey, ErrorCode
 from reference_impl import extensions
 from reference_impl.handlers.common import (
     CLUSTER_OPERATIONS,
@@ -29,7 +29,6 @@ log = logging.getLogger(__name__)
 
 INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 NO_ID = uuid.UUID(int=0)
-UNSET = -2147483648
 
 
 def api(node: Any) -> Api:
@@ -134,7 +133,7 @@ def _error(name: str | None, topic_id: uuid.UUID, code: ErrorCode) -> dict[str, 
         "TopicId": topic_id,
         "IsInternal": False,
         "Partitions": [],
-        "TopicAuthorizedOperations": UNSET,
+        "TopicAuthorizedOperations": AUTHORIZED_OPERATIONS_UNSET,
     }
 
 
@@ -172,5 +171,5 @@ def _topic(node: Any, ctx: RequestContext, name: str, listener: str) -> dict[str
         "TopicId": topic.topic_id,
         "IsInternal": name in INTERNAL,
         "Partitions": partitions,
-        "TopicAuthorizedOperations": UNSET,
+        "TopicAuthorizedOperations": AUTHORIZED_OPERATIONS_UNSET,
     }

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from conformance.protocol import AclOperation
+
 WILDCARD_RESOURCE = "*"
 WILDCARD_HOST = "*"
 WILDCARD_PRINCIPAL = "User:*"
@@ -50,24 +52,6 @@ class PatternType(IntEnum):
     MATCH = 2
     LITERAL = 3
     PREFIXED = 4
-
-
-class AclOperation(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
 
 
 class PermissionType(IntEnum):
@@ -113,7 +97,10 @@ def pattern_type(value: int | str) -> PatternType:
 
 
 def operation(value: int | str) -> AclOperation:
-    return _enum(AclOperation, value)
+    """The operation of a code or name; the reference speaks Kafka 3.9, which reads the
+    operations later releases added (``since`` set) as UNKNOWN."""
+    op = _enum(AclOperation, value)
+    return AclOperation.UNKNOWN if op.since is not None else op
 
 
 def permission_type(value: int | str) -> PermissionType:

@@ -98,3 +98,37 @@ def test_no_module_keeps_its_own_api_key_or_error_code_constants() -> None:
     assert len(files) > 100
     found = [line for p in files for line in _redefinitions(p)]
     assert found == [], "\n".join(found)
+
+
+def test_enums_are_the_data() -> None:
+    """Each generated enum has the members of ``enums.json``, in order, with their ``since``."""
+    from conformance.protocol._generated import enums
+
+    rows = json.loads(specs.ENUMS.read_text())["enums"]
+    for row in rows:
+        enum = getattr(enums, row["name"])
+        assert [(m.name, int(m), m.since) for m in enum] == [
+            (r["name"], r["value"], r.get("since")) for r in row["members"]
+        ]
+    assert {r["name"] for r in rows} == {"ConfigResourceType", "ConfigOperation", "AclOperation"}
+
+
+def test_a_repeated_enum_value_is_refused(tmp_path: Path) -> None:
+    rows = json.loads(specs.ENUMS.read_text())
+    rows["enums"][0]["members"].append({"name": "TWIN", "value": 2})
+    bad = tmp_path / "enums.json"
+    bad.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match="value repeated"):
+        gen_tables.enums_source(bad)
+
+
+def test_authorized_operations_unset_is_the_specs_default(tmp_path: Path) -> None:
+    """Every ``*AuthorizedOperations`` field defaults to Integer.MIN_VALUE; a spec that says
+    otherwise stops the generator instead of giving two values."""
+    assert gen_tables.authorized_operations_unset() == -(2**31)
+    for path in specs.MESSAGES.glob("*.json"):
+        (tmp_path / path.name).write_text(path.read_text())
+    spec = tmp_path / "DescribeClusterResponse.json"
+    spec.write_text(spec.read_text().replace('"-2147483648"', '"0"'))
+    with pytest.raises(ValueError, match="disagree"):
+        gen_tables.authorized_operations_unset(tmp_path)

@@ -127,7 +127,8 @@ def test_creation_validation() -> None:
 NAMES = ["a", "ab", "abc", "b", "*"]
 PRINCIPALS = ["User:alice", "User:bob", "User:*"]
 HOSTS = ["*", "10.0.0.1", "10.0.0.2"]
-OPS = [o for o in AclOperation if o not in (Op.UNKNOWN, Op.ANY)]
+#: the operations Kafka 3.9 knows (the reference reads later ones, `since` set, as UNKNOWN)
+OPS = [o for o in AclOperation if o not in (Op.UNKNOWN, Op.ANY) and o.since is None]
 TYPES = [T, G, C]
 
 bindings_st = st.builds(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.configs.topic_configs import PROPAGATION, TOPIC_CONFIG, describe
@@ -61,9 +61,15 @@ class TopicConfigsBinding(Binding):
 
     def cleanup(self, runner: Any = None) -> None:
         """Every override the example made is deleted (the next example starts at defaults)."""
-        ops = [{"Name": k, "ConfigOperation": 1, "Value": None} for k in KEYS]
+        ops = [{"Name": k, "ConfigOperation": ConfigOperation.DELETE, "Value": None} for k in KEYS]
         body = {
-            "Resources": [{"ResourceType": 2, "ResourceName": self.topic, "Configs": ops}],
+            "Resources": [
+                {
+                    "ResourceType": ConfigResourceType.TOPIC,
+                    "ResourceName": self.topic,
+                    "Configs": ops,
+                }
+            ],
             "ValidateOnly": False,
         }
         try:

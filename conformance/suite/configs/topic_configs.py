@@ -6,13 +6,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
 
-TOPIC = 2
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+#: the operations by their short names, as the tests write a change: ``(name, SET, value)``
+SET, DELETE, APPEND, SUBTRACT = (
+    ConfigOperation.SET,
+    ConfigOperation.DELETE,
+    ConfigOperation.APPEND,
+    ConfigOperation.SUBTRACT,
+)
 #: ConfigSource values of DescribeConfigs v1+
 TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 SOURCES = {
@@ -40,7 +45,8 @@ def describe(
     version = harness.pick_version(ApiKey.DESCRIBE_CONFIGS, "1+")
     body = {
         "Resources": [
-            {"ResourceType": TOPIC, "ResourceName": t, "ConfigurationKeys": keys} for t in topics
+            {"ResourceType": ConfigResourceType.TOPIC, "ResourceName": t, "ConfigurationKeys": keys}
+            for t in topics
         ],
         "IncludeSynonyms": False,
         "IncludeDocumentation": False,
@@ -75,7 +81,7 @@ def alter(
     body = {
         "Resources": [
             {
-                "ResourceType": TOPIC,
+                "ResourceType": ConfigResourceType.TOPIC,
                 "ResourceName": topic,
                 "Configs": [{"Name": k, "Value": v} for k, v in configs.items()],
             }
@@ -99,7 +105,7 @@ def incremental(
     body = {
         "Resources": [
             {
-                "ResourceType": TOPIC,
+                "ResourceType": ConfigResourceType.TOPIC,
                 "ResourceName": topic,
                 "Configs": [{"Name": n, "ConfigOperation": op, "Value": v} for n, op, v in ops],
             }

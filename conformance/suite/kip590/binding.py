@@ -14,14 +14,13 @@ from functools import cache
 from typing import Any
 
 from conformance.client.wire import ConnectionClosed
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode
 from conformance.protocol.errors import DecodeError
 from conformance.suite import brokers as cluster
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.models import Binding, Model, ModelRunner, load_model
 from conformance.targets.base import Endpoint
 
-TOPIC_RESOURCE = 2
 PROPAGATION = 10.0
 TIMEOUT_MS = 15000
 
@@ -187,7 +186,11 @@ class RoutingBinding(Binding):
         version = self.harness.pick_version(ApiKey.DESCRIBE_CONFIGS)
         body = {
             "Resources": [
-                {"ResourceType": TOPIC_RESOURCE, "ResourceName": t, "ConfigurationKeys": None}
+                {
+                    "ResourceType": ConfigResourceType.TOPIC,
+                    "ResourceName": t,
+                    "ConfigurationKeys": None,
+                }
                 for t in topics
             ],
             "IncludeSynonyms": False,
