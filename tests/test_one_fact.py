@@ -192,3 +192,36 @@ def test_the_enum_guard_sees_a_restatement(tmp_path: Path) -> None:
     assert [f.split(":")[0] for f in found] == ["1", "2", "2", "3", "5"], found
     assert ConfigResourceType.TOPIC == 2 and ConfigOperation.SUBTRACT == 3
     assert AclOperation.TWO_PHASE_COMMIT.since == "4.0.0" and AclOperation.READ.since is None
+
+
+# --- error names: conformance.protocol.kafka_errors.error_name / is_defined, nothing else ----
+
+ERROR_NAMES_HOME = "conformance/protocol/kafka_errors.py"
+
+
+def error_tables(path: Path) -> list[str]:
+    """Comprehensions over ``ErrorCode``: a module's own code-to-name (or name-to-code) table."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    return [
+        f"{node.lineno}: a table built over ErrorCode"
+        for node in ast.walk(tree)
+        if isinstance(node, comprehensions)
+        and any(isinstance(g.iter, ast.Name) and g.iter.id == "ErrorCode" for g in node.generators)
+    ]
+
+
+def test_error_names_come_from_one_function() -> None:
+    found = []
+    for path in sources():
+        rel = path.relative_to(ROOT).as_posix()
+        if "_generated" in path.parts or rel == ERROR_NAMES_HOME:
+            continue
+        found += [f"{rel}:{line}" for line in error_tables(path)]
+    assert found == [], "name codes with kafka_errors.error_name:\n" + "\n".join(found)
+
+
+def test_the_error_table_guard_sees_a_table(tmp_path: Path) -> None:
+    copy = tmp_path / "m.py"
+    copy.write_text("def known():\n    return {int(c): c.name for c in ErrorCode}\n")
+    assert [f.split(":")[0] for f in error_tables(copy)] == ["2"]

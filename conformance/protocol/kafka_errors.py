@@ -24,6 +24,11 @@ def error_name(code: int) -> str:
     return known.name if isinstance(known, ErrorCode) else f"UNKNOWN_ERROR_CODE_{code}"
 
 
+def is_defined(code: int) -> bool:
+    """Whether Kafka defines ``code`` (the one test of it; ``error_name`` is the one name)."""
+    return isinstance(error_code(code), ErrorCode)
+
+
 def is_retriable(code: int) -> bool:
     """Kafka's clients retry ``code`` (an undefined code is not retriable)."""
     known = error_code(code)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.client.wire import ConnectionClosed, ProtocolViolation, Response
 from conformance.protocol import ErrorCode
 from conformance.protocol.errors import DecodeError
+from conformance.protocol.kafka_errors import error_name, is_defined
 from conformance.protocol.spec import FieldSpec, StructSpec
 from conformance.suite import credit
 
@@ -201,11 +202,6 @@ def documented_errors() -> dict[str, Any]:
     return json.loads(DOCUMENTED_ERRORS_FILE.read_text(encoding="utf-8"))
 
 
-def known_codes() -> dict[int, str]:
-    """Every code Kafka defines, with its name (a view of :class:`ErrorCode`)."""
-    return {int(c): c.name for c in ErrorCode}
-
-
 def documented_codes(api_name: str) -> set[int] | None:
     """Codes documented for ``api_name`` (common ones included); None when the table has no row."""
     table = documented_errors()
@@ -251,15 +247,15 @@ def check_error_codes(
     documented: str = "PROTOCOL.R5",
 ) -> None:
     """Every error code is one Kafka defines (hard) and one documented for the API (soft)."""
-    known = known_codes()
     name = harness.api_name(api_key)
     allowed = documented_codes(name)
     for path, code in error_codes(harness, body, api_key):
-        check(code in known, f"{name}: {path} = {code} is not an error code Kafka defines", defined)
+        defines = f"{name}: {path} = {code} is not an error code Kafka defines"
+        check(is_defined(code), defines, defined)
         if allowed is not None:
             soft(
                 harness,
                 code in allowed,
-                f"{name}: {path} = {code} ({known.get(code)}) is not documented for {name}",
+                f"{name}: {path} = {code} ({error_name(code)}) is not documented for {name}",
                 documented,
             )

@@ -22,6 +22,7 @@ from typing import Any
 
 from conformance.client.wire import ConnectionClosed, Response
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.kafka_errors import error_name
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
@@ -373,7 +374,7 @@ def find_coordinator(
         time.sleep(0.1)
     message = (
         f"FindCoordinator v{version} of group {group}: error {code} "
-        f"({verify.known_codes().get(code)}) after {COORDINATOR_WAIT:.0f} s"
+        f"({error_name(code)}) after {COORDINATOR_WAIT:.0f} s"
     )
     if reqs:
         verify.check(code == ErrorCode.NONE, message, *reqs)

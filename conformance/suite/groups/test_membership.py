@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.kafka_errors import error_name
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.groups.members import (
@@ -25,11 +26,9 @@ from conformance.suite.groups.members import (
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 
-NAMES = verify.known_codes()
-
 
 def code(c: int | None) -> str:
-    return f"{c} ({NAMES.get(c or 0, '?')})"
+    return f"{c} ({error_name(c or 0)})"
 
 
 def check_round(g: Group, r: Round, previous: int, what: str) -> int:

@@ -17,6 +17,7 @@ import uuid
 from conformance.client.wire import ConnectionClosed
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import encode_request
+from conformance.protocol.kafka_errors import error_name
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
 from conformance.suite.harness import Harness
@@ -87,8 +88,7 @@ def test_standby_controllers_answer_not_controller(harness: Harness) -> None:
             f"the suite is not a broker principal on the controller listener(s) {refused} "
             "(CLUSTER_AUTHORIZATION_FAILED): no Envelope of its gets as far as the active check"
         )
-    names = verify.known_codes()
-    answers = ", ".join(f"{ep}: {names.get(c, '?')}({c})" for ep, c in codes.items())
+    answers = ", ".join(f"{ep}: {error_name(c)}({c})" for ep, c in codes.items())
     others = [ep for ep, code in codes.items() if code != ErrorCode.NOT_CONTROLLER]
     verify.check(
         len(others) <= 1,

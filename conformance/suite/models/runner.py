@@ -19,6 +19,7 @@ from typing import Any
 
 from conformance.client.wire import ConnectionClosed, ProtocolViolation
 from conformance.protocol.errors import DecodeError
+from conformance.protocol.kafka_errors import error_name
 from conformance.suite import credit, verify
 from conformance.suite.models.binding import Binding
 from conformance.suite.models.spec import Model, Transition
@@ -481,20 +482,18 @@ def _brief(response: dict, options: list[tuple[str, Transition]]) -> str:
     for k in ("BrokerEpoch",):
         if k in response:
             keys[k] = None
-    names = verify.known_codes()
     parts = []
     for k in keys:
         v = lookup(response, k)
         if k.endswith("ErrorCode") and isinstance(v, int):
-            v = names.get(v, v)
+            v = error_name(v)
         parts.append(f"{k}={v}")
     return " ".join(parts) or _short(response)
 
 
 def _show_expect(expect: dict) -> str:
-    names = verify.known_codes()
     return " ".join(
-        f"{k}={names.get(v, v) if k.endswith('ErrorCode') and isinstance(v, int) else v}"
+        f"{k}={error_name(v) if k.endswith('ErrorCode') and isinstance(v, int) else v}"
         for k, v in expect.items()
     )
 

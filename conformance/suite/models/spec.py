@@ -13,8 +13,8 @@ from typing import Any
 import jsonschema
 
 from conformance import specs
+from conformance.protocol import ErrorCode
 from conformance.protocol.errors import SpecError
-from conformance.suite import verify
 
 MODELS_DIR = specs.MODELS
 MODEL_SCHEMA = specs.SCHEMA / "model.schema.json"
@@ -100,10 +100,10 @@ def _validator() -> jsonschema.protocols.Validator:
 
 
 def _error_code(name: str, where: str, path: Path) -> int:
-    codes = {v: k for k, v in verify.known_codes().items()}
-    if name not in codes:
+    code = ErrorCode.__members__.get(name)
+    if code is None:
         raise SpecError(str(path), where, f"unknown error name {name!r}")
-    return codes[name]
+    return int(code)
 
 
 def _expect(raw: dict[str, Any], where: str, path: Path) -> dict[str, Any]:

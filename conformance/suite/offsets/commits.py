@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from conformance.protocol import ApiKey
+from conformance.protocol.kafka_errors import error_name
 from conformance.suite import verify
 from conformance.suite.groups.members import coordinator_request
 from conformance.suite.harness import Harness, SyncConnection
@@ -94,7 +95,7 @@ def fetch(
     code = entry.get("ErrorCode", 0)
     verify.check(
         code == 0,
-        f"OffsetFetch v{v} of group {group}: error {code} ({verify.known_codes().get(code)})",
+        f"OffsetFetch v{v} of group {group}: error {code} ({error_name(code)})",
         req,
     )
     return {

@@ -5,6 +5,7 @@ and GROUP_ID_NOT_FOUND for a group that does not exist. Every group and topic is
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.kafka_errors import error_name
 from conformance.suite import verify
 from conformance.suite.groups.members import Group, consumer_subscription, fresh_name
 from conformance.suite.harness import Harness, SyncConnection
@@ -37,7 +38,7 @@ def offset_delete(
 
 
 def name(code: int | None) -> str:
-    return f"{code} ({verify.known_codes().get(code)})"
+    return f"{code} ({'absent' if code is None else error_name(code)})"
 
 
 @conformance("offsets/delete/empty-group", "OFFSETS.R8", api=ApiKey.OFFSET_DELETE)
