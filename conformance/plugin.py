@@ -10,8 +10,16 @@ one verdict per requirement (``conformance.results.verdicts``); with ``--results
 recorded with the run's manifest, and with ``--report`` rendered.
 
 pytest's own view follows the verdicts: FAIL and ERROR fail, NONSTRICT shows as xfail (it does
-not fail the session unless ``--strict``), UNSUPPORTED / NOT_EXPOSED / PROPOSAL_ABSENT / SKIP are
-skips whose reason starts with the verdict.
+not fail the session unless ``--strict``), UNSUPPORTED / NOT_EXPOSED / PROPOSAL_ABSENT / SKIP /
+NOT_EVALUATED are skips whose reason starts with the verdict.
+
+A target that goes down: tests marked ``disruptive`` (malformed input) run after all the others.
+After a test that failed, or a disruptive one, the target is probed (``suite.liveness``); when it
+is down, that test keeps its verdicts (a disruptive test's are FAIL) with messages saying the
+target went down during it, and the run either restarts the target (where the suite manages it,
+``Target.recover``) and goes on, or sends nothing more: every later test is NOT_EVALUATED
+("target unreachable since <test>"). The manifest (``outages``), the terminal summary and the
+report say so first.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import Any
 import pytest
 
 from conformance.results.policy import Phase, outcome_shown, requirement_verdicts
-from conformance.results.verdicts import NotApplicable, Verdict
+from conformance.results.verdicts import NotApplicable, NotEvaluated, Verdict, verdict_for
 from conformance.suite.credit import Ledger
 from conformance.suite.meta import MARKER, kebab
 
@@ -33,6 +41,8 @@ DEFAULT_EXAMPLES = 5
 #: the seed of every run that names none: the same suite against the same target draws the same
 #: examples, so it gives the same verdicts (``--seed random`` draws a fresh one, recorded)
 DEFAULT_SEED = 20261123
+#: times a run restarts a target it manages after it went down, before it gives up on it
+MAX_RESTARTS = 3
 
 
 def parse_seed(text: str) -> int | str:
@@ -145,6 +155,8 @@ class TestInfo:
     test_id: str
     requirements: tuple[str, ...]
     api: int | None
+    #: may bring a target down: runs after the others (``meta.conformance``)
+    disruptive: bool = False
 
 
 @dataclass
@@ -159,6 +171,10 @@ class State:
     phases: dict[str, list[tuple[str, Phase]]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     active: bool = False
+    #: each time the target went down: {test_id, reason, restarted[, restart_error]}
+    outages: list[dict[str, Any]] = field(default_factory=list)
+    #: the test since which the target is unreachable (nothing is sent after it), or None
+    unreachable_since: str | None = None
 
 
 STATE = pytest.StashKey[State]()
@@ -235,6 +251,7 @@ def pytest_collection_modifyitems(
             _format_id(mark.kwargs["test_id"], item),
             mark.kwargs["requirements"],
             mark.kwargs.get("api"),
+            bool(mark.kwargs.get("disruptive")),
         )
         item.stash[INFO] = ti
         item.extra_keyword_matches.update({ti.test_id, *ti.requirements})
@@ -274,9 +291,19 @@ def _select_and_open(config: pytest.Config, items: list) -> None:
         state.select = expr_text
         if not any(info(i) for i in items):
             return
+    _disruptive_last(items)
     if config.option.collectonly:
         return
     _open_run(config, state)
+
+
+def _disruptive_last(items: list) -> None:
+    """Tests that may bring the target down run after all the others (as Autobahn orders its
+    cases), each group in its collected order, so every run keeps the same order."""
+    last = [i for i in items if (ti := info(i)) is not None and ti.disruptive]
+    if last:
+        chosen = set(map(id, last))
+        items[:] = [i for i in items if id(i) not in chosen] + last
 
 
 def _open_run(config: pytest.Config, state: State) -> None:
@@ -447,7 +474,11 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
     uses_hypothesis = hasattr(getattr(item, "obj", None), "hypothesis") or bool(
         notes and notes.seeded
     )
-    for rid, verdict, message in _requirement_verdicts(ti, state, dict(phases), notes):
+    found = _requirement_verdicts(ti, state, dict(phases), notes)
+    outage = _went_down(ti, state, found)
+    if outage is not None:
+        found = _blamed(ti, state, found, outage)
+    for rid, verdict, message in found:
         state.counts[verdict.value] = state.counts.get(verdict.value, 0) + 1
         if state.recorder is None:
             continue
@@ -473,12 +504,71 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
         )
     if harness is not None:
         harness.end_test()
+    if outage is not None:
+        _recover(item.config, ti, state, outage)
 
 
+def _went_down(ti: TestInfo, state: State, found: list) -> str | None:
+    """Why the target is down after this test, when it failed or was disruptive; else None."""
+    if state.harness is None or state.unreachable_since is not None:
+        return None
+    bad = any(v in (Verdict.FAIL, Verdict.ERROR, Verdict.NONSTRICT) for _, v, _ in found)
+    if not (bad or ti.disruptive):
+        return None
+    from conformance.suite.liveness import down
+
+    return down(state.harness)
+
+
+def _blamed(ti: TestInfo, state: State, found: list, why: str) -> list:
+    """The verdicts of the test during which the target went down: kept, with messages saying
+    so; a disruptive test's are failures (its input brought the target down)."""
+    from conformance.requirements import requirements
+
+    reqs = requirements()
+    head = f"the target went down during this test ({why})"
+    out = []
+    for rid, verdict, message in found:
+        if ti.disruptive:
+            verdict = verdict_for(
+                "failed", reqs[rid].level, strict=state.strict, exc=AssertionError()
+            )
+        if verdict != Verdict.PASS:
+            message = f"{head}: {message}" if message else head
+        out.append((rid, verdict, message))
+    return out
+
+
+def _recover(config: pytest.Config, ti: TestInfo, state: State, why: str) -> None:
+    """Restart a target the suite manages and go on; otherwise send nothing more."""
+    outage: dict[str, Any] = {"test_id": ti.test_id, "reason": why, "restarted": False}
+    state.outages.append(outage)
+    target = state.target
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if target.manages_processes and len(state.outages) <= MAX_RESTARTS:
+        try:
+            target.recover()
+            state.harness.open()
+            outage["restarted"] = True
+        except Exception as e:  # whatever stops the restart, the run must not go on blind
+            outage["restart_error"] = f"the restart failed: {e}"
+    elif target.manages_processes:
+        outage["restart_error"] = f"not restarted: it had gone down {MAX_RESTARTS} times"
+    if not outage["restarted"]:
+        state.unreachable_since = ti.test_id
+    if reporter is not None:
+        from conformance.results.summary import outage_line
+
+        reporter.write_line(f"\nkafka-conformance: {outage_line(outage)}")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     state = item.config.stash[STATE]
     if info(item) is not None and state.harness is not None:
         state.harness.end_test()
+        if state.unreachable_since is not None:
+            raise NotEvaluated(f"not evaluated: target unreachable since {state.unreachable_since}")
 
 
 # --- the end -----------------------------------------------------------------------------------
@@ -492,6 +582,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     parts = [f"{state.counts[v]} {v}" for v in order if state.counts.get(v)]
     # pytest's own line counts tests; these count result records (test x requirement)
     terminalreporter.write_sep("=", "conformance verdicts, one per test and requirement")
+    from conformance.results.summary import outage_line
+
+    for outage in state.outages:  # first: it says how far the verdicts below can be trusted
+        terminalreporter.write_line(outage_line(outage), red=True, bold=True)
     terminalreporter.write_line(", ".join(parts))
     if state.recorder is not None:
         terminalreporter.write_line(f"results: {state.recorder.dir}")
@@ -536,4 +630,5 @@ def _write_manifest(config: pytest.Config, state: State) -> None:
         hypothesis_profile=f"{profile.PROFILE}(max_examples={h.examples})",
         strict=state.strict,
         select=state.select,
+        **({"outages": state.outages} if state.outages else {}),
     )

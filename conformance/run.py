@@ -5,7 +5,9 @@ bootstrap is one line and exit code 2), then runs ``pytest --pyargs conformance.
 process with the same options (pytest shows the progress), records the run under
 ``--results-dir`` and renders its report. Exit code: 0 when no requirement FAILed and the suite
 did not break (ERROR); 1 when something did, or when nothing was checked at all; 2 when the run
-could not start (bad options, a target that cannot be started or reached).
+could not start (bad options, a target that cannot be started or reached); 3 when the target
+went down mid-run and was not brought back, so the tests after it were not evaluated (the run
+is incomplete; the line saying during which test comes first in the output).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         description="Run the whole conformance suite against a target, record the results "
         "(results.jsonl + manifest.json) and render the report. Exit code 0: every MUST held; "
         "1: a requirement FAILed, the suite broke, or nothing was checked; 2: the run could not "
-        "start.",
+        "start; 3: the target went down mid-run and the tests after it were not evaluated.",
     )
     p.add_argument("--target", default=None, metavar="KIND", help=f"one of: {', '.join(KINDS)}")
     p.add_argument(
@@ -220,6 +222,8 @@ def run_command(args: argparse.Namespace) -> int:
     except BadRun as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
+    for line in summary.headlines():  # first: how far the verdicts can be trusted
+        print(f"{PROG}: {line}")
     if not args.no_report:
         report = render_run_report(run_dir, args.report or run_dir / "report")
         print(f"report: {report}")

@@ -5,7 +5,8 @@ A requirement's cell can hide them: when another test of the requirement fails i
 cell is FAIL in every run while one of its tests goes FAIL -> PASS; a SKIP -> PASS is never
 scored at all. So flakiness is also looked for per test, over every run's own verdict of each
 key (the worst of its records there, as in run diffs). A key missing from a run (a state machine
-that drew other versions) is not an outcome of that run.
+that drew other versions), or NOT_EVALUATED there (the target had gone down before it), is not
+an outcome of that run.
 
 Two passes, because nearly every key of every run is a group of its own: the first groups on
 one number only (a 64-bit hash of the set-up and the key) and keeps the hashes whose records
@@ -43,7 +44,8 @@ def _keyed(records: DataFrame, run_info: DataFrame) -> DataFrame:
     pairs = [(r["run_id"], index.setdefault(tuple(r[c] for c in SETUP), len(index)))
              for r in run_info.select("run_id", *SETUP).collect()]  # fmt: skip
     runs = spark.createDataFrame(pairs, "run_id string, _s int")
-    return records.join(F.broadcast(runs), "run_id").withColumn("_h", key_hash())
+    judged = records.where(F.col("verdict") != "NOT_EVALUATED")
+    return judged.join(F.broadcast(runs), "run_id").withColumn("_h", key_hash())
 
 
 def _candidates(keyed: DataFrame) -> DataFrame:

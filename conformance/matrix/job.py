@@ -273,6 +273,8 @@ def assemble(
                 "hypothesis_profile": m["hypothesis_profile"],
                 "bootstrap": m["bootstrap"],
                 "dir": str(d),
+                # each time the target went down in the run: the report's first lines
+                "outages": m.get("outages", []),
             }
         )
     run_out.sort(

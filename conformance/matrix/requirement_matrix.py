@@ -2,13 +2,14 @@
 
 Two steps. Within one run, a requirement's records (several tests, several API versions) come to
 one run verdict: the worst scored one (FAIL, ERROR, NONSTRICT, then PASS); when none is scored,
-the not-applicable one (PROPOSAL_ABSENT, UNSUPPORTED, NOT_EXPOSED, SKIP). Across the runs of one
-implementation version, a cell is PASS when every scored run passed, FLAKY when some runs of the
-same set-up (``setup``: the manifest's target kind, e.g. ``reference:zookeeper?controllers=3``)
-passed and some did not (with the failure rate; a lone failure among at least two passes is
-flagged), and otherwise the worst verdict: set-ups that disagree each time are not flaky. Runs
-that did not apply (UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT, SKIP) are never counted as
-failures: a cell is one of those only when no run was scored.
+the not-applicable one (PROPOSAL_ABSENT, UNSUPPORTED, NOT_EXPOSED, SKIP, NOT_EVALUATED). Across
+the runs of one implementation version, a cell is PASS when every scored run passed, FLAKY when
+some runs of the same set-up (``setup``: the manifest's target kind, e.g.
+``reference:zookeeper?controllers=3``) passed and some did not (with the failure rate; a lone
+failure among at least two passes is flagged), and otherwise the worst verdict: set-ups that
+disagree each time are not flaky. Runs that did not apply (UNSUPPORTED, NOT_EXPOSED,
+PROPOSAL_ABSENT, SKIP) or were not evaluated (the target had gone down earlier in the run:
+NOT_EVALUATED) are never counted as failures: a cell is one of those only when no run was scored.
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ PRECEDENCE = (
     "UNSUPPORTED",
     "NOT_EXPOSED",
     "SKIP",
+    "NOT_EVALUATED",
 )
 NOT_PASSING = ("FAIL", "ERROR", "NONSTRICT")
-NOT_APPLICABLE = ("PROPOSAL_ABSENT", "UNSUPPORTED", "NOT_EXPOSED", "SKIP")
+#: verdicts of a requirement no check judged; NOT_EVALUATED (the target had gone down) is the
+#: last: a run that did judge the requirement, or says why it cannot apply, tells more
+NOT_APPLICABLE = ("PROPOSAL_ABSENT", "UNSUPPORTED", "NOT_EXPOSED", "SKIP", "NOT_EVALUATED")
 CELL_KEY = ("implementation", "version", "feature", "requirement_id")
 #: Failure messages kept per cell for the report (the first by severity, then newest).
 DETAILS_PER_CELL = 5

@@ -17,6 +17,7 @@ from conformance.report.verdict_style import (
     feature_rate_text,
     flakiness_summary,
     must_rate_text,
+    outage_lines,
     outcomes_text,
     percent,
     table_check_lines,
@@ -156,7 +157,8 @@ def _legend() -> str:
     spans = "".join(f'<span class="v-{v}">{v}</span>' for v in ORDER)
     return (
         f'<p class="legend">{spans}</p><p class="muted">UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT '
-        "and SKIP never count as failures. FLAKY: some runs of the same set-up passed and "
+        "and SKIP never count as failures; NOT_EVALUATED (the target had gone down earlier in the "
+        "run) is neither a failure nor a pass. FLAKY: some runs of the same set-up passed and "
         'some did not; "lone failure" (&#9873;) marks one failing run among at least two '
         "passing ones; &#8776; marks a cell holding a test whose verdict changed between runs "
         "of the same set-up (listed under Flakiness). Counts are "
@@ -499,6 +501,16 @@ def _requirement_texts(model: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _outages(model: dict[str, Any]) -> str:
+    """Before anything else: each run during which the target went down (its verdicts after that
+    point are a restarted target's, or NOT_EVALUATED)."""
+    lines = outage_lines(model)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_e(line)}</li>" for line in lines)
+    return f'<div class="outages v-FAIL"><ul>{items}</ul></div>'
+
+
 def render_html(
     model: dict[str, Any], *, title: str, plot_svg: str | None, badges: dict[str, str]
 ) -> str:
@@ -542,6 +554,6 @@ def render_html(
         f"<header><h1>{_e(title)}</h1><p>{len(model['runs'])} runs, "
         f"{len(model['targets'])} implementation versions, {records['counted']} result records "
         f"counted ({records['bad']} bad lines) &middot; generated {_e(model['generated_at'])}</p>"
-        f'<p class="muted">{_e(UNITS)}</p>'
+        f'<p class="muted">{_e(UNITS)}</p>{_outages(model)}'
         f"</header><nav>{nav}</nav><main>{body}</main><script>{JS}</script></body></html>\n"
     )

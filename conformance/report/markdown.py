@@ -11,6 +11,7 @@ from conformance.report.verdict_style import (
     feature_rate_text,
     flakiness_summary,
     must_rate_text,
+    outage_lines,
     outcomes_text,
     percent,
     table_check_lines,
@@ -36,6 +37,7 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
         f"{records['counted']} result records counted ({records['bad']} bad lines); generated "
         f"{model['generated_at']}. {UNITS}",
         "",
+        *[f"**{line}**\n" for line in outage_lines(model)],
         "## Summary",
         "",
     ]

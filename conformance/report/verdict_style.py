@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.results.summary import outage_line
+
 #: verdict -> (background, text colour); the HTML legend and the badges use the same.
 COLOURS: dict[str, tuple[str, str]] = {
     "PASS": ("#c8e6c9", "#1b5e20"),
@@ -15,6 +17,7 @@ COLOURS: dict[str, tuple[str, str]] = {
     "NOT_EXPOSED": ("#cfd8dc", "#37474f"),
     "PROPOSAL_ABSENT": ("#bbdefb", "#0d47a1"),
     "SKIP": ("#f5f5f5", "#616161"),
+    "NOT_EVALUATED": ("#fafafa", "#9e9e9e"),
 }
 ORDER = tuple(COLOURS)
 #: what the report's numbers count (the terminal and the results count other units)
@@ -22,7 +25,8 @@ UNITS = (
     "Units: a result record is one test's verdict on one requirement in one run (what a run's "
     "verdict line counts; pytest counts tests). Each matrix cell is one requirement on one "
     "implementation version: its verdict, then runs passed / runs scored; the summary counts "
-    "requirements. UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT and SKIP never count as failures."
+    "requirements. UNSUPPORTED, NOT_EXPOSED, PROPOSAL_ABSENT and SKIP never count as failures; "
+    "NOT_EVALUATED (the target had gone down earlier in the run) is neither a failure nor a pass."
 )
 
 
@@ -133,3 +137,13 @@ def table_check_lines(api_support: dict[str, Any]) -> list[str]:
         ]
         out.append(head + f"{len(diffs)} APIs differ: " + "; ".join(parts))
     return out
+
+
+def outage_lines(model: dict[str, Any]) -> list[str]:
+    """``<implementation> <version>, run <id>: the target went down during <test> (...)``, one
+    per outage of each run (the manifest's ``outages``): the first lines of every report."""
+    return [
+        f"{r['implementation']} {r['version']}, run {r['run_id']}: {outage_line(o)}"
+        for r in model["runs"]
+        for o in r.get("outages", [])
+    ]

@@ -2,7 +2,9 @@
 
 ``summarise`` reads a run directory and says what the exit code of ``run`` must be: non-zero
 when a requirement FAILed (a MUST, or a SHOULD under --strict), when the suite broke (ERROR), or
-when nothing was checked at all. The run's report is rendered by the matrix job
+when nothing was checked at all; INCOMPLETE (3) when the target went down and was not brought
+back, so that tests were left NOT_EVALUATED. Its ``headlines`` (from the manifest's ``outages``)
+come first wherever the run is summed up. The run's report is rendered by the matrix job
 (``conformance.matrix.job.render_run_report``).
 """
 
@@ -23,7 +25,11 @@ ORDER = (
     "NOT_EXPOSED",
     "PROPOSAL_ABSENT",
     "SKIP",
+    "NOT_EVALUATED",
 )
+#: exit code of a run the target went down in and that could not go on (tests NOT_EVALUATED);
+#: 0, 1 and 2 keep their meanings (all held; a FAIL, an ERROR or nothing checked; no start)
+INCOMPLETE = 3
 
 
 @dataclass
@@ -32,6 +38,8 @@ class Summary:
     counts: Counter = field(default_factory=Counter)
     failed: list[dict] = field(default_factory=list)
     problems: int = 0
+    #: the manifest's ``outages``: each time the target went down
+    outages: list[dict] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -45,16 +53,39 @@ class Summary:
         parts = [f"{self.counts[v]} {v}" for v in ORDER if self.counts[v]]
         return ", ".join(parts) or "no results"
 
+    def headlines(self) -> list[str]:
+        """One :func:`outage_line` per time the target went down."""
+        return [outage_line(o) for o in self.outages]
+
+    @property
+    def incomplete(self) -> bool:
+        """Tests were left unjudged because the target went down and stayed down."""
+        return bool(self.counts["NOT_EVALUATED"]) or any(not o["restarted"] for o in self.outages)
+
     def exit_code(self) -> int:
-        """0: every MUST held; 1: a FAIL or ERROR, or nothing was checked."""
+        """0: every MUST held; 1: a FAIL or ERROR, or nothing was checked; 3 (INCOMPLETE): the
+        target went down and the run could not judge what came after."""
+        if self.incomplete:
+            return INCOMPLETE
         if self.counts["FAIL"] or self.counts["ERROR"] or self.problems:
             return 1
         return 0 if self.scored else 1
 
 
+def outage_line(outage: dict) -> str:
+    """``the target went down during <test> (<why>); restarted``: what the terminal summary,
+    ``run`` and the report put first about one entry of a manifest's ``outages``."""
+    then = "restarted" if outage["restarted"] else "the tests after it were not evaluated"
+    if outage.get("restart_error"):
+        then += f" ({outage['restart_error']})"
+    return f"the target went down during {outage['test_id']} ({outage['reason']}); {then}"
+
+
 def summarise(run_dir: Path | str) -> Summary:
     run = load_run(run_dir)
-    s = Summary(run.run_id, problems=len(run.problems))
+    s = Summary(
+        run.run_id, problems=len(run.problems), outages=list(run.manifest.get("outages", []))
+    )
     for r in run.records:
         s.counts[r["verdict"]] += 1
         if r["verdict"] in ("FAIL", "ERROR"):

@@ -32,6 +32,9 @@ class Verdict(enum.StrEnum):
     PROPOSAL_ABSENT = "PROPOSAL_ABSENT"
     #: an environment precondition is missing (named in the message)
     SKIP = "SKIP"
+    #: the run never got to judge it: the target had gone down earlier in the run (the message
+    #: names the test during which it went down); says nothing of the target's conformance
+    NOT_EVALUATED = "NOT_EVALUATED"
     #: only in aggregation over runs: mixed outcomes
     FLAKY = "FLAKY"
 
@@ -69,6 +72,12 @@ class ProposalAbsent(NotApplicable):
 
 class MissingPrecondition(NotApplicable):
     verdict = Verdict.SKIP
+
+
+class NotEvaluated(NotApplicable):
+    """The target went down earlier in the run and was not brought back: nothing is sent."""
+
+    verdict = Verdict.NOT_EVALUATED
 
 
 #: Exceptions that mean the *target* misbehaved (so the check failed), not the suite: it closed

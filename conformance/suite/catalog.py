@@ -49,6 +49,8 @@ class SuiteTest:
     test_id: str
     requirements: tuple[str, ...]
     where: str
+    #: sends what may bring a target down; runs after every other test (``meta.conformance``)
+    disruptive: bool = False
 
 
 @dataclass
@@ -214,6 +216,7 @@ def catalog() -> Catalog:
                             mark.kwargs["test_id"],
                             tuple(mark.kwargs["requirements"]),
                             f"{module.__name__}.{name}",
+                            bool(mark.kwargs.get("disruptive")),
                         )
                     )
     for rid, where in _model_ids().items():

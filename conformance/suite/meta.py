@@ -39,11 +39,19 @@ import pytest
 MARKER = "conformance"
 
 
-def conformance(test_id: str, *requirements: str, api: int | None = None) -> pytest.MarkDecorator:
-    """Mark a test with its stable id, the requirement ids it checks and, optionally, its API."""
+def conformance(
+    test_id: str, *requirements: str, api: int | None = None, disruptive: bool = False
+) -> pytest.MarkDecorator:
+    """Mark a test with its stable id, the requirement ids it checks and, optionally, its API.
+
+    ``disruptive``: the test sends what may bring a target down (malformed frames, abrupt
+    disconnects); such tests run after all the others, in their usual order, so that a target
+    that goes down costs the fewest verdicts (``conformance.plugin``)."""
     if not requirements:
         raise ValueError(f"{test_id}: a conformance test names at least one requirement id")
-    return pytest.mark.conformance(test_id=test_id, requirements=tuple(requirements), api=api)
+    return pytest.mark.conformance(
+        test_id=test_id, requirements=tuple(requirements), api=api, disruptive=disruptive
+    )
 
 
 def kebab(name: str) -> str:

@@ -164,6 +164,19 @@ class Target:
         """Restart one broker and return once it serves again."""
         raise TargetError(f"the {self.kind} target cannot restart broker {node_id}")
 
+    @property
+    def manages_processes(self) -> bool:
+        """Whether the suite started (so can restart) what serves the target."""
+        return self.kind != "external"
+
+    def recover(self) -> None:
+        """Bring back a target that went down mid-run (the run then goes on): by default stop
+        everything and start afresh. TargetError when it cannot (an external target)."""
+        if not self.manages_processes:
+            raise TargetError("the suite does not run an external target, so cannot restart it")
+        self.stop()
+        self.start()
+
     def describe(self) -> str:
         return f"{self.name} {self.version} at {','.join(map(str, self.bootstrap))}"
 

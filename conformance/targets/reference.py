@@ -150,6 +150,27 @@ class ReferenceTarget(Target):
             raise TargetError(f"broker {node_id} did not come back: {e}") from None
         self.started[node_id] = (spawned, _now_ms())
 
+    def recover(self) -> None:
+        """Start again the nodes that died (same data, same ports), controllers first, and wait
+        until every broker is Online; with none dead, start the cluster afresh."""
+        from reference_impl.launcher import ClusterError
+
+        cluster = self._cluster
+        dead = [] if cluster is None else [n for n in cluster.nodes.values() if not n.running]
+        if not dead:
+            super().recover()
+            return
+        spawned = _now_ms()
+        try:
+            for node in sorted(dead, key=lambda n: n.config.role != "controller"):
+                cluster.start_node(node.name)
+            cluster.wait_ready(self.startup_timeout)
+        except ClusterError as e:
+            raise TargetError(f"the reference cluster did not come back: {e}") from None
+        for node in dead:
+            if node.config.role == "broker":
+                self.started[node.config.node_id] = (spawned, _now_ms())
+
     def stop(self) -> None:
         cluster, self._cluster = self._cluster, None
         try:

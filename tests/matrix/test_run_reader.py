@@ -69,7 +69,13 @@ def test_fixture_runs_are_what_their_script_writes(tmp_path):
 def test_verdict_sets_follow_the_schema():
     assert "FLAKY" not in VERDICTS  # only in aggregation
     assert set(SCORED) | set(NOT_SCORED) == set(VERDICTS)
-    assert set(NOT_SCORED) == {"UNSUPPORTED", "NOT_EXPOSED", "PROPOSAL_ABSENT", "SKIP"}
+    assert set(NOT_SCORED) == {
+        "UNSUPPORTED",
+        "NOT_EXPOSED",
+        "PROPOSAL_ABSENT",
+        "SKIP",
+        "NOT_EVALUATED",
+    }
 
 
 def test_a_good_record_is_valid():

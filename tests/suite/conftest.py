@@ -32,25 +32,31 @@ def run_cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Completed
     )
 
 
-def collect(*args: str) -> tuple[int, list[str], str]:
-    """``pytest --pyargs conformance.suite --collect-only``: exit code, node ids, output."""
-    proc = subprocess.run(
+def suite_pytest(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``pytest --pyargs conformance.suite -q ARGS`` in a process of its own, from the project's
+    folder (so ``-p tests.suite...`` plugins import)."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
             "pytest",
             "--pyargs",
             "conformance.suite",
-            "--collect-only",
             "-q",
             "-p",
             "no:cacheprovider",
             *args,
         ],
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
+
+
+def collect(*args: str) -> tuple[int, list[str], str]:
+    """``pytest --pyargs conformance.suite --collect-only``: exit code, node ids, output."""
+    proc = suite_pytest("--collect-only", *args)
     ids = [line for line in proc.stdout.splitlines() if "::" in line]
     return proc.returncode, ids, proc.stdout + proc.stderr
 

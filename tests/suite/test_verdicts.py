@@ -10,6 +10,7 @@ from conformance.requirements import requirements
 from conformance.results.policy import Phase, requirement_verdicts
 from conformance.results.verdicts import (
     MissingPrecondition,
+    NotEvaluated,
     NotExposed,
     ProposalAbsent,
     Unsupported,
@@ -62,6 +63,7 @@ def test_a_broken_suite_is_error_never_fail(exc) -> None:
         (NotExposed("BrokerRegistration is not on the client listener"), Verdict.NOT_EXPOSED),
         (ProposalAbsent("no start time"), Verdict.PROPOSAL_ABSENT),
         (MissingPrecondition("no ZooKeeper connect string (--zookeeper)"), Verdict.SKIP),
+        (NotEvaluated("target unreachable since robustness/invalid-varint"), Verdict.NOT_EVALUATED),
     ],
 )
 def test_not_applicable_outcomes_are_never_fail(exc, verdict) -> None:
