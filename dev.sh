@@ -48,8 +48,9 @@ setup() {
 
 # Apache Kafka releases from Maven Central (the kafka:VERSION target; cached outside the repo, so
 # this is quick once done): the one the project's tests run against, and the 4.x releases whose
-# message specs the spec-facts, codec-oracle and release-table tests read.
-KAFKA_RELEASES=${KC_KAFKA_RELEASES:-"kafka:3.9.1 kafka:4.0.2 kafka:4.4.0"}
+# message specs the spec-facts, codec-oracle and release-table tests read; and the kafka-clients
+# release the KIP-42 client tests judge (--client java:VERSION, its harness compiled here).
+KAFKA_RELEASES=${KC_KAFKA_RELEASES:-"kafka:3.9.1 kafka:4.0.2 kafka:4.4.0 java:3.9.1"}
 kafka_releases() {
     command -v mvn >/dev/null || install_deb maven "the Apache Kafka target (kafka:VERSION)"
     command -v mvn >/dev/null || return 0

@@ -246,23 +246,31 @@ def add_fetch(sub: argparse._SubParsersAction) -> None:
         "fetch",
         help="fetch Apache Kafka releases from Maven Central for offline runs",
         description="Fetch each release's jars with Maven into the cache (KC_CACHE_DIR, else "
-        "~/.cache/kafka-conformance), so that --target kafka:VERSION runs without a network.",
+        "~/.cache/kafka-conformance), so that --target kafka:VERSION and --client java:VERSION "
+        "(kafka-clients, with the KIP-42 harness compiled against it) run without a network.",
     )
-    parser.add_argument("releases", nargs="+", metavar="kafka:VERSION")
+    parser.add_argument("releases", nargs="+", metavar="kafka:VERSION|java:VERSION")
     parser.set_defaults(handler=fetch_command)
 
 
 def fetch_command(args: argparse.Namespace) -> int:
     from conformance.targets import TargetError
+    from conformance.targets.java_client import cached_client, harness_classes
     from conformance.targets.maven import cached_broker, fetch_broker
 
     for release in args.releases:
         kind, sep, version = release.partition(":")
-        if kind != "kafka" or not sep:
-            raise CliError(f"cannot fetch {release!r}: name a release as kafka:VERSION")
+        if kind not in ("kafka", "java") or not sep:
+            raise CliError(
+                f"cannot fetch {release!r}: name a release as kafka:VERSION or java:VERSION"
+            )
         try:
-            was = cached_broker(version)
-            libs = was or fetch_broker(version)
+            if kind == "java":
+                was = cached_client(version)
+                libs = harness_classes(version).parent / "libs"
+            else:
+                was = cached_broker(version)
+                libs = was or fetch_broker(version)
         except TargetError as e:
             raise CliError(str(e)) from None
         print(f"{release}: {libs}{' (cached)' if was else ''}")

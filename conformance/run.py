@@ -54,6 +54,14 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target-version", default=None, metavar="V")
     p.add_argument("--strict", action="store_true", help="a SHOULD not met is FAIL, not NONSTRICT")
     p.add_argument(
+        "--client",
+        action="append",
+        default=None,
+        metavar="python|java:VERSION",
+        help="the client KIP-42.R1-R7 judge, repeatable: python (the suite's own, the default) "
+        "or a Java kafka-clients release, fetched with Maven (java:3.9.1)",
+    )
+    p.add_argument(
         "-k",
         "--select",
         default=None,
@@ -130,6 +138,13 @@ def check_options(args: argparse.Namespace) -> None:
         raise RunError("--examples must be at least 1")
     if args.spec_dir and not Path(args.spec_dir).is_dir():
         raise RunError(f"--spec-dir {args.spec_dir}: not a folder of message specs")
+    from conformance.targets.java_client import parse_client
+
+    for client in getattr(args, "client", None) or []:
+        try:
+            parse_client(client)
+        except TargetError as e:
+            raise RunError(str(e)) from None
     try:
         target = make_target(target_options(args))
     except TargetError as e:
@@ -169,6 +184,7 @@ def pytest_args(args: argparse.Namespace, results: Path) -> list[str]:
     for flag, value in options.items():
         if value is not None:
             out.append(f"{flag}={value}")
+    out += [f"--client={c}" for c in getattr(args, "client", None) or []]
     out.append(f"--results-dir={results}")
     if args.strict:
         out.append("--strict")

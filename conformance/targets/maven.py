@@ -89,6 +89,12 @@ def fetch_broker(version: str) -> Path:
         for jar in extra.glob("slf4j-simple-*.jar"):
             shutil.copy2(jar, libs / jar.name)
         shutil.rmtree(extra.parent, ignore_errors=True)
+    return install(libs, folder, coordinates)
+
+
+def install(libs: Path, folder: Path, coordinates: str) -> Path:
+    """Move resolved jars into ``folder/libs`` and write ``fetched.json`` last (what marks a
+    release as wholly cached); the libs folder."""
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)

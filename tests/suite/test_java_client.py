@@ -1,0 +1,80 @@
+"""KIP-42.R1-R7 judged on a Java kafka-clients release (``run --client java:VERSION``) against
+the reference cluster, and the harness's deliberately wrong chains (``KC_JAVA_HARNESS_FAULT``)
+failing the requirements they break. One release (``RELEASE``, prefetched by ``./dev.sh
+setup``); one reference cluster for the three runs. About 35 s.
+
+Known verdicts of the real client: R2 FAILs (when send() fails before the record is queued,
+kafka-clients calls the user's callback before the interceptors' onAcknowledgement) and R7 is
+UNSUPPORTED (3.x and 4.x have no record checksum); the others PASS.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.targets.reference import ReferenceTarget
+from tests.suite.conftest import verdicts
+
+RELEASE = "3.9.1"
+SELECT = "KIP-42 and not KIP-42.R8"
+CLIENT_REQUIREMENTS = {f"KIP-42.R{i}" for i in range(1, 8)}
+
+
+@pytest.fixture(scope="module")
+def reference():
+    target = ReferenceTarget()
+    target.start()
+    yield target
+    target.stop()
+
+
+def judged(cli, reference, monkeypatch, fault: str = "") -> dict[str, dict]:
+    """One run of the release's tests; its records by requirement id."""
+    if fault:
+        monkeypatch.setenv("KC_JAVA_HARNESS_FAULT", fault)
+    boot = str(reference.bootstrap[0])
+    proc, run = cli("--bootstrap-server", boot, "--client", f"java:{RELEASE}", "--select", SELECT)
+    assert run is not None, proc.stderr[-2000:]
+    by_req = {r["requirement_id"]: r for r in run.records}
+    assert set(by_req) == CLIENT_REQUIREMENTS, verdicts(run)
+    assert len(run.records) == len(CLIENT_REQUIREMENTS), "the python client's tests ran too"
+    for r in run.records:
+        assert r["subject"] == {"kind": "client", "implementation": "java", "version": RELEASE}
+        assert r["test_id"].startswith(f"kip-42/client/java:{RELEASE}/")
+    return by_req
+
+
+def test_the_release_is_judged_on_r1_to_r7(cli, reference, monkeypatch) -> None:
+    got = judged(cli, reference, monkeypatch)
+    verdict = {rid: r["verdict"] for rid, r in got.items()}
+    assert verdict == {
+        "KIP-42.R1": "PASS",
+        "KIP-42.R2": "FAIL",
+        "KIP-42.R3": "PASS",
+        "KIP-42.R4": "PASS",
+        "KIP-42.R5": "PASS",
+        "KIP-42.R6": "PASS",
+        "KIP-42.R7": "UNSUPPORTED",
+    }, {rid: (r["verdict"], r["message"]) for rid, r in got.items()}
+    assert "the user's callback ran" in got["KIP-42.R2"]["message"]
+    assert "TimeoutException" in got["KIP-42.R2"]["message"]
+    assert "no checksum()" in got["KIP-42.R7"]["message"]
+
+
+def test_a_chain_called_out_of_order_fails(cli, reference, monkeypatch) -> None:
+    got = judged(cli, reference, monkeypatch, "reorder")
+    for rid in ("KIP-42.R1", "KIP-42.R3"):
+        assert got[rid]["verdict"] == "FAIL", (rid, got[rid]["message"])
+    assert "in order [2, 1, 0]" in got["KIP-42.R1"]["message"]
+    assert "in order [2, 1, 0]" in got["KIP-42.R3"]["message"]
+
+
+def test_dropping_on_acknowledgement_on_failures_fails(cli, reference, monkeypatch) -> None:
+    got = judged(cli, reference, monkeypatch, "drop-failed-acks")
+    r2 = got["KIP-42.R2"]
+    assert r2["verdict"] == "FAIL"
+    # not the real client's known callback order: the missing calls themselves
+    assert (
+        "failed" in r2["message"] and "onAcknowledgement called by interceptors []" in r2["message"]
+    ), r2["message"]
+    assert got["KIP-42.R1"]["verdict"] == "PASS"
