@@ -3,13 +3,14 @@
 It lives in one data file, ``mask.json`` beside this module. Two lists:
 
 * ``fields``: an entry names the APIs it covers (names as the specs spell them, without
-  ``Request``; ``*`` for every API), a field path pattern or a list of them (``fnmatch`` over
-  the path with list positions and keys written ``[]``, e.g.
-  ``Topics[].Partitions[].ErrorMessage``; the path ``<outcome>`` is how the request went:
-  answered, closed, silent, malformed), optionally the
-  versions (``"0-3"``, ``"4+"``), the second target's kind (``"kafka:3.*"``) and values of the
-  request's own top-level fields (``"request": {"TimeoutMs": 0}``; ``"<set>"`` for any value but
-  null), and how the field is compared:
+  ``Request``; ``*`` for every API), a field path pattern or a list of them (``*`` matches any
+  run of characters; matched against the path with list positions and keys written ``[]``,
+  e.g. ``Topics[].Partitions[].ErrorMessage``, and against the path as it is, e.g.
+  ``Topics[__consumer_offsets]``; the path ``<outcome>`` is how the request went: answered,
+  closed, silent, malformed), optionally the versions (``"0-3"``, ``"4+"``), the second
+  target's kind (``"kafka:3.*"``) and values of the request's own top-level fields
+  (``"request": {"TimeoutMs": 0}``; ``"<set>"`` for any value but null), and how the field is
+  compared:
 
   - ``ignore``: not compared (a value the target draws or takes from its set-up: ids, hosts,
     ports, times);
@@ -30,6 +31,7 @@ Every entry must have a non-empty reason; a value an entry masked is counted aga
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -46,6 +48,13 @@ _POSITION = re.compile(r"\[[^\]]*\]")
 
 class MaskError(ValueError):
     """The mask file is malformed (one line naming the entry)."""
+
+
+@functools.cache
+def glob(pattern: str) -> re.Pattern:
+    """A path pattern: ``*`` matches any run of characters, everything else itself (so a list
+    key can be named: ``Topics[__transaction_state]``)."""
+    return re.compile("^" + re.escape(pattern).replace(r"\*", ".*") + "$")
 
 
 def normalize(path: str) -> str:
@@ -70,7 +79,7 @@ class FieldRule:
             ("*" in self.apis or api in self.apis)
             and (self.versions is None or version in self.versions)
             and fnmatch.fnmatchcase(other, self.when)
-            and any(fnmatch.fnmatchcase(normalize(path), p) for p in self.paths)
+            and any(glob(p).match(normalize(path)) or glob(p).match(path) for p in self.paths)
             and all(_meets(request.get(k), v) for k, v in self.request)
         )
 
