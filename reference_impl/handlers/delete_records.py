@@ -40,5 +40,6 @@ def delete_records(node: Any, ctx: RequestContext, body: dict) -> dict:
                 except KafkaError as e:
                     entry["ErrorCode"] = int(e.code)
             parts.append(entry)
-        topics.append({"Name": name, "Partitions": parts})
+        if parts:  # Kafka answers per partition: a topic listed with none is not answered
+            topics.append({"Name": name, "Partitions": parts})
     return {"ThrottleTimeMs": 0, "Topics": topics}

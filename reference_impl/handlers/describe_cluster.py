@@ -29,11 +29,13 @@ def api(node: Any) -> Api:
 
 
 def _error(node: Any, code: int, message: str, endpoint_type: int) -> dict[str, Any]:
+    """A refusal as Kafka answers it: the error, and every other field its spec default (so
+    EndpointType 1 and an empty ClusterId whatever the request asked for)."""
     return {
         "ErrorCode": code,
         "ErrorMessage": message,
-        "EndpointType": endpoint_type,
-        "ClusterId": node.cluster_id or "",
+        "EndpointType": BROKERS,
+        "ClusterId": "",
         "ControllerId": -1,
         "Brokers": [],
     }

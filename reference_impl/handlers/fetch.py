@@ -8,8 +8,10 @@ leader never had. Per-partition and per-request byte limits are honoured, except
 first batch is always returned whole so a consumer can make progress (KIP-74).
 
 Fetch sessions (KIP-227) are not kept: every answer has SessionId 0, which tells a client to
-send full requests; an incremental request (SessionEpoch > 0) gets FETCH_SESSION_ID_NOT_FOUND.
-Versions below 4 are not served, as in Kafka 4.0.
+send full requests; an incremental request (a SessionEpoch other than 0, "new session", and -1,
+"no session", as Kafka reads it) names a session the broker does not have and gets
+FETCH_SESSION_ID_NOT_FOUND. A topic the request lists with no partition is not in the answer
+(Kafka answers per partition). Versions below 4 are not served, as in Kafka 4.0.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def api(node: Any) -> Api:
 async def fetch(node: Any, ctx: RequestContext, body: dict) -> dict:
     v = ctx.version
     replica_id = body["ReplicaId"] if v <= 14 else body["ReplicaState"]["ReplicaId"]
-    if body["SessionEpoch"] > 0:
+    if body["SessionEpoch"] not in (0, -1):
         return {
             "ThrottleTimeMs": 0,
             "ErrorCode": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
@@ -53,7 +55,8 @@ async def fetch(node: Any, ctx: RequestContext, body: dict) -> dict:
         topic_id = t.get("TopicId", uuid.UUID(int=0)) if v >= 13 else uuid.UUID(int=0)
         name = cache.topic_ids.get(topic_id) if v >= 13 else t["Topic"]
         indexes = [p["Partition"] for p in t["Partitions"]]
-        order.append((name, topic_id, indexes))
+        if indexes:
+            order.append((name, topic_id, indexes))
         key_name = name if name is not None else topic_id
         if name is None:
             error = ErrorCode.UNKNOWN_TOPIC_ID

@@ -67,5 +67,6 @@ def list_offsets(node: Any, ctx: RequestContext, body: dict) -> dict:
                     LeaderEpoch=a.leader_epoch,
                 )
             parts.append(entry)
-        topics.append({"Name": name, "Partitions": parts})
+        if parts:  # Kafka answers per partition: a topic listed with none is not answered
+            topics.append({"Name": name, "Partitions": parts})
     return {"ThrottleTimeMs": 0, "Topics": topics}

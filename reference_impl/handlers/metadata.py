@@ -5,7 +5,8 @@ each with its KIP-536 start time in flexible versions. ClusterId (v2+): the KIP-
 ControllerId: clients cannot reach the controller (Metadata is not on its listener, and admin
 requests are forwarded, KIP-590), so it names the lowest live broker id, as KRaft brokers name
 a live broker. Unknown topics are created when the request and ``auto_create_topics`` allow
-(through the controller) and answered LEADER_NOT_AVAILABLE meanwhile.
+(through the controller) and answered LEADER_NOT_AVAILABLE meanwhile. Topic ids before v12, or
+from v12 a topic with neither name nor id, are refused as Kafka refuses them (INVALID_REQUEST).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def answer(node: Any, ctx: RequestContext, body: dict) -> dict:
         }
         brokers.append(extensions.with_start_time(entry, info.start_time_ms, v >= 9))
     requested = body["Topics"]
+    if _malformed(v, requested):
+        return _refused(requested)
     topics = []
     if requested is None or (v == 0 and not requested):
         for name in sorted(cache.topics):
@@ -82,6 +85,32 @@ def answer(node: Any, ctx: RequestContext, body: dict) -> dict:
             node, ctx.session, CLUSTER, CLUSTER_OPERATIONS
         )
     return response
+
+
+def _malformed(v: int, requested: list[dict] | None) -> bool:
+    """What Kafka refuses as an invalid request: topic ids before v12 (where they cannot be
+    looked up), and from v12 a topic with neither a name nor an id."""
+    for t in requested or []:
+        topic_id = t.get("TopicId", NO_ID)
+        if (v < 12 and topic_id != NO_ID) or (v >= 12 and t["Name"] is None and topic_id == NO_ID):
+            return True
+    return False
+
+
+def _refused(requested: list[dict] | None) -> dict[str, Any]:
+    """Kafka's answer to a refused Metadata request: INVALID_REQUEST on each named topic, no
+    broker, no cluster id, no controller."""
+    return {
+        "ThrottleTimeMs": 0,
+        "Brokers": [],
+        "ClusterId": None,
+        "ControllerId": -1,
+        "Topics": [
+            _error(t["Name"], t.get("TopicId", NO_ID), ErrorCode.INVALID_REQUEST)
+            for t in requested or []
+            if t["Name"] is not None
+        ],
+    }
 
 
 def _requested(

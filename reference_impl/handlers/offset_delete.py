@@ -36,13 +36,17 @@ def api(node: Any) -> Api:
         if error:
             return _answer(error, [])
         results.update(deleted)
-        return _answer(ErrorCode.NONE, [(tp, results[tp]) for tp in dict.fromkeys(asked)])
+        topics = [t["Name"] for t in body["Topics"]]
+        return _answer(ErrorCode.NONE, [(tp, results[tp]) for tp in dict.fromkeys(asked)], topics)
 
     return Api(ApiKey.OFFSET_DELETE, handle)
 
 
-def _answer(error: int, partitions: list[tuple[tuple[str, int], int]]) -> dict:
-    by_topic: dict[str, list[dict]] = {}
+def _answer(
+    error: int, partitions: list[tuple[tuple[str, int], int]], topics: list[str] | None = None
+) -> dict:
+    """Every topic of ``topics`` is answered, one asked for with no partition too (as Kafka)."""
+    by_topic: dict[str, list[dict]] = {t: [] for t in topics or []}
     for (topic, index), code in partitions:
         by_topic.setdefault(topic, []).append({"PartitionIndex": index, "ErrorCode": int(code)})
     return {

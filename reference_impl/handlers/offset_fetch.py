@@ -33,7 +33,8 @@ def api(node: Any) -> Api:
         error, found = service.coordinator.fetch_offsets(group_id, wanted)
         if error:
             return error, []
-        by_topic: dict[str, list] = {}
+        # every topic asked for is answered, one asked for with no partition too (as Kafka does)
+        by_topic: dict[str, list] = {t["Name"]: [] for t in topics or []}
         for (topic, index), om in found.items():
             permitted = allowed(node, ctx, "DESCRIBE", ("TOPIC", topic))
             if wanted is None and not permitted:

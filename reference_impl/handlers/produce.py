@@ -84,7 +84,8 @@ async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
                     entry["CurrentLeader"] = leader
                     leaders.add(leader["LeaderId"])
             parts.append(entry)
-        topics.append({"Name": t["Name"], "PartitionResponses": parts})
+        if parts:  # Kafka answers per partition: a topic listed with none is not answered
+            topics.append({"Name": t["Name"], "PartitionResponses": parts})
     response: dict[str, Any] = {"Responses": topics, "ThrottleTimeMs": 0}
     if v >= 10 and leaders:
         response["NodeEndpoints"] = node_endpoints(node, ctx, leaders)

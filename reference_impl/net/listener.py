@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 
 FAILED_AUTHENTICATION_CLOSE_DELAY = 0.1
 _SIZE = struct.Struct(">i")
+#: what ApiVersions v3+ accepts as a client software name and version (KIP-511)
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 _KEY_VERSION = struct.Struct(">hhi")
 
 
@@ -117,6 +120,11 @@ class Listener:
         self.connections = 0
 
     async def _api_versions(self, ctx: RequestContext, body: dict) -> dict:
+        if ctx.version >= 3 and not all(
+            _SOFTWARE.fullmatch(body.get(f) or "")
+            for f in ("ClientSoftwareName", "ClientSoftwareVersion")
+        ):  # KIP-511: Kafka refuses a name or version outside its pattern, listing no API
+            return {"ErrorCode": int(ErrorCode.INVALID_REQUEST), "ApiKeys": [], "ThrottleTimeMs": 0}
         return {"ErrorCode": 0, "ApiKeys": self.api_versions_body(), "ThrottleTimeMs": 0}
 
     def api_versions_body(self) -> list[dict]:

@@ -1,0 +1,169 @@
+"""Answers the differential run against Apache Kafka 4.4.0 showed the reference giving
+differently (``kafka-conformance diff --target reference --target kafka:4.4.0``, issue 26), each
+pinned here as Kafka gives it: topics listed with no partition, incremental fetch sessions,
+ApiVersions' client software pattern, the cluster's authorized operations, refused
+DescribeCluster and Metadata requests, OffsetFetch and OffsetDelete topics with no partition."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from conformance.client.wire import Connection
+from conformance.protocol import ApiKey, ErrorCode
+from tests.reference.data_plane import CODEC, fetch_body
+from tests.reference.test_groups_handlers import Broker, call
+from tests.reference.test_groups_handlers import run as run_groups
+from tests.reference.test_produce_fetch import run, single
+
+E = ErrorCode
+TOKEN_BITS = (1 << 13) | (1 << 14)  # CREATE_TOKENS, DESCRIBE_TOKENS: a user's operations
+
+
+def test_a_topic_listed_with_no_partition_is_not_answered(tmp_path: Path) -> None:
+    async def main():
+        c = await single(tmp_path)
+        try:
+            conn = await c.connect(1)
+            empty = {"Name": "t", "Partitions": []}
+            produce = {"Acks": -1, "TimeoutMs": 1000, "TopicData": [{"Name": "t"}]}
+            answers = {
+                "Produce": await conn.request(ApiKey.PRODUCE, 9, produce),
+                "Fetch": await conn.request(
+                    ApiKey.FETCH, 12, {**fetch_body("t", 0), "Topics": [{"Topic": "t"}]}
+                ),
+                "ListOffsets": await conn.request(
+                    ApiKey.LIST_OFFSETS, 7, {"ReplicaId": -1, "Topics": [empty]}
+                ),
+                "DeleteRecords": await conn.request(
+                    ApiKey.DELETE_RECORDS, 2, {"Topics": [empty], "TimeoutMs": 1000}
+                ),
+            }
+            lists = {"Produce": "Responses", "Fetch": "Responses"}
+            for api, resp in answers.items():
+                assert resp.body[lists.get(api, "Topics")] == [], (api, resp.body)
+            await conn.close()
+        finally:
+            await c.stop()
+
+    run(main())
+
+
+def test_a_fetch_session_epoch_other_than_0_and_minus_1_names_an_unknown_session(
+    tmp_path: Path,
+) -> None:
+    async def main():
+        c = await single(tmp_path)
+        try:
+            conn = await c.connect(1)
+            for epoch, code in ((-250, E.FETCH_SESSION_ID_NOT_FOUND), (3, 70), (0, 0), (-1, 0)):
+                body = {**fetch_body("t", 0), "SessionId": 7, "SessionEpoch": epoch}
+                resp = await conn.request(ApiKey.FETCH, 12, body)
+                assert resp.body["ErrorCode"] == code, epoch
+                assert resp.body["SessionId"] == 0
+            await conn.close()
+        finally:
+            await c.stop()
+
+    run(main())
+
+
+def test_api_versions_v3_refuses_client_software_outside_kip_511s_pattern(tmp_path) -> None:
+    async def main():
+        c = await single(tmp_path)
+        try:
+            conn = await c.connect(1)
+            for name, version, code in (
+                ("kafka-conformance", "0.1.0", 0),
+                ("", "", E.INVALID_REQUEST),
+                ("a b", "1", E.INVALID_REQUEST),
+                ("ok", "-1", E.INVALID_REQUEST),
+            ):
+                body = {"ClientSoftwareName": name, "ClientSoftwareVersion": version}
+                resp = await conn.request(ApiKey.API_VERSIONS, 3, body)
+                assert resp.body["ErrorCode"] == code, (name, version)
+                assert bool(resp.body["ApiKeys"]) == (code == 0)
+            await conn.close()
+        finally:
+            await c.stop()
+
+    run(main())
+
+
+def test_cluster_operations_refusals_and_topic_ids_before_v12_as_kafka(shared_cluster) -> None:
+    async def main():
+        host, port = shared_cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+        conn = await Connection.open(host, int(port), codec=CODEC)
+        try:
+            meta = await conn.request(
+                ApiKey.METADATA,
+                8,
+                {"Topics": [], "IncludeClusterAuthorizedOperations": True},
+            )
+            ops = meta.body["ClusterAuthorizedOperations"]
+            assert ops > 0 and not ops & TOKEN_BITS
+            described = await conn.request(
+                ApiKey.DESCRIBE_CLUSTER, 1, {"IncludeClusterAuthorizedOperations": True}
+            )
+            assert described.body["ClusterAuthorizedOperations"] == ops
+            refused = await conn.request(ApiKey.DESCRIBE_CLUSTER, 1, {"EndpointType": 82})
+            assert refused.body["ErrorCode"] == E.UNSUPPORTED_ENDPOINT_TYPE
+            assert (refused.body["EndpointType"], refused.body["ClusterId"]) == (1, "")
+            some_id = uuid.UUID(int=5)
+            v10 = await conn.request(
+                ApiKey.METADATA, 10, {"Topics": [{"Name": "t", "TopicId": some_id}]}
+            )
+            assert [(t["Name"], t["ErrorCode"], t["TopicId"]) for t in v10.body["Topics"]] == [
+                ("t", E.INVALID_REQUEST, some_id)
+            ]
+            assert (v10.body["Brokers"], v10.body["ClusterId"], v10.body["ControllerId"]) == (
+                [],
+                None,
+                -1,
+            )
+            nameless = {"Topics": [{"Name": None, "TopicId": uuid.UUID(int=0)}]}
+            v12 = await conn.request(ApiKey.METADATA, 12, nameless)
+            assert (v12.body["Topics"], v12.body["Brokers"]) == ([], [])
+            named = await conn.request(
+                ApiKey.METADATA, 12, {"Topics": [{"Name": "nope"}], "AllowAutoTopicCreation": False}
+            )
+            assert named.body["Topics"][0]["ErrorCode"] == E.UNKNOWN_TOPIC_OR_PARTITION
+            assert named.body["Brokers"]
+        finally:
+            await conn.close()
+
+    run(main())
+
+
+def test_offset_fetch_and_delete_answer_a_topic_asked_for_with_no_partition() -> None:
+    async def test(broker: Broker) -> None:
+        conn = await broker.connect()
+        one = {"GroupId": "g", "Topics": [{"Name": "t", "PartitionIndexes": []}]}
+        assert (await call(conn, ApiKey.OFFSET_FETCH, 1, one))["Topics"] == [
+            {"Name": "t", "Partitions": []}
+        ]
+        groups = {"Groups": [{"GroupId": "g", "Topics": [{"Name": "t", "PartitionIndexes": []}]}]}
+        got = (await call(conn, ApiKey.OFFSET_FETCH, 8, groups))["Groups"][0]["Topics"]
+        assert [(t["Name"], t["Partitions"]) for t in got] == [("t", [])]
+        await call(
+            conn,
+            ApiKey.OFFSET_COMMIT,
+            2,
+            {
+                "GroupId": "g",
+                "GenerationIdOrMemberEpoch": -1,
+                "Topics": [
+                    {"Name": "t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": 1}]}
+                ],
+            },
+        )
+        deleted = await call(
+            conn,
+            ApiKey.OFFSET_DELETE,
+            0,
+            {"GroupId": "g", "Topics": [{"Name": "t", "Partitions": []}]},
+        )
+        assert deleted["ErrorCode"] == 0
+        assert [(t["Name"], t["Partitions"]) for t in deleted["Topics"]] == [("t", [])]
+
+    run_groups(test)
