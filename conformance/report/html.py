@@ -551,9 +551,9 @@ def render_html(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{CSS}{_verdict_css()}</style></head><body>"
-        f"<header><h1>{_e(title)}</h1><p>{len(model['runs'])} runs, "
+        f"<header><h1>{_e(title)}</h1>{_outages(model)}<p>{len(model['runs'])} runs, "
         f"{len(model['targets'])} implementation versions, {records['counted']} result records "
         f"counted ({records['bad']} bad lines) &middot; generated {_e(model['generated_at'])}</p>"
-        f'<p class="muted">{_e(UNITS)}</p>{_outages(model)}'
+        f'<p class="muted">{_e(UNITS)}</p>'
         f"</header><nav>{nav}</nav><main>{body}</main><script>{JS}</script></body></html>\n"
     )

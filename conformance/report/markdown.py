@@ -33,11 +33,11 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
     out = [
         f"# {title}",
         "",
+        *[f"**{line}**\n" for line in outage_lines(model)],
         f"{len(model['runs'])} runs, {len(targets)} implementation versions, "
         f"{records['counted']} result records counted ({records['bad']} bad lines); generated "
         f"{model['generated_at']}. {UNITS}",
         "",
-        *[f"**{line}**\n" for line in outage_lines(model)],
         "## Summary",
         "",
     ]
