@@ -37,6 +37,10 @@ Writing a test:
   ``verify.soft`` records a SHOULD failure without stopping the test.
 * Property tests go through ``conformance.suite.harness.run_property(harness, strategy,
   check)``: the run's seed (recorded, ``--seed`` replays it), no example database.
-* Names the suite creates start with ``kc-suite-`` (``safety.suite_name``); nothing else is
-  touched.
+* Names the suite creates start with ``kc-suite-`` (``safety.fresh_name``, and
+  ``safety.suite_name`` for generated requests); nothing else is touched but the topics a user
+  gives for the run (``--topics``), which are written to and never deleted.
+* A test that needs topics gets them from ``provision`` (``obtain``, ``Topics``;
+  ``SuiteTopic.create`` on top): created where CreateTopics is advertised and allowed, else
+  auto-created, else given; with none of these the test is SKIP saying so, never UNSUPPORTED.
 """

@@ -9,7 +9,6 @@ documented values in :data:`MEANINGFUL`; then :func:`conformance.suite.safety.ma
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from conformance.protocol import ApiKey, Codec
@@ -18,7 +17,7 @@ from conformance.suite.safety import (
     CLUSTER_ACTION,
     NAME_ENTITIES,
     NAME_FIELDS,
-    PREFIX,
+    fresh_name,
     inert_request,
     make_safe,
 )
@@ -53,11 +52,6 @@ MEANINGFUL: dict[tuple[int, str], Any] = {
     (ApiKey.CREATE_ACLS, "Operation"): 3,
     (ApiKey.CREATE_ACLS, "PermissionType"): 3,
 }
-
-
-def fresh_name(what: str = "") -> str:
-    """A suite-owned name no other test uses."""
-    return f"{PREFIX}{what}{uuid.uuid4().hex[:12]}"
 
 
 def valid_body(codec: Codec, api_key: int, version: int) -> dict:

@@ -22,8 +22,8 @@ from typing import Any
 from conformance.protocol import ApiKey, Codec
 from conformance.protocol.spec import StructSpec
 from conformance.protocol.versions import Versions
-from conformance.suite.bodies import fresh_name, valid_body
-from conformance.suite.safety import CLUSTER_ACTION, PREFIX, make_safe
+from conformance.suite.bodies import valid_body
+from conformance.suite.safety import CLUSTER_ACTION, PREFIX, fresh_name, make_safe
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,14 @@ from conformance.protocol.records import (
 from conformance.protocol.spec import MessageSpec, StructSpec
 
 PREFIX = "kc-suite-"
+
+
+def fresh_name(what: str = "") -> str:
+    """A name in the suite's namespace that no other test uses (topics, groups, members):
+    the prefix, what it is for, 12 random hex digits; the suite touches only what it made."""
+    return f"{PREFIX}{what}{'-' if what else ''}{uuid.uuid4().hex[:12]}"
+
+
 NAME_ENTITIES = {"topicName", "groupId", "transactionalId"}
 NAME_FIELDS = {"ResourceName", "ResourceNameFilter", "EntityName"}
 LITERAL = 3

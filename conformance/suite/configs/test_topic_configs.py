@@ -25,11 +25,10 @@ from conformance.suite.configs.topic_configs import (
     settle,
     source_name,
 )
-from conformance.suite.groups.members import fresh_name
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.meta import conformance
-from conformance.suite.offsets.commits import delete_topics
-from conformance.suite.records_io import create_topic
+from conformance.suite.provision import delete_topics, obtain
+from conformance.suite.safety import fresh_name
 
 RETENTION, MAX_BYTES, POLICY = "retention.ms", "max.message.bytes", "cleanup.policy"
 
@@ -52,15 +51,9 @@ def once_shown(
     return configs_of(harness, conn, topic, req)
 
 
-def new_topic(harness: Harness) -> str:
-    name = fresh_name("topic")
-    create_topic(harness, name, 1)
-    return name
-
-
 @conformance("configs/topic/default-sources", "CONFIGS.R1", api=ApiKey.DESCRIBE_CONFIGS)
 def test_default_sources(harness: Harness) -> None:
-    topic = new_topic(harness)
+    topic = obtain(harness, "configs", given=False).name
     try:
         first = configs_of(harness, harness.connect(), topic, "CONFIGS.R1")
         verify.check(RETENTION in first, f"DescribeConfigs lists no {RETENTION}", "CONFIGS.R1")
@@ -75,7 +68,7 @@ def test_default_sources(harness: Harness) -> None:
 
 @conformance("configs/describe/named-keys", "CONFIGS.R11", api=ApiKey.DESCRIBE_CONFIGS)
 def test_named_keys(harness: Harness) -> None:
-    topic = new_topic(harness)
+    topic = obtain(harness, "configs", given=False).name
     try:
         keys = [RETENTION, POLICY]
         got = describe(harness, harness.connect(), [topic], keys, req="CONFIGS.R11")[topic][1]
@@ -93,7 +86,7 @@ def test_named_keys(harness: Harness) -> None:
 )
 def test_override_through_every_broker(harness: Harness) -> None:
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    topic = new_topic(harness)
+    topic = obtain(harness, "configs", given=False).name
     try:
         conn = harness.connect()
         code = incremental(harness, conn, topic, [(RETENTION, SET, "3600000")])
@@ -123,7 +116,7 @@ def test_override_through_every_broker(harness: Harness) -> None:
 def test_alter_replaces_the_whole_set(harness: Harness) -> None:
     harness.require(ApiKey.ALTER_CONFIGS)
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    topic = new_topic(harness)
+    topic = obtain(harness, "configs", given=False).name
     try:
         conn = harness.connect()
         code = incremental(harness, conn, topic, [(RETENTION, SET, "3600000")])
@@ -147,7 +140,7 @@ def test_alter_replaces_the_whole_set(harness: Harness) -> None:
 @conformance("configs/incremental/set-delete", "CONFIGS.R4", api=ApiKey.INCREMENTAL_ALTER_CONFIGS)
 def test_set_and_delete(harness: Harness) -> None:
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    topic = new_topic(harness)
+    topic = obtain(harness, "configs", given=False).name
     try:
         conn = harness.connect()
         default = configs_of(harness, conn, topic, "CONFIGS.R4")
@@ -176,7 +169,7 @@ def test_set_and_delete(harness: Harness) -> None:
 )
 def test_append_and_subtract(harness: Harness) -> None:
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    topic = new_topic(harness)
+    topic = obtain(harness, "configs", given=False).name
     try:
         conn = harness.connect()
         default = configs_of(harness, conn, topic, "CONFIGS.R5")
@@ -209,7 +202,7 @@ def refusals(harness: Harness, req: str) -> None:
     """One kind of refusal (or validate-only) through IncrementalAlterConfigs, and through
     AlterConfigs where the target advertises it."""
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    topic = new_topic(harness)
+    topic = obtain(harness, "configs", given=False).name
     try:
         conn = harness.connect()
         code = incremental(harness, conn, topic, [(MAX_BYTES, SET, "2000000")])
@@ -306,7 +299,7 @@ def test_validate_only_changes_nothing(harness: Harness) -> None:
 @conformance("configs/describe/unknown-topic", "CONFIGS.R10", api=ApiKey.DESCRIBE_CONFIGS)
 def test_unknown_topic(harness: Harness) -> None:
     harness.require(ApiKey.DESCRIBE_CONFIGS, None)
-    topic, ghost = new_topic(harness), fresh_name("never")
+    topic, ghost = obtain(harness, "configs", given=False).name, fresh_name("never")
     try:
         for b in cluster.brokers(harness):
             got = describe(harness, harness.connect(b.endpoint), [ghost, topic], req="CONFIGS.R10")

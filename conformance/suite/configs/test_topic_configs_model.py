@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey
 from conformance.suite.configs.binding import TopicConfigsBinding
-from conformance.suite.groups.members import fresh_name
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 from conformance.suite.models import ModelRunner, load_model, run_machine, state_machine
-from conformance.suite.offsets.commits import delete_topics
-from conformance.suite.records_io import create_topic
+from conformance.suite.provision import delete_topics, obtain
 
 REQS = ("CONFIGS.R1", "CONFIGS.R2", "CONFIGS.R4", "CONFIGS.R7", "CONFIGS.R8", "CONFIGS.R9")
 EXAMPLES, STEPS = 3, 10
@@ -22,8 +20,7 @@ def test_topic_configs_state_machine(harness: Harness) -> None:
     harness.pick_version(ApiKey.DESCRIBE_CONFIGS, "1+")
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     model = load_model("configs-topic")
-    topic = fresh_name("topic")
-    create_topic(harness, topic, 1)
+    topic = obtain(harness, "configs-model", given=False).name
     try:
         machine = state_machine(
             model,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import struct
 import time
-import uuid
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from conformance.protocol.kafka_errors import error_name
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
+from conformance.suite.safety import fresh_name
 from conformance.targets.base import Endpoint
 
 #: answers that mean "ask again shortly" while a coordinator is being placed or loaded
@@ -54,11 +54,6 @@ ROUND_WAIT = REBALANCE_MS / 1000 + 4
 #: Kafka's group.min.session.timeout.ms, where the target does not report its own
 KAFKA_MIN_SESSION_MS = 6000
 GROUP_KEY = 0
-
-
-def fresh_name(what: str) -> str:
-    """A group or topic name nobody else uses (the suite touches only what it made)."""
-    return f"kc-{what}-{uuid.uuid4().hex[:12]}"
 
 
 def consumer_subscription(topics: list[str], user_data: bytes | None = None) -> bytes:

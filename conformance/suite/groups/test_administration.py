@@ -13,13 +13,13 @@ from conformance.suite.groups.members import (
     Group,
     Round,
     delete_groups,
-    fresh_name,
     list_everywhere,
 )
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
-from conformance.suite.offsets.commits import commit, delete_topics, fetch
-from conformance.suite.records_io import create_topic
+from conformance.suite.offsets.commits import commit, fetch
+from conformance.suite.provision import delete_topics, obtain
+from conformance.suite.safety import fresh_name
 
 SETTLE = 10.0
 
@@ -156,8 +156,7 @@ def test_list_and_delete(harness: Harness) -> None:
     stable one cannot be deleted, the empty one can and then disappears, and its id works
     afresh."""
     harness.require(ApiKey.DELETE_GROUPS)
-    topic = fresh_name("topic")
-    create_topic(harness, topic, 1)
+    topic = obtain(harness, "groups-admin").name
     stable, empty = Group(harness), Group(harness)
     try:
         a = stable.new_member()

@@ -15,16 +15,10 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
-from conformance.suite.groups.members import (
-    CLIENT_SESSION_MS,
-    Group,
-    Member,
-    Round,
-    fresh_name,
-    min_session_ms,
-)
+from conformance.suite.groups.members import CLIENT_SESSION_MS, Group, Member, Round, min_session_ms
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
+from conformance.suite.safety import fresh_name
 
 
 def code(c: int | None) -> str:

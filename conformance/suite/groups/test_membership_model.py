@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey
 from conformance.suite.groups.binding import GroupsBinding
-from conformance.suite.groups.members import fresh_name
 from conformance.suite.harness import Harness
 from conformance.suite.log.binding import only_when_applicable
 from conformance.suite.meta import conformance
 from conformance.suite.models import ModelRunner, load_model, run_machine, state_machine
-from conformance.suite.offsets.commits import delete_topics
-from conformance.suite.records_io import create_topic
+from conformance.suite.provision import delete_topics, obtain
 
 REQS = tuple(f"GROUPS.R{n}" for n in (3, 4, 5, 6, 7, 8, 9, 13, 14, 15, 17, 18, 19, 20, 21))
 #: examples and steps: a join or leave is a whole rebalance round; every example starts with
@@ -61,8 +59,7 @@ def test_groups_state_machine(harness: Harness) -> None:
     harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")
     harness.pick_version(ApiKey.OFFSET_FETCH, "1+")
     model = load_model("groups-membership")
-    topic = fresh_name("topic")
-    create_topic(harness, topic, 1)
+    topic = obtain(harness, "groups-model").name
     try:
         machine = state_machine(
             model,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -12,9 +11,11 @@ from conformance.client.create_topics import create_topics
 from conformance.client.metadata import ClusterMetadata
 from conformance.client.producer import Producer
 from conformance.protocol import ApiKey, Codec
+from conformance.suite.safety import fresh_name
 
 if TYPE_CHECKING:
     from conformance.suite.harness import Harness
+    from conformance.suite.provision import Topics
 
 
 #: partitions of every topic a scenario makes
@@ -42,7 +43,9 @@ class ClientEnv:
         return Consumer(self.bootstrap, codec=self.codec, sasl=self.sasl, **kw)
 
     async def new_topic(self, partitions: int = PARTITIONS) -> str:
-        name = f"kc-kip42-{uuid.uuid4().hex[:12]}"
+        """A topic made with the client's CreateTopics (the client's own tests; the suite's
+        tests obtain theirs through :func:`suite_topic`)."""
+        name = fresh_name("kip42")
         cluster = ClusterMetadata(self.bootstrap, codec=self.codec, sasl=self.sasl)
         try:
             await cluster.start()
@@ -54,17 +57,22 @@ class ClientEnv:
 
 def harness_env(harness: Harness, *, commits: bool = False) -> ClientEnv:
     """The target's client listener as a ClientEnv, once the APIs the client needs are there."""
-    from conformance.results.verdicts import MissingPrecondition
-
     harness.pick_version(ApiKey.FETCH, "4+")
     harness.pick_version(ApiKey.PRODUCE, "3+")
     if commits:
         for api in (ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH):
             harness.require(api)
-    if ApiKey.CREATE_TOPICS not in harness.advertised:
-        raise MissingPrecondition("the target offers no CreateTopics to make the test's topic")
     t = harness.target
     return ClientEnv(t.bootstrap, harness.codec, t.sasl)
+
+
+def suite_topic(harness: Harness) -> Topics:
+    """The scenario's topic, obtained as every suite topic is (``provision``): PARTITIONS of
+    them where the suite creates it, whatever auto-creation or the user gives otherwise (the
+    scenarios read the count from the client's metadata)."""
+    from conformance.suite.provision import Topics
+
+    return Topics(harness, "kip42", partitions=1, prefer=PARTITIONS)
 
 
 def json_serializer(topic: str, value: Any) -> bytes | None:

@@ -8,8 +8,6 @@ pair and proves each acknowledged record is read back exactly once with its chec
 
 from __future__ import annotations
 
-import uuid
-
 from hypothesis import strategies as st
 
 from conformance.protocol import ApiKey
@@ -19,6 +17,7 @@ from conformance.suite.kip42 import probes
 from conformance.suite.kip42 import scenarios as sc
 from conformance.suite.kip42 import strategies as kip42_strategies
 from conformance.suite.meta import conformance
+from conformance.suite.safety import fresh_name
 
 #: records of the audited round trip
 AUDIT_RECORDS = 2000
@@ -34,12 +33,14 @@ AUDIT_RECORDS = 2000
 )
 def test_producer_chain(harness: Harness) -> None:
     env = client_env.harness_env(harness)
-    topic = harness.call(env.new_topic())
-    run_property(
-        harness,
-        st.tuples(kip42_strategies.chains(probes.PRODUCER_BEHAVIOURS), kip42_strategies.items()),
-        lambda v: harness.call(sc.producer_chain(env, topic, *v)),
-    )
+    with client_env.suite_topic(harness) as [topic]:
+        run_property(
+            harness,
+            st.tuples(
+                kip42_strategies.chains(probes.PRODUCER_BEHAVIOURS), kip42_strategies.items()
+            ),
+            lambda v: harness.call(sc.producer_chain(env, topic, *v)),
+        )
 
 
 @conformance(
@@ -52,14 +53,14 @@ def test_producer_chain(harness: Harness) -> None:
 )
 def test_send_errors(harness: Harness) -> None:
     env = client_env.harness_env(harness)
-    topic = harness.call(env.new_topic())
-    run_property(
-        harness,
-        st.tuples(
-            kip42_strategies.chains(probes.PRODUCER_BEHAVIOURS), st.sampled_from(sc.ERROR_KINDS)
-        ),
-        lambda v: harness.call(sc.producer_errors(env, topic, *v)),
-    )
+    with client_env.suite_topic(harness) as [topic]:
+        run_property(
+            harness,
+            st.tuples(
+                kip42_strategies.chains(probes.PRODUCER_BEHAVIOURS), st.sampled_from(sc.ERROR_KINDS)
+            ),
+            lambda v: harness.call(sc.producer_errors(env, topic, *v)),
+        )
 
 
 @conformance(
@@ -67,13 +68,13 @@ def test_send_errors(harness: Harness) -> None:
 )
 def test_consumer_chain(harness: Harness) -> None:
     env = client_env.harness_env(harness)
-    topic = harness.call(env.new_topic())
-    values = st.lists(st.lists(st.integers(0, 99), max_size=3), min_size=1, max_size=6)
-    run_property(
-        harness,
-        st.tuples(kip42_strategies.chains(probes.CONSUMER_BEHAVIOURS), values),
-        lambda v: harness.call(sc.consumer_chain(env, topic, *v)),
-    )
+    with client_env.suite_topic(harness) as [topic]:
+        values = st.lists(st.lists(st.integers(0, 99), max_size=3), min_size=1, max_size=6)
+        run_property(
+            harness,
+            st.tuples(kip42_strategies.chains(probes.CONSUMER_BEHAVIOURS), values),
+            lambda v: harness.call(sc.consumer_chain(env, topic, *v)),
+        )
 
 
 @conformance(
@@ -82,29 +83,31 @@ def test_consumer_chain(harness: Harness) -> None:
 def test_on_commit(harness: Harness) -> None:
     env = client_env.harness_env(harness, commits=True)
     harness.pick_version(ApiKey.OFFSET_COMMIT)
-    topic = harness.call(env.new_topic())
-    values = st.lists(st.lists(st.integers(0, 99), max_size=2), min_size=1, max_size=4)
-    run_property(
-        harness,
-        st.tuples(kip42_strategies.chains(probes.CONSUMER_BEHAVIOURS), values),
-        lambda v: harness.call(sc.commits(env, topic, *v, f"kc-kip42-{uuid.uuid4().hex[:8]}")),
-    )
+    with client_env.suite_topic(harness) as [topic]:
+        values = st.lists(st.lists(st.integers(0, 99), max_size=2), min_size=1, max_size=4)
+        run_property(
+            harness,
+            st.tuples(kip42_strategies.chains(probes.CONSUMER_BEHAVIOURS), values),
+            lambda v: harness.call(sc.commits(env, topic, *v, fresh_name("kip42-group"))),
+        )
 
 
 @conformance("kip-42/record-metadata/checksum-and-sizes", "KIP-42.R7", api=ApiKey.PRODUCE)
 def test_checksum_and_sizes(harness: Harness) -> None:
     env = client_env.harness_env(harness)
-    topic = harness.call(env.new_topic())
-    run_property(
-        harness, kip42_strategies.raw_records(), lambda v: harness.call(sc.checksums(env, topic, v))
-    )
+    with client_env.suite_topic(harness) as [topic]:
+        run_property(
+            harness,
+            kip42_strategies.raw_records(),
+            lambda v: harness.call(sc.checksums(env, topic, v)),
+        )
 
 
 @conformance("kip-42/audit/exactly-once", "KIP-42.R8", api=ApiKey.FETCH)
 def test_audited_round_trip(harness: Harness) -> None:
     env = client_env.harness_env(harness)
     harness.notes.seeded = True
-    topic = harness.call(env.new_topic())
-    harness.call(
-        sc.audited_round_trip(env, topic, AUDIT_RECORDS, seed=harness.seed or 0), timeout=300
-    )
+    with client_env.suite_topic(harness) as [topic]:
+        harness.call(
+            sc.audited_round_trip(env, topic, AUDIT_RECORDS, seed=harness.seed or 0), timeout=300
+        )

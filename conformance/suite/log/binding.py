@@ -25,12 +25,11 @@ from conformance.suite.partitions import (
     SuiteTopic,
     batch_bytes,
     create_again,
-    fresh_name,
     now_ms,
-    quiet_version,
     records_of,
 )
-from conformance.suite.records_io import admin_call
+from conformance.suite.records_io import admin_call, quiet_version
+from conformance.suite.safety import fresh_name
 
 #: topic mutations, sent as the admin client sends them (``records_io.admin_call``)
 ADMIN = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS)

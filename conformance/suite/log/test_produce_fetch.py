@@ -15,13 +15,8 @@ from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import (
-    PRODUCE_VERSIONS,
-    SuiteTopic,
-    batch_bytes,
-    now_ms,
-    quiet_version,
-)
+from conformance.suite.partitions import PRODUCE_VERSIONS, SuiteTopic, batch_bytes, now_ms
+from conformance.suite.records_io import quiet_version
 
 _bytes = st.one_of(st.none(), st.binary(max_size=48))
 _header = st.builds(Header, st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8)))

@@ -7,7 +7,6 @@ topics under Groups).
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from conformance.protocol import ApiKey
@@ -103,22 +102,3 @@ def fetch(
         for t in entry["Topics"]
         for p in t["Partitions"]
     }
-
-
-def delete_topics(harness: Harness, names: list[str]) -> None:
-    """Best effort: remove topics the suite made."""
-    if not names or ApiKey.DELETE_TOPICS not in harness.advertised:
-        return
-    version = harness.pick_version(ApiKey.DELETE_TOPICS)
-    body = {
-        "TopicNames": names,
-        "Topics": [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names],
-        "TimeoutMs": 10000,
-    }
-    try:  # sent, not waited for: the broker deletes them whether or not we wait
-        conn = harness.connect()
-        conn.send_frame(
-            harness.frame(ApiKey.DELETE_TOPICS, version, 1, body), ApiKey.DELETE_TOPICS, version, 1
-        )
-    except Exception:
-        pass

@@ -7,11 +7,12 @@ from __future__ import annotations
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
 from conformance.suite import verify
-from conformance.suite.groups.members import Group, consumer_subscription, fresh_name
+from conformance.suite.groups.members import Group, consumer_subscription
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.meta import conformance
-from conformance.suite.offsets.commits import Partition, commit, delete_topics, fetch
-from conformance.suite.offsets.test_commit_fetch import PARTITIONS, two_topics
+from conformance.suite.offsets.commits import Partition, commit, fetch
+from conformance.suite.offsets.test_commit_fetch import every_partition, two_topics
+from conformance.suite.safety import fresh_name
 
 
 def offset_delete(
@@ -44,16 +45,17 @@ def name(code: int | None) -> str:
 @conformance("offsets/delete/empty-group", "OFFSETS.R8", api=ApiKey.OFFSET_DELETE)
 def test_offsets_deleted_from_an_empty_group(harness: Harness) -> None:
     harness.require(ApiKey.OFFSET_DELETE)
-    topics = two_topics(harness)
+    topics = two_topics(harness).open()
     group = Group(harness)
     try:
         conn = group.admin
-        offsets = {(t, p): (10 + p, "m") for t in topics for p in range(PARTITIONS)}
+        every = every_partition(topics)
+        offsets = {(t, p): (10 + p, "m") for t, p in every}
         codes = commit(harness, conn, group.name, offsets)
         verify.check(
             set(codes.values()) == {ErrorCode.NONE}, f"OffsetCommit: {codes}", "OFFSETS.R8"
         )
-        doomed = [(topics[0], 0), (topics[0], 1), (topics[1], 2)]
+        doomed = every[::2]  # every other partition: the rest must keep their offsets
         error, answered = offset_delete(harness, conn, group.name, doomed)
         verify.check(
             error == ErrorCode.NONE and answered == dict.fromkeys(doomed, ErrorCode.NONE),
@@ -79,14 +81,14 @@ def test_offsets_deleted_from_an_empty_group(harness: Harness) -> None:
         )
     finally:
         group.cleanup()
-        delete_topics(harness, topics)
+        topics.close()
 
 
 @conformance("offsets/delete/subscribed-topic", "OFFSETS.R9", api=ApiKey.OFFSET_DELETE)
 def test_subscribed_topics_keep_their_offsets(harness: Harness) -> None:
     harness.require(ApiKey.OFFSET_DELETE)
-    topics = two_topics(harness)
-    subscribed, other = topics
+    topics = two_topics(harness).open()
+    subscribed, other = topics.names
     group = Group(harness)
     try:
         m = group.new_member()
@@ -130,4 +132,4 @@ def test_subscribed_topics_keep_their_offsets(harness: Harness) -> None:
         )
     finally:
         group.cleanup()
-        delete_topics(harness, topics)
+        topics.close()

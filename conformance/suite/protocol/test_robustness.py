@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import struct
 import time
-import uuid
 
 import pytest
 from hypothesis import strategies as st
@@ -22,7 +21,8 @@ from conformance.results.verdicts import NotApplicable
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
-from conformance.suite.records_io import fetch_all, produce, seed_topic
+from conformance.suite.provision import obtain
+from conformance.suite.records_io import fetch_all, produce
 from conformance.suite.safety import CLUSTER_ACTION, inert_request
 
 INVALID = {-1, 2, 42}  # UNKNOWN_SERVER_ERROR, CORRUPT_MESSAGE, INVALID_REQUEST
@@ -33,9 +33,9 @@ CLOSE_WAIT = 5.0
 @pytest.fixture(scope="module")
 def acknowledged(harness: Harness):
     """Records acknowledged before the abuse: (topic, [Acked]) or the reason there are none."""
-    topic = f"kc-suite-robustness-{uuid.uuid4().hex[:8]}"
+    topic = "(none)"
     try:
-        seed_topic(harness, topic)  # CreateTopics, or auto-creation where the target does it
+        topic = obtain(harness, "robustness").name  # left behind: the abuse tests read it
         acked = produce(harness, topic, [f"kept-{i}".encode() for i in range(5)])
     except (Exception, NotApplicable) as e:  # reported by the tests that need the records
         return topic, e

@@ -7,7 +7,9 @@ from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import fresh_name, quiet_version, topic_body
+from conformance.suite.provision import topic_body
+from conformance.suite.records_io import quiet_version
+from conformance.suite.safety import fresh_name
 from conformance.suite.topics import admin
 from conformance.suite.topics.names import ILLEGAL_NAMES
 

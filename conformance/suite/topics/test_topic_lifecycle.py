@@ -6,7 +6,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
-from conformance.suite.partitions import fresh_name
+from conformance.suite.safety import fresh_name
 from conformance.suite.topics import admin
 
 #: the first Metadata version that carries topic ids

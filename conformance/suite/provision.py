@@ -1,0 +1,371 @@
+"""Where the suite's topics come from, and where they go: the one create-then-clean-up helper.
+
+A test that needs a topic to write to asks :func:`obtain` for one. The ways to get one are
+tried in order, and what a way cannot do is learnt once per run (so a target without it costs
+one probe, not one per test):
+
+1. **CreateTopics**, where the target advertises it and the suite may use it: a fresh
+   ``kc-suite-`` name with the partitions, configs and placement the test asks for. A refusal
+   for authorization (TOPIC_ or CLUSTER_AUTHORIZATION_FAILED) or no answer ends this way for
+   the run; any other refusal is the test's missing precondition.
+2. **Auto-creation**, as Kafka's ``auto.create.topics.enable`` does: Metadata naming a fresh
+   suite name with AllowAutoTopicCreation (implied before v4). The partition count the target
+   gives is read back; a test needing more, or configs, gets the next way.
+3. **Topics the user gave** for the run (``--topics``: names, or ``PREFIX*`` for every topic
+   whose name starts so), each used by one test, with its partition count read from Metadata.
+
+When none works, the test is SKIP naming what was missing ("no way to obtain a topic: ..."),
+never UNSUPPORTED: the API the requirement judges may well be there. ``SET_UP_MISSING`` starts
+every such message, so the run summary counts the requirements that could not be set up.
+
+Clean-up (:func:`delete_topics`) deletes what the suite created where DeleteTopics is
+advertised; elsewhere only ``kc-suite-`` names are left behind, and given topics are never
+deleted.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.client.wire import ConnectionClosed
+from conformance.protocol import ApiKey, ErrorCode
+from conformance.results.summary import SET_UP_MISSING
+from conformance.results.verdicts import MissingPrecondition
+from conformance.suite.harness import Harness
+from conformance.suite.records_io import admin_call, known_everywhere, quiet_version
+from conformance.suite.safety import PREFIX, fresh_name
+
+#: refusals of CreateTopics that say the suite may not create topics at all
+NOT_ALLOWED = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+#: how long an auto-created topic may take to get a leader for every partition
+AUTO_CREATE_WAIT = 15.0
+
+
+@dataclass(frozen=True)
+class Obtained:
+    """A topic a test may use: how it came to be and whether the suite deletes it after."""
+
+    name: str
+    partitions: int
+    how: str
+    owned: bool
+
+
+@dataclass
+class RunTopics:
+    """What this run learnt about obtaining topics (one per harness)."""
+
+    #: why CreateTopics cannot be used in this run (None: not found out yet, or usable)
+    create_blocked: str | None = None
+    #: partitions an auto-created topic gets (None: not tried yet; 0: no auto-creation)
+    auto_partitions: int | None = None
+    auto_blocked: str = ""
+    #: the user's ``--topics`` entries, and the given topics resolved from them (name ->
+    #: partitions; None until first needed)
+    given_spec: tuple[str, ...] = ()
+    given: dict[str, int] | None = None
+    used: set[str] = field(default_factory=set)
+
+
+_RUNS: weakref.WeakKeyDictionary[Harness, RunTopics] = weakref.WeakKeyDictionary()
+
+
+def run_topics(harness: Harness) -> RunTopics:
+    return _RUNS.setdefault(harness, RunTopics())
+
+
+def give(harness: Harness, topics: str | None) -> None:
+    """The run's ``--topics`` option: comma-separated names, a ``PREFIX*`` for every topic whose
+    name starts with PREFIX."""
+    spec = tuple(t.strip() for t in (topics or "").split(",") if t.strip())
+    run_topics(harness).given_spec = spec
+
+
+def topic_body(
+    name: str,
+    partitions: int,
+    version: int,
+    configs: dict[str, str] | None = None,
+    on_broker: int | None = None,
+) -> dict[str, Any]:
+    """A CreateTopics entry: the target's default replication, or every partition on one
+    broker (``on_broker``, replication factor 1)."""
+    settings = [{"Name": k, "Value": v} for k, v in (configs or {}).items()]
+    if on_broker is not None:
+        return {
+            "Name": name,
+            "NumPartitions": -1,
+            "ReplicationFactor": -1,
+            "Assignments": [
+                {"PartitionIndex": i, "BrokerIds": [on_broker]} for i in range(partitions)
+            ],
+            "Configs": settings,
+        }
+    return {
+        "Name": name,
+        "NumPartitions": partitions,
+        "ReplicationFactor": -1 if version >= 4 else 1,
+        "Assignments": [],
+        "Configs": settings,
+    }
+
+
+# --- obtaining ----------------------------------------------------------------------------------
+
+
+def obtain(
+    harness: Harness,
+    what: str,
+    partitions: int = 1,
+    *,
+    configs: dict[str, str] | None = None,
+    on_broker: int | None = None,
+    exact: bool = False,
+    prefer: int | None = None,
+    given: bool = True,
+) -> Obtained:
+    """A topic for the test: at least ``partitions`` partitions (exactly, when ``exact``;
+    ``prefer`` of them where the suite creates it), ``configs`` set, every partition on
+    ``on_broker`` where CreateTopics can place them (other ways cannot, and the test is judged
+    on the placement it gets); not one the user gave unless ``given`` (a test that changes a
+    topic's configs takes only the suite's own). MissingPrecondition naming every way that
+    failed when there is none."""
+    state = run_topics(harness)
+    why: list[str] = []
+    made = max(partitions, prefer or 0)
+    got = _by_create_topics(harness, state, what, made, configs, on_broker, why)
+    if got is None and not configs:
+        got = _by_auto_creation(harness, state, what, partitions, exact, why)
+    if got is None and not configs and given:
+        got = _given(harness, state, partitions, exact, why)
+    if got is None:
+        if configs:
+            why.append(f"the test needs topic configs {configs} only CreateTopics sets")
+        raise MissingPrecondition(f"{SET_UP_MISSING}: {'; '.join(why)}")
+    known_everywhere(harness, got.name, got.partitions)
+    return got
+
+
+def _by_create_topics(
+    harness: Harness,
+    state: RunTopics,
+    what: str,
+    partitions: int,
+    configs: dict[str, str] | None,
+    on_broker: int | None,
+    why: list[str],
+) -> Obtained | None:
+    if ApiKey.CREATE_TOPICS not in harness.advertised:
+        why.append("CreateTopics not advertised")
+        return None
+    if state.create_blocked is not None:
+        why.append(state.create_blocked)
+        return None
+    version = quiet_version(harness, ApiKey.CREATE_TOPICS)
+    name = fresh_name(what)
+    body = {
+        "Topics": [topic_body(name, partitions, version, configs, on_broker)],
+        "timeoutMs": 10000,
+        "validateOnly": False,
+    }
+    try:
+        code = admin_call(harness, ApiKey.CREATE_TOPICS, version, body)["Topics"][0]["ErrorCode"]
+    except (TimeoutError, ConnectionClosed) as e:
+        state.create_blocked = f"CreateTopics v{version} not answered ({e})"
+        why.append(state.create_blocked)
+        return None
+    if code in NOT_ALLOWED:
+        state.create_blocked = f"CreateTopics refused (error {code}, {code_name(code)})"
+        why.append(state.create_blocked)
+        return None
+    if code != ErrorCode.NONE:
+        raise MissingPrecondition(f"cannot create the suite's topic {name}: error {code}")
+    return Obtained(name, partitions, f"CreateTopics v{version}", owned=True)
+
+
+def _by_auto_creation(
+    harness: Harness,
+    state: RunTopics,
+    what: str,
+    partitions: int,
+    exact: bool,
+    why: list[str],
+) -> Obtained | None:
+    if state.auto_partitions == 0:
+        why.append(state.auto_blocked)
+        return None
+    if state.auto_partitions is not None and not _enough(state.auto_partitions, partitions, exact):
+        why.append(_too_few("auto-creation", state.auto_partitions, partitions, exact))
+        return None
+    if ApiKey.METADATA not in harness.advertised:
+        state.auto_partitions, state.auto_blocked = 0, "no auto-creation (Metadata not advertised)"
+        why.append(state.auto_blocked)
+        return None
+    version = quiet_version(harness, ApiKey.METADATA, "1-12")
+    name = fresh_name(what)
+    count, error = _auto_create(harness, name, version)
+    if not count:
+        state.auto_partitions = 0
+        state.auto_blocked = f"no auto-creation (Metadata v{version} of a new name: {error})"
+        why.append(state.auto_blocked)
+        return None
+    state.auto_partitions = count
+    if not _enough(count, partitions, exact):
+        delete_topics(harness, [name])
+        why.append(_too_few("auto-creation", count, partitions, exact))
+        return None
+    return Obtained(name, count, f"auto-creation (Metadata v{version})", owned=True)
+
+
+def _auto_create(harness: Harness, name: str, version: int) -> tuple[int, str]:
+    """Ask for ``name`` with auto-creation allowed until Metadata lists a leader for each of
+    its partitions: (partitions, "") or (0, what the target answered)."""
+    body = {"Topics": [{"Name": name}], "AllowAutoTopicCreation": True}
+    conn = harness.connect()
+    deadline = time.monotonic() + AUTO_CREATE_WAIT
+    code = ErrorCode.NONE
+    while True:
+        try:
+            topics = conn.request(ApiKey.METADATA, version, body).body["Topics"]
+        except (TimeoutError, ConnectionClosed) as e:
+            return 0, f"not answered ({e})"
+        mine = [t for t in topics if t["Name"] == name]
+        code = mine[0]["ErrorCode"] if mine else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if code == ErrorCode.NONE and mine[0]["Partitions"]:
+            parts = mine[0]["Partitions"]
+            if all(p["LeaderId"] >= 0 for p in parts):
+                return len(parts), ""
+        elif code not in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE):
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return 0, f"error {code} ({code_name(code)})"
+
+
+def _given(
+    harness: Harness, state: RunTopics, partitions: int, exact: bool, why: list[str]
+) -> Obtained | None:
+    if not state.given_spec:
+        why.append("none given (--topics)")
+        return None
+    if state.given is None:
+        state.given = _resolve(harness, state.given_spec)
+    free = {n: c for n, c in state.given.items() if n not in state.used}
+    fit = [n for n, c in free.items() if _enough(c, partitions, exact)]
+    if not fit:
+        why.append(
+            f"none of the {len(state.given)} given topics left with "
+            f"{'exactly' if exact else 'at least'} {partitions} partitions "
+            f"({len(free)} unused: {dict(sorted(free.items()))})"
+        )
+        return None
+    name = fit[0]
+    state.used.add(name)
+    return Obtained(name, state.given[name], "given (--topics)", owned=False)
+
+
+def _resolve(harness: Harness, spec: tuple[str, ...]) -> dict[str, int]:
+    """Every given topic that Metadata lists: name -> its partition count."""
+    version = quiet_version(harness, ApiKey.METADATA, "1-12")
+    body = {"Topics": None, "AllowAutoTopicCreation": False}
+    topics = harness.connect().request(ApiKey.METADATA, version, body).body["Topics"]
+    listed = {t["Name"]: len(t["Partitions"]) for t in topics if t["ErrorCode"] == 0}
+    out: dict[str, int] = {}
+    for item in spec:
+        if item.endswith("*"):
+            out.update({n: c for n, c in sorted(listed.items()) if n.startswith(item[:-1])})
+        elif item in listed:
+            out[item] = listed[item]
+    return out
+
+
+def code_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return "unknown error code"
+
+
+def _enough(have: int, need: int, exact: bool) -> bool:
+    return have == need if exact else have >= need
+
+
+def _too_few(how: str, have: int, need: int, exact: bool) -> str:
+    return (
+        f"{how} gives {have} partition{'s' if have != 1 else ''}, the test needs "
+        f"{'exactly' if exact else 'at least'} {need}"
+    )
+
+
+# --- cleaning up --------------------------------------------------------------------------------
+
+
+def delete_topics(harness: Harness, names: list[str]) -> None:
+    """Delete topics the suite created (best effort: no verdict depends on it): only names in
+    the suite's namespace, never a topic the user gave. Where the target has no DeleteTopics
+    the suite-prefixed names stay."""
+    given = run_topics(harness).given or {}
+    names = [n for n in names if n.startswith(PREFIX) and n not in given]
+    if not names or ApiKey.DELETE_TOPICS not in harness.advertised:
+        return
+    try:
+        version = quiet_version(harness, ApiKey.DELETE_TOPICS)
+        body: dict[str, Any] = {"TimeoutMs": 10000}
+        if version >= 6:
+            body["Topics"] = [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names]
+        else:
+            body["TopicNames"] = names
+        admin_call(harness, ApiKey.DELETE_TOPICS, version, body)
+    except Exception:
+        pass
+
+
+def release(harness: Harness, topics: list[Obtained]) -> None:
+    """The end of the test's use of ``topics``: what the suite created is deleted."""
+    delete_topics(harness, [t.name for t in topics if t.owned])
+
+
+class Topics:
+    """``with Topics(harness, "what", count, partitions) as topics``: ``count`` topics obtained
+    for the test, each with at least ``partitions`` (``obtain``'s keywords pass on), released
+    when the block ends. Iterating gives their names; ``obtained`` says how each came."""
+
+    def __init__(
+        self, harness: Harness, what: str, count: int = 1, partitions: int = 1, **kw: Any
+    ) -> None:
+        self.harness, self.what, self.count = harness, what, count
+        self.partitions, self.kw = partitions, kw
+        self.obtained: list[Obtained] = []
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.obtained]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def open(self) -> Topics:
+        """Obtain them (what was obtained is released when a later one cannot be)."""
+        try:
+            for _ in range(self.count):
+                self.obtained.append(obtain(self.harness, self.what, self.partitions, **self.kw))
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        release(self.harness, self.obtained)
+        self.obtained = []
+
+    def __enter__(self) -> Topics:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,91 @@
+"""Targets that give the suite no CreateTopics: a small broker that creates topics on first use,
+a cluster whose principal may not create topics, one that does neither.
+
+Each is a :class:`tests.suite.faults_log.Fault` for ``ProxiedCluster`` in front of the reference
+cluster (which auto-creates, as Kafka's ``auto.create.topics.enable`` does by default), and
+:class:`Chain` puts a data-plane fault behind one, so that a broken broker without CreateTopics
+can be shown to FAIL.
+"""
+
+from __future__ import annotations
+
+from conformance.protocol import ApiKey, ErrorCode
+from tests.suite.faults_log import Fault
+
+
+class HideCreateTopics(Fault):
+    """ApiVersions answers leave CreateTopics out (the broker still serves it to whoever asks;
+    the suite must not)."""
+
+    responses = (ApiKey.API_VERSIONS,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        if body["ErrorCode"] != ErrorCode.NONE:
+            return False  # the v0 answer to a version too new is left as the broker sent it
+        keys = [k for k in body["ApiKeys"] if k["ApiKey"] != ApiKey.CREATE_TOPICS]
+        changed = len(keys) != len(body["ApiKeys"])
+        body["ApiKeys"] = keys
+        return changed
+
+    def response(self, api: int, version: int, frame: bytes) -> bytes:
+        try:
+            return super().response(api, version, frame)
+        except Exception:
+            return frame  # an error answer in v0 to a newer version: left alone
+
+
+class RefuseCreateTopics(Fault):
+    """CreateTopics is advertised but every topic is refused TOPIC_AUTHORIZATION_FAILED, as by
+    a cluster whose ACLs do not let the suite's principal create topics (the broker only
+    validates the request, so nothing is created)."""
+
+    requests = responses = (ApiKey.CREATE_TOPICS,)
+
+    def on_request(self, api, version, body) -> bool:
+        body["validateOnly"] = True
+        return True
+
+    def on_response(self, api, version, body, asked) -> bool:
+        for t in body["Topics"]:
+            t["ErrorCode"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            t["ErrorMessage"] = "not authorized to create topics"
+        return True
+
+
+class NoAutoCreation(Fault):
+    """Metadata never auto-creates: AllowAutoTopicCreation is cleared on the way in (the suite
+    asks at v4+, where the field exists)."""
+
+    requests = (ApiKey.METADATA,)
+
+    def on_request(self, api, version, body) -> bool:
+        if version < 4 or not body.get("AllowAutoTopicCreation"):
+            return False
+        body["AllowAutoTopicCreation"] = False
+        return True
+
+
+class Chain(Fault):
+    """Several faults in turn: requests through each in order, answers in reverse."""
+
+    def __init__(self, *faults: Fault) -> None:
+        super().__init__()
+        self.faults = faults
+
+    def request(self, api: int, version: int, frame: bytes) -> bytes:
+        for f in self.faults:
+            frame = f.request(api, version, frame)
+        return frame
+
+    def response(self, api: int, version: int, frame: bytes) -> bytes:
+        for f in reversed(self.faults):
+            frame = f.response(api, version, frame)
+        return frame
+
+    @property  # type: ignore[override]
+    def changed(self) -> int:
+        return sum(f.changed for f in self.faults)
+
+    @changed.setter
+    def changed(self, value: int) -> None:
+        pass

@@ -1,0 +1,155 @@
+"""Topics without CreateTopics (issue 24): the suite judges LOG, GROUPS and OFFSETS on a target
+that hides CreateTopics or refuses it, through auto-creation or topics the user gives; a fault
+behind such a target still FAILs; with no way to obtain a topic the requirements are SKIP
+saying so (never UNSUPPORTED) and the run counts them.
+
+The reference cluster (3 brokers) runs behind ``faults_log.ProxiedCluster``; the topic faults
+are ``faults_topics``. The reference auto-creates as Kafka does by default (Metadata v4+
+AllowAutoTopicCreation, num.partitions 1), so auto-created topics have one partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from conformance.protocol import ApiKey, Codec
+from conformance.results.verdicts import NotApplicable
+from conformance.suite import verify
+from conformance.suite.groups import test_administration
+from conformance.suite.harness import Harness
+from conformance.suite.log import test_produce_fetch
+from conformance.suite.offsets import test_commit_fetch
+from conformance.suite.provision import delete_topics, give, obtain
+from tests.suite import test_log_faults
+from tests.suite.conftest import verdicts
+from tests.suite.faults_log import EveryWriteToPartitionZero, Fault, HeadersDropped, ProxiedCluster
+from tests.suite.faults_topics import Chain, HideCreateTopics, NoAutoCreation, RefuseCreateTopics
+
+CODEC = Codec.from_specs()
+SEED = 20261123
+#: one test each of LOG, GROUPS and OFFSETS that writes to a topic of its own
+JUDGED = (
+    "log/fetch/high-watermark-after-acks-all",
+    "groups/list-and-delete",
+    "offsets/commit-fetch/read-back",
+)
+ROUND_TRIP = test_produce_fetch.test_acknowledged_records_are_fetched_as_produced
+NAMED_PARTITION = test_produce_fetch.test_a_write_lands_in_the_partition_it_names
+READ_BACK = test_commit_fetch.test_simple_commits_read_back
+#: the LOG faults' fixtures: one reference cluster for the module, the suite's seed fixed
+reference, fixed_seed = test_log_faults.reference, test_log_faults.fixed_seed
+
+
+def run(cluster: ProxiedCluster, fn: Callable, topics: str | None = None) -> BaseException | None:
+    """One suite test through the proxies, as the plugin runs it: what ended it, or None."""
+    harness = Harness(cluster.target(), CODEC, examples=3, seed=SEED)
+    try:
+        harness.open()
+        give(harness, topics)
+        fn(harness)
+    except (verify.Failed, NotApplicable) as e:
+        return e
+    finally:
+        harness.close()
+    return None
+
+
+@pytest.fixture
+def three_partitions(reference) -> Iterator[Callable[[], str]]:
+    """Makes empty 3-partition topics on the reference directly, as a user would before giving
+    them to the suite (a given topic is used by one test, which expects it empty)."""
+    harness = Harness(reference, CODEC)
+    harness.open()
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(obtain(harness, "given", 3).name)
+        harness.end_test()
+        return made[-1]
+
+    yield make
+    delete_topics(harness, made)
+    harness.close()
+
+
+def test_log_groups_offsets_are_judged_with_create_topics_hidden(cli, reference) -> None:
+    hide = HideCreateTopics()
+    with ProxiedCluster(reference, hide) as cluster:
+        proc, run_ = cli(
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "--seed",
+            str(SEED),
+            "--select",
+            " or ".join(JUDGED),
+        )
+    assert run_ is not None, proc.stderr[-2000:]
+    got = verdicts(run_)
+    assert {t for t, _ in got} == set(JUDGED), got
+    assert set(got.values()) == {"PASS"}, got
+    assert hide.changed > 0
+
+
+def test_log_groups_offsets_are_judged_with_create_topics_refused(reference) -> None:
+    refuse = RefuseCreateTopics()
+    with ProxiedCluster(reference, refuse) as cluster:
+        for fn in (ROUND_TRIP, test_administration.test_list_and_delete, READ_BACK):
+            assert run(cluster, fn) is None, fn.__name__
+    # refused once per run (request and answer rewritten), then each run went on without it
+    assert refuse.changed == 2 * 3, refuse.changed
+
+
+def test_no_way_to_obtain_a_topic_is_skip_and_counted(cli, reference) -> None:
+    with ProxiedCluster(reference, Chain(HideCreateTopics(), NoAutoCreation())) as cluster:
+        proc, run_ = cli("--bootstrap-server", cluster.bootstrap, "--select", " or ".join(JUDGED))
+    assert run_ is not None, proc.stderr[-2000:]
+    unset = [r for r in run_.records if r["test_id"] != "groups/list-and-delete"]
+    assert unset and {r["verdict"] for r in unset} == {"SKIP"}, verdicts(run_)
+    message = unset[0]["message"]
+    assert message.startswith("no way to obtain a topic: CreateTopics not advertised; "), message
+    assert "no auto-creation (Metadata v" in message and "none given (--topics)" in message
+    count = len({r["requirement_id"] for r in run_.records if r["verdict"] == "SKIP"})
+    assert f"{count} requirements could not be set up" in proc.stdout, proc.stdout[-1500:]
+
+
+def test_more_partitions_than_auto_creation_gives_says_so_or_takes_a_given_topic(
+    reference, three_partitions
+) -> None:
+    named, prefixed = three_partitions(), three_partitions()
+    with ProxiedCluster(reference, HideCreateTopics()) as cluster:
+        skipped = run(cluster, NAMED_PARTITION)
+        given = run(cluster, NAMED_PARTITION, topics=f"kc-nothing-here,{named}")
+        by_prefix = run(cluster, NAMED_PARTITION, topics=f"{prefixed[:-3]}*")
+    assert isinstance(skipped, NotApplicable), skipped
+    assert "auto-creation gives 1 partition, the test needs at least 3" in str(skipped)
+    assert given is None and by_prefix is None, (given, by_prefix)
+    # a given topic is the user's: the suite wrote to it and did not delete it
+    harness = Harness(reference, CODEC)
+    try:
+        harness.open()
+        body = {"Topics": [{"Name": n} for n in (named, prefixed)], "AllowAutoTopicCreation": False}
+        topics = harness.connect().request(ApiKey.METADATA, 9, body).body["Topics"]
+    finally:
+        harness.close()
+    assert [(t["ErrorCode"], len(t["Partitions"])) for t in topics] == [(0, 3)] * 2, topics
+
+
+@pytest.mark.parametrize(
+    ("topic_fault", "data_fault", "req"),
+    [
+        (HideCreateTopics, HeadersDropped, "LOG.R1"),
+        (RefuseCreateTopics, HeadersDropped, "LOG.R1"),
+        (HideCreateTopics, EveryWriteToPartitionZero, "LOG.R3"),
+    ],
+)
+def test_a_fault_behind_a_target_without_create_topics_fails(
+    reference, three_partitions, topic_fault, data_fault, req: str
+) -> None:
+    data: Fault = data_fault()
+    fn = ROUND_TRIP if req == "LOG.R1" else NAMED_PARTITION
+    with ProxiedCluster(reference, Chain(topic_fault(), data)) as cluster:
+        failure = run(cluster, fn, topics=three_partitions())
+    assert data.changed > 0, f"{data_fault.__name__} rewrote nothing"
+    assert isinstance(failure, verify.Failed) and req in failure.req_ids, failure
