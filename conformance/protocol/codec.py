@@ -6,22 +6,38 @@ from pathlib import Path
 
 from conformance.protocol.compiler import Compiled, compile_message
 from conformance.protocol.errors import UnknownMessageError
-from conformance.protocol.spec import MessageSpec, SpecSet
+from conformance.protocol.keys import check_keys
+from conformance.protocol.spec import FieldSpec, MessageSpec, SpecSet
 
 KINDS = ("request", "response")
 
 
 class Codec:
-    """Encodes and decodes message bodies; each (message, version) is compiled on first use."""
+    """Encodes and decodes message bodies; each (message, version) is compiled on first use.
 
-    def __init__(self, specs: SpecSet) -> None:
+    ``strict_keys``: encode refuses a body key its struct has no field for
+    (:class:`conformance.protocol.keys.UnknownKeyError`) instead of dropping it; the suite's
+    own requests go through :meth:`strict`, other users keep the lenient default."""
+
+    def __init__(self, specs: SpecSet, *, strict_keys: bool = False) -> None:
         self.specs = specs
+        self.strict_keys = strict_keys
         self._compiled: dict[tuple[int, str, int], Compiled] = {}
+        self._fields: dict[int, dict[str, FieldSpec]] = {}
 
     @classmethod
     def from_specs(cls, spec_dir: Path | str | None = None, *, strict: bool = True) -> Codec:
         """The project's own specs by default; any folder of Kafka message specs otherwise."""
         return cls(SpecSet.load(spec_dir, strict=strict))
+
+    def strict(self) -> Codec:
+        """This codec with strict encode (specs and compiled units shared, so nothing is
+        compiled twice)."""
+        if self.strict_keys:
+            return self
+        twin = Codec(self.specs, strict_keys=True)
+        twin._compiled, twin._fields = self._compiled, self._fields
+        return twin
 
     def message(self, api_key: int, kind: str) -> MessageSpec:
         if kind not in KINDS:
@@ -49,8 +65,11 @@ class Codec:
         return unit.decode_prefix(raw if type(raw) is bytes else bytes(raw))
 
     def encode(self, api_key: int, version: int, kind: str, body: dict) -> bytes:
-        """Encode a body; fields left out take their defaults. Raises EncodeError."""
+        """Encode a body; fields left out take their defaults. Raises EncodeError (its
+        UnknownKeyError for a key the spec does not have, when ``strict_keys``)."""
         unit = self._compiled.get((api_key, kind, version)) or self.compiled(api_key, version, kind)
+        if self.strict_keys:
+            check_keys(unit.message, version, body, self._fields)
         return unit.encode(body)
 
     def header(self, kind: str) -> MessageSpec:

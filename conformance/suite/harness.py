@@ -148,7 +148,9 @@ class Harness:
         seed: int | None = None,
         strict: bool = False,
     ) -> None:
-        self.target, self.codec = target, codec
+        # strict encode: a key the spec does not have in a body the suite builds is an error
+        # (a misspelt key would otherwise be dropped and the request sent without it)
+        self.target, self.codec = target, codec.strict()
         self.examples, self.seed, self.strict = examples, seed, strict
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(

@@ -94,7 +94,7 @@ def refuses_itself(harness: Harness, broker: cluster.Broker) -> bool:
         "Assignments": [],
         "Configs": [],
     }
-    body = {"Topics": [topic], "TimeoutMs": TIMEOUT_MS, "validateOnly": True}
+    body = {"Topics": [topic], "timeoutMs": TIMEOUT_MS, "validateOnly": True}
     answer = harness.connect(broker.endpoint).request(ApiKey.CREATE_TOPICS, version, body).body
     return any(t.get("ErrorCode") == ErrorCode.NOT_CONTROLLER for t in answer.get("Topics") or [])
 

@@ -59,7 +59,7 @@ def envelope(harness: Harness, topic: str) -> dict:
                 "Configs": [],
             }
         ],
-        "TimeoutMs": 5000,
+        "timeoutMs": 5000,
         "validateOnly": False,
     }
     harness.note(ApiKey.ENVELOPE, 0)

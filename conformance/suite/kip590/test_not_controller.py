@@ -41,7 +41,7 @@ def validate_only_envelope(harness: Harness, topic: str) -> tuple[dict, str]:
                 "Configs": [],
             }
         ],
-        "TimeoutMs": 5000,
+        "timeoutMs": 5000,
         "validateOnly": True,
     }
     body = {

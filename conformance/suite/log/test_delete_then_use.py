@@ -18,9 +18,10 @@ from conformance.suite.partitions import (
     batch_bytes,
     create_again,
     now_ms,
+    quiet_version,
+    topic_body,
 )
-from conformance.suite.provision import topic_body
-from conformance.suite.records_io import admin_call, quiet_version
+from conformance.suite.records_io import admin_call
 
 #: how long the partition's leader may go on serving a topic after DeleteTopics answered: a
 #: broker learns of the deletion a moment later (Apache Kafka's admin client documents that
@@ -57,7 +58,7 @@ def test_a_deleted_topic_is_gone_and_comes_back_empty(harness: Harness) -> None:
         version = quiet_version(harness, ApiKey.CREATE_TOPICS)
         body = {
             "Topics": [topic_body(topic.name, 1, version)],
-            "TimeoutMs": 10000,
+            "timeoutMs": 10000,
             "validateOnly": False,
         }
         created = create_again(lambda: admin_call(harness, ApiKey.CREATE_TOPICS, version, body))

@@ -20,9 +20,8 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.harness import Harness
-from conformance.suite.partitions import create_again
-from conformance.suite.provision import topic_body
-from conformance.suite.records_io import admin_call, quiet_version
+from conformance.suite.partitions import create_again, quiet_version, topic_body
+from conformance.suite.records_io import admin_call
 
 NO_TOPIC_ID = uuid.UUID(int=0)
 
@@ -37,7 +36,7 @@ def create(
 ) -> dict[str, Any]:
     """CreateTopics of one topic entry (``topic_body``); its answer entry."""
     v = version if version is not None else quiet_version(harness, ApiKey.CREATE_TOPICS)
-    body = {"Topics": [entry], "TimeoutMs": 10000, "validateOnly": validate_only}
+    body = {"Topics": [entry], "timeoutMs": 10000, "validateOnly": validate_only}
     answer = admin_call(harness, ApiKey.CREATE_TOPICS, v, body, served=req)
     topics = answer["Topics"]
     verify.check(
