@@ -1,8 +1,9 @@
 """Fresh suite topics and the round trips of their partition logs: Produce, Fetch, ListOffsets.
 
-Shared by the LOG, IDEMPOTENCE and TOPICS tests. Every topic is new (``kc-suite-<what>-<random>``),
-so no test depends on what another left behind, and is deleted when the test's ``SuiteTopic``
-closes; nothing the suite did not create is touched. Requests go to each partition's leader as
+Shared by the LOG, IDEMPOTENCE and TOPICS tests. Every topic comes from ``provision.obtain``: new
+(``kc-suite-<what>-<random>``, created or auto-created), so no test depends on what another left
+behind, or one the user gave for the run; what the suite created is deleted when the test's
+``SuiteTopic`` closes, and nothing else is touched. Requests go to each partition's leader as
 Metadata names it. Versions are the highest the target advertises within what these helpers
 encode: Produce 3-12 (record batch v2, topics by name), Fetch 4-12 (topics by name),
 ListOffsets 1+. The helpers do not note the API they use: each test picks (and so notes, and
@@ -15,7 +16,6 @@ the caller names (``reqs``), through ``verify.expect_response``.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +33,8 @@ from conformance.protocol.records import (
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.records_io import admin_call, known_everywhere
-from conformance.suite.safety import PREFIX
+from conformance.suite.provision import delete_topics, obtain
+from conformance.suite.records_io import known_everywhere, quiet_version
 from conformance.targets.base import Endpoint
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
@@ -66,11 +66,6 @@ def create_again(
         time.sleep(0.2)
 
 
-def fresh_name(what: str) -> str:
-    """A topic name no earlier test used: the suite's prefix, what it is for, 8 random hex."""
-    return f"{PREFIX}{what}-{uuid.uuid4().hex[:8]}"
-
-
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -89,79 +84,33 @@ def records_of(data: bytes | None) -> tuple[list[RecordBatch], list[LogRecord]]:
     return batches, [r for b in batches for r in b.log_records()]
 
 
-def quiet_version(harness: Harness, api_key: int, within: str | None = None) -> int:
-    """``pick_version`` without noting the API: set-up and clean-up requests must not become
-    the API a test's results name."""
-    kept = (harness.notes.api_key, harness.notes.api_version, harness.notes.listener)
-    try:
-        return harness.pick_version(api_key, within)
-    finally:
-        harness.notes.api_key, harness.notes.api_version, harness.notes.listener = kept
-
-
-def topic_body(
-    name: str,
-    partitions: int,
-    version: int,
-    configs: dict[str, str] | None = None,
-    on_broker: int | None = None,
-) -> dict[str, Any]:
-    """A CreateTopics entry: the target's default replication, or every partition on one
-    broker (``on_broker``, replication factor 1)."""
-    if on_broker is not None:
-        return {
-            "Name": name,
-            "NumPartitions": -1,
-            "ReplicationFactor": -1,
-            "Assignments": [
-                {"PartitionIndex": i, "BrokerIds": [on_broker]} for i in range(partitions)
-            ],
-            "Configs": [{"Name": k, "Value": v} for k, v in (configs or {}).items()],
-        }
-    return {
-        "Name": name,
-        "NumPartitions": partitions,
-        "ReplicationFactor": -1 if version >= 4 else 1,
-        "Assignments": [],
-        "Configs": [{"Name": k, "Value": v} for k, v in (configs or {}).items()],
-    }
-
-
 @dataclass
 class SuiteTopic:
-    """A topic this test created: its leaders, and requests sent to them."""
+    """A topic this test uses (``provision``): its leaders, and requests sent to them."""
 
     harness: Harness
     name: str
     partitions: int
+    #: whether the suite created it (and so deletes it); a topic the user gave stays
+    owned: bool = True
     leaders: dict[int, Endpoint] = field(default_factory=dict)
     _conns: dict[Endpoint, SyncConnection] = field(default_factory=dict, repr=False)
 
     # --- life ---------------------------------------------------------------------------------
 
     @classmethod
-    def create(
-        cls,
-        harness: Harness,
-        what: str,
-        partitions: int = 1,
-        configs: dict[str, str] | None = None,
-        on_broker: int | None = None,
-    ) -> SuiteTopic:
-        """Create a fresh topic and learn its leaders; MissingPrecondition when the target
-        will not create it (the tests that need data cannot run without one)."""
-        version = quiet_version(harness, ApiKey.CREATE_TOPICS)
-        name = fresh_name(what)
-        body = {
-            "Topics": [topic_body(name, partitions, version, configs, on_broker)],
-            "timeoutMs": 10000,
-            "validateOnly": False,
-        }
-        code = admin_call(harness, ApiKey.CREATE_TOPICS, version, body)["Topics"][0]["ErrorCode"]
-        if code != ErrorCode.NONE:
-            raise MissingPrecondition(f"cannot create the suite's topic {name}: error {code}")
-        topic = cls(harness, name, partitions)
-        topic.learn_leaders()
+    def create(cls, harness: Harness, what: str, partitions: int = 1, **kw: Any) -> SuiteTopic:
+        """A topic for the test (``provision.obtain``, whose keywords ``kw`` are: created,
+        auto-created or given; at least ``partitions``, and ``partitions`` is then what it has)
+        and its leaders; MissingPrecondition when there is none (the tests that need data
+        cannot run without one)."""
+        got = obtain(harness, what, partitions, **kw)
+        topic = cls(harness, got.name, got.partitions, owned=got.owned)
+        try:
+            topic.learn_leaders()
+        except BaseException:
+            topic.delete()
+            raise
         return topic
 
     def learn_leaders(self, timeout: float = 15.0) -> None:
@@ -190,17 +139,10 @@ class SuiteTopic:
             time.sleep(0.05)
 
     def delete(self) -> None:
-        """Delete the topic (best effort: the test's verdict does not depend on it)."""
-        try:
-            version = quiet_version(self.harness, ApiKey.DELETE_TOPICS)
-            body: dict[str, Any] = {"TimeoutMs": 10000}
-            if version >= 6:
-                body["Topics"] = [{"Name": self.name, "TopicId": uuid.UUID(int=0)}]
-            else:
-                body["TopicNames"] = [self.name]
-            admin_call(self.harness, ApiKey.DELETE_TOPICS, version, body)
-        except Exception:
-            pass
+        """Delete the topic if the suite created it (best effort: the test's verdict does not
+        depend on it)."""
+        if self.owned:
+            delete_topics(self.harness, [self.name])
 
     def __enter__(self) -> SuiteTopic:
         return self

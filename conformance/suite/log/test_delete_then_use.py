@@ -18,10 +18,9 @@ from conformance.suite.partitions import (
     batch_bytes,
     create_again,
     now_ms,
-    quiet_version,
-    topic_body,
 )
-from conformance.suite.records_io import admin_call
+from conformance.suite.provision import topic_body
+from conformance.suite.records_io import admin_call, quiet_version
 
 #: how long the partition's leader may go on serving a topic after DeleteTopics answered: a
 #: broker learns of the deletion a moment later (Apache Kafka's admin client documents that

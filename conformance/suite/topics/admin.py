@@ -20,8 +20,9 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.harness import Harness
-from conformance.suite.partitions import create_again, quiet_version, topic_body
-from conformance.suite.records_io import admin_call
+from conformance.suite.partitions import create_again
+from conformance.suite.provision import topic_body
+from conformance.suite.records_io import admin_call, quiet_version
 
 NO_TOPIC_ID = uuid.UUID(int=0)
 
