@@ -98,6 +98,9 @@ def make_target(opts: TargetOptions) -> Target:
     if controllers:
         target.controller, target.controllers = controllers[0], controllers
     target.zookeeper = zookeeper or target.zookeeper
+    target.given = frozenset(
+        name for name, value in (("controller", controllers), ("zookeeper", zookeeper)) if value
+    )
     if opts.target_name:
         target.name = opts.target_name
     if opts.target_version:

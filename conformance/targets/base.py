@@ -149,6 +149,9 @@ class Target:
     #: where the target leaves the logs of a start that failed: the run's results folder (None:
     #: the temporary folder); the error names the file
     logs_dir: Path | None = None
+    #: the endpoint fields the user named (``controller``, ``zookeeper``): a restart keeps them,
+    #: and forgets those :meth:`start` found, which the new processes serve elsewhere
+    given: frozenset[str] = frozenset()
 
     def prepare(self) -> None:
         """Check (and fetch) what :meth:`start` will need, before any test is collected, so
@@ -175,6 +178,10 @@ class Target:
         if not self.manages_processes:
             raise TargetError("the suite does not run an external target, so cannot restart it")
         self.stop()
+        if "controller" not in self.given:
+            self.controller, self.controllers, self.controller_client = None, [], None
+        if "zookeeper" not in self.given:
+            self.zookeeper = None
         self.start()
 
     def describe(self) -> str:
