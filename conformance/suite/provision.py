@@ -37,11 +37,9 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.results.summary import SET_UP_MISSING
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.harness import Harness
-from conformance.suite.records_io import admin_call, known_everywhere, quiet_version
+from conformance.suite.records_io import NOT_PERMITTED, admin_call, known_everywhere, quiet_version
 from conformance.suite.safety import PREFIX, fresh_name
 
-#: refusals of CreateTopics that say the suite may not create topics at all
-NOT_ALLOWED = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 #: how long an auto-created topic may take to get a leader for every partition
 AUTO_CREATE_WAIT = 15.0
 
@@ -174,12 +172,13 @@ def _by_create_topics(
         "validateOnly": False,
     }
     try:
-        code = admin_call(harness, ApiKey.CREATE_TOPICS, version, body)["Topics"][0]["ErrorCode"]
+        answer = admin_call(harness, ApiKey.CREATE_TOPICS, version, body, refusal_skips=False)
+        code = answer["Topics"][0]["ErrorCode"]
     except (TimeoutError, ConnectionClosed) as e:
         state.create_blocked = f"CreateTopics v{version} not answered ({e})"
         why.append(state.create_blocked)
         return None
-    if code in NOT_ALLOWED:
+    if code in NOT_PERMITTED:
         state.create_blocked = f"CreateTopics refused (error {code}, {code_name(code)})"
         why.append(state.create_blocked)
         return None
@@ -321,7 +320,7 @@ def delete_topics(harness: Harness, names: list[str]) -> None:
             body["Topics"] = [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names]
         else:
             body["TopicNames"] = names
-        admin_call(harness, ApiKey.DELETE_TOPICS, version, body)
+        admin_call(harness, ApiKey.DELETE_TOPICS, version, body, refusal_skips=False)
     except Exception:
         pass
 

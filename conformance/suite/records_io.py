@@ -40,14 +40,30 @@ def controller_endpoint(harness: Harness) -> Endpoint:
     return brokers.get(answer.get("ControllerId", -1), bootstrap)
 
 
+#: answers that say the suite's principal may not make the change at all
+NOT_PERMITTED = frozenset(
+    {ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+)
+
+
 def admin_call(
-    harness: Harness, api_key: int, version: int, body: dict, served: str | None = None
+    harness: Harness,
+    api_key: int,
+    version: int,
+    body: dict,
+    served: str | None = None,
+    *,
+    refusal_skips: bool = True,
 ) -> dict:
     """A topic mutation (CreateTopics, DeleteTopics, CreatePartitions): sent to the bootstrap,
     and where that answers NOT_CONTROLLER once more to the broker Metadata names as controller,
     as Kafka's admin client does. ZooKeeper-mode Apache Kafka takes topic mutations on its
     controller only; KRaft brokers (and the reference's) forward them (KIP-590). ``served``:
-    the requirement an unanswered request fails (else the wire error is raised as is)."""
+    the requirement an unanswered request fails (else the wire error is raised as is).
+
+    Where every entry is refused for authorization (a cluster whose ACLs do not let the suite's
+    principal change topics) the test cannot judge the mutation: MissingPrecondition saying so,
+    unless ``refusal_skips`` is False (the caller then reads the refusal itself)."""
 
     def send(ep: Endpoint | str) -> dict:
         conn = harness.connect(ep)
@@ -59,6 +75,14 @@ def admin_call(
     entries = answer.get("Topics") or answer.get("Responses") or answer.get("Results") or []
     if any(e.get("ErrorCode") == ErrorCode.NOT_CONTROLLER for e in entries):
         answer = send(controller_endpoint(harness))
+        entries = answer.get("Topics") or answer.get("Responses") or answer.get("Results") or []
+    codes = {e.get("ErrorCode") for e in entries}
+    if refusal_skips and entries and codes <= NOT_PERMITTED:
+        refused = ", ".join(ErrorCode(c).name for c in sorted(codes))
+        raise MissingPrecondition(
+            f"{harness.api_name(api_key)} v{version} refused ({refused}): the target does not "
+            "let the suite's principal change topics, so the change cannot be judged"
+        )
     return answer
 
 

@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from conformance.protocol import ApiKey, Codec
-from conformance.results.verdicts import NotApplicable
+from conformance.results.verdicts import MissingPrecondition, NotApplicable
 from conformance.suite import verify
 from conformance.suite.groups import test_administration
 from conformance.suite.harness import Harness
 from conformance.suite.log import test_produce_fetch
 from conformance.suite.offsets import test_commit_fetch
 from conformance.suite.provision import delete_topics, give, obtain
+from conformance.suite.topics import test_create_topics
 from tests.suite import test_log_faults
 from tests.suite.conftest import verdicts
 from tests.suite.faults_log import EveryWriteToPartitionZero, Fault, HeadersDropped, ProxiedCluster
@@ -99,6 +100,11 @@ def test_log_groups_offsets_are_judged_with_create_topics_refused(reference) -> 
             assert run(cluster, fn) is None, fn.__name__
     # refused once per run (request and answer rewritten), then each run went on without it
     assert refuse.changed == 2 * 3, refuse.changed
+    # a test judging CreateTopics itself cannot judge a refused one: SKIP, not FAIL
+    with ProxiedCluster(reference, RefuseCreateTopics()) as cluster:
+        judged = run(cluster, test_create_topics.test_an_existing_topic_is_refused)
+    assert isinstance(judged, MissingPrecondition), judged
+    assert "CreateTopics v7 refused (TOPIC_AUTHORIZATION_FAILED)" in str(judged), judged
 
 
 def test_no_way_to_obtain_a_topic_is_skip_and_counted(cli, reference) -> None:
