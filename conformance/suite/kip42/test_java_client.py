@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from conformance.suite.harness import Harness
 from conformance.suite.kip42 import env as client_env
 from conformance.suite.kip42 import java_events
 from conformance.suite.meta import conformance
+from conformance.suite.safety import fresh_name
 from conformance.targets import TargetError
 from conformance.targets.java_client import Client, parse_client, run_harness
 
@@ -52,20 +52,19 @@ def events_of(harness: Harness, client: Client) -> list[dict]:
     bootstrap = ",".join(map(str, harness.target.bootstrap))
     key = (str(client), bootstrap, fault)
     if key not in _RUNS:
-        env = client_env.harness_env(harness, commits=True)
-        topic = harness.call(env.new_topic())
-        out = Path(tempfile.mkdtemp(prefix="kc-java-")) / f"{client.version}.jsonl"
-        try:
-            _RUNS[key] = run_harness(
-                client.version or "",
-                bootstrap,
-                topic,
-                f"kc-kip42-java-{uuid.uuid4().hex[:12]}",
-                out,
-                fault=fault,
-            )
-        except TargetError as e:
-            _RUNS[key] = str(e)
+        client_env.harness_env(harness, commits=True)
+        with client_env.suite_topic(harness) as [topic], tempfile.TemporaryDirectory() as tmp:
+            try:
+                _RUNS[key] = run_harness(
+                    client.version or "",
+                    bootstrap,
+                    topic,
+                    fresh_name("kip42-java"),
+                    Path(tmp) / "events.jsonl",
+                    fault=fault,
+                )
+            except TargetError as e:
+                _RUNS[key] = str(e)
     got = _RUNS[key]
     if isinstance(got, str):
         raise MissingPrecondition(f"the {client} harness could not run: {got}")
