@@ -623,6 +623,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     state = item.config.stash[STATE]
     if info(item) is not None and state.harness is not None:
         state.harness.end_test()
+        state.harness.notes.test_id = info(item).test_id  # cited by later tests' evidence
         if state.unreachable_since is not None:
             raise NotEvaluated(f"not evaluated: target unreachable since {state.unreachable_since}")
 

@@ -10,6 +10,7 @@ and the missing-listener SKIP, so every test decides them the same way.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -33,8 +34,13 @@ T = TypeVar("T")
 CONTROLLER_TYPES = ("controller",)
 #: seconds to wait for an answer before a request counts as unanswered
 REQUEST_TIMEOUT = 10.0
-#: ... for an API and version the target already left unanswered earlier in the run
+#: ... for an API and version the target already left unanswered earlier in the run (or an API
+#: it left unanswered at another version and never answered)
 REPEAT_TIMEOUT = 2.0
+#: after this many unanswered requests of an API that a node never answered in the run, later
+#: requests of it to that node are not sent: they fail at once, citing where it was left
+#: unanswered
+SILENT_AFTER = 2
 #: how long the run's first ApiVersions (at v3, then at v0) may take before the target is
 #: reported unreachable: any broker answers it at once
 OPEN_TIMEOUT = 5.0
@@ -56,9 +62,33 @@ class TestNotes:
     ledger: credit.Ledger = field(default_factory=credit.begin)
     #: (api key, version) of requests the target left unanswered in this test
     unanswered: set[tuple[int, int]] = field(default_factory=set)
+    #: the running test's id (set by the plugin; cited when a later test relies on what it saw)
+    test_id: str | None = None
 
     def fail_soft(self, req_id: str, message: str) -> None:
         self.soft.setdefault(req_id, message)
+
+
+class Unanswered(TimeoutError):
+    """A request not sent, because the target left every earlier request of its API in the
+    run unanswered: the failure rests on that recorded evidence, which the message cites."""
+
+
+@dataclass
+class Silence:
+    """Each request of one API left unanswered by a node that never answered that API in the
+    run: (node, version, test id). A node that answers it later has its entries dropped."""
+
+    seen: list[tuple[Endpoint, int, str | None]] = field(default_factory=list)
+
+    def at(self, node: Endpoint) -> list[tuple[Endpoint, int, str | None]]:
+        return [s for s in self.seen if s[0] == node]
+
+    def cite(self, node: Endpoint | None = None) -> str:
+        seen = self.seen if node is None else self.at(node)
+        where = [f"v{v} in {t or 'the run set-up'}" for _, v, t in seen[:3]]
+        more = f" and {len(seen) - 3} more" if len(seen) > 3 else ""
+        return f"{', '.join(where)}{more}"
 
 
 class SyncConnection:
@@ -78,25 +108,49 @@ class SyncConnection:
         not sent again within the test: the same API and version fail at once after that, so a
         target that never answers costs one timeout per test, not one per example or step. A
         later test still sends it (its verdict rests on what it sent), but waits REPEAT_TIMEOUT
-        only, since the target left that API and version unanswered before in the run."""
+        only, since the target left that API and version unanswered before in the run; so does
+        an API a node has never answered and some node left unanswered. Once a node has left
+        SILENT_AFTER requests of an API unanswered and answered none, later ones to it are not
+        sent: :class:`Unanswered` at once, citing the tests that saw it (a broker that serves
+        no DescribeGroups costs two waits in a run, not one per test)."""
+        harness, node = self.harness, self.endpoint
         key = (api_key, version)
-        name = f"{self.harness.api_name(api_key)} v{version}"
-        if key in self.harness.notes.unanswered:
+        name = f"{harness.api_name(api_key)} v{version}"
+        if key in harness.notes.unanswered:
             raise TimeoutError(f"{name} was left unanswered earlier in this test; not sent again")
-        before = key in self.harness.unanswered
+        silence = harness.silent.get(api_key)
+        never = (node, api_key) not in harness.answered
+        if never and silence is not None and len(silence.at(node)) >= SILENT_AFTER:
+            raise Unanswered(
+                f"{name} not sent: {node} left every {harness.api_name(api_key)} request of "
+                f"the run unanswered ({silence.cite(node)}) and answered none"
+            )
+        same = key in harness.unanswered
+        earlier = f" ({silence.cite()})" if silence is not None and silence.seen else ""
+        before = same or bool(never and earlier)
         if before:
             timeout = min(timeout, REPEAT_TIMEOUT)
         try:
-            return self.harness.call(self.conn.request(api_key, version, body, timeout=timeout))
+            response = harness.call(self.conn.request(api_key, version, body, timeout=timeout))
         except TimeoutError:
-            self.harness.notes.unanswered.add(key)
-            self.harness.unanswered.add(key)
+            harness.notes.unanswered.add(key)
+            harness.unanswered.add(key)
+            if never:
+                harness.silent.setdefault(api_key, Silence()).seen.append(
+                    (node, version, harness.test_name())
+                )
             if before:
+                what = name if same else harness.api_name(api_key)
                 raise TimeoutError(
-                    f"none within {timeout:.0f} s; the target left {name} unanswered earlier "
-                    "in this run too"
+                    f"none within {timeout:.0f} s; the target left {what} unanswered earlier "
+                    f"in this run too{earlier}"
                 ) from None
             raise
+        if never:
+            harness.answered.add((node, api_key))
+            if silence is not None:
+                silence.seen = [s for s in silence.seen if s[0] != node]
+        return response
 
     def send_frame(self, frame: bytes, api_key: int, version: int, cid: int) -> asyncio.Future:
         """Send a request frame (header + body, no size) whose answer is decoded as api/version."""
@@ -162,6 +216,11 @@ class Harness:
         self.advertised: dict[int, tuple[int, int]] = {}
         #: (api key, version) of requests the target left unanswered in this run
         self.unanswered: set[tuple[int, int]] = set()
+        #: (node, api key) of the APIs each node answered at least once in this run
+        self.answered: set[tuple[Endpoint, int]] = set()
+        #: per api key, where nodes that never answered it left it unanswered
+        #: (SyncConnection.request)
+        self.silent: dict[int, Silence] = {}
         self.controller_advertised: dict[int, tuple[int, int]] | None = None
 
     # --- plumbing ---------------------------------------------------------------------------
@@ -214,6 +273,13 @@ class Harness:
                 raise MissingPrecondition("no controller bootstrap (--controller-bootstrap)")
             return self.target.controller
         raise ValueError(f"unknown listener {where!r}")
+
+    def test_name(self) -> str | None:
+        """The running test: its suite id where the plugin set it, else pytest's node id."""
+        if self.notes.test_id:
+            return self.notes.test_id
+        current = os.environ.get("PYTEST_CURRENT_TEST", "")
+        return current.rsplit(" (", 1)[0] or None
 
     def end_test(self) -> None:
         """Close what the test opened and start fresh notes for the next one."""

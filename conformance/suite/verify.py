@@ -23,6 +23,7 @@ from conformance.protocol.errors import DecodeError
 from conformance.protocol.kafka_errors import error_name, is_defined
 from conformance.protocol.spec import FieldSpec, StructSpec
 from conformance.suite import credit
+from conformance.suite.harness import Unanswered
 
 if TYPE_CHECKING:
     from conformance.suite.harness import Harness, SyncConnection
@@ -116,6 +117,8 @@ def expect_response(
         raise Failed(
             f"{what}: the target closed the connection instead of answering ({e})", served
         ) from None
+    except Unanswered as e:  # not sent: the run's evidence (which tests saw it) is the message
+        raise Failed(f"{what}: {e}", served) from None
     except TimeoutError as e:
         why = f" ({e})" if str(e) else ""
         raise Failed(f"{what}: no answer within the timeout{why}", served) from None

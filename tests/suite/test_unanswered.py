@@ -7,7 +7,8 @@ must FAIL naming the missing answer, and the proxy must have seen each once per 
 replays a failing example to report it, and that replay must not send it again (a state
 machine's replay is handled the same way, in ``models.run_machine``). A later test that needs
 CreateTopics v7 still sends it, and FAILs after the shorter wait for an API and version the
-target already left unanswered in the run.
+target already left unanswered in the run. A node that has left an API unanswered twice and
+answered none of it gets no more of it: later requests FAIL at once, citing where it was seen.
 """
 
 from __future__ import annotations
@@ -70,3 +71,31 @@ def test_an_edge_left_unanswered_is_waited_for_briefly_at_the_next_version(cli, 
     assert "no answer within the timeout" in first and "another version" not in first, first
     again = failed["spec/offset-fetch/v9/well-formed"]
     assert "this edge was left unanswered at another version" in again, again
+
+
+def test_an_api_a_node_never_answers_is_not_sent_after_two_waits(cli, reference) -> None:
+    """Every version of DescribeGroups is swallowed: v0 waits the full timeout, v1 the shorter
+    one, and v2 onward are not sent; each of their FAILs cites the two tests that saw it."""
+    boot = reference.bootstrap[0]
+    silence = Swallow({ApiKey.DESCRIBE_GROUPS: None})
+    with FaultyProxy((boot.host, boot.port), passthrough, silence.request) as proxy:
+        proc, run = cli("--bootstrap-server", proxy.address, "--select", "spec/describe-groups")
+    assert run is not None, proc.stderr[-2000:]
+    assert dict(silence.swallowed) == {
+        (ApiKey.DESCRIBE_GROUPS, 0): 1,
+        (ApiKey.DESCRIBE_GROUPS, 1): 1,
+    }
+    failed = {
+        r["test_id"]: r
+        for r in run.records
+        if r["verdict"] == "FAIL" and r["requirement_id"] == "PROTOCOL.R9"
+    }
+    advertised = {int(t.split("/v")[1].split("/")[0]) for t in failed}
+    assert advertised >= {0, 1, 2, 3, 4, 5}, sorted(failed)
+    assert "none within 2 s" in failed["spec/describe-groups/v1/well-formed"]["message"]
+    for version in sorted(advertised - {0, 1}):
+        message = failed[f"spec/describe-groups/v{version}/well-formed"]["message"]
+        assert f"DescribeGroups v{version} not sent" in message, message
+        assert "v0 in spec/describe-groups/v0/well-formed" in message, message
+        assert "v1 in spec/describe-groups/v1/well-formed" in message, message
+    assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]

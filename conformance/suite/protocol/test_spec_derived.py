@@ -34,7 +34,13 @@ from conformance.strategies.messages import message_values
 from conformance.suite import verify
 from conformance.suite.cases import ApiCase, api_version_cases
 from conformance.suite.edges import edge_requests
-from conformance.suite.harness import REPEAT_TIMEOUT, REQUEST_TIMEOUT, Harness, run_property
+from conformance.suite.harness import (
+    REPEAT_TIMEOUT,
+    REQUEST_TIMEOUT,
+    Harness,
+    Unanswered,
+    run_property,
+)
 from conformance.suite.meta import conformance
 from conformance.suite.safety import CLUSTER_ACTION, inert_request, make_safe
 
@@ -80,6 +86,9 @@ def judge_answer(
     except ConnectionClosed as e:
         soft(False, f"{what}: the target closed the connection instead of answering ({e})", REQS[5])
         return "closed"
+    except Unanswered as e:  # not sent: the message cites the tests that saw the API unanswered
+        soft(False, f"{what}: {e}", REQS[5])
+        return "silent"
     except TimeoutError as e:
         if edge:
             silent.add((api_key, edge))
