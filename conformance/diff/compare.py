@@ -158,8 +158,8 @@ class Comparison:
                     else:
                         self._leaf(api, version, p, ka.get(key, ABSENT), kb.get(key, ABSENT), out)
                 return
-        if unordered:
-            a, b = sorted(a, key=repr_key), sorted(b, key=repr_key)
+        if unordered:  # by the first field (a name or an index), then by the whole item
+            a, b = sorted(a, key=_item_key), sorted(b, key=_item_key)
         for i in range(max(len(a), len(b))):
             p = f"{path}[{i}]"
             if i < len(a) and i < len(b):
@@ -168,6 +168,20 @@ class Comparison:
                 va = a[i] if i < len(a) else ABSENT
                 vb = b[i] if i < len(b) else ABSENT
                 self._leaf(api, version, p, va, vb, out)
+
+
+def _item_key(item: Any) -> tuple[str, str]:
+    first = next(iter(item.values()), None) if isinstance(item, dict) else item
+    return repr(_canonical(first)), repr(_canonical(item))
+
+
+def _canonical(value: Any) -> Any:
+    """A value with every list in it sorted (a dict is its sorted pairs already): the
+    order-free form unordered lists sort by."""
+    value = _hashable(value)
+    if isinstance(value, tuple):
+        return tuple(sorted((_canonical(v) for v in value), key=repr))
+    return value
 
 
 def repr_key(value: Any) -> str:

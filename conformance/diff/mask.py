@@ -8,9 +8,9 @@ It lives in one data file, ``mask.json`` beside this module. Two lists:
   e.g. ``Topics[].Partitions[].ErrorMessage``, and against the path as it is, e.g.
   ``Topics[__consumer_offsets]``; the path ``<outcome>`` is how the request went: answered,
   closed, silent, malformed), optionally the versions (``"0-3"``, ``"4+"``), the second
-  target's kind (``"kafka:3.*"``) and values of the request's own top-level fields
-  (``"request": {"TimeoutMs": 0}``; ``"<set>"`` for any value but null), and how the field is
-  compared:
+  target's kind (``"kafka:3.*"``) and values of the request's fields (``"request":
+  {"TimeoutMs": 0, "Topics[0].Name": null}``; ``"<set>"`` for any value but null, UUIDs as
+  text), and how the field is compared:
 
   - ``ignore``: not compared (a value the target draws or takes from its set-up: ids, hosts,
     ports, times);
@@ -34,6 +34,7 @@ import fnmatch
 import functools
 import json
 import re
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,7 @@ class FieldRule:
             and (self.versions is None or version in self.versions)
             and fnmatch.fnmatchcase(other, self.when)
             and any(glob(p).match(normalize(path)) or glob(p).match(path) for p in self.paths)
-            and all(_meets(request.get(k), v) for k, v in self.request)
+            and all(_meets(lookup(request, k), v) for k, v in self.request)
         )
 
     def allows(self, a: Any, b: Any) -> bool:
@@ -92,8 +93,27 @@ class FieldRule:
 SET = "<set>"
 
 
+_STEP = re.compile(r"^(?P<name>[A-Za-z]+)(?:\[(?P<index>\d+)\])?$")
+
+
+def lookup(request: dict, path: str) -> Any:
+    """The request's value at ``path`` (``TimeoutMs``, ``Topics[0].Name``); None if absent."""
+    value: Any = request
+    for step in path.split("."):
+        m = _STEP.match(step)
+        if m is None or not isinstance(value, dict):
+            return None
+        value = value.get(m.group("name"))
+        if m.group("index") is not None:
+            i = int(m.group("index"))
+            value = value[i] if isinstance(value, list) and i < len(value) else None
+    return value
+
+
 def _meets(value: Any, wanted: Any) -> bool:
-    return value is not None if wanted == SET else value == wanted
+    if wanted == SET:
+        return value is not None
+    return (str(value) if isinstance(value, uuid.UUID) else value) == wanted
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,14 @@
 """Start, send, record, replay, compare: the differential run and its outputs.
 
-The first target is started alone; the stream is drawn from what it advertises, sent to it on
-one connection (reopened after a close, and after a request left unanswered, since a broker
-answers a connection's requests in order) and every answer recorded. Before the stream, the
-target is made ready (``_ready``); after a request that creates or deletes topics, the run
-waits until Metadata shows the change (``_settle``): the same extra requests on both sides, not
-compared, so that each request of the stream meets the same state on both. The first target is
-stopped, the second started with the same broker count, and the recorded requests replayed to
-it, those of versions it advertises (the others are counted, and its advertised ranges compared
-with the first's under the mask's ``versions`` list). Only one target runs at a time.
+Both targets are started with the same broker count, one after the other; the stream is
+drawn from the versions both advertise (a request only one of them could take would change that
+one's state alone), sent to the first on one connection (reopened after a close, and after a
+request left unanswered, since a broker answers a connection's requests in order) and every
+answer recorded; then the recorded requests are replayed to the second the same way. Before the
+stream, each target is made ready (``_ready``); after a request that creates or deletes topics,
+the run waits until Metadata shows the change (``_settle``): the same extra requests on both
+sides, not compared, so that each request of the stream meets the same state on both. The
+advertised ranges are compared under the mask's ``versions`` list.
 
 Outputs, in ``out_dir``: ``stream.jsonl`` (every request sent, in JSON form, and each side's
 outcome), ``diff.json`` (the differences, the per-API summary, the ApiVersions comparison and the
@@ -18,6 +18,7 @@ mask with what each entry hid), and the lines :func:`lines` prints.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import Counter
@@ -200,7 +201,8 @@ def _advertised(target: Target, codec: Codec, timeout: float) -> dict[int, tuple
 
 
 def run_diff(opts: DiffOptions) -> DiffResult:
-    """The whole differential run (both targets started and stopped in turn)."""
+    """The whole differential run: both targets started, the stream sent to the first and
+    recorded, then replayed to the second; both stopped whatever happens."""
     codec = Codec.from_specs(strict=False)
     mask = load(opts.mask_file)
     opts.out_dir.mkdir(parents=True, exist_ok=True)
@@ -215,13 +217,20 @@ def run_diff(opts: DiffOptions) -> DiffResult:
     for t in targets:
         t.prepare()
     sides = (Side(opts.targets[0]), Side(opts.targets[1]))
-    stream: list[Request] = []
-    for i, (target, side) in enumerate(zip(targets, sides, strict=True)):
-        with target:
+    with contextlib.ExitStack() as running:
+        for t in targets:
+            running.callback(t.stop)
+        for t in targets:  # one after the other: starts side by side could draw the same port
+            t.start()
+        ranges = [_advertised(t, codec, opts.timeout) for t in targets]
+        both = {
+            key: (max(lo, ranges[1][key][0]), min(hi, ranges[1][key][1]))
+            for key, (lo, hi) in ranges[0].items()
+            if key in ranges[1]
+        }
+        stream = build(codec, both, opts.seed, opts.examples, opts.select)
+        for target, side in zip(targets, sides, strict=True):
             side.describe = target.describe()
-            if i == 0:
-                advertised = _advertised(target, codec, opts.timeout)
-                stream = build(codec, advertised, opts.seed, opts.examples, opts.select)
             began = time.monotonic()
             asyncio.run(_send_all(target, codec, stream, side, opts.timeout))
             side.seconds = time.monotonic() - began
@@ -375,8 +384,8 @@ def write(result: DiffResult) -> Path:
                 "version": req.version,
                 "label": req.label,
                 "request": request_json(codec, req),
-                "a": _answer(a.answers.get(req.index)),
-                "b": _answer(b.answers.get(req.index)),
+                "a": _answer(codec, req, a.answers.get(req.index)),
+                "b": _answer(codec, req, b.answers.get(req.index)),
             }
             f.write(json.dumps(row, default=str) + "\n")
     report = {
@@ -404,7 +413,14 @@ def write(result: DiffResult) -> Path:
     return path
 
 
-def _answer(answer: Answer | None) -> Any:
+def _answer(codec: Codec, req: Request, answer: Answer | None) -> Any:
+    """How a request went on one side, with the answer's body in JSON form (None: not sent)."""
     if answer is None:
         return None
-    return {"outcome": answer.outcome, "detail": answer.detail} if answer.detail else answer.outcome
+    out: dict[str, Any] = {"outcome": answer.outcome}
+    if answer.detail:
+        out["detail"] = answer.detail
+    if answer.body is not None:
+        spec = codec.message(req.api_key, "response")
+        out["body"] = plain(to_json(spec, answer.body, req.version))
+    return out
