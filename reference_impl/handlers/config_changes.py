@@ -6,8 +6,10 @@ cluster-wide default; ALTER_CONFIGS on CLUSTER). AlterConfigs' set replaces the 
 dynamic configs (a null value INVALID_REQUEST); IncrementalAlterConfigs applies SET, DELETE,
 APPEND and SUBTRACT (list configs only) to them (a config named twice in one resource, an
 unknown operation or a null SET value INVALID_REQUEST). Unknown names and invalid values are
-INVALID_CONFIG, the same resource twice INVALID_REQUEST. Brokers see the result through
-UpdateMetadata.
+INVALID_CONFIG, the same resource twice INVALID_REQUEST. A topic's configs are checked before
+whether the topic exists, as Kafka does (a null value or an unknown name on a topic that does
+not exist is INVALID_REQUEST or INVALID_CONFIG, not UNKNOWN_TOPIC_OR_PARTITION). Brokers see the
+result through UpdateMetadata.
 """
 
 from __future__ import annotations
@@ -89,13 +91,13 @@ async def alter(node: Any, ctx: RequestContext, body: dict, *, incremental: bool
         try:
             if counts[(rtype, rname)] > 1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "the same resource twice")
-            current, defs = resolve(node, ctx, rtype, rname)
-            if incremental:
-                _check_lists(defs, r["Configs"])
-                new = apply_ops(r["Configs"], current, defs)
-            else:
-                new = _replace(r["Configs"])
-            check(defs, {k: v for k, v in new.items() if current.get(k) != v})
+            try:
+                current, defs = resolve(node, ctx, rtype, rname)
+            except KafkaError as e:
+                if e.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:  # Kafka checks the configs
+                    _changed(r["Configs"], {}, cfg.TOPIC_CONFIGS, incremental)  # first
+                raise
+            new = _changed(r["Configs"], current, defs, incremental)
         except KafkaError as e:
             response.update(ErrorCode=int(e.code), ErrorMessage=e.message)
             continue
@@ -105,6 +107,19 @@ async def alter(node: Any, ctx: RequestContext, body: dict, *, incremental: bool
         offset = await node.commit(records)
         await node.wait_propagated(offset, PROPAGATION_WAIT_MS)
     return {"ThrottleTimeMs": 0, "Responses": responses}
+
+
+def _changed(
+    configs: list[dict], current: dict[str, str], defs: dict[str, cfg.ConfigDef], incremental: bool
+) -> dict[str, str]:
+    """The resource's dynamic configs after the request's ``configs``, checked."""
+    if incremental:
+        _check_lists(defs, configs)
+        new = apply_ops(configs, current, defs)
+    else:
+        new = _replace(configs)
+    check(defs, {k: v for k, v in new.items() if current.get(k) != v})
+    return new
 
 
 def _check_lists(defs: dict[str, cfg.ConfigDef], configs: list[dict]) -> None:

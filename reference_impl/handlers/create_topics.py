@@ -145,7 +145,7 @@ async def create(node: Any, ctx: RequestContext, body: dict) -> dict:
         results.append(
             {
                 "Name": name,
-                "TopicId": topic_id if not validate_only else uuid.UUID(int=0),
+                "TopicId": topic_id,  # drawn in validate-only answers too, as KRaft Kafka does
                 "ErrorCode": 0,
                 "ErrorMessage": None,
                 "NumPartitions": len(assignment),

@@ -1,6 +1,7 @@
 """DeleteTopics (20): brokers forward it (KIP-590); the controller deletes the topics.
 
-Topics are named (v0-5) or, from v6, named or given by id (not both). The hosting brokers get
+Topics are named (v0-5) or, from v6, named or given by id (one of them: both, or neither, is
+INVALID_REQUEST, as Kafka answers). The hosting brokers get
 StopReplica with deletion; the answer waits (up to TimeoutMs) until every Online broker has
 dropped the topic from its metadata.
 """
@@ -35,6 +36,9 @@ async def delete(node: Any, ctx: RequestContext, body: dict) -> dict:
         results.append(result)
         if name is not None and topic_id != NO_ID:
             result.update(ErrorCode=ErrorCode.INVALID_REQUEST, ErrorMessage="name or id, not both")
+            continue
+        if name is None and topic_id == NO_ID:
+            result.update(ErrorCode=ErrorCode.INVALID_REQUEST, ErrorMessage="neither name nor id")
             continue
         if name is None:
             name = image.topic_ids.get(topic_id)

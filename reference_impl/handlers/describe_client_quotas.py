@@ -1,7 +1,9 @@
 """DescribeClientQuotas (48), served by brokers from the quotas UpdateMetadata brought them.
 
 Each filter component matches an entity type exactly by name (0), its default entity (1), or
-any specified name (2). ``Strict`` keeps only entities with no other entity types.
+any specified name (2). ``Strict`` keeps only entities with no other entity types. A component
+of an entity type Kafka does not know is UNSUPPORTED_VERSION (an empty one INVALID_REQUEST), as
+Kafka answers them.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode, KafkaError
-from reference_impl.handlers.alter_client_quotas import check_entity
+from reference_impl.handlers.alter_client_quotas import ENTITY_TYPES, check_entity
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security_hooks import CLUSTER
 
@@ -22,6 +24,13 @@ def api(node: Any) -> Api:
             return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
         components = body["Components"]
         try:
+            for c in components:  # Kafka refuses an unknown entity type before anything else
+                if c["EntityType"] == "":
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Invalid empty entity type")
+                if c["EntityType"] not in ENTITY_TYPES:
+                    raise KafkaError(
+                        ErrorCode.UNSUPPORTED_VERSION, f"Unsupported entity type {c['EntityType']}"
+                    )
             if components:
                 check_entity(components)
             for c in components:

@@ -4,7 +4,8 @@ none, -1), or the first record at or after a timestamp (from the time index).
 
 Consumers see up to the high watermark (read_uncommitted) or the last stable offset; a
 replica id >= 0 sees the log end. v0 (a list of segment offsets) is not served, as in Kafka
-4.0. A partition named twice is answered INVALID_REQUEST, as Kafka does.
+4.0. A partition named twice is answered INVALID_REQUEST, and a negative timestamp that has no
+meaning in the version UNSUPPORTED_VERSION whether the partition exists or not, as Kafka does.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 
 MIN_VERSION = 1
+#: the negative timestamps with a meaning, and the first version that has each
+SPECIAL_TIMESTAMPS = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
+
+
+def _special(version: int) -> set[int]:
+    return {ts for ts, since in SPECIAL_TIMESTAMPS.items() if version >= since}
 
 
 def api(node: Any) -> Api:
@@ -51,6 +58,8 @@ def list_offsets(node: Any, ctx: RequestContext, body: dict) -> dict:
                 entry["ErrorCode"] = int(ErrorCode.INVALID_REQUEST)
             elif not allowed:
                 entry["ErrorCode"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif p["Timestamp"] < 0 and p["Timestamp"] not in _special(ctx.version):
+                entry["ErrorCode"] = int(ErrorCode.UNSUPPORTED_VERSION)
             else:
                 a = rm.list_offset(
                     replica_id,

@@ -167,3 +167,64 @@ def test_offset_fetch_and_delete_answer_a_topic_asked_for_with_no_partition() ->
         assert [(t["Name"], t["Partitions"]) for t in deleted["Topics"]] == [("t", [])]
 
     run_groups(test)
+
+
+def test_list_offsets_refuses_a_negative_timestamp_its_version_gives_no_meaning(tmp_path):
+    async def main():
+        c = await single(tmp_path)
+        try:
+            conn = await c.connect(1)
+            for version, ts, code in (
+                (1, -15201, E.UNSUPPORTED_VERSION),
+                (1, -3, E.UNSUPPORTED_VERSION),
+                (7, -3, 0),
+                (1, -2, 0),
+                (1, 3056, 0),
+            ):
+                for topic, absent in (("t", 0), ("missing", E.UNKNOWN_TOPIC_OR_PARTITION)):
+                    part = {"PartitionIndex": 0, "Timestamp": ts}
+                    body = {"ReplicaId": -1, "Topics": [{"Name": topic, "Partitions": [part]}]}
+                    resp = await conn.request(ApiKey.LIST_OFFSETS, version, body)
+                    got = resp.body["Topics"][0]["Partitions"][0]["ErrorCode"]
+                    assert got == (code or absent), (version, ts, topic)
+            await conn.close()
+        finally:
+            await c.stop()
+
+    run(main())
+
+
+def test_admin_refusals_in_kafkas_order(shared_cluster) -> None:
+    """Config checks before the topic's existence, entity types of quota filters, DeleteTopics
+    naming no topic, and the topic id of a validate-only CreateTopics."""
+
+    async def main():
+        host, port = shared_cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+        conn = await Connection.open(host, int(port), codec=CODEC)
+        try:
+            for configs, code in (
+                ([{"Name": "", "Value": ""}], E.INVALID_CONFIG),
+                ([{"Name": "retention.ms", "Value": None}], E.INVALID_REQUEST),
+                ([{"Name": "retention.ms", "Value": "1000"}], E.UNKNOWN_TOPIC_OR_PARTITION),
+            ):
+                resource = {"ResourceType": 2, "ResourceName": "nowhere", "Configs": configs}
+                body = {"Resources": [resource], "ValidateOnly": True}
+                resp = await conn.request(ApiKey.ALTER_CONFIGS, 1, body)
+                assert resp.body["Responses"][0]["ErrorCode"] == code, configs
+            for entity_type, code in (("", E.INVALID_REQUEST), ("n", E.UNSUPPORTED_VERSION)):
+                component = {"EntityType": entity_type, "MatchType": 0, "Match": "x"}
+                body = {"Components": [component], "Strict": False}
+                resp = await conn.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, body)
+                assert resp.body["ErrorCode"] == code, entity_type
+            nothing = {"Topics": [{"Name": None, "TopicId": uuid.UUID(int=0)}], "TimeoutMs": 1000}
+            resp = await conn.request(ApiKey.DELETE_TOPICS, 6, nothing)
+            assert resp.body["Responses"][0]["ErrorCode"] == E.INVALID_REQUEST
+            topic = {"Name": "validated", "NumPartitions": 1, "ReplicationFactor": 1}
+            body = {"Topics": [topic], "timeoutMs": 5000, "validateOnly": True}
+            resp = await conn.request(ApiKey.CREATE_TOPICS, 7, body)
+            answer = resp.body["Topics"][0]
+            assert answer["ErrorCode"] == 0 and answer["TopicId"] != uuid.UUID(int=0)
+        finally:
+            await conn.close()
+
+    run(main())
