@@ -85,6 +85,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "conformance/specs/messages/MetadataRequest.json",
         "conformance/specs/schema/result.schema.json",
         "conformance/suite/kip78/test_cluster_id.py",
+        "conformance/targets/java/Kip42Harness.java",  # compiled by run --client java:VERSION
         "reference_impl/launcher.py",
     ):
         assert data in names, data
