@@ -199,7 +199,8 @@ def one(data: Path, out: Path, master: str) -> dict:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     start = time.perf_counter()
-    from conformance.matrix.job import Timings, run_matrix
+    from conformance.matrix.job import run_matrix
+    from conformance.matrix.model import Timings
     from conformance.matrix.session import spark_session
 
     spark = spark_session(master)

@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from conformance.matrix.job import render_run_report, run_matrix  # noqa: E402
+from conformance.matrix.job import run_matrix  # noqa: E402
+from conformance.matrix.one_run import render_run_report  # noqa: E402
 from conformance.matrix.session import spark_session  # noqa: E402
 
 VARYING = ("generated_at", "timings")

@@ -23,7 +23,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from conformance.matrix.requirement_matrix import PRECEDENCE
+from conformance.matrix.model import PRECEDENCE
 from conformance.matrix.run_diff import KEY, run_keys
 from conformance.matrix.session import rows
 

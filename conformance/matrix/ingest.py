@@ -20,7 +20,6 @@ it refuses more lines of a flagged file than Spark did, the report says so.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from conformance.matrix.model import Ingested
 from conformance.results.schema import (
     RESULTS_FILE,
     Problem,
@@ -102,19 +102,6 @@ def record_valid(col: Callable[[str], Column], *, skip: frozenset[str] = frozens
     checks += [_property_ok(col(name), prop) for name, prop in props.items() if name not in skip]
     checks.append(col("api_key").isNull() == col("api_name").isNull())
     return F.coalesce(reduce(lambda a, b: a & b, checks), F.lit(False))
-
-
-@dataclass
-class Ingested:
-    """What reading the runs produced: the dataset's location (None when none was written, as
-    for one run read in Python) and what was counted or refused."""
-
-    parquet: Path | None
-    manifests: list[dict[str, Any]]
-    run_dirs: list[Path]
-    total_lines: int = 0
-    bad_lines: int = 0
-    problems: list[Problem] = field(default_factory=list)
 
 
 def _manifests(run_dirs: list[Path]) -> list[dict[str, Any]]:

@@ -4,8 +4,9 @@ A single run has nothing to aggregate across runs (no other run of its set-up, n
 version, no pair to diff), and a few thousand records; starting a JVM for them costs more than
 the suite. So ``run``'s report computes that one run's cells, failure details, feature summary
 and API counts here, with the rules of :mod:`conformance.matrix.requirement_matrix`, and hands
-them to the job's one assembly (:func:`conformance.matrix.job.assemble`): ``matrix.json`` is the
-same as the Spark job's for the same run (``tests/matrix/test_one_run.py`` compares them).
+them to the one assembly both engines share (:func:`conformance.matrix.model.assemble`):
+``matrix.json`` is the same as the Spark job's for the same run (``tests/matrix/test_one_run.py``
+compares them). Nothing here imports pyspark unless the run needs the Spark job.
 
 Lines are read with the suite's own line-by-line reader. A line that is not JSON is refused the
 same way by both engines; a JSON line the strict reader refuses may pass Spark's bulk check
@@ -19,14 +20,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from conformance.matrix.ingest import Ingested
-from conformance.matrix.job import Timings, _targets, assemble
-from conformance.matrix.requirement_matrix import (
+from conformance.matrix.model import (
     CELL_KEY,
     DETAILS_PER_CELL,
     NOT_APPLICABLE,
     NOT_PASSING,
     PRECEDENCE,
+    Ingested,
+    Timings,
+    assemble,
+    ranked_targets,
 )
 from conformance.results.schema import (
     MALFORMED,
@@ -177,7 +180,7 @@ def one_run_model(
     with timings.stage("apis"):
         from conformance.matrix import api_support
 
-        targets = _targets([manifest])
+        targets = ranked_targets([manifest])
         apis = api_support.api_matrix(
             [manifest],
             [(i, v) for i, v, _ in targets],
@@ -200,3 +203,32 @@ def one_run_model(
         kips_dir=kips_dir,
         timings=timings,
     )
+
+
+def render_run_report(
+    run_dir: Path | str, out_dir: Path | str, *, spark_master: str | None = None, spark=None
+) -> Path:
+    """The report of one run (what ``run`` and the plugin's ``--report`` write): the matrix
+    model of that one run directory and the same renderers; returns the HTML file's path.
+
+    With no Spark session or master asked for, the model is computed in Python
+    (``one_run_model``: one run has nothing to aggregate, and a JVM's start costs more than the
+    suite; pyspark is not even imported); the Spark job computes it otherwise, or when the run
+    holds a line only Spark's bulk check can judge. Both give the same ``matrix.json``.
+    """
+    from conformance.report import render_all
+
+    out = Path(out_dir)
+    if spark is None and spark_master is None:
+        print(f"report: rendering {out} (one run: no Spark needed)", flush=True)
+        timings = Timings()
+        model = one_run_model(run_dir, timings=timings)
+        if model is not None:
+            with timings.stage("render"):
+                files = render_all(model, out)
+            model["timings"] = timings.stages
+            return files["html"]
+    from conformance.matrix.job import run_matrix  # Spark only here
+
+    result = run_matrix([run_dir], out, spark_master=spark_master, spark=spark)
+    return result.files["html"]

@@ -19,25 +19,13 @@ from itertools import chain
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-#: Precedence of record verdicts within one run (lower wins).
-PRECEDENCE = (
-    "FAIL",
-    "ERROR",
-    "NONSTRICT",
-    "PASS",
-    "PROPOSAL_ABSENT",
-    "UNSUPPORTED",
-    "NOT_EXPOSED",
-    "SKIP",
-    "NOT_EVALUATED",
+from conformance.matrix.model import (
+    CELL_KEY,
+    DETAILS_PER_CELL,
+    NOT_APPLICABLE,
+    NOT_PASSING,
+    PRECEDENCE,
 )
-NOT_PASSING = ("FAIL", "ERROR", "NONSTRICT")
-#: verdicts of a requirement no check judged; NOT_EVALUATED (the target had gone down) is the
-#: last: a run that did judge the requirement, or says why it cannot apply, tells more
-NOT_APPLICABLE = ("PROPOSAL_ABSENT", "UNSUPPORTED", "NOT_EXPOSED", "SKIP", "NOT_EVALUATED")
-CELL_KEY = ("implementation", "version", "feature", "requirement_id")
-#: Failure messages kept per cell for the report (the first by severity, then newest).
-DETAILS_PER_CELL = 5
 
 
 def _rank(verdict: Column) -> Column:

@@ -7,7 +7,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from conformance.matrix.requirement_matrix import PRECEDENCE, _by_rank, _rank
+from conformance.matrix.model import PRECEDENCE
+from conformance.matrix.requirement_matrix import _by_rank, _rank
 from conformance.matrix.session import rows
 
 KEY = ("test_id", "requirement_id", "api_version")

@@ -1,17 +1,19 @@
 """One run's report without Spark: the Python engine gives the Spark job's ``matrix.json`` for
 fixture runs (one run at a time; only the generation time and stage timings may differ),
 leaves to Spark a run whose lines only Spark's bulk check can judge, and ``render_run_report``
-starts no JVM for a plain run."""
+starts no JVM for a plain run, nor imports pyspark."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 
-from conformance.matrix.job import compute, render_run_report
-from conformance.matrix.one_run import one_run_model
+from conformance.matrix.job import compute
+from conformance.matrix.one_run import one_run_model, render_run_report
 from tests.matrix.coverage_run import write_small_broker_run
 from tests.matrix.spark_support import FIXTURE_RUNS
 
@@ -85,3 +87,40 @@ def test_a_runs_report_starts_no_spark(tmp_path, capsys):
     assert not (tmp_path / "report" / "results.parquet").exists()
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "no Spark" in out
+
+
+#: run in a fresh interpreter: this one has imported pyspark for the Spark comparisons
+NO_PYSPARK = """
+import sys
+from pathlib import Path
+from conformance.matrix.one_run import render_run_report
+render_run_report(Path(sys.argv[1]), Path(sys.argv[2]))
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j"))
+print(loaded)
+sys.exit(1 if loaded else 0)
+"""
+
+
+def test_a_runs_report_does_not_import_pyspark(tmp_path):
+    """The one-run path (what ``run`` and the plugin call) imports the engine-neutral model
+    only; the Spark job, and pyspark with it, stays unloaded."""
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_PYSPARK, str(FIXTURE_RUNS / RUNS[0]), str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "r" / "report.html").is_file()
+    # the check can fail: the Spark job's module loads pyspark
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, conformance.matrix.job; print('pyspark' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.stdout.strip() == "True", proc.stderr

@@ -183,7 +183,7 @@ def test_screenshot_shows_a_coloured_report(html_path, tmp_path):
 
 
 def test_a_single_runs_report_through_the_same_code(spark, tmp_path):
-    from conformance.matrix.job import render_run_report
+    from conformance.matrix.one_run import render_run_report
     from tests.matrix.spark_support import FIXTURE_RUNS
 
     run = FIXTURE_RUNS / "20250318T160000Z-tansu-0.6.0-2"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.matrix.job import _targets
+from conformance.matrix.model import ranked_targets
 from conformance.results.schema import find_runs, load_run
 from tests.suite.conftest import run_cli
 from tests.targets.conftest import TANSU_REPOSITORY
@@ -32,4 +32,8 @@ def test_each_tag_is_a_column_of_one_implementation(tansu_image, engine, tmp_pat
     manifests = [load_run(d).manifest for d in find_runs([runs])]
     assert sorted(m["target_version"] for m in manifests) == sorted(TAGS)
     assert {(m["target_name"], m["target_kind"]) for m in manifests} == {("tansu", "docker")}
-    assert _targets(manifests) == [("tansu", "1.0", 0), ("tansu", "1.1", 1), ("tansu", "2.0", 2)]
+    assert ranked_targets(manifests) == [
+        ("tansu", "1.0", 0),
+        ("tansu", "1.1", 1),
+        ("tansu", "2.0", 2),
+    ]
