@@ -141,6 +141,8 @@ def obtain(
         got = _by_auto_creation(harness, state, what, partitions, exact, why)
     if got is None and not configs and given:
         got = _given(harness, state, partitions, exact, why)
+    elif got is None and not given:
+        why.append("it changes its topic's configs, so takes none the user gave")
     if got is None:
         if configs:
             why.append(f"the test needs topic configs {configs} only CreateTopics sets")

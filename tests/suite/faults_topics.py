@@ -10,28 +10,48 @@ can be shown to FAIL.
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
-from tests.suite.faults_log import Fault
+from conformance.protocol.framing import decode_response, encode_response
+from tests.suite.faults_log import CODEC, Fault
 
 
-class HideCreateTopics(Fault):
-    """ApiVersions answers leave CreateTopics out (the broker still serves it to whoever asks;
-    the suite must not)."""
+class HideApis(Fault):
+    """ApiVersions answers leave ``hidden`` out (the broker still serves them to whoever asks;
+    the suite must not), the version-0 answer to a version too new included."""
 
     responses = (ApiKey.API_VERSIONS,)
+    hidden: tuple[int, ...] = ()
+
+    def __init__(self, *hidden: int) -> None:
+        super().__init__()
+        self.hidden = hidden or self.hidden
 
     def on_response(self, api, version, body, asked) -> bool:
-        if body["ErrorCode"] != ErrorCode.NONE:
-            return False  # the v0 answer to a version too new is left as the broker sent it
-        keys = [k for k in body["ApiKeys"] if k["ApiKey"] != ApiKey.CREATE_TOPICS]
+        keys = [k for k in body["ApiKeys"] if k["ApiKey"] not in self.hidden]
         changed = len(keys) != len(body["ApiKeys"])
         body["ApiKeys"] = keys
         return changed
 
     def response(self, api: int, version: int, frame: bytes) -> bytes:
-        try:
-            return super().response(api, version, frame)
-        except Exception:
-            return frame  # an error answer in v0 to a newer version: left alone
+        if api != ApiKey.API_VERSIONS:
+            return frame
+        for v in dict.fromkeys((version, 0)):  # an error answer comes in v0
+            try:
+                header, body = decode_response(CODEC, api, v, frame)
+            except Exception:
+                continue
+            if v != 0 and body["ErrorCode"] != ErrorCode.NONE:
+                continue
+            if not self.on_response(api, v, body, {}):
+                return frame
+            self.changed += 1
+            return encode_response(CODEC, api, v, header["CorrelationId"], body)
+        return frame
+
+
+class HideCreateTopics(HideApis):
+    """A broker that creates topics on first use only: no CreateTopics advertised."""
+
+    hidden = (ApiKey.CREATE_TOPICS,)
 
 
 class RefuseCreateTopics(Fault):

@@ -17,7 +17,7 @@ import pytest
 from conformance.protocol import ApiKey, Codec
 from conformance.results.verdicts import MissingPrecondition, NotApplicable
 from conformance.suite import verify
-from conformance.suite.groups import test_administration
+from conformance.suite.groups import test_administration, test_membership
 from conformance.suite.harness import Harness
 from conformance.suite.log import test_produce_fetch
 from conformance.suite.offsets import test_commit_fetch
@@ -26,7 +26,13 @@ from conformance.suite.topics import test_create_topics
 from tests.suite import test_log_faults
 from tests.suite.conftest import verdicts
 from tests.suite.faults_log import EveryWriteToPartitionZero, Fault, HeadersDropped, ProxiedCluster
-from tests.suite.faults_topics import Chain, HideCreateTopics, NoAutoCreation, RefuseCreateTopics
+from tests.suite.faults_topics import (
+    Chain,
+    HideApis,
+    HideCreateTopics,
+    NoAutoCreation,
+    RefuseCreateTopics,
+)
 
 CODEC = Codec.from_specs()
 SEED = 20261123
@@ -159,3 +165,12 @@ def test_a_fault_behind_a_target_without_create_topics_fails(
         failure = run(cluster, fn, topics=three_partitions())
     assert data.changed > 0, f"{data_fault.__name__} rewrote nothing"
     assert isinstance(failure, verify.Failed) and req in failure.req_ids, failure
+
+
+def test_clean_up_a_target_lacks_never_decides_a_verdict(reference) -> None:
+    """A group test deletes its group where DeleteGroups is advertised; without it the test is
+    judged all the same (the suite-named group stays), not UNSUPPORTED."""
+    hide = HideApis(ApiKey.DELETE_GROUPS)
+    with ProxiedCluster(reference, hide) as cluster:
+        assert run(cluster, test_membership.test_rounds) is None
+    assert hide.changed > 0
