@@ -134,13 +134,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="record the run in DIR/<run id>/ (results.jsonl and manifest.json)",
     )
     g.addoption("--report", default=None, metavar="DIR", help="render the run's report here")
-    g.addoption(
-        "--topics",
-        default=None,
-        metavar="NAME[,NAME|PREFIX*]",
-        help="pre-created topics the suite may write to where it can neither create nor "
-        "auto-create its own: names, or PREFIX* for every topic so named (one test each)",
-    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -365,9 +358,6 @@ def _open_run(config: pytest.Config, state: State) -> None:
         )
         state.harness = harness
         harness.open()
-        from conformance.suite.provision import give
-
-        give(harness, config.getoption("topics"))
     except TargetError as e:
         _close_run(state)
         raise pytest.UsageError(str(e)) from None

@@ -77,13 +77,6 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--spec-dir", default=None, metavar="DIR", help="message specs to use")
     p.add_argument(
-        "--topics",
-        default=None,
-        metavar="NAME[,NAME|PREFIX*]",
-        help="pre-created topics to write to where the target neither creates nor auto-creates "
-        "the suite's own (names, or PREFIX* for every topic so named; one test each)",
-    )
-    p.add_argument(
         "--results-dir",
         type=Path,
         default=DEFAULT_RESULTS,
@@ -171,7 +164,6 @@ def pytest_args(args: argparse.Namespace, results: Path) -> list[str]:
         "--seed": args.seed,
         "--examples": args.examples,
         "--spec-dir": args.spec_dir,
-        "--topics": args.topics,
         "--junit-xml": args.junit_xml,
     }
     for flag, value in options.items():
@@ -237,11 +229,6 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"report: {report}")
     print(f"results: {run_dir}")
     print(f"verdicts (one per test and requirement): {summary.line()}")
-    if summary.unset:
-        print(
-            f"{len(summary.unset)} requirements could not be set up: no way to obtain the "
-            "topics they need (their SKIP messages say why; --topics names pre-created ones)"
-        )
     if not summary.scored:
         print(
             f"{PROG}: error: nothing was checked (every requirement was skipped)", file=sys.stderr

@@ -21,6 +21,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from conformance.matrix import api_support, flaky_tests, requirement_matrix, run_diff
+from conformance.matrix.clients import FIELDS as CLIENT_FIELDS
+from conformance.matrix.clients import client_rows
 from conformance.matrix.ingest import ingest
 from conformance.matrix.model import CELL_KEY, Ingested, Timings, assemble, ranked_targets, setup
 from conformance.matrix.session import rows
@@ -67,6 +69,10 @@ def compute(
     manifests = got.manifests
     targets = ranked_targets(manifests)
     records = spark.read.parquet(str(got.parquet))
+    # a client's records (KIP-42's client requirements) are judged apart: matrix.clients
+    client_records = records.where(F.col("subject").isNotNull()).select(*CLIENT_FIELDS)
+    clients = client_rows(r.asDict() for r in client_records.collect())
+    records = records.where(F.col("subject").isNull())
 
     with timings.stage("requirements"):
         run_info = spark.createDataFrame(
@@ -120,7 +126,7 @@ def compute(
             diffs = run_diff.diff_pairs(records, pairs)
     for cached in (counts_df, runs, cells_df):
         cached.unpersist()
-    return assemble(
+    model = assemble(
         got,
         targets,
         cells=cell_rows,
@@ -135,6 +141,8 @@ def compute(
         kips_dir=kips_dir,
         timings=timings,
     )  # fmt: skip
+    model["clients"] = clients
+    return model
 
 
 @dataclass

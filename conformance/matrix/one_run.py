@@ -20,6 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from conformance.matrix.clients import client_rows, is_client
 from conformance.matrix.model import (
     CELL_KEY,
     DETAILS_PER_CELL,
@@ -113,6 +114,9 @@ def one_run_model(
                 return None
 
     with timings.stage("requirements"):
+        # a client's records (KIP-42's client requirements) are judged apart: matrix.clients
+        clients = client_rows(r for r in records if is_client(r))
+        records = [r for r in records if not is_client(r)]
         impl, version = manifest["target_name"], manifest["target_version"]
         # verdict_counts: (requirement, verdict) -> records, feature, level, first sample
         groups: dict[tuple[str, str], dict[str, Any]] = {}
@@ -189,7 +193,7 @@ def one_run_model(
                 for (i, v, k, verdict), n in tested.items()
             ),
         )
-    return assemble(
+    model = assemble(
         got,
         targets,
         cells=cells,
@@ -203,6 +207,8 @@ def one_run_model(
         kips_dir=kips_dir,
         timings=timings,
     )
+    model["clients"] = clients
+    return model
 
 
 def render_run_report(

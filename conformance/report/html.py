@@ -7,6 +7,7 @@ import base64
 from html import escape
 from typing import Any
 
+from conformance.report.clients import NONE_JUDGED, client_grid, client_notes
 from conformance.report.verdict_style import (
     COLOURS,
     COVERAGE_NOTE,
@@ -511,6 +512,28 @@ def _outages(model: dict[str, Any]) -> str:
     return f'<div class="outages v-FAIL"><ul>{items}</ul></div>'
 
 
+def _clients(model: dict[str, Any]) -> str:
+    labels, grid = client_grid(model)
+    if not grid:
+        return f'<p class="muted">{_e(NONE_JUDGED)}</p>'
+    rows = []
+    for rid, level, cells in grid:
+        tds = "".join(
+            '<td class="muted">-</td>'
+            if c is None
+            else f'<td class="cell v-{c["verdict"]}" data-sort="{c["verdict"]}" '
+            f'title="{_e(c["message"] or c["test_id"])}">{_e(c["verdict"])}</td>'
+            for c in cells
+        )
+        rows.append(f"<tr><td>{_e(rid)}</td><td>{_e(level)}</td>{tds}</tr>")
+    notes = "".join(
+        f'<div><b>{_e(label)}</b> &middot; {_e(rid)} &middot; <span class="v-{verdict}">'
+        f'{_e(verdict)}</span><pre class="msg">{_e(message)}</pre></div>'
+        for label, rid, verdict, message in client_notes(model)
+    )
+    return _table(["requirement", "level", *labels], rows) + notes
+
+
 def render_html(
     model: dict[str, Any], *, title: str, plot_svg: str | None, badges: dict[str, str]
 ) -> str:
@@ -533,6 +556,7 @@ def render_html(
             ),
         ),
         ("requirements", "Requirement matrix", _matrix(model, cell_ids)),
+        ("clients", "Clients", _clients(model)),
         ("apis", "API support", _apis(model)),
         ("flakiness", "Flakiness", _flakiness(model, cell_ids)),
         ("regressions", "Regressions", _regressions(model, cell_ids)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.report.clients import NONE_JUDGED, client_grid, client_notes
 from conformance.report.verdict_style import (
     COVERAGE_NOTE,
     UNITS,
@@ -68,6 +69,20 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
                 cells.append(cell_text(cell) if cell else "-")
             rows.append([rid, req["level"], *cells])
         out += _table(["requirement", "level", *labels], rows)
+    out += ["## Clients", ""]
+    labels, grid = client_grid(model)
+    if grid:
+        rows = [
+            [rid, level, *[c["verdict"] if c else "-" for c in cells]] for rid, level, cells in grid
+        ]
+        out += _table(["requirement", "level", *labels], rows)
+        out += [
+            f"- {label} {rid} {verdict}: {message}"
+            for label, rid, verdict, message in client_notes(model)
+        ]
+        out += [""]
+    else:
+        out += [NONE_JUDGED, ""]
     out += ["## API support", ""]
     api = model["api_support"]
     out += _table(
