@@ -35,12 +35,9 @@ from typing import Any
 from conformance.client.ports import free_port
 from conformance.protocol import ApiKey
 from reference_impl.config import ControllerAddress, ListenerConfig, NodeConfig
+from reference_impl.process import LIFELINE_ENV
 
 BROKER_PRINCIPAL = "User:broker"
-
-
-#: names the node's stdin as its lifeline to the process that started it
-LIFELINE_ENV = "KC_NODE_LIFELINE_FD"
 
 
 def describe_exit(returncode: int) -> str:

@@ -32,9 +32,9 @@ from conformance.protocol import Codec, ErrorCode, KafkaError
 from reference_impl import handlers as handlers_package
 from reference_impl.config import ConfigError, NodeConfig
 from reference_impl.error_responses import error_response
-from reference_impl.launcher import LIFELINE_ENV
 from reference_impl.metrics import NodeMetrics
 from reference_impl.net.listener import CLOSE, Api, Listener, RequestContext, Session
+from reference_impl.process import LIFELINE_ENV, NodeFatal
 from reference_impl.security.authorize import gated
 from reference_impl.security_hooks import authorizer_for, security_for
 from reference_impl.tasks import CLOSE_TIMEOUT_S, stop_tasks
@@ -68,10 +68,6 @@ def guarded(codec: Codec, inner: Callable) -> Callable:
 
 #: how long a node whose launcher is gone may take to stop before it exits regardless
 LIFELINE_GRACE_S = 30.0
-
-
-class NodeFatal(Exception):
-    """The node cannot go on; the message is the one-line reason printed on exit."""
 
 
 class Node:

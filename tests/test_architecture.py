@@ -37,29 +37,71 @@ def test_every_contract_is_kept() -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     names = [c["name"] for c in contracts()]
-    assert len(names) == 4
+    assert len(names) == 8
     flat = " ".join(out.split())
     for name in names:
         assert f"{name} KEPT" in flat, (name, out)
 
 
 def test_a_reverse_import_breaks_its_contract(tmp_path: Path) -> None:
-    """The same tree with two old cycles put back: the launcher using the CLI's error, the
-    report calling the matrix job. lint-imports fails and names both contracts."""
+    """The same tree with old cycles put back: the launcher using the CLI's error, the report
+    calling the matrix job, the authorizer taking the forwarded APIs from the broker package,
+    the log stopping the node through ``node.py``, a product module importing a test helper.
+    lint-imports fails and names each contract."""
     ignore = shutil.ignore_patterns("__pycache__", "*.json")
-    for pkg in ("conformance", "reference_impl"):
+    for pkg in ("conformance", "reference_impl", "tests"):
         shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=ignore)
-    launcher = tmp_path / "reference_impl" / "launcher.py"
-    launcher.write_text(launcher.read_text() + "\nfrom conformance.cli import CliError\n")
-    tables = tmp_path / "conformance" / "report" / "tables.py"
-    tables.write_text(tables.read_text() + "\nfrom conformance.matrix.job import run_matrix\n")
+
+    def append(rel: str, line: str) -> None:
+        path = tmp_path / rel
+        path.write_text(path.read_text() + f"\n{line}\n")
+
+    append("reference_impl/launcher.py", "from conformance.cli import CliError")
+    append("conformance/report/tables.py", "from conformance.matrix.job import run_matrix")
+    append("reference_impl/controller/image.py", "from reference_impl.broker import forwarding")
+    append("reference_impl/log/segment.py", "from reference_impl.node import Node")
+    append("reference_impl/groups/store.py", "from reference_impl.log import PartitionLog")
+    append("conformance/results/verdicts.py", "from tests.suite import proxies")
     proc = lint_imports(tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     out = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode != 0, out
     by_id = {c["id"]: c["name"] for c in contracts()}
-    assert f"{by_id['reference-on-kernel']} BROKEN" in out, out
-    assert f"{by_id['layers']} BROKEN" in out, out
+    for broken in (
+        "reference-on-kernel",
+        "layers",
+        "controller-not-broker",
+        "reference-leaves",
+        "reference-subsystems-apart",
+        "product-not-tests",
+    ):
+        assert f"{by_id[broken]} BROKEN" in out, (broken, out)
     assert f"{by_id['kernel']} KEPT" in out, out
+
+
+#: in a fresh interpreter: what a controller process imports (its node and every handler module
+#: it serves, as ``Node.handler_apis`` loads them), then whether any broker module came along
+CONTROLLER_IMPORTS = """
+import importlib, pkgutil, sys
+import reference_impl.controller.controller
+from reference_impl import handlers
+for info in pkgutil.iter_modules(handlers.__path__):
+    importlib.import_module(handlers.__name__ + "." + info.name)
+print(sorted(m for m in sys.modules if m.startswith("reference_impl.broker.")))
+"""
+
+
+def test_a_controller_process_does_not_load_the_broker() -> None:
+    """The controller shares handlers and the node with the broker, never the broker package
+    (its forwarding, metadata cache, lifecycle): the leaves they share say what both use."""
+    proc = subprocess.run(
+        [sys.executable, "-c", CONTROLLER_IMPORTS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
 
 
 def module_level_imports(path: Path, package: str) -> list[int]:

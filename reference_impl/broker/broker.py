@@ -26,7 +26,8 @@ from reference_impl.broker_state import BrokerState
 from reference_impl.config import NodeConfig
 from reference_impl.metrics import BrokerMetrics
 from reference_impl.net.listener import Api, RequestContext
-from reference_impl.node import Node, NodeFatal
+from reference_impl.node import Node
+from reference_impl.process import NodeFatal
 from reference_impl.replica import api as replica_api
 
 log = logging.getLogger(__name__)

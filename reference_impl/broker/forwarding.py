@@ -1,5 +1,7 @@
 """KIP-590 forwarding: admin mutations reach the controller inside an Envelope (58).
 
+Which mutations, and the Api their handlers serve, is ``reference_impl/forwarded.py``.
+
 The broker does not look into the request: it wraps the client's serialised request (header
 included), the client's principal and IP address, and sends the Envelope through the
 controller channel (which rediscovers the controller on NOT_CONTROLLER until the timeout).
@@ -11,33 +13,18 @@ nothing the client did: the client gets UNKNOWN_SERVER_ERROR; a timeout gets REQ
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import decode_response
 from reference_impl import principal
 from reference_impl.error_responses import error_response
-from reference_impl.net.listener import Api, RequestContext
+from reference_impl.net.listener import RequestContext
 
 if TYPE_CHECKING:
     from reference_impl.broker.broker import BrokerNode
 
 log = logging.getLogger(__name__)
-
-#: the APIs a broker forwards (KIP-590 plus topic creation, deletion and partitions)
-FORWARDED = frozenset(
-    {
-        ApiKey.CREATE_TOPICS,
-        ApiKey.DELETE_TOPICS,
-        ApiKey.CREATE_ACLS,
-        ApiKey.DELETE_ACLS,
-        ApiKey.ALTER_CONFIGS,
-        ApiKey.CREATE_PARTITIONS,
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        ApiKey.ALTER_CLIENT_QUOTAS,
-    }
-)
 
 
 class Forwarder:
@@ -83,23 +70,3 @@ class Forwarder:
         answer = error_response(self.b.codec, ctx.api_key, ctx.version, body, int(code), message)
         assert answer is not None
         return answer
-
-
-def forwarded_api(node: Any, api_key: int) -> Api:
-    """A broker's Api for a mutation it forwards to the controller."""
-
-    async def forward(ctx: RequestContext, body: dict) -> dict:
-        return await node.forwarder.forward(ctx, body)
-
-    return Api(api_key, forward)
-
-
-def mutation_api(node: Any, api_key: int, serve: Callable[..., Awaitable[dict]]) -> Api:
-    """A forwarded mutation's Api: brokers forward it, the controller ``serve``s it."""
-    if node.role == "broker":
-        return forwarded_api(node, api_key)
-
-    async def handle(ctx: RequestContext, body: dict) -> dict:
-        return await serve(node, ctx, body)
-
-    return Api(api_key, handle)

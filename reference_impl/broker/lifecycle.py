@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import extensions
 from reference_impl.broker_state import BrokerState
-from reference_impl.node import NodeFatal
+from reference_impl.process import NodeFatal
 
 if TYPE_CHECKING:
     from reference_impl.broker.broker import BrokerNode

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from kazoo.exceptions import NodeExistsError
 
-from reference_impl.node import NodeFatal
+from reference_impl.process import NodeFatal
 from reference_impl.zk import ZooKeeper, ZooKeeperError
 
 if TYPE_CHECKING:

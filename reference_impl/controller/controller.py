@@ -24,7 +24,8 @@ from reference_impl.controller.placement import reconcile
 from reference_impl.controller.propagation import Propagator
 from reference_impl.controller.store import StoreFenced, open_store
 from reference_impl.metrics import ControllerMetrics
-from reference_impl.node import Node, NodeFatal
+from reference_impl.node import Node
+from reference_impl.process import NodeFatal
 
 log = logging.getLogger(__name__)
 

@@ -52,7 +52,7 @@ from reference_impl.controller.image import (
     quota_record,
 )
 from reference_impl.controller.store import MetadataStore, StoreFenced
-from reference_impl.node import NodeFatal
+from reference_impl.process import NodeFatal
 from reference_impl.security.acl import PatternType, PermissionType, ResourceType
 from reference_impl.zk import CONTROLLER, CONTROLLER_EPOCH, ZooKeeper, ZooKeeperError
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
+from reference_impl.forwarded import forwarded_api
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.security import acl
 from reference_impl.security.authorizer import NodeAclAuthorizer
@@ -60,8 +61,6 @@ def mutation_api(node: Any, key: int, serve: Any, disabled: Any) -> Api:
     """A broker forwards the ACL mutation ``key``; the controller ``serve``s it, or answers
     ``disabled(body)`` without the ACL authorizer."""
     if node.role == "broker":
-        from reference_impl.broker.forwarding import forwarded_api
-
         return forwarded_api(node, key)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:

@@ -14,9 +14,9 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode, KafkaError
 from reference_impl import config as cfg
-from reference_impl.broker.forwarding import mutation_api
 from reference_impl.controller.image import config_record
 from reference_impl.controller.placement import assign_replicas, new_partition
+from reference_impl.forwarded import mutation_api
 from reference_impl.handlers.common import (
     MAX_PARTITIONS,
     created_topic_configs,

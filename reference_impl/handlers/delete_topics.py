@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.broker.forwarding import mutation_api
+from reference_impl.forwarded import mutation_api
 from reference_impl.net.listener import Api, RequestContext
 
 ROLES = ("broker", "controller")

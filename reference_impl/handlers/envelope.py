@@ -20,7 +20,7 @@ from conformance.protocol.framing import (
     request_header_version,
 )
 from reference_impl import principal
-from reference_impl.broker.forwarding import FORWARDED
+from reference_impl.forwarded import FORWARDED
 from reference_impl.net.listener import CLOSE, Api, RequestContext, Session
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 

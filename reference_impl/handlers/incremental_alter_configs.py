@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any
 
 from conformance.protocol import ApiKey
-from reference_impl.broker.forwarding import mutation_api
+from reference_impl.forwarded import mutation_api
 from reference_impl.handlers.config_changes import alter
 from reference_impl.net.listener import Api
 

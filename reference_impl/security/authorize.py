@@ -41,8 +41,8 @@ from conformance.protocol.records.header import (
     attributes_at,
     offset_and_length,
 )
-from reference_impl.broker.forwarding import FORWARDED
 from reference_impl.error_responses import error_response
+from reference_impl.forwarded import FORWARDED
 from reference_impl.net.listener import CLOSE, Api, RequestContext
 
 CLUSTER = ("CLUSTER", "kafka-cluster")

@@ -12,6 +12,7 @@ SCRAM credentials derived from the configured passwords when the listener is bui
 from __future__ import annotations
 
 from reference_impl.config import ConfigError, ListenerConfig, NodeConfig
+from reference_impl.process import NodeFatal
 from reference_impl.security import inter_node
 from reference_impl.security.authorizer import NodeAclAuthorizer
 from reference_impl.security.sasl import SaslSecurity
@@ -23,8 +24,6 @@ def _settings(config: NodeConfig) -> SecuritySettings:
     try:
         return SecuritySettings.of(config)
     except ConfigError as e:
-        from reference_impl.node import NodeFatal
-
         raise NodeFatal(str(e)) from None
 
 

@@ -567,3 +567,30 @@ def test_concurrent_creates_of_one_topic_create_it_once(shared_cluster: Cluster)
     wait_until(lambda: all(t is not None for t in _topic_everywhere(shared_cluster, name).values()))
     ids = {t["TopicId"] for t in _topic_everywhere(shared_cluster, name).values()}
     assert ids == {winner}
+
+
+def documented_scope() -> dict[int, str]:
+    """The APIs ARCHITECTURE.md says the reference serves and advertises (``Name key`` pairs of
+    its "Scope of APIs" section, from the sentence that introduces them)."""
+    text = (Path(__file__).resolve().parents[2] / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("## Scope of APIs", 1)[1].split("\n## ", 1)[0]
+    listed = section.split("The reference serves and advertises only what it implements", 1)[1]
+    return {int(k): name for name, k in re.findall(r"\b([A-Z][A-Za-z]+) (\d+)\b", listed)}
+
+
+def test_the_documented_scope_is_what_the_reference_advertises(shared_cluster: Cluster) -> None:
+    """ARCHITECTURE.md's list of the reference's APIs is every key some listener of a broker or
+    of the controller advertises in ApiVersions, named as the specs name it."""
+    nodes = [shared_cluster.nodes["broker-1"], *shared_cluster.controller_nodes()[:1]]
+    advertised = {
+        key
+        for node in nodes
+        for listener in node.config.listeners
+        for key in api_versions((listener.host, listener.port))
+    }
+    documented = documented_scope()
+    assert documented == {k: ApiKey(k).api_name for k in documented}, "a key with a wrong name"
+    assert sorted(documented) == sorted(advertised), (
+        f"ARCHITECTURE.md omits {sorted(set(advertised) - set(documented))}, "
+        f"lists {sorted(set(documented) - set(advertised))} the reference does not advertise"
+    )
