@@ -102,6 +102,9 @@ def harness_classes(version: str) -> Path:
         )
     shutil.rmtree(classes, ignore_errors=True)
     work.rename(classes)
+    for old in client_dir(version).glob("harness-*"):  # builds of earlier harness sources
+        if old != classes:
+            shutil.rmtree(old, ignore_errors=True)
     return classes
 
 
@@ -136,7 +139,8 @@ def run_harness(
         ) from None
     events = read_events(out)
     if done.returncode != 0:
-        tail = log.read_text(errors="replace").strip()[-400:]
+        lines = log.read_text(errors="replace").splitlines()
+        tail = "\n".join(x for x in lines if not x.startswith("SLF4J:")).strip()[-400:]
         raise TargetError(
             f"the kafka-clients {version} harness exited {done.returncode}: {tail or 'no output'}"
         )

@@ -404,7 +404,15 @@ public final class Kip42Harness {
                 : FaultyProducerChain.class.getName());
         p.put(FAULT_KEY, fault);
         KafkaProducer<String, String> producer = new KafkaProducer<>(p);
-        int partitions = producer.partitionsFor(topic).size();
+        int partitions = -1;
+        // a topic just created may reach the broker answering metadata a little later
+        for (int attempt = 1; partitions < 0; attempt++) {
+            try {
+                partitions = producer.partitionsFor(topic).size();
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                if (attempt == 10) throw e;
+            }
+        }
         emit("harness", "partitions", args("topic", topic, "count", partitions));
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < RECORDS + 2; i++) {
