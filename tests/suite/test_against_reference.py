@@ -1,7 +1,8 @@
 """The whole suite against the bundled reference cluster (``run`` with no target): no FAIL, no
 ERROR, and at the default seed (fixed, so CI is reproducible; ``--seed`` explores others) every
 requirement a test lists is checked: a SKIP names a missing precondition of the target, never
-"not checked" (the suite's own shortfall)."""
+"not checked" (the suite's own shortfall). Other seeds: ``test_any_seed`` runs the state machines,
+whose draws decide what they reach, at several."""
 
 from __future__ import annotations
 
