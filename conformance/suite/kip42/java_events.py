@@ -444,9 +444,9 @@ def judge_r7(events: list[Event], client: str, req: str = "KIP-42.R7") -> None:
         )
     if absent:
         raise Unsupported(
-            f"{client}'s RecordMetadata and ConsumerRecord have no checksum() (the per-record "
-            "checksum was deprecated and later removed from kafka-clients); the serialised sizes "
-            "were checked and held"
+            f"{client}'s RecordMetadata and ConsumerRecord have no checksum() (kafka-clients "
+            "deprecated the per-record checksum with record batch v2 and removed it in 3.0); the "
+            "serialised key and value sizes were checked and held"
         )
 
 
