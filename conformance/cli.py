@@ -2,8 +2,10 @@
 
 Each subcommand is one ``add_<command>(subparsers)`` function that builds its parser and sets
 ``handler`` to a function taking the parsed arguments and returning the exit code. ``COMMANDS``
-lists them. This module is the only place that knows both the suite and the bundled reference
-cluster (``serve``); see ARCHITECTURE.md for the import contracts.
+lists them; ``serve``, ``specs``, ``codec`` and ``fetch`` are defined here, the others beside
+what they run (``run.add_run``, ``matrix.cli.add_matrix``, ``suite.catalog.add_requirements``,
+``diff.cli.add_diff``). This module is the only place that knows both the suite and the bundled
+reference cluster (``serve``); see ARCHITECTURE.md for the import contracts.
 
 Exit codes: 0 success, 1 the checked thing is bad (``specs check`` found errors), 2 the command
 could not do its work (bad arguments, unknown API or version, malformed input). Errors of the

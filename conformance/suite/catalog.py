@@ -21,9 +21,11 @@ import pkgutil
 import re
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import conformance
 from conformance import specs
 
 #: verify's checks: name -> positional index where requirement ids start (None: keywords only)
@@ -51,6 +53,9 @@ class SuiteTest:
     where: str
     #: sends what may bring a target down; runs after every other test (``meta.conformance``)
     disruptive: bool = False
+    #: where the test is: its file (from the folder holding the ``conformance`` package) and
+    #: function, as pytest names it (``conformance/suite/kip78/test_x.py::test_y``)
+    location: str = ""
 
 
 @dataclass
@@ -197,6 +202,16 @@ def _model_ids() -> dict[str, set[str]]:
     return out
 
 
+def _file(module: ModuleType) -> str:
+    """The module's file as a path from the folder that holds the ``conformance`` package."""
+    path = Path(module.__file__ or "")
+    root = Path(conformance.__file__).resolve().parents[1]
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 @cache
 def catalog() -> Catalog:
     """The suite's tests and what their checks name (imports every suite module once)."""
@@ -217,6 +232,7 @@ def catalog() -> Catalog:
                             tuple(mark.kwargs["requirements"]),
                             f"{module.__name__}.{name}",
                             bool(mark.kwargs.get("disruptive")),
+                            f"{_file(module)}::{name}",
                         )
                     )
     for rid, where in _model_ids().items():
@@ -232,8 +248,9 @@ def add_requirements(sub: Any) -> None:
         "requirements",
         help="list every requirement with its statement and the suite tests that check it",
         description="Every requirement of specs/requirements, its level and statement, and the "
-        "suite tests that check it (test ids as declared; {name} is a test parameter). Exit "
-        "code 1 when a listed requirement has no test that can credit it.",
+        "suite tests that check it, one a line: the test id as declared ({name} is a test "
+        "parameter) and where the test is (file::function, as pytest names it). Exit code 1 "
+        "when a listed requirement has no test that can credit it.",
     )
     p.add_argument(
         "only",
@@ -259,14 +276,14 @@ def requirements_command(args: Any) -> int:
         return 2
     uncovered = []
     for r in shown:
-        tests = sorted({t.test_id for t in cat.tests_of(r.id)})
+        tests = sorted({(t.test_id, t.location) for t in cat.tests_of(r.id)})
         print(f"{r.id}  {r.level}  {r.statement}")
-        if cat.creditable(r.id):
-            print(f"    tests: {'; '.join(tests)}")
-        else:
+        for test_id, location in tests:
+            print(f"    {test_id}  {location}")
+        if not cat.creditable(r.id):
             uncovered.append(r.id)
             why = "no check names it" if tests else "no test lists it"
-            print(f"    tests: {'; '.join(tests) or 'none'} -- nothing can credit it ({why})")
+            print(f"    {'' if tests else 'no test; '}nothing can credit it ({why})")
     if uncovered:
         print(f"{len(uncovered)} requirement(s) no test can credit: {', '.join(uncovered)}")
         return 1

@@ -7,6 +7,9 @@ id, fails CI here rather than turning into a SKIP "not checked" in someone's run
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import conformance
 from conformance.cli import main
 from conformance.requirements import requirements
 from conformance.suite import catalog as catalog_module
@@ -44,10 +47,20 @@ def test_the_requirements_command_prints_statements_and_tests(capsys) -> None:
     for r in requirements():
         if r.file == "kip-78":
             assert f"{r.id}  {r.level}  {r.statement}" in out
-    assert (
-        "tests: describe-cluster/cluster-id/matches-metadata; metadata/cluster-id/state-machine"
-        in out
-    )
+    # each test on its own line: its id and where it is (file::function, as pytest names it)
+    lines = out.splitlines()
+    r7 = lines.index(next(line for line in lines if line.startswith("KIP-78.R7  ")))
+    tests = [line.split() for line in lines[r7 + 1 : r7 + 3]]
+    assert [t[0] for t in tests] == [
+        "describe-cluster/cluster-id/matches-metadata",
+        "metadata/cluster-id/state-machine",
+    ]
+    for _test_id, location in tests:
+        file, function = location.split("::")
+        assert file.startswith("conformance/suite/kip78/") and file.endswith(".py"), location
+        assert function.startswith("test_"), location
+        source = (Path(conformance.__file__).resolve().parents[1] / file).read_text()
+        assert f"def {function}(" in source, location
 
 
 def test_the_requirements_command_fails_on_a_requirement_nothing_credits(
@@ -58,5 +71,5 @@ def test_the_requirements_command_fails_on_a_requirement_nothing_credits(
     monkeypatch.setattr(catalog_module, "catalog", lambda: without)
     assert main(["requirements", "KIP-78.R3", "KIP-78.R4"]) == 1
     out = capsys.readouterr().out
-    assert "KIP-78.R3  MUST" in out and "nothing can credit it (no test lists it)" in out
+    assert "KIP-78.R3  MUST" in out and "no test; nothing can credit it (no test lists it)" in out
     assert "1 requirement(s) no test can credit: KIP-78.R3" in out
