@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.targets.reference import ReferenceTarget
-from tests.suite.conftest import verdicts
+from tests.suite.conftest import collect, verdicts
 
 RELEASE = "3.9.1"
 SELECT = "KIP-42 and not KIP-42.R8"
@@ -78,3 +78,16 @@ def test_dropping_on_acknowledgement_on_failures_fails(cli, reference, monkeypat
         "failed" in r2["message"] and "onAcknowledgement called by interceptors []" in r2["message"]
     ), r2["message"]
     assert got["KIP-42.R1"]["verdict"] == "PASS"
+
+
+def test_the_clients_named_choose_the_client_tests() -> None:
+    """``--client`` keeps the tests of the clients named; the default is the suite's own."""
+    _, default, out = collect("-k", "KIP-42")
+    assert default and not [i for i in default if "test_java_client" in i], out[-2000:]
+    assert [i for i in default if "test_interceptors.py::test_producer_chain" in i]
+    _, java, out = collect("--client", f"java:{RELEASE}", "-k", "KIP-42")
+    assert len([i for i in java if f"[java:{RELEASE}]" in i]) == len(CLIENT_REQUIREMENTS), out
+    # the suite's own client's tests are left out; the broker's R8 audit stays
+    assert [i.split("::")[1] for i in java if "test_interceptors" in i] == [
+        "test_audited_round_trip"
+    ], java
