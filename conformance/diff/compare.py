@@ -2,10 +2,12 @@
 
 Answers are compared as the codec decodes them at the version sent, field by field along the
 response spec (only the fields that version has). Lists of structs with a map key are matched by
-key, other lists by position; a field the mask covers is compared its way, and each difference
-it hides is counted against its entry (``Comparison.hidden``). How the request went is compared
-first (the ``<outcome>`` path): an answer on one side and a closed connection or silence on the
-other is a difference of its own, and the bodies are compared only when both answered.
+key, other lists by position (a list the mask says is unordered by its first field, a name or
+an index, where that is unique on both sides); a field the mask covers is compared its way, and
+each difference it hides is counted against its entry (``Comparison.hidden``). How the request
+went is compared first (the ``<outcome>`` path): an answer on one side and a closed connection
+or silence on the other is a difference of its own, and the bodies are compared only when both
+answered.
 """
 
 from __future__ import annotations
@@ -146,6 +148,8 @@ class Comparison:
 
     def _list(self, api, version, f: FieldSpec, a: list, b: list, path, out, unordered) -> None:
         keys = [k.name for k in f.struct.fields if k.map_key and version in k.versions]
+        if not keys and unordered:  # an unordered list is matched by its first field, if unique
+            keys = [next(k.name for k in f.struct.fields if version in k.versions)]
         if keys:
             ka = {tuple(plain(x.get(k)) for k in keys): x for x in a}
             kb = {tuple(plain(x.get(k)) for k in keys): x for x in b}
