@@ -520,6 +520,68 @@ class LogStartNotMoved(Fault):
         return changed
 
 
+def _rotated(entries: list[dict], field: str) -> bool:
+    """Each entry's ``field`` moved to the next entry (the last's to the first); whether
+    anything changed."""
+    values = [e[field] for e in entries]
+    moved = values[1:] + values[:1]
+    for e, v in zip(entries, moved, strict=True):
+        e[field] = v
+    return moved != values
+
+
+def _by_topic(topics: list[dict], name: str, parts: str) -> list[list[dict]]:
+    """The partition entries of an answer grouped by topic name (a topic may have several
+    entries)."""
+    grouped: dict[str, list[dict]] = {}
+    for t in topics:
+        grouped.setdefault(t[name], []).extend(t[parts])
+    return list(grouped.values())
+
+
+class MovedWithinTopic(Fault):
+    """Answers give each partition ``field`` of another partition of the same topic in the
+    request (the next one's; the last's goes to the first)."""
+
+    api: int = ApiKey.FETCH
+    #: the answer's topic entries, a topic's name and its partition entries
+    keys: tuple[str, str, str] = ("Responses", "Topic", "Partitions")
+    field: str = "Records"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.responses = (self.api,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        topics, name, parts = self.keys
+        changed = False
+        for entries in _by_topic(body[topics], name, parts):
+            changed |= _rotated(entries, self.field)
+        return changed
+
+
+class BaseOffsetsMoved(MovedWithinTopic):
+    """Produce answers give each partition another partition's base offset (LOG.R20)."""
+
+    api, keys, field = ApiKey.PRODUCE, ("Responses", "Name", "PartitionResponses"), "BaseOffset"
+
+
+class RecordsMoved(MovedWithinTopic):
+    """Fetch answers give each partition another partition's records (LOG.R21)."""
+
+
+class LogStartReportedZero(Fault):
+    """Fetch answers LogStartOffset 0 whatever DeleteRecords did (LOG.R22)."""
+
+    responses = (ApiKey.FETCH,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        parts = [p for p in _fetch_parts(body) if p.get("LogStartOffset", 0) > 0]
+        for p in parts:
+            p["LogStartOffset"] = 0
+        return bool(parts)
+
+
 #: requirement id -> the fault that must make it FAIL
 LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R1": HeadersDropped,
@@ -541,6 +603,9 @@ LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R17": UnknownPartitionAccepted,
     "LOG.R18": TimestampTypeIgnored,
     "LOG.R19": LogStartNotMoved,
+    "LOG.R20": BaseOffsetsMoved,
+    "LOG.R21": RecordsMoved,
+    "LOG.R22": LogStartReportedZero,
 }
 TOPICS_FAULTS: dict[str, type[Fault]] = {
     "TOPICS.R1": IllegalNamesAccepted,

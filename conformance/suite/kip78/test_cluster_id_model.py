@@ -14,7 +14,14 @@ from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.meta import conformance
-from conformance.suite.models import Binding, ModelRunner, load_model, run_machine, state_machine
+from conformance.suite.models import (
+    Binding,
+    ModelRunner,
+    load_model,
+    run_machine,
+    state_machine,
+    tour,
+)
 from conformance.targets.base import Endpoint
 
 REQS = ("KIP-78.R1", "KIP-78.R2", "KIP-78.R5", "KIP-78.R7")
@@ -87,3 +94,15 @@ def test_cluster_id_state_machine(harness: Harness) -> None:
         param_strategies=strategy,
     )
     run_machine(harness, machine, steps=STEPS)
+    # one fixed walk after the random examples: every rule judged whatever the seed drew (the
+    # first Metadata learns the id, R1; later answers must keep it, R5)
+    newest = probe.context("versions_with_id")[-1]
+    oldest = (probe.context("versions_without_id") or [0])[0]
+    walk = [
+        ("metadata", 0, {"broker": 0, "version": newest, "fresh": True}),
+        ("metadata-before-v2", 0, {"broker": 0, "version": oldest, "fresh": False}),
+        ("describe-cluster", 0, {"broker": len(brokers) - 1, "fresh": True}),
+        ("metadata", 0, {"broker": len(brokers) - 1, "version": newest, "fresh": False}),
+    ]
+    runner = ModelRunner(model, ClusterIdBinding(harness, brokers), allowed=REQS)
+    tour(runner, [s for s in walk if s[0] in events])

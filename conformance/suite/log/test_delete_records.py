@@ -17,19 +17,20 @@ TO_HIGH_WATERMARK = -1
 REQ = "LOG.R19"
 
 
-def delete_records(topic: SuiteTopic, version: int, offset: int) -> dict[str, Any]:
-    """Partition 0's entry of the leader's DeleteRecords answer for ``offset``."""
-    body = {
-        "Topics": [{"Name": topic.name, "Partitions": [{"PartitionIndex": 0, "Offset": offset}]}],
-        "TimeoutMs": 10000,
-    }
-    resp = verify.expect_response(topic.conn(0), ApiKey.DELETE_RECORDS, version, body, served=REQ)
+def delete_records(
+    topic: SuiteTopic, version: int, offset: int, partition: int = 0, req: str = REQ
+) -> dict[str, Any]:
+    """The partition's entry of its leader's DeleteRecords answer for ``offset``."""
+    part = {"PartitionIndex": partition, "Offset": offset}
+    body = {"Topics": [{"Name": topic.name, "Partitions": [part]}], "TimeoutMs": 10000}
+    conn = topic.conn(partition)
+    resp = verify.expect_response(conn, ApiKey.DELETE_RECORDS, version, body, served=req)
     parts = [p for t in resp.body["Topics"] for p in t["Partitions"]]
     verify.check(
-        len(parts) == 1 and parts[0]["PartitionIndex"] == 0,
-        f"DeleteRecords v{version} of {topic.name}-0: the answer has partitions "
-        f"{[p['PartitionIndex'] for p in parts]}, expected [0]",
-        REQ,
+        len(parts) == 1 and parts[0]["PartitionIndex"] == partition,
+        f"DeleteRecords v{version} of {topic.name}-{partition}: the answer has partitions "
+        f"{[p['PartitionIndex'] for p in parts]}, expected [{partition}]",
+        req,
     )
     return parts[0]
 

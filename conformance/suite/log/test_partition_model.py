@@ -2,9 +2,9 @@
 create, produce, fetch (at, past and before the log end), ListOffsets and delete on two fresh
 topics, the model predicting every answer; a failure lists the steps that led to it. Each
 example starts by creating both topics, appending to each, fetching each from offset 0 and
-asking each for its latest offset, so that every example reads back what it wrote (LOG.R1,
-R10) whatever the seed draws next: those steps need records before them, which the few steps
-a seed draws often do not give."""
+asking each for its latest offset and fetching each past its end, so that every example reads
+back what it wrote and is refused beyond it (LOG.R1, R7, R10) whatever the seed draws next: those
+steps need records before them, which the few steps a seed draws often do not give."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_partition_log_state_machine(harness: Harness) -> None:
     machine = state_machine(
         model,
         lambda: ModelRunner(model, TopicsBinding(harness, "log-model", model.count), allowed=REQS),
-        initialize=["create", "append", "fetch-from-start", "list-latest"],
+        initialize=["create", "append", "fetch-from-start", "list-latest", "fetch-past-end"],
     )
     only_when_applicable(machine, model)
     run_machine(harness, machine, examples=EXAMPLES, steps=STEPS)

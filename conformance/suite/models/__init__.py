@@ -14,8 +14,9 @@ both readings are accepted until its next answer decides.
 
 :func:`state_machine` turns a model into a hypothesis ``RuleBasedStateMachine`` with one rule per
 event (``register(entity=1)`` …) and the invariants as one ``@invariant``; :func:`run_machine`
-runs it with the run's seed. A failure's message lists the steps that led to it, in order, so
-it can be replayed by hand or with ``--seed`` and the test's id.
+runs it with the run's seed, and :func:`tour` walks a fixed path after it (every rule a test
+names is then judged whatever the seed drew). A failure's message lists the steps that led to
+it, in order, so it can be replayed by hand or with ``--seed`` and the test's id.
 
 What the model cannot know (how to send a request, what a view looks like, how long a session
 is) a :class:`Binding` supplies; each feature package has one.
@@ -26,7 +27,7 @@ hypothesis adapter. Import the public names from here.
 """
 
 from conformance.suite.models.binding import Binding
-from conformance.suite.models.machine import run_machine, state_machine
+from conformance.suite.models.machine import Step, run_machine, state_machine, tour
 from conformance.suite.models.runner import (
     ALIVE_SHARE,
     EXPIRED_SHARE,
@@ -59,9 +60,11 @@ __all__ = [
     "Model",
     "ModelRunner",
     "Outcome",
+    "Step",
     "Transition",
     "load_model",
     "lookup",
     "run_machine",
     "state_machine",
+    "tour",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from conformance.suite.models.runner import ModelRunner
@@ -84,6 +84,27 @@ def _rule(event: str) -> Callable[..., None]:
 
     run.__name__ = event.replace("-", "_")
     return run
+
+
+#: one step of a fixed walk: (event, entity index, parameters)
+Step = tuple[str, int, dict[str, Any]]
+
+
+def tour(runner: ModelRunner, steps: Sequence[Step]) -> None:
+    """Walk ``steps`` in order, each predicted and judged by the model, the invariants after
+    each, then clean up. Run after the random examples so that every rule a test names is
+    judged in every run whatever the seed drew (a run's examples are few and short). A step the
+    model says does not apply from where the walk is is the walk's mistake, not the target's."""
+    try:
+        for event, index, params in steps:
+            if runner.step(event, index, params) is None:
+                raise RuntimeError(
+                    f"{runner.model.name}: the tour's {event} does not apply to entity "
+                    f"{index} in state {runner.entities[index].state}"
+                )
+            runner.check_invariants()
+    finally:
+        runner.cleanup()
 
 
 def run_machine(
