@@ -7,10 +7,10 @@ Envelope round trip) is the broker's ``broker/forwarding.py``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from conformance.protocol import ApiKey
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView, NodeView
 
 #: the APIs a broker forwards (KIP-590 plus topic creation, deletion and partitions)
 FORWARDED = frozenset(
@@ -27,7 +27,7 @@ FORWARDED = frozenset(
 )
 
 
-def forwarded_api(node: Any, api_key: int) -> Api:
+def forwarded_api(node: BrokerView, api_key: int) -> Api:
     """A broker's Api for a mutation it forwards to the controller (``node.forwarder``)."""
 
     async def forward(ctx: RequestContext, body: dict) -> dict:
@@ -36,7 +36,7 @@ def forwarded_api(node: Any, api_key: int) -> Api:
     return Api(api_key, forward)
 
 
-def mutation_api(node: Any, api_key: int, serve: Callable[..., Awaitable[dict]]) -> Api:
+def mutation_api(node: NodeView, api_key: int, serve: Callable[..., Awaitable[dict]]) -> Api:
     """A forwarded mutation's Api: brokers forward it, the controller ``serve``s it."""
     if node.role == "broker":
         return forwarded_api(node, api_key)

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import cluster_id as kip78
@@ -40,6 +41,8 @@ class BrokerNode(Node):
     role = "broker"
     listener_type = "zkBroker"
     metrics: BrokerMetrics
+    #: the group coordinator's service, attached by ``groups.service.service_for`` on first use
+    groups: Any = None
 
     def __init__(self, config: NodeConfig) -> None:
         super().__init__(config, BrokerMetrics(config.node_id))

@@ -41,6 +41,7 @@ from reference_impl.groups.group import OffsetAndMetadata
 from reference_impl.groups.placement import OFFSETS_TOPIC
 from reference_impl.groups.scheduler import AsyncioScheduler
 from reference_impl.groups.store import AppendDone, KeyValue, decode_records, encode_records
+from reference_impl.roles import BrokerView
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +211,7 @@ class ReplicaOffsetsStore:
 class ClusterPlacement:
     """The leader of the group's partition, per the metadata cache; creates the topic."""
 
-    def __init__(self, node: Any, coordinator: GroupCoordinator) -> None:
+    def __init__(self, node: BrokerView, coordinator: GroupCoordinator) -> None:
         self.node = node
         self.coordinator = coordinator
         self._creating: asyncio.Task | None = None
@@ -251,7 +252,7 @@ class ClusterPlacement:
 class BrokerGroups(GroupService):
     """GroupService wired to a broker node's replica manager and metadata cache."""
 
-    def __init__(self, node: Any) -> None:
+    def __init__(self, node: BrokerView) -> None:
         scheduler = AsyncioScheduler()
         settings = (getattr(node.config, "settings", None) or {}).get("groups")
         config = group_config(settings)
@@ -323,7 +324,7 @@ class BrokerGroups(GroupService):
             )
 
 
-def service_for(node: Any) -> GroupService:
+def service_for(node: BrokerView) -> GroupService:
     """The node's GroupService, created (and attached as ``node.groups``) on first use."""
     service = getattr(node, "groups", None)
     if service is None:

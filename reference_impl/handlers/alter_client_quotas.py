@@ -16,6 +16,7 @@ from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl.controller.image import quota_entity, quota_record
 from reference_impl.forwarded import mutation_api
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import ControllerView, NodeView
 from reference_impl.security_hooks import CLUSTER
 
 ROLES = ("broker", "controller")
@@ -26,7 +27,7 @@ IP_KEYS = frozenset({"connection_creation_rate"})
 ENTITY_TYPES = frozenset({"user", "client-id", "ip"})
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     return mutation_api(node, ApiKey.ALTER_CLIENT_QUOTAS, alter)
 
 
@@ -72,7 +73,7 @@ def _check(entry: dict) -> None:
             )
 
 
-async def alter(node: Any, ctx: RequestContext, body: dict) -> dict:
+async def alter(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
     node.require_active()
     allowed = node.authorize(ctx.session, "ALTER_CONFIGS", CLUSTER)
     entries = []

@@ -3,15 +3,14 @@ configs (``config_changes``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey
 from reference_impl.forwarded import mutation_api
 from reference_impl.handlers.config_changes import alter
 from reference_impl.net.listener import Api
+from reference_impl.roles import NodeView
 
 ROLES = ("broker", "controller")
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     return mutation_api(node, ApiKey.ALTER_CONFIGS, alter)

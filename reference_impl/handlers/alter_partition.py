@@ -16,12 +16,13 @@ from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.broker_state import BrokerState
 from reference_impl.controller.image import Partition
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import ControllerView
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
 ROLES = ("controller",)
 
 
-def api(node: Any) -> Api:
+def api(node: ControllerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
             return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Topics": []}
@@ -64,7 +65,7 @@ def _check(image: Any, broker_id: int, p: Partition, d: dict, v: int) -> ErrorCo
     return None
 
 
-async def alter(node: Any, ctx: RequestContext, body: dict) -> dict:
+async def alter(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
     image = node.require_active()
     v = ctx.version
     broker_id = body["BrokerId"]

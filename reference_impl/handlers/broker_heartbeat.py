@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import ControllerView
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
 ROLES = ("controller",)
 
 
-def api(node: Any) -> Api:
+def api(node: ControllerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
             return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}

@@ -6,18 +6,17 @@ reference's tagged field (``extensions.START_TIME_TAG``); without it the start t
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import extensions
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import ControllerView
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
 ROLES = ("controller",)
 PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 
 
-def api(node: Any) -> Api:
+def api(node: ControllerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):
             return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}

@@ -8,6 +8,7 @@ from typing import Any
 from conformance.protocol import AclOperation, ErrorCode
 from reference_impl import config as cfg
 from reference_impl.net.listener import Session
+from reference_impl.roles import BrokerView
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
@@ -54,7 +55,7 @@ def topic_name_error(name: str | None) -> str | None:
 
 
 def authorized_operations(
-    node: Any, session: Session, resource: tuple[str, str], operations: tuple[str, ...]
+    node: BrokerView, session: Session, resource: tuple[str, str], operations: tuple[str, ...]
 ) -> int:
     bits = 0
     for op in operations:
@@ -126,7 +127,9 @@ def created_topic_configs(overrides: dict[str, str]) -> list[dict[str, Any]]:
     ]
 
 
-def controller_request_error(node: Any, ctx: Any, body: dict, broker_epoch_since: int) -> int:
+def controller_request_error(
+    node: BrokerView, ctx: Any, body: dict, broker_epoch_since: int
+) -> int:
     """Why a broker refuses an UpdateMetadata / LeaderAndIsr / StopReplica, or 0.
 
     It needs ClusterAction (broker principals), a controller epoch not older than the last

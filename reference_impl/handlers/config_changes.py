@@ -20,6 +20,7 @@ from conformance.protocol import ConfigOperation, ConfigResourceType, ErrorCode,
 from reference_impl import config as cfg
 from reference_impl.controller.image import config_record
 from reference_impl.net.listener import RequestContext
+from reference_impl.roles import ControllerView
 from reference_impl.security_hooks import CLUSTER
 
 #: how long an answer waits for the brokers to have the change (no timeout field in the API)
@@ -27,7 +28,7 @@ PROPAGATION_WAIT_MS = 5000
 
 
 def resolve(
-    node: Any, ctx: RequestContext, rtype: int, rname: str
+    node: ControllerView, ctx: RequestContext, rtype: int, rname: str
 ) -> tuple[dict[str, str], dict[str, cfg.ConfigDef]]:
     """The resource's current dynamic configs and the definitions that apply to it."""
     image = node.require_active()
@@ -71,7 +72,9 @@ def _replace(configs: list[dict]) -> dict[str, str]:
     return new
 
 
-async def alter(node: Any, ctx: RequestContext, body: dict, *, incremental: bool = False) -> dict:
+async def alter(
+    node: ControllerView, ctx: RequestContext, body: dict, *, incremental: bool = False
+) -> dict:
     node.require_active()
     counts: dict[tuple[int, str], int] = {}
     for r in body["Resources"]:

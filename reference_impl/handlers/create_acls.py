@@ -15,6 +15,7 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.forwarded import forwarded_api
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import ControllerView, NodeView
 from reference_impl.security import acl
 from reference_impl.security.authorizer import NodeAclAuthorizer
 
@@ -36,7 +37,7 @@ def binding(c: dict[str, Any]) -> acl.AclBinding:
     )
 
 
-async def create(node: Any, body: dict) -> dict[str, Any]:
+async def create(node: ControllerView, body: dict) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     new: list[dict[str, Any]] = []
     for c in body["Creations"]:
@@ -57,7 +58,7 @@ async def create(node: Any, body: dict) -> dict[str, Any]:
     return {"Results": results}
 
 
-def mutation_api(node: Any, key: int, serve: Any, disabled: Any) -> Api:
+def mutation_api(node: NodeView, key: int, serve: Any, disabled: Any) -> Api:
     """A broker forwards the ACL mutation ``key``; the controller ``serve``s it, or answers
     ``disabled(body)`` without the ACL authorizer."""
     if node.role == "broker":
@@ -71,7 +72,7 @@ def mutation_api(node: Any, key: int, serve: Any, disabled: Any) -> Api:
     return Api(key, handle)
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     error = {"ErrorCode": ErrorCode.SECURITY_DISABLED, "ErrorMessage": NO_AUTHORIZER}
     return mutation_api(
         node,

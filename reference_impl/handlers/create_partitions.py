@@ -13,11 +13,12 @@ from reference_impl.controller.placement import assign_replicas, new_partition
 from reference_impl.forwarded import mutation_api
 from reference_impl.handlers.common import MAX_PARTITIONS
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import ControllerView, NodeView
 
 ROLES = ("broker", "controller")
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     return mutation_api(node, ApiKey.CREATE_PARTITIONS, create_partitions)
 
 
@@ -67,7 +68,7 @@ def _plan(image: Any, t: dict) -> list[list[int]]:
     return assign_replicas(active, added, rf, first_partition=current)
 
 
-async def create_partitions(node: Any, ctx: RequestContext, body: dict) -> dict:
+async def create_partitions(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
     image = node.require_active()
     counts: dict[str, int] = {}
     for t in body["Topics"]:

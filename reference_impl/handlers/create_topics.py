@@ -23,12 +23,13 @@ from reference_impl.handlers.common import (
     topic_name_error,
 )
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import ControllerView, NodeView
 from reference_impl.security_hooks import CLUSTER
 
 ROLES = ("broker", "controller")
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     return mutation_api(node, ApiKey.CREATE_TOPICS, create)
 
 
@@ -104,7 +105,7 @@ def _assignment(t: dict, active: list[int], registered: set[int], config: Any) -
     return assign_replicas(active, partitions, rf)
 
 
-async def create(node: Any, ctx: RequestContext, body: dict) -> dict:
+async def create(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
     image = node.require_active()
     v = ctx.version
     validate_only = v >= 1 and body["validateOnly"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from reference_impl.net.listener import RequestContext
+from reference_impl.roles import BrokerView
 
 
-def current_leader(node: Any, topic: str, index: int) -> dict[str, int] | None:
+def current_leader(node: BrokerView, topic: str, index: int) -> dict[str, int] | None:
     """``{LeaderId, LeaderEpoch}`` of a partition as the metadata cache knows it."""
     p = node.metadata_cache.partition(topic, index)
     if p is None or p.leader < 0:
@@ -15,7 +16,9 @@ def current_leader(node: Any, topic: str, index: int) -> dict[str, int] | None:
     return {"LeaderId": p.leader, "LeaderEpoch": p.leader_epoch}
 
 
-def node_endpoints(node: Any, ctx: RequestContext, broker_ids: set[int]) -> list[dict[str, Any]]:
+def node_endpoints(
+    node: BrokerView, ctx: RequestContext, broker_ids: set[int]
+) -> list[dict[str, Any]]:
     """The endpoints, on the listener the request came in on, of the brokers named."""
     out = []
     cache = node.metadata_cache

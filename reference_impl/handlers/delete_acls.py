@@ -16,6 +16,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.handlers.create_acls import NO_AUTHORIZER, PROPAGATION_WAIT_MS, mutation_api
 from reference_impl.handlers.describe_acls import binding_filter
 from reference_impl.net.listener import Api
+from reference_impl.roles import ControllerView, NodeView
 from reference_impl.security import acl
 
 ROLES = ("broker", "controller")
@@ -35,7 +36,7 @@ def _matching_entry(b: acl.AclBinding) -> dict[str, Any]:
     }
 
 
-async def delete(node: Any, body: dict) -> dict[str, Any]:
+async def delete(node: ControllerView, body: dict) -> dict[str, Any]:
     filters = [binding_filter(f) for f in body["Filters"]]
     results: list[dict[str, Any]] = []
 
@@ -72,7 +73,7 @@ async def delete(node: Any, body: dict) -> dict[str, Any]:
     return {"FilterResults": results}
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     error = {
         "ErrorCode": ErrorCode.SECURITY_DISABLED,
         "ErrorMessage": NO_AUTHORIZER,

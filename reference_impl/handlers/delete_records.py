@@ -9,20 +9,19 @@ LogStartOffset of the leader's Fetch answers (the reply does not wait for them).
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return delete_records(node, ctx, body)
 
     return Api(ApiKey.DELETE_RECORDS, handle)
 
 
-def delete_records(node: Any, ctx: RequestContext, body: dict) -> dict:
+def delete_records(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
     rm = node.replica_manager
     topics = []
     for t in body["Topics"]:

@@ -14,16 +14,17 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.forwarded import mutation_api
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import ControllerView, NodeView
 
 ROLES = ("broker", "controller")
 NO_ID = uuid.UUID(int=0)
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     return mutation_api(node, ApiKey.DELETE_TOPICS, delete)
 
 
-async def delete(node: Any, ctx: RequestContext, body: dict) -> dict:
+async def delete(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
     image = node.require_active()
     if ctx.version >= 6:
         wanted = [(t["Name"], t["TopicId"]) for t in body["Topics"]]

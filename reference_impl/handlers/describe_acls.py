@@ -13,6 +13,7 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import NodeView
 from reference_impl.security import acl
 from reference_impl.security.authorizer import NodeAclAuthorizer
 
@@ -63,7 +64,7 @@ def describe(authorizer: NodeAclAuthorizer, body: dict, version: int) -> dict[st
     return {"ErrorCode": 0, "ErrorMessage": None, "Resources": resources}
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not isinstance(node.authorizer, NodeAclAuthorizer):
             return {

@@ -13,12 +13,13 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl.handlers.alter_client_quotas import ENTITY_TYPES, check_entity
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 from reference_impl.security_hooks import CLUSTER
 
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", CLUSTER):
             return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)

@@ -16,19 +16,20 @@ from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import extensions
 from reference_impl.handlers.common import CLUSTER_OPERATIONS, authorized_operations
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView, ControllerView, NodeView
 from reference_impl.security_hooks import CLUSTER
 
 ROLES = ("broker", "controller")
 BROKERS, CONTROLLERS = 1, 2
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     if node.role == "broker":
         return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _broker(node, ctx, body))
     return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _controller(node, ctx, body))
 
 
-def _error(node: Any, code: int, message: str, endpoint_type: int) -> dict[str, Any]:
+def _error(node: NodeView, code: int, message: str, endpoint_type: int) -> dict[str, Any]:
     """A refusal as Kafka answers it: the error, and every other field its spec default (so
     EndpointType 1 and an empty ClusterId whatever the request asked for)."""
     return {
@@ -41,7 +42,7 @@ def _error(node: Any, code: int, message: str, endpoint_type: int) -> dict[str, 
     }
 
 
-def _finish(node: Any, ctx: RequestContext, body: dict, response: dict) -> dict:
+def _finish(node: NodeView, ctx: RequestContext, body: dict, response: dict) -> dict:
     if body["IncludeClusterAuthorizedOperations"]:
         response["ClusterAuthorizedOperations"] = authorized_operations(
             node, ctx.session, CLUSTER, CLUSTER_OPERATIONS
@@ -49,7 +50,7 @@ def _finish(node: Any, ctx: RequestContext, body: dict, response: dict) -> dict:
     return response
 
 
-async def _broker(node: Any, ctx: RequestContext, body: dict) -> dict:
+async def _broker(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
     endpoint_type = body["EndpointType"]
     if endpoint_type == CONTROLLERS:
         return _error(
@@ -84,7 +85,7 @@ async def _broker(node: Any, ctx: RequestContext, body: dict) -> dict:
     return _finish(node, ctx, body, response)
 
 
-async def _controller(node: Any, ctx: RequestContext, body: dict) -> dict:
+async def _controller(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
     endpoint_type = body["EndpointType"]
     if endpoint_type not in (BROKERS, CONTROLLERS):
         return _error(

@@ -17,13 +17,14 @@ from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode
 from reference_impl import config as cfg
 from reference_impl.handlers.common import config_entry, topic_config_entries
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView, ControllerView, NodeView
 from reference_impl.security_hooks import CLUSTER
 
 ROLES = ("broker", "controller")
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return {
             "ThrottleTimeMs": 0,
@@ -33,7 +34,9 @@ def api(node: Any) -> Api:
     return Api(ApiKey.DESCRIBE_CONFIGS, handle)
 
 
-def _view(node: Any) -> tuple[set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+def _view(
+    node: BrokerView | ControllerView,
+) -> tuple[set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]:
     """(topic names, topic configs, broker configs) as this node knows them."""
     if node.role == "broker":
         cache = node.metadata_cache
@@ -44,7 +47,7 @@ def _view(node: Any) -> tuple[set[str], dict[str, dict[str, str]], dict[str, dic
     return set(image.topics), topics, brokers
 
 
-def _resource(node: Any, ctx: RequestContext, body: dict, r: dict) -> dict[str, Any]:
+def _resource(node: NodeView, ctx: RequestContext, body: dict, r: dict) -> dict[str, Any]:
     rtype, rname, keys = r["ResourceType"], r["ResourceName"], r["ConfigurationKeys"]
     synonyms = ctx.version >= 1 and body["IncludeSynonyms"]
     doc = ctx.version >= 3 and body["IncludeDocumentation"]
@@ -105,7 +108,7 @@ def _resource(node: Any, ctx: RequestContext, body: dict, r: dict) -> dict[str, 
 
 
 def _broker_entries(
-    node: Any,
+    node: NodeView,
     rname: str,
     dynamic: dict[str, dict[str, str]],
     version: int,
@@ -148,7 +151,7 @@ def _broker_entries(
     return out
 
 
-def _static(node: Any) -> dict[str, str]:
+def _static(node: NodeView) -> dict[str, str]:
     c = node.config
     listeners = ",".join(f"{lst.name}://{lst.host}:{lst.port}" for lst in c.listeners)
     return {

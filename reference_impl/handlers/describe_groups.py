@@ -6,18 +6,17 @@ v6); a coordinator error comes with an empty state.
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import AUTHORIZED_OPERATIONS_UNSET, ApiKey, ErrorCode
 from reference_impl.groups.coordinator import NO_SUMMARY
 from reference_impl.handlers.common import authorized_operations
 from reference_impl.handlers.group_common import group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 
 GROUP_OPERATIONS = ("READ", "DELETE", "DESCRIBE")
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     service = groups(node)
 
     def describe(ctx: RequestContext, group_id: str, with_operations: bool) -> dict:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import Any
 
 from conformance.protocol import ApiKey, Codec, DecodeError, ErrorCode, UnknownMessageError
 from conformance.protocol.framing import (
@@ -22,6 +21,7 @@ from conformance.protocol.framing import (
 from reference_impl import principal
 from reference_impl.forwarded import FORWARDED
 from reference_impl.net.listener import CLOSE, Api, RequestContext, Session
+from reference_impl.roles import ControllerView
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def _decode_inner(codec: Codec, raw: bytes) -> tuple[dict, dict]:
     return header, body
 
 
-def api(node: Any) -> Api:
+def api(node: ControllerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         metrics = node.metrics
         if not node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER):

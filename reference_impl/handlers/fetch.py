@@ -23,20 +23,21 @@ from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.handlers.data_common import current_leader, node_endpoints
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.replica.manager import FetchPartition, FetchResult
+from reference_impl.roles import BrokerView
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
 MIN_VERSION = 4
 _LEADER_HINT = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return await fetch(node, ctx, body)
 
     return Api(ApiKey.FETCH, handle, min_version=MIN_VERSION)
 
 
-async def fetch(node: Any, ctx: RequestContext, body: dict) -> dict:
+async def fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
     v = ctx.version
     replica_id = body["ReplicaId"] if v <= 14 else body["ReplicaState"]["ReplicaId"]
     if body["SessionEpoch"] not in (0, -1):

@@ -8,8 +8,6 @@ transaction keys are answered COORDINATOR_NOT_AVAILABLE, unknown key types INVAL
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.groups.service import Coordinator
 from reference_impl.handlers.group_common import (
@@ -17,6 +15,7 @@ from reference_impl.handlers.group_common import (
     groups,
 )
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 
 GROUP, TRANSACTION = 0, 1
 
@@ -31,7 +30,7 @@ MESSAGES = {
 }
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     service = groups(node)
 
     async def locate(ctx: RequestContext, key_type: int, key: str) -> Coordinator:

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from reference_impl.groups.service import GroupService, service_for
 from reference_impl.net.listener import RequestContext
+from reference_impl.roles import BrokerView
 
 
-def groups(node: Any) -> GroupService:
+def groups(node: BrokerView) -> GroupService:
     return service_for(node)
 
 
-def allowed(node: Any, ctx: RequestContext, operation: str, resource: tuple[str, str]) -> bool:
+def allowed(
+    node: BrokerView, ctx: RequestContext, operation: str, resource: tuple[str, str]
+) -> bool:
     """``node.authorize`` (Kafka's operation names). Every node has one (``Node.authorize``, the
     allow-all authorizer when ACLs are off), so nothing here lets a request through unasked."""
     return node.authorize(ctx.session, operation, resource)
 
 
-def group_allowed(node: Any, ctx: RequestContext, operation: str, group_id: str) -> bool:
+def group_allowed(node: BrokerView, ctx: RequestContext, operation: str, group_id: str) -> bool:
     return allowed(node, ctx, operation, ("GROUP", group_id))
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 
 BLOCK = 1000
 FILE = "producer-ids"
@@ -57,7 +57,7 @@ class ProducerIdAllocator:
         return self.base + n
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     allocator = ProducerIdAllocator(node.node_id, node.data_dir)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:

@@ -4,17 +4,17 @@ data plane (``ReplicaManager.apply_leader_and_isr``)."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from conformance.protocol import ApiKey
 from reference_impl.handlers.common import controller_request_error
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.replica.api import PartitionState
+from reference_impl.roles import BrokerView
 
 NO_ID = uuid.UUID(int=0)
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         v = ctx.version
         grouped = _states(body, v)

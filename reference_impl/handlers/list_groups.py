@@ -6,17 +6,16 @@ principal may DESCRIBE are listed, as Kafka does.
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey
 from reference_impl.handlers.group_common import allowed, group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 
 CLASSIC = "classic"
 CLUSTER = ("CLUSTER", "kafka-cluster")
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     service = groups(node)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:

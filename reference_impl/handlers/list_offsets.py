@@ -14,6 +14,7 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 
 MIN_VERSION = 1
 #: the negative timestamps with a meaning, and the first version that has each
@@ -24,14 +25,14 @@ def _special(version: int) -> set[int]:
     return {ts for ts, since in SPECIAL_TIMESTAMPS.items() if version >= since}
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return list_offsets(node, ctx, body)
 
     return Api(ApiKey.LIST_OFFSETS, handle, min_version=MIN_VERSION)
 
 
-def list_offsets(node: Any, ctx: RequestContext, body: dict) -> dict:
+def list_offsets(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
     rm = node.replica_manager
     replica_id = body["ReplicaId"]
     isolation = body["IsolationLevel"] if ctx.version >= 2 else 0

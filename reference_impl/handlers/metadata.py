@@ -24,6 +24,7 @@ from reference_impl.handlers.common import (
     topic_name_error,
 )
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 from reference_impl.security_hooks import CLUSTER
 
 log = logging.getLogger(__name__)
@@ -32,14 +33,14 @@ INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 NO_ID = uuid.UUID(int=0)
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return answer(node, ctx, body)
 
     return Api(ApiKey.METADATA, handle)
 
 
-def answer(node: Any, ctx: RequestContext, body: dict) -> dict:
+def answer(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
     cache = node.metadata_cache
     v = ctx.version
     listener = ctx.listener.name
@@ -114,7 +115,7 @@ def _refused(requested: list[dict] | None) -> dict[str, Any]:
 
 
 def _requested(
-    node: Any, ctx: RequestContext, t: dict, listener: str, allow_create: bool
+    node: BrokerView, ctx: RequestContext, t: dict, listener: str, allow_create: bool
 ) -> dict[str, Any]:
     cache = node.metadata_cache
     name = t["Name"]
@@ -140,7 +141,7 @@ def _requested(
     return _error(name, NO_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
-def _auto_create(node: Any, name: str) -> None:
+def _auto_create(node: BrokerView, name: str) -> None:
     live = len(node.metadata_cache.brokers)
     rf = max(1, min(node.config.default_replication_factor, live))
 
@@ -166,7 +167,7 @@ def _error(name: str | None, topic_id: uuid.UUID, code: ErrorCode) -> dict[str, 
     }
 
 
-def _topic(node: Any, ctx: RequestContext, name: str, listener: str) -> dict[str, Any]:
+def _topic(node: BrokerView, ctx: RequestContext, name: str, listener: str) -> dict[str, Any]:
     cache = node.metadata_cache
     topic = cache.topics[name]
     v0 = ctx.version == 0

@@ -8,8 +8,6 @@ TOPIC_AUTHORIZATION_FAILED. A missing commit timestamp (v1) is the broker's cloc
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.groups.group import OffsetAndMetadata
 from reference_impl.handlers.group_common import (
@@ -18,9 +16,10 @@ from reference_impl.handlers.group_common import (
     groups,
 )
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     service = groups(node)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:

@@ -8,14 +8,13 @@ not have, TOPIC_AUTHORIZATION_FAILED where the principal may not read the topic;
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.handlers.group_common import allowed, group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     service = groups(node)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:

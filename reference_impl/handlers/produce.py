@@ -20,18 +20,19 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.handlers.data_common import current_leader, node_endpoints
 from reference_impl.net.listener import CLOSE, Api, RequestContext
+from reference_impl.roles import BrokerView
 
 MIN_VERSION = 3
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict | None:
         return await produce(node, ctx, body)
 
     return Api(ApiKey.PRODUCE, handle, min_version=MIN_VERSION)
 
 
-async def produce(node: Any, ctx: RequestContext, body: dict) -> Any:
+async def produce(node: BrokerView, ctx: RequestContext, body: dict) -> Any:
     v = ctx.version
     acks = body["Acks"]
     answers: dict[tuple[str, int], tuple[int, int, int, str | None, int]] = {}

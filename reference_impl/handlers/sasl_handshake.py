@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import NodeView
 from reference_impl.security import sasl
 
 ROLES = ("broker", "controller")
 
 
-def api(node: Any) -> Api:
+def api(node: NodeView) -> Api:
     async def handler(ctx: RequestContext, body: dict) -> Any:
         return sasl.handshake(ctx.session, body)
 

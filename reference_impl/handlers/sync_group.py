@@ -6,14 +6,13 @@ From v5 the protocol type and name are mandatory and must match the group's
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.handlers.group_common import group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     service = groups(node)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey
 from reference_impl.handlers.common import controller_request_error
 from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
 
 
-def api(node: Any) -> Api:
+def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         error = controller_request_error(node, ctx, body, broker_epoch_since=5)
         if error:

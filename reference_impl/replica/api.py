@@ -23,7 +23,9 @@ from __future__ import annotations
 import importlib
 import uuid
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
+
+from reference_impl.roles import BrokerView
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class NullReplicaManager:
 MANAGER_MODULE = "reference_impl.replica.manager"
 
 
-def create(node: Any) -> ReplicaManager:
+def create(node: BrokerView) -> ReplicaManager:
     """The data plane's ReplicaManager for ``node``, or a NullReplicaManager without one."""
     try:
         module = importlib.import_module(MANAGER_MODULE)

@@ -35,6 +35,7 @@ from reference_impl.replica.api import PartitionState, StopReplicaState, TopicPa
 from reference_impl.replica.config import ReplicationConfig
 from reference_impl.replica.fetcher import ReplicaFetcher
 from reference_impl.replica.partition import FOLLOWER, LEADER, Partition
+from reference_impl.roles import BrokerView
 from reference_impl.tasks import CLOSE_TIMEOUT_S, stop_tasks
 
 log = logging.getLogger(__name__)
@@ -93,13 +94,13 @@ class _Pending:
     waits: list[tuple[TopicPartition, Partition, int]] = field(default_factory=list)
 
 
-def create(node: Any) -> ReplicaManager:
+def create(node: BrokerView) -> ReplicaManager:
     keep_large_buffers()  # a broker process: megabyte-sized record buffers all the time
     return ReplicaManager(node)
 
 
 class ReplicaManager:
-    def __init__(self, node: Any) -> None:
+    def __init__(self, node: BrokerView) -> None:
         self.node = node
         self.node_id: int = node.node_id
         self.codec = node.codec

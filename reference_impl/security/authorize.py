@@ -44,6 +44,7 @@ from conformance.protocol.records.header import (
 from reference_impl.error_responses import error_response
 from reference_impl.forwarded import FORWARDED
 from reference_impl.net.listener import CLOSE, Api, RequestContext
+from reference_impl.roles import NodeView
 
 CLUSTER = ("CLUSTER", "kafka-cluster")
 
@@ -56,11 +57,11 @@ def host_of(client_address: str) -> str:
     return client_address.rsplit(":", 1)[0].strip("[]")
 
 
-def allowed(node: Any, ctx: RequestContext, operation: str, rtype: str, name: str) -> bool:
+def allowed(node: NodeView, ctx: RequestContext, operation: str, rtype: str, name: str) -> bool:
     return node.authorize(ctx.session, operation, (rtype, name))
 
 
-def allowed_any(node: Any, ctx: RequestContext, operation: str, rtype: str) -> bool:
+def allowed_any(node: NodeView, ctx: RequestContext, operation: str, rtype: str) -> bool:
     """Could ``operation`` be allowed on some resource of the type (``authorizeByResourceType``)."""
     by_type = getattr(node.authorizer, "authorize_any", None)
     if by_type is not None:
@@ -68,7 +69,7 @@ def allowed_any(node: Any, ctx: RequestContext, operation: str, rtype: str) -> b
     return node.authorize(ctx.session, operation, (rtype, "*"))
 
 
-def gated(node: Any, api: Api | None) -> Api | None:
+def gated(node: NodeView, api: Api | None) -> Api | None:
     """``api`` with its handler behind the API's authorisation rule."""
     if api is None:
         return None
@@ -92,14 +93,14 @@ def gated(node: Any, api: Api | None) -> Api | None:
 # --- whole-request rules ---------------------------------------------------------------------
 
 
-def _refuse(node: Any, ctx: RequestContext, body: dict, code: int, message: str | None) -> Any:
+def _refuse(node: NodeView, ctx: RequestContext, body: dict, code: int, message: str | None) -> Any:
     """Kafka's whole-request error answer for the API (or CLOSE when it has no way to say it)."""
     answer = error_response(node.codec, ctx.api_key, ctx.version, body, code, message)
     return CLOSE if answer is None else answer
 
 
 def _cluster(operation: str) -> Rule:
-    async def rule(node: Any, ctx: RequestContext, body: dict, handler: Handler) -> Any:
+    async def rule(node: NodeView, ctx: RequestContext, body: dict, handler: Handler) -> Any:
         if not allowed(node, ctx, operation, *CLUSTER):
             message = f"{ctx.session.principal} is not authorized for {operation} on the cluster"
             return _refuse(node, ctx, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, message)
@@ -108,7 +109,9 @@ def _cluster(operation: str) -> Rule:
     return rule
 
 
-async def _init_producer_id(node: Any, ctx: RequestContext, body: dict, handler: Handler) -> Any:
+async def _init_producer_id(
+    node: NodeView, ctx: RequestContext, body: dict, handler: Handler
+) -> Any:
     tid = body["TransactionalId"]
     if tid is not None:
         if not allowed(node, ctx, "WRITE", "TRANSACTIONAL_ID", tid):
@@ -139,7 +142,7 @@ def _has_transactional_records(body: dict) -> bool:
     return False
 
 
-async def _produce(node: Any, ctx: RequestContext, body: dict, handler: Handler) -> Any:
+async def _produce(node: NodeView, ctx: RequestContext, body: dict, handler: Handler) -> Any:
     if _has_transactional_records(body):
         tid = body["TransactionalId"]
         if tid is None or not allowed(node, ctx, "WRITE", "TRANSACTIONAL_ID", tid):

@@ -18,11 +18,12 @@ from typing import Any
 
 from reference_impl.config import NodeConfig
 from reference_impl.net.listener import Session
+from reference_impl.roles import NodeView
 from reference_impl.security.acl import AclAuthorizer
 from reference_impl.security.settings import SecuritySettings
 
 
-def acl_view(node: Any) -> Any:
+def acl_view(node: NodeView) -> Any:
     """The callable giving ``node``'s current bindings (JSON dicts)."""
     if getattr(node, "role", None) == "controller":
 
@@ -49,7 +50,9 @@ def _no_acls() -> list:
 class NodeAclAuthorizer:
     """The ``security_hooks.Authorizer`` of a node with ``authorizer: "acl"``."""
 
-    def __init__(self, config: NodeConfig, settings: SecuritySettings, node: Any = None) -> None:
+    def __init__(
+        self, config: NodeConfig, settings: SecuritySettings, node: NodeView = None
+    ) -> None:
         self._view: Any = _no_acls
         self.acl = AclAuthorizer(
             lambda: self._view(),
@@ -59,7 +62,7 @@ class NodeAclAuthorizer:
         if node is not None:
             self.bind(node)
 
-    def bind(self, node: Any) -> None:
+    def bind(self, node: NodeView) -> None:
         """Read ACLs from ``node``'s view (until then there are none: only super users pass)."""
         self._view = acl_view(node)
 
