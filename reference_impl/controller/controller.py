@@ -22,7 +22,7 @@ from reference_impl.controller.image import MetadataImage
 from reference_impl.controller.lifecycle import Lifecycle
 from reference_impl.controller.placement import reconcile
 from reference_impl.controller.propagation import Propagator
-from reference_impl.controller.store import StoreFenced, open_store
+from reference_impl.controller.store import EmbeddedStore, MetadataStore, StoreFenced
 from reference_impl.metrics import ControllerMetrics
 from reference_impl.node import Node
 from reference_impl.process import NodeFatal
@@ -30,6 +30,16 @@ from reference_impl.process import NodeFatal
 log = logging.getLogger(__name__)
 
 Records = list[dict[str, Any]] | Callable[[MetadataImage], list[dict[str, Any]]]
+
+
+def open_store(config: NodeConfig) -> MetadataStore:
+    """The metadata store the config names: ZooKeeper's (kazoo loaded only then) or the
+    embedded log. Here rather than in ``store.py``, which ``zookeeper_store`` builds on."""
+    if config.zookeeper is not None:
+        from reference_impl.controller.zookeeper_store import ZooKeeperStore
+
+        return ZooKeeperStore(config)
+    return EmbeddedStore(config)
 
 
 class ControllerNode(Node):

@@ -146,11 +146,3 @@ class EmbeddedStore(MetadataStore):
         if self._file is not None:
             self._file.close()
             self._file = None
-
-
-def open_store(config: NodeConfig) -> MetadataStore:
-    if config.zookeeper is not None:
-        from reference_impl.controller.zookeeper_store import ZooKeeperStore
-
-        return ZooKeeperStore(config)
-    return EmbeddedStore(config)
