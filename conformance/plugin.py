@@ -134,6 +134,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="record the run in DIR/<run id>/ (results.jsonl and manifest.json)",
     )
     g.addoption("--report", default=None, metavar="DIR", help="render the run's report here")
+    g.addoption(
+        "--client",
+        action="append",
+        default=None,
+        metavar="python|java:VERSION",
+        help="the client KIP-42's client requirements judge (repeatable; default: python, the "
+        "suite's own)",
+    )
+    g.addoption(
+        "--topics",
+        default=None,
+        metavar="NAME[,NAME|PREFIX*]",
+        help="pre-created topics the suite may write to where it can neither create nor "
+        "auto-create its own: names, or PREFIX* for every topic so named (one test each)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -272,6 +287,7 @@ def _select_and_open(config: pytest.Config, items: list) -> None:
     """After pytest's own selection: apply --select, then start the target for what is left."""
     if not any(info(i) for i in items):
         return
+    _by_client(config, items)
     from _pytest.mark.expression import Expression
 
     state = config.stash[STATE]
@@ -295,6 +311,42 @@ def _select_and_open(config: pytest.Config, items: list) -> None:
     if config.option.collectonly:
         return
     _open_run(config, state)
+
+
+def _subject(item: pytest.Item, ti: TestInfo) -> dict | None:
+    """The client a test judges (None: the broker target): tests of client-library
+    requirements judge the suite's own client unless a ``client`` parameter names another."""
+    from conformance.requirements import requirements
+    from conformance.results.recorder import suite_version
+
+    client = getattr(getattr(item, "callspec", None), "params", {}).get("client")
+    if client is not None:  # pytest's NOTSET where no client of the kind was named
+        return {
+            "kind": "client",
+            "implementation": getattr(client, "implementation", "unnamed"),
+            "version": getattr(client, "version", None),
+        }
+    reqs = requirements()
+    if ti.requirements and all(reqs[r].listener == "client-library" for r in ti.requirements):
+        return {"kind": "client", "implementation": "python", "version": suite_version()}
+    return None
+
+
+def _by_client(config: pytest.Config, items: list) -> None:
+    """``--client``: keep the client tests of the clients named (default: python)."""
+    chosen = config.getoption("client") or ["python"]
+    keep, drop = [], []
+    for item in items:
+        ti = info(item)
+        subject = _subject(item, ti) if ti is not None else None
+        name = None
+        if subject is not None:
+            name = subject["implementation"]
+            name = name if name == "python" else f"{name}:{subject['version']}"
+        (keep if name is None or name in chosen else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def _disruptive_last(items: list) -> None:
@@ -358,6 +410,9 @@ def _open_run(config: pytest.Config, state: State) -> None:
         )
         state.harness = harness
         harness.open()
+        from conformance.suite.provision import give
+
+        give(harness, config.getoption("topics"))
     except TargetError as e:
         _close_run(state)
         raise pytest.UsageError(str(e)) from None
@@ -500,6 +555,7 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
                 "seed": state.seed if uses_hypothesis else None,
                 "listener": (notes.listener if notes and notes.listener else reqs[rid].listener),
                 "observed": (ledger.observed[rid].record() if rid in ledger.observed else None),
+                **({"subject": subject} if (subject := _subject(item, ti)) else {}),
             }
         )
     if harness is not None:

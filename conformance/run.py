@@ -54,6 +54,14 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target-version", default=None, metavar="V")
     p.add_argument("--strict", action="store_true", help="a SHOULD not met is FAIL, not NONSTRICT")
     p.add_argument(
+        "--client",
+        action="append",
+        default=None,
+        metavar="python|java:VERSION",
+        help="the client KIP-42.R1-R7 judge, repeatable: python (the suite's own, the default) "
+        "or a Java kafka-clients release, fetched with Maven (java:3.9.1)",
+    )
+    p.add_argument(
         "-k",
         "--select",
         default=None,
@@ -76,6 +84,13 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         help="hypothesis examples per property test",
     )
     p.add_argument("--spec-dir", default=None, metavar="DIR", help="message specs to use")
+    p.add_argument(
+        "--topics",
+        default=None,
+        metavar="NAME[,NAME|PREFIX*]",
+        help="pre-created topics to write to where the target neither creates nor auto-creates "
+        "the suite's own (names, or PREFIX* for every topic so named; one test each)",
+    )
     p.add_argument(
         "--results-dir",
         type=Path,
@@ -130,6 +145,13 @@ def check_options(args: argparse.Namespace) -> None:
         raise RunError("--examples must be at least 1")
     if args.spec_dir and not Path(args.spec_dir).is_dir():
         raise RunError(f"--spec-dir {args.spec_dir}: not a folder of message specs")
+    from conformance.targets.java_client import parse_client
+
+    for client in getattr(args, "client", None) or []:
+        try:
+            parse_client(client)
+        except TargetError as e:
+            raise RunError(str(e)) from None
     try:
         target = make_target(target_options(args))
     except TargetError as e:
@@ -164,11 +186,13 @@ def pytest_args(args: argparse.Namespace, results: Path) -> list[str]:
         "--seed": args.seed,
         "--examples": args.examples,
         "--spec-dir": args.spec_dir,
+        "--topics": args.topics,
         "--junit-xml": args.junit_xml,
     }
     for flag, value in options.items():
         if value is not None:
             out.append(f"{flag}={value}")
+    out += [f"--client={c}" for c in getattr(args, "client", None) or []]
     out.append(f"--results-dir={results}")
     if args.strict:
         out.append("--strict")
@@ -229,6 +253,11 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"report: {report}")
     print(f"results: {run_dir}")
     print(f"verdicts (one per test and requirement): {summary.line()}")
+    if summary.unset:
+        print(
+            f"{len(summary.unset)} requirements could not be set up: no way to obtain the "
+            "topics they need (their SKIP messages say why; --topics names pre-created ones)"
+        )
     if not summary.scored:
         print(
             f"{PROG}: error: nothing was checked (every requirement was skipped)", file=sys.stderr

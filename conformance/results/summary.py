@@ -27,6 +27,9 @@ ORDER = (
     "SKIP",
     "NOT_EVALUATED",
 )
+#: what a SKIP's message says when the test's set-up found no way to get what it needs (a
+#: topic, ``conformance.suite.provision``), though the APIs its requirements judge may be there
+SET_UP_MISSING = "no way to obtain a topic"
 #: exit code of a run the target went down in and that could not go on (tests NOT_EVALUATED);
 #: 0, 1 and 2 keep their meanings (all held; a FAIL, an ERROR or nothing checked; no start)
 INCOMPLETE = 3
@@ -40,6 +43,8 @@ class Summary:
     problems: int = 0
     #: the manifest's ``outages``: each time the target went down
     outages: list[dict] = field(default_factory=list)
+    #: requirements no record judged because their set-up could not be had (SET_UP_MISSING)
+    unset: set[str] = field(default_factory=set)
 
     @property
     def total(self) -> int:
@@ -86,8 +91,14 @@ def summarise(run_dir: Path | str) -> Summary:
     s = Summary(
         run.run_id, problems=len(run.problems), outages=list(run.manifest.get("outages", []))
     )
+    judged: set[str] = set()
     for r in run.records:
         s.counts[r["verdict"]] += 1
         if r["verdict"] in ("FAIL", "ERROR"):
             s.failed.append(r)
+        if r["verdict"] in ("PASS", "FAIL", "NONSTRICT", "ERROR"):
+            judged.add(r["requirement_id"])
+        elif r["verdict"] == "SKIP" and SET_UP_MISSING in (r.get("message") or ""):
+            s.unset.add(r["requirement_id"])
+    s.unset -= judged
     return s
