@@ -49,6 +49,8 @@ class BrokerView(NodeView, Protocol):
     replica_manager: Any
     #: ``broker.forwarding.Forwarder`` (``forward(ctx, body)``)
     forwarder: Any
+    #: requests to the active controller (``broker.controller_channel.ControllerChannel``)
+    controller_channel: Any
     #: the broker's registration and heartbeats (``broker.lifecycle.BrokerLifecycle``)
     lifecycle: Any
     broker_epoch: int

@@ -13,22 +13,19 @@ nothing the client did: the client gets UNKNOWN_SERVER_ERROR; a timeout gets REQ
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import decode_response
 from reference_impl import principal
 from reference_impl.error_responses import error_response
 from reference_impl.net.listener import RequestContext
-
-if TYPE_CHECKING:
-    from reference_impl.broker.broker import BrokerNode
+from reference_impl.roles import BrokerView
 
 log = logging.getLogger(__name__)
 
 
 class Forwarder:
-    def __init__(self, broker: BrokerNode) -> None:
+    def __init__(self, broker: BrokerView) -> None:
         self.b = broker
 
     async def forward(self, ctx: RequestContext, body: dict) -> dict:

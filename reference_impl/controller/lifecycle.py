@@ -17,15 +17,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from conformance.protocol import ErrorCode, KafkaError
 from reference_impl.broker_state import BrokerState
 from reference_impl.controller.image import BrokerRegistration, MetadataImage
 from reference_impl.controller.placement import led_by
-
-if TYPE_CHECKING:
-    from reference_impl.controller.controller import ControllerNode
+from reference_impl.roles import ControllerView
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +33,7 @@ def state_record(broker_id: int, state: BrokerState) -> dict[str, Any]:
 
 
 class Lifecycle:
-    def __init__(self, controller: ControllerNode) -> None:
+    def __init__(self, controller: ControllerView) -> None:
         self.c = controller
         self.last_heartbeat: dict[int, float] = {}
         #: brokers that registered or heartbeated with this controller since it became active:

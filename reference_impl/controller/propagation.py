@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from conformance.client.wire import Connection, pick_version
 from conformance.protocol import ApiKey, ConfigResourceType
@@ -25,9 +25,7 @@ from reference_impl.controller.image import (
     BrokerRegistration,
     MetadataImage,
 )
-
-if TYPE_CHECKING:
-    from reference_impl.controller.controller import ControllerNode
+from reference_impl.roles import ControllerView
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +87,7 @@ def partition_state(
 
 
 class BrokerSender:
-    def __init__(self, controller: ControllerNode, broker_id: int) -> None:
+    def __init__(self, controller: ControllerView, broker_id: int) -> None:
         self.controller = controller
         self.broker_id = broker_id
         self.dirty = asyncio.Event()
@@ -304,7 +302,7 @@ class BrokerSender:
 
 
 class Propagator:
-    def __init__(self, controller: ControllerNode) -> None:
+    def __init__(self, controller: ControllerView) -> None:
         self.controller = controller
         self.senders: dict[int, BrokerSender] = {}
         self._event = asyncio.Event()
