@@ -623,6 +623,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     state = item.config.stash[STATE]
     if info(item) is not None and state.harness is not None:
         state.harness.end_test()
+        state.harness.notes.test_id = info(item).test_id  # cited by later tests' evidence
         if state.unreachable_since is not None:
             raise NotEvaluated(f"not evaluated: target unreachable since {state.unreachable_since}")
 
@@ -687,4 +688,21 @@ def _write_manifest(config: pytest.Config, state: State) -> None:
         strict=state.strict,
         select=state.select,
         **({"outages": state.outages} if state.outages else {}),
+        not_judged=_not_judged(h, state.recorder.judged),
     )
+
+
+def _not_judged(h: Any, judged: set[tuple[str, int, int]]) -> list[dict]:
+    """The API versions the target advertises that no spec in use defines, or no record of the
+    run judged (``conformance.results.advertised``): the run says what it could not judge."""
+    from conformance.results.advertised import not_judged
+
+    listeners = {"client": h.advertised}
+    if h.controller_advertised is not None:
+        listeners["controller"] = h.controller_advertised
+    specs = {
+        m.api_key: (m.name.removesuffix("Request"), m.valid_versions)
+        for m in h.codec.specs
+        if m.type == "request" and m.api_key is not None
+    }
+    return not_judged(listeners, specs, judged)

@@ -253,6 +253,11 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"report: {report}")
     print(f"results: {run_dir}")
     print(f"verdicts (one per test and requirement): {summary.line()}")
+    judged_not = summary.advertised_not_judged()
+    if judged_not:
+        print("advertised, not judged (no verdict of this run covers these API versions):")
+        for line in judged_not:
+            print(f"  {line}")
     if summary.unset:
         print(
             f"{len(summary.unset)} requirements could not be set up: no way to obtain the "

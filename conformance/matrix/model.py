@@ -190,6 +190,8 @@ def assemble(
                 "dir": str(d),
                 # each time the target went down in the run: the report's first lines
                 "outages": m.get("outages", []),
+                # API versions advertised that no verdict covers (None: an older manifest)
+                "not_judged": m.get("not_judged"),
             }
         )
     run_out.sort(

@@ -9,8 +9,10 @@ from typing import Any
 
 from conformance.report.clients import NONE_JUDGED, client_grid, client_notes
 from conformance.report.verdict_style import (
+    ALL_JUDGED,
     COLOURS,
     COVERAGE_NOTE,
+    NOT_JUDGED_TITLE,
     ORDER,
     UNITS,
     cell_text,
@@ -18,6 +20,7 @@ from conformance.report.verdict_style import (
     feature_rate_text,
     flakiness_summary,
     must_rate_text,
+    not_judged_lines,
     outage_lines,
     outcomes_text,
     percent,
@@ -534,6 +537,15 @@ def _clients(model: dict[str, Any]) -> str:
     return _table(["requirement", "level", *labels], rows) + notes
 
 
+def _not_judged(model: dict[str, Any]) -> str:
+    """Advertised, not judged: what each run's target offers that no verdict covers."""
+    lines = not_judged_lines(model)
+    if lines is None:
+        return ""
+    items = "".join(f"<li>{_e(line)}</li>" for line in lines) or f"<li>{_e(ALL_JUDGED)}</li>"
+    return f'<h3 id="not-judged">{_e(NOT_JUDGED_TITLE)}</h3><ul>{items}</ul>'
+
+
 def render_html(
     model: dict[str, Any], *, title: str, plot_svg: str | None, badges: dict[str, str]
 ) -> str:
@@ -557,7 +569,7 @@ def render_html(
         ),
         ("requirements", "Requirement matrix", _matrix(model, cell_ids)),
         ("clients", "Clients", _clients(model)),
-        ("apis", "API support", _apis(model)),
+        ("apis", "API support", _apis(model) + _not_judged(model)),
         ("flakiness", "Flakiness", _flakiness(model, cell_ids)),
         ("regressions", "Regressions", _regressions(model, cell_ids)),
         ("diffs", "Run diffs", _diffs(model)),

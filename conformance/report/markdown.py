@@ -6,12 +6,15 @@ from typing import Any
 
 from conformance.report.clients import NONE_JUDGED, client_grid, client_notes
 from conformance.report.verdict_style import (
+    ALL_JUDGED,
     COVERAGE_NOTE,
+    NOT_JUDGED_TITLE,
     UNITS,
     cell_text,
     feature_rate_text,
     flakiness_summary,
     must_rate_text,
+    not_judged_lines,
     outage_lines,
     outcomes_text,
     percent,
@@ -102,6 +105,10 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
     if checks:
         out += ["Our table of Kafka releases against the brokers' real ApiVersions:", ""]
         out += [f"- {line}" for line in checks] + [""]
+    not_judged = not_judged_lines(model)
+    if not_judged is not None:
+        out += [f"### {NOT_JUDGED_TITLE}", ""]
+        out += [f"- {line}" for line in not_judged or [ALL_JUDGED]] + [""]
     out += ["## Flakiness", "", flakiness_summary(model), ""]
     if model["flakiness"]:
         out += _table(

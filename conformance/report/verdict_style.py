@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.results.advertised import lines as advertised_lines
 from conformance.results.summary import outage_line
+
+#: the report's heading over what the targets advertise and no verdict covers
+NOT_JUDGED_TITLE = "Advertised, not judged"
+#: ... and what it says when every advertised API version was judged
+ALL_JUDGED = "every API version the targets advertise was judged in their runs"
 
 #: verdict -> (background, text colour); the HTML legend and the badges use the same.
 COLOURS: dict[str, tuple[str, str]] = {
@@ -146,4 +152,18 @@ def outage_lines(model: dict[str, Any]) -> list[str]:
         f"{r['implementation']} {r['version']}, run {r['run_id']}: {outage_line(o)}"
         for r in model["runs"]
         for o in r.get("outages", [])
+    ]
+
+
+def not_judged_lines(model: dict[str, Any]) -> list[str] | None:
+    """``<implementation> <version>, run <id>: <line>`` for each API version a run's target
+    advertises that no spec defines or no verdict of the run covers (the manifest's
+    ``not_judged``); None when no run recorded it (manifests from before it existed)."""
+    runs = [r for r in model["runs"] if r.get("not_judged") is not None]
+    if not runs:
+        return None
+    return [
+        f"{r['implementation']} {r['version']}, run {r['run_id']}: {line}"
+        for r in runs
+        for line in advertised_lines(r["not_judged"])
     ]

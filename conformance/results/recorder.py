@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from conformance.results.advertised import judged_key
 from conformance.results.schema import MANIFEST_FILE, RESULTS_FILE, manifest_errors, record_errors
 
 FORMAT_VERSION = 1
@@ -59,6 +60,8 @@ class Recorder:
         self.started_at = now()
         self.count = 0
         self.verdicts: dict[str, int] = {}
+        #: (listener, api key, version) some record judged (``advertised.judged_key``)
+        self.judged: set[tuple[str, int, int]] = set()
         self._out = (self.dir / RESULTS_FILE).open("w", encoding="utf-8")
 
     def add(self, record: dict[str, Any]) -> None:
@@ -70,6 +73,9 @@ class Recorder:
         self._out.flush()
         self.count += 1
         self.verdicts[record["verdict"]] = self.verdicts.get(record["verdict"], 0) + 1
+        key = judged_key(record)
+        if key is not None:
+            self.judged.add(key)
 
     def finish(self, **manifest: Any) -> dict[str, Any]:
         """Close the results and write the manifest (fields of manifest.schema.json)."""

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.results.advertised import lines as not_judged_lines
 from conformance.results.schema import load_run
 
 ORDER = (
@@ -43,6 +44,8 @@ class Summary:
     problems: int = 0
     #: the manifest's ``outages``: each time the target went down
     outages: list[dict] = field(default_factory=list)
+    #: the manifest's ``not_judged``: API versions advertised that no verdict covers
+    not_judged: list[dict] = field(default_factory=list)
     #: requirements no record judged because their set-up could not be had (SET_UP_MISSING)
     unset: set[str] = field(default_factory=set)
 
@@ -57,6 +60,10 @@ class Summary:
     def line(self) -> str:
         parts = [f"{self.counts[v]} {v}" for v in ORDER if self.counts[v]]
         return ", ".join(parts) or "no results"
+
+    def advertised_not_judged(self) -> list[str]:
+        """The run summary's lines on advertised API versions no verdict covers."""
+        return not_judged_lines(self.not_judged)
 
     def headlines(self) -> list[str]:
         """One :func:`outage_line` per time the target went down."""
@@ -89,7 +96,10 @@ def outage_line(outage: dict) -> str:
 def summarise(run_dir: Path | str) -> Summary:
     run = load_run(run_dir)
     s = Summary(
-        run.run_id, problems=len(run.problems), outages=list(run.manifest.get("outages", []))
+        run.run_id,
+        problems=len(run.problems),
+        outages=list(run.manifest.get("outages", [])),
+        not_judged=list(run.manifest.get("not_judged", [])),
     )
     judged: set[str] = set()
     for r in run.records:
