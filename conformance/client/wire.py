@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from conformance.protocol import ApiKey, Codec
@@ -23,6 +24,12 @@ from conformance.protocol.versions import negotiable
 _SIZE = struct.Struct(">i")
 #: Largest response frame accepted (Kafka's default socket.request.max.bytes is 100 MiB).
 MAX_FRAME = 100 * 1024 * 1024
+
+
+#: when set, called after each :meth:`Connection.request` with the API key, version, request body
+#: and the Response (or the exception it ended with): how the differential mode records what the
+#: state-machine models exchange with a target (``conformance.diff.models``); None otherwise
+on_exchange: Callable[[int, int, dict, object], None] | None = None
 
 
 class ConnectionClosed(ConnectionError):
@@ -83,8 +90,17 @@ class Connection:
         cid = next(self._ids) & 0x7FFFFFFF
         frame = encode_request(self.codec, api_key, version, cid, self.client_id, body)
         fut = self.send_frame(frame, api_key, version, cid)
-        async with asyncio.timeout(timeout):
-            return await fut
+        if on_exchange is None:
+            async with asyncio.timeout(timeout):
+                return await fut
+        try:
+            async with asyncio.timeout(timeout):
+                resp = await fut
+        except Exception as e:
+            on_exchange(api_key, version, body, e)
+            raise
+        on_exchange(api_key, version, body, resp)
+        return resp
 
     def send_frame(self, frame: bytes, api_key: int, version: int, cid: int) -> asyncio.Future:
         """Send an already-encoded request (header + body) and return the future of its answer."""

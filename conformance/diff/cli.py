@@ -51,6 +51,12 @@ def add_diff(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, default=Path("diff"), metavar="DIR")
     parser.add_argument("--mask", type=Path, default=MASK_FILE, metavar="FILE")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per request")
+    parser.add_argument(
+        "--models",
+        action="store_true",
+        help="also run the state-machine models against each target (the suite's own set-up, "
+        "its default broker count) and compare their exchanges step by step",
+    )
     parser.set_defaults(handler=diff_command)
 
 
@@ -82,6 +88,7 @@ def diff_command(args: argparse.Namespace) -> int:
         out_dir=args.out,
         mask_file=args.mask,
         timeout=args.timeout,
+        models=args.models,
     )
     try:
         result = run_diff(opts)

@@ -60,6 +60,8 @@ class DiffOptions:
     out_dir: Path = Path("diff")
     mask_file: Path = MASK_FILE
     timeout: float = REQUEST_TIMEOUT
+    #: also run the state-machine models against both (conformance.diff.models)
+    models: bool = False
 
 
 @dataclass
@@ -84,6 +86,8 @@ class DiffResult:
     versions: list[dict[str, Any]]
     mask: Mask
     hidden: Counter
+    #: per model test: steps on each side, steps compared, differences (empty: not run)
+    models: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def unexplained(self) -> int:
@@ -234,7 +238,16 @@ def run_diff(opts: DiffOptions) -> DiffResult:
             began = time.monotonic()
             asyncio.run(_send_all(target, codec, stream, side, opts.timeout))
             side.seconds = time.monotonic() - began
-    return _compare(opts, codec, mask, stream, sides)
+    result = _compare(opts, codec, mask, stream, sides)
+    if opts.models:
+        from conformance.diff.models import compare_models, run_models
+
+        paths = run_models(opts.targets, opts.seed or 0, opts.out_dir)
+        comparison = Comparison(mask, opts.targets[1])
+        found, result.models = compare_models(codec, comparison, paths)
+        result.differences.extend(found)
+        result.hidden.update(comparison.hidden)
+    return result
 
 
 def recompare(result: DiffResult, mask: Mask) -> DiffResult:
@@ -354,6 +367,12 @@ def lines(result: DiffResult) -> list[str]:
             f"{name:<28} {row['requests']:>8} {row['compared']:>8} "
             f"{row['differing_requests']:>6} {row['differences']:>6}"
         )
+    if result.models:
+        out.append("")
+        out.append(f"{'model test':<72} {'steps':>11} {'compared':>8} {'diffs':>6}")
+        for test, row in result.models.items():
+            steps = f"{row['steps_a']}/{row['steps_b']}"
+            out.append(f"{test:<72} {steps:>11} {row['compared']:>8} {row['differences']:>6}")
     out.append("")
     for v in result.versions:
         why = f"masked ({v['mask']})" if v["reason"] else "UNEXPLAINED"
@@ -405,6 +424,7 @@ def write(result: DiffResult) -> Path:
         "summary": result.summary,
         "differences": result.differences,
         "versions": result.versions,
+        "models": result.models,
         "mask": [e | {"hidden": result.hidden.get(e["id"], 0)} for e in result.mask.entries()],
         "unexplained": result.unexplained,
     }

@@ -138,3 +138,29 @@ def test_the_stream_is_the_same_at_the_same_seed_names_made_alike() -> None:
     }
     names = {g for r in one if r.api_key == 15 for g in r.body["Groups"]}
     assert names and all(n.startswith("kc-suite-d") for n in names)
+
+
+def test_model_exchanges_are_aligned_polls_collapsed_names_alike(tmp_path: Path) -> None:
+    from conformance.diff.models import compare_models
+
+    def step(name: str, code: int, api: int = 3) -> dict:
+        request = {"Topics": [{"Name": name}], "AllowAutoTopicCreation": False}
+        topic = {"ErrorCode": code, "Name": name, "Partitions": []}
+        return {"api_key": api, "version": 12, "request": request, "outcome": "answered"} | {
+            "response": {"Brokers": [], "Topics": [topic]}
+        }
+
+    def write(path: Path, steps: list[dict]) -> Path:
+        path.write_text("".join(json.dumps({"test": "t", **s}) + "\n" for s in steps))
+        return path
+
+    a = write(tmp_path / "a.jsonl", [step("kc-suite-x1", 0), step("kc-suite-x2", 3)])
+    b = write(
+        tmp_path / "b.jsonl",
+        [step("kc-suite-y1", 3), step("kc-suite-y1", 0), step("kc-suite-y2", 0)],
+    )
+    found, summary = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, b])
+    assert summary["t"] == {"steps_a": 2, "steps_b": 2, "compared": 2, "differences": 1}
+    assert [(d["index"], d["path"], d["a"], d["b"]) for d in found] == [
+        (1, "Topics[kc-suite-m1].ErrorCode", 3, 0)
+    ]

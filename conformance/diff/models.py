@@ -1,0 +1,160 @@
+"""The state-machine models run against both targets with the same seed, their exchanges compared.
+
+Each model test (``MODEL_TESTS``) runs through the suite's own plugin, in a process of its own per
+target (``python -m conformance.diff.models``), with the wire client's ``on_exchange`` hook
+recording every request a test sends and what came back. The model draws its steps from the
+seed and its own state, so the same test sends the same sequence of requests to both targets as
+long as their answers keep the model on the same path; the two sequences are compared step by
+step, each pair of answers under the mask, and where the sequences part (another API or version
+at the same step) that is one difference and the rest of the test is not compared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from conformance.diff.compare import Answer, Comparison, plain
+from conformance.protocol import Codec
+from conformance.protocol.jsonform import from_json, to_json
+from conformance.suite.safety import PREFIX
+
+MODEL_TESTS = (
+    "broker-registration/lifecycle/state-machine",
+    "configs/topic/state-machine",
+    "groups/membership/state-machine",
+    "kip-590/routing/state-machine",
+    "metadata/cluster-id/state-machine",
+    "log/partition/state-machine",
+    "topics/admin/state-machine",
+)
+#: seconds one target's model run may take, start and stop included
+RUN_TIMEOUT = 600
+
+
+def record(target: str, seed: int, out: Path) -> int:
+    """Run the model tests against ``target`` in this process, recording into ``out``."""
+    import pytest
+
+    from conformance.client import wire
+
+    codec = Codec.from_specs(strict=False)
+    sink = out.open("w", encoding="utf-8")
+
+    def exchange(api_key: int, version: int, body: dict, result: object) -> None:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "")
+        if not test.endswith("(call)"):
+            return  # the target's start and the suite's set-up are not the model's steps
+        row: dict[str, Any] = {"test": test.removesuffix(" (call)"), "api_key": api_key}
+        row["version"] = version
+        row["request"] = plain(to_json(codec.message(api_key, "request"), body, version))
+        if isinstance(result, Exception):
+            row["outcome"] = type(result).__name__
+        else:
+            row["outcome"] = "answered"
+            spec = codec.message(api_key, "response")
+            row["response"] = plain(to_json(spec, result.body, version))  # type: ignore[attr-defined]
+        sink.write(json.dumps(row, default=str) + "\n")
+
+    wire.on_exchange = exchange
+    try:
+        args = ["--pyargs", "conformance.suite", "-p", "no:cacheprovider", "-q"]
+        args += [f"--target={target}", f"--seed={seed}", "--select=" + " or ".join(MODEL_TESTS)]
+        args.append(f"--results-dir={out.parent / (out.stem + '-results')}")
+        return int(pytest.main(args))
+    finally:
+        wire.on_exchange = None
+        sink.close()
+
+
+def run_models(targets: tuple[str, str], seed: int, out_dir: Path) -> list[Path]:
+    """Record the models against each target, one after the other (a process each)."""
+    paths = []
+    for i, target in enumerate(targets):
+        path = out_dir / f"models-{i + 1}.jsonl"
+        cmd = [sys.executable, "-m", "conformance.diff.models", target, str(seed), str(path)]
+        with (out_dir / f"models-{i + 1}.log").open("w") as log:
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT)
+        paths.append(path)
+    return paths
+
+
+def _steps(path: Path) -> dict[str, list[dict]]:
+    """Each test's exchanges, its suite names made alike (by order of first appearance in the
+    test: the models draw fresh random names, so the same step names different topics), a
+    request repeated back to back kept once with its last answer (the suite's helpers poll until
+    a target shows a change; how many polls it takes is each target's timing)."""
+    out: dict[str, list[dict]] = {}
+    names: dict[str, dict[str, str]] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            alias = names.setdefault(row["test"], {})
+            steps = out.setdefault(row["test"], [])
+            row = _alike(row, alias)
+            if steps and _same_request(steps[-1], row):
+                steps[-1] = row  # a poll repeated until the target shows a change: its last
+            else:
+                steps.append(row)
+    return out
+
+
+def _same_request(x: dict, y: dict) -> bool:
+    return (x["api_key"], x["version"], x["request"]) == (y["api_key"], y["version"], y["request"])
+
+
+def _alike(value: Any, alias: dict[str, str]) -> Any:
+    if isinstance(value, str) and value.startswith(PREFIX) and value != PREFIX:
+        return alias.setdefault(value, f"{PREFIX}m{len(alias)}")
+    if isinstance(value, dict):
+        return {k: _alike(v, alias) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_alike(v, alias) for v in value]
+    return value
+
+
+def _answer(codec: Codec, row: dict) -> Answer:
+    if row["outcome"] != "answered":
+        return Answer(row["outcome"])
+    spec = codec.message(row["api_key"], "response")
+    return Answer("answered", from_json(spec, row["response"]))
+
+
+def compare_models(
+    codec: Codec, comparison: Comparison, paths: list[Path]
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """(differences, per test: steps on each side, steps compared, differences)."""
+    a, b = _steps(paths[0]), _steps(paths[1])
+    differences: list[dict[str, Any]] = []
+    summary: dict[str, dict[str, int]] = {}
+    for test in sorted(set(a) | set(b)):
+        sa, sb = a.get(test, []), b.get(test, [])
+        row = {"steps_a": len(sa), "steps_b": len(sb), "compared": 0, "differences": 0}
+        summary[test] = row
+        for i, (x, y) in enumerate(zip(sa, sb, strict=False)):
+            name = codec.message(x["api_key"], "request").name.removesuffix("Request")
+            base = {"api": name, "api_key": x["api_key"], "version": x["version"], "index": i}
+            base |= {"label": f"model {test} step {i}", "request": x["request"]}
+            if (x["api_key"], x["version"]) != (y["api_key"], y["version"]):
+                path, va, vb = "<sequence>", f"{name} v{x['version']}", str(y["api_key"])
+                differences.append(base | {"path": path, "a": va, "b": f"api {vb} v{y['version']}"})
+                row["differences"] += 1
+                break
+            row["compared"] += 1
+            request = from_json(codec.message(x["api_key"], "request"), x["request"])
+            fields = codec.message(x["api_key"], "response").struct.fields
+            found = comparison.answers(
+                name, x["version"], fields, _answer(codec, x), _answer(codec, y), request
+            )
+            for d in found:
+                differences.append(base | {"path": d.path, "a": d.a, "b": d.b})
+            row["differences"] += len(found)
+    return differences, summary
+
+
+if __name__ == "__main__":
+    sys.exit(record(sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])))
