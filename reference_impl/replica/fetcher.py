@@ -18,19 +18,34 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
 from conformance.client.wire import Connection, pick_version
 from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl import security_hooks
 from reference_impl.log.epochs import UNDEFINED_EPOCH
+from reference_impl.replica.config import ReplicationConfig
 from reference_impl.replica.partition import FOLLOWER, Partition
 from reference_impl.tasks import CLOSE_TIMEOUT_S, stop_tasks
 
-if TYPE_CHECKING:
-    from reference_impl.replica.manager import ReplicaManager
-
 log = logging.getLogger(__name__)
+
+
+class FetcherHost(Protocol):
+    """What a fetcher uses of the replica manager that runs it (``manager.ReplicaManager``)."""
+
+    node_id: int
+    codec: Any
+    replication: ReplicationConfig
+
+    @property
+    def flush_replicated(self) -> bool: ...
+
+    def endpoint_of(self, broker_id: int) -> tuple[str, int] | None: ...
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task: ...
+
 
 LATEST, EARLIEST = -1, -2
 _RETRY = frozenset(
@@ -47,7 +62,7 @@ _RETRY = frozenset(
 
 
 class ReplicaFetcher:
-    def __init__(self, manager: ReplicaManager, leader_id: int) -> None:
+    def __init__(self, manager: FetcherHost, leader_id: int) -> None:
         self.manager = manager
         self.leader_id = leader_id
         self.partitions: dict[tuple[str, int], Partition] = {}

@@ -3,10 +3,18 @@ how to send a request, what a view looks like, how long a session is."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from conformance.suite.models.runner import ModelRunner
+from conformance.suite.models.spec import Model
+
+
+class RunView(Protocol):
+    """What a binding's clean-up reads of the run (``runner.ModelRunner``): its model and its
+    entities (``runner.Entity``: index, id, state, vars)."""
+
+    model: Model
+    entities: Sequence[Any]
 
 
 class Binding:
@@ -39,5 +47,5 @@ class Binding:
         entity index -> record or None (``per_entity``)."""
         raise NotImplementedError(f"no observer {name!r}")
 
-    def cleanup(self, runner: ModelRunner) -> None:
+    def cleanup(self, runner: RunView) -> None:
         """Undo what the run left behind on the target (best effort)."""
