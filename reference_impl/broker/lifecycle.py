@@ -15,23 +15,37 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+import uuid
+from typing import Any, Protocol
 
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import extensions
 from reference_impl.broker_state import BrokerState
+from reference_impl.net.listener import Listener
 from reference_impl.process import NodeFatal
-
-if TYPE_CHECKING:
-    from reference_impl.broker.broker import BrokerNode
+from reference_impl.roles import BrokerView
 
 log = logging.getLogger(__name__)
+
+
+class LifecycleHost(BrokerView, Protocol):
+    """What the lifecycle uses of its broker (``broker.LifecycleHost``) beyond what handlers may:
+    its state, incarnation, listeners and the channel its registration goes through."""
+
+    state: BrokerState
+    incarnation_id: uuid.UUID
+    #: registration and heartbeats (``controller_channel.ControllerChannel``)
+    lifecycle_channel: Any
+    listeners: list[Listener]
+    serving: asyncio.Event
+    start_time_ms: int
+
 
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
 class BrokerLifecycle:
-    def __init__(self, broker: BrokerNode) -> None:
+    def __init__(self, broker: LifecycleHost) -> None:
         self.b = broker
         self.nudge = asyncio.Event()
         self.want_shutdown = False

@@ -12,20 +12,30 @@ import asyncio
 import json
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kazoo.exceptions import NodeExistsError
 
+from reference_impl.config import NodeConfig
+from reference_impl.net.listener import Listener
 from reference_impl.process import NodeFatal
 from reference_impl.zk import ZooKeeper, ZooKeeperError
-
-if TYPE_CHECKING:
-    from reference_impl.broker.broker import BrokerNode
 
 log = logging.getLogger(__name__)
 
 
-def broker_znode(broker: BrokerNode) -> dict:
+class ZooKeeperHost(Protocol):
+    """What the broker's ZooKeeper registration uses of its broker (``broker.ZooKeeperHost``)."""
+
+    node_id: int
+    config: NodeConfig
+    listeners: list[Listener]
+    start_time_ms: int
+
+    def fail(self, reason: str) -> None: ...
+
+
+def broker_znode(broker: ZooKeeperHost) -> dict:
     """Kafka's /brokers/ids/N JSON (version 5)."""
     config = broker.config
     ports = {lst.name: lst.port for lst in broker.listeners}
@@ -46,7 +56,7 @@ def broker_znode(broker: BrokerNode) -> dict:
 
 
 class BrokerZooKeeper:
-    def __init__(self, broker: BrokerNode) -> None:
+    def __init__(self, broker: ZooKeeperHost) -> None:
         self.broker = broker
         self.zk = ZooKeeper(broker.config.zookeeper or "", broker.config.zk_session_timeout_ms)
         self.registered = False

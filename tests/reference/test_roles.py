@@ -11,7 +11,11 @@ from pathlib import Path
 
 from reference_impl import roles
 from reference_impl.broker.broker import BrokerNode
+from reference_impl.broker.lifecycle import LifecycleHost
+from reference_impl.broker.zookeeper import ZooKeeperHost
 from reference_impl.controller.controller import ControllerNode
+from reference_impl.replica.fetcher import FetcherHost
+from reference_impl.replica.manager import ReplicaManager
 
 ROOT = Path(__file__).resolve().parents[2] / "reference_impl"
 VIEWS = {"NodeView": roles.NodeView, "BrokerView": roles.BrokerView}
@@ -21,13 +25,15 @@ CLASSES = {
     "BrokerView": (BrokerNode,),
     "ControllerView": (ControllerNode,),
 }
+#: the Protocols a part of a node names its host by (instead of importing the host's class)
+HOSTS = {LifecycleHost: BrokerNode, ZooKeeperHost: BrokerNode, FetcherHost: ReplicaManager}
 
 
 def members(view: type) -> set[str]:
     """The names a view declares (annotated attributes and methods, its bases' included)."""
     names: set[str] = set()
     for cls in view.__mro__:
-        if cls.__module__ != roles.__name__:
+        if not cls.__module__.startswith("reference_impl."):
             continue
         names |= set(inspect.get_annotations(cls))
         names |= {n for n, v in vars(cls).items() if callable(v) and not n.startswith("_")}
@@ -52,8 +58,14 @@ def test_each_view_is_what_its_node_classes_offer() -> None:
         for cls in classes
         for name in sorted(members(VIEWS[view]) - offered(cls))
     ]
+    missing += [
+        f"{cls.__name__} lacks {host.__name__}.{name}"
+        for host, cls in HOSTS.items()
+        for name in sorted(members(host) - offered(cls))
+    ]
     assert missing == []
     assert {"metadata_cache", "create_topic"} <= members(roles.BrokerView)
+    assert {"lifecycle_channel", "metadata_cache"} <= members(LifecycleHost)
     assert "metadata_cache" not in members(roles.NodeView)
 
 
