@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ApiKey, Codec
+from conformance.protocol import AclOperation, ApiKey, Codec, ConfigResourceType
 from conformance.protocol.spec import StructSpec
 from conformance.suite.safety import (
     CLUSTER_ACTION,
@@ -32,24 +32,24 @@ MEANINGFUL: dict[tuple[int, str], Any] = {
     (ApiKey.SYNC_GROUP, "ProtocolType"): "consumer",
     (ApiKey.SYNC_GROUP, "ProtocolName"): "range",
     (ApiKey.LIST_OFFSETS, "Timestamp"): -1,  # the latest offset
-    (ApiKey.DESCRIBE_CONFIGS, "ResourceType"): 2,  # a topic
+    (ApiKey.DESCRIBE_CONFIGS, "ResourceType"): ConfigResourceType.TOPIC,
     (ApiKey.DESCRIBE_CONFIGS, "ConfigurationKeys"): ["cleanup.policy"],  # a topic config
-    (ApiKey.INCREMENTAL_ALTER_CONFIGS, "ResourceType"): 2,
-    (ApiKey.ALTER_CONFIGS, "ResourceType"): 2,
+    (ApiKey.INCREMENTAL_ALTER_CONFIGS, "ResourceType"): ConfigResourceType.TOPIC,
+    (ApiKey.ALTER_CONFIGS, "ResourceType"): ConfigResourceType.TOPIC,
     (ApiKey.CREATE_TOPICS, "NumPartitions"): 1,
     (ApiKey.CREATE_TOPICS, "ReplicationFactor"): 1,
     # ACLs: a filter matching any operation and permission on a topic; a creation allowing a
     # suite principal to read a (suite-named) topic from any host
     (ApiKey.DESCRIBE_ACLS, "ResourceTypeFilter"): 2,
-    (ApiKey.DESCRIBE_ACLS, "Operation"): 1,
+    (ApiKey.DESCRIBE_ACLS, "Operation"): AclOperation.ANY,
     (ApiKey.DESCRIBE_ACLS, "PermissionType"): 1,
     (ApiKey.DELETE_ACLS, "ResourceTypeFilter"): 2,
-    (ApiKey.DELETE_ACLS, "Operation"): 1,
+    (ApiKey.DELETE_ACLS, "Operation"): AclOperation.ANY,
     (ApiKey.DELETE_ACLS, "PermissionType"): 1,
     (ApiKey.CREATE_ACLS, "ResourceType"): 2,
     (ApiKey.CREATE_ACLS, "Principal"): "User:kc-suite-principal",
     (ApiKey.CREATE_ACLS, "Host"): "*",
-    (ApiKey.CREATE_ACLS, "Operation"): 3,
+    (ApiKey.CREATE_ACLS, "Operation"): AclOperation.READ,
     (ApiKey.CREATE_ACLS, "PermissionType"): 3,
 }
 
