@@ -7,14 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import ApiKey, ConfigOperation, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.configs.topic_configs import (
-    APPEND,
-    DELETE,
-    SET,
-    SUBTRACT,
     TOPIC_CONFIG,
     Configs,
     alter,
@@ -89,7 +85,7 @@ def test_override_through_every_broker(harness: Harness) -> None:
     topic = obtain(harness, "configs", given=False).name
     try:
         conn = harness.connect()
-        code = incremental(harness, conn, topic, [(RETENTION, SET, "3600000")])
+        code = incremental(harness, conn, topic, [(RETENTION, ConfigOperation.SET, "3600000")])
         verify.check(
             code == ErrorCode.NONE, f"IncrementalAlterConfigs SET answered {code}", "CONFIGS.R2"
         )
@@ -119,7 +115,7 @@ def test_alter_replaces_the_whole_set(harness: Harness) -> None:
     topic = obtain(harness, "configs", given=False).name
     try:
         conn = harness.connect()
-        code = incremental(harness, conn, topic, [(RETENTION, SET, "3600000")])
+        code = incremental(harness, conn, topic, [(RETENTION, ConfigOperation.SET, "3600000")])
         verify.check(
             code == ErrorCode.NONE, f"IncrementalAlterConfigs SET answered {code}", "CONFIGS.R3"
         )
@@ -145,10 +141,16 @@ def test_set_and_delete(harness: Harness) -> None:
         conn = harness.connect()
         default = configs_of(harness, conn, topic, "CONFIGS.R4")
         code = incremental(
-            harness, conn, topic, [(RETENTION, SET, "3600000"), (MAX_BYTES, SET, "2000000")]
+            harness,
+            conn,
+            topic,
+            [
+                (RETENTION, ConfigOperation.SET, "3600000"),
+                (MAX_BYTES, ConfigOperation.SET, "2000000"),
+            ],
         )
         verify.check(code == ErrorCode.NONE, f"SET of two configs answered {code}", "CONFIGS.R4")
-        code = incremental(harness, conn, topic, [(RETENTION, DELETE, None)])
+        code = incremental(harness, conn, topic, [(RETENTION, ConfigOperation.DELETE, None)])
         verify.check(code == ErrorCode.NONE, f"DELETE answered {code}", "CONFIGS.R4")
         want = {MAX_BYTES: "2000000"}
         got = once_shown(harness, conn, topic, lambda c: overrides(c) == want, "CONFIGS.R4")
@@ -174,7 +176,7 @@ def test_append_and_subtract(harness: Harness) -> None:
         conn = harness.connect()
         default = configs_of(harness, conn, topic, "CONFIGS.R5")
         base = items(default.get(POLICY, ("delete",))[0])
-        code = incremental(harness, conn, topic, [(POLICY, APPEND, "compact")])
+        code = incremental(harness, conn, topic, [(POLICY, ConfigOperation.APPEND, "compact")])
         verify.check(code == ErrorCode.NONE, f"APPEND to {POLICY} answered {code}", "CONFIGS.R5")
         appended = base | {"compact"}
         got = once_shown(harness, conn, topic, lambda c: policy(c) == appended, "CONFIGS.R5")
@@ -183,7 +185,7 @@ def test_append_and_subtract(harness: Harness) -> None:
             f"APPEND compact to {POLICY} (was {sorted(base)}): {got.get(POLICY)}",
             "CONFIGS.R5",
         )
-        code = incremental(harness, conn, topic, [(POLICY, SUBTRACT, "delete")])
+        code = incremental(harness, conn, topic, [(POLICY, ConfigOperation.SUBTRACT, "delete")])
         verify.check(
             code == ErrorCode.NONE, f"SUBTRACT from {POLICY} answered {code}", "CONFIGS.R5"
         )
@@ -205,7 +207,7 @@ def refusals(harness: Harness, req: str) -> None:
     topic = obtain(harness, "configs", given=False).name
     try:
         conn = harness.connect()
-        code = incremental(harness, conn, topic, [(MAX_BYTES, SET, "2000000")])
+        code = incremental(harness, conn, topic, [(MAX_BYTES, ConfigOperation.SET, "2000000")])
         verify.check(code == ErrorCode.NONE, f"SET answered {code}", req)
         before = once_shown(
             harness, conn, topic, lambda c: c.get(MAX_BYTES, (None,))[0] == "2000000", req
@@ -222,7 +224,9 @@ def refusals(harness: Harness, req: str) -> None:
                 "CONFIGS.R6",
                 "IncrementalAlterConfigs SET of an unknown config",
                 ErrorCode.INVALID_CONFIG,
-                lambda v: incremental(harness, conn, topic, [(unknown, SET, "1")], validate_only=v),
+                lambda v: incremental(
+                    harness, conn, topic, [(unknown, ConfigOperation.SET, "1")], validate_only=v
+                ),
             ),
             (
                 "CONFIGS.R7",
@@ -235,7 +239,11 @@ def refusals(harness: Harness, req: str) -> None:
                 f"IncrementalAlterConfigs SET {RETENTION}=not-a-number",
                 ErrorCode.INVALID_CONFIG,
                 lambda v: incremental(
-                    harness, conn, topic, [(RETENTION, SET, "not-a-number")], validate_only=v
+                    harness,
+                    conn,
+                    topic,
+                    [(RETENTION, ConfigOperation.SET, "not-a-number")],
+                    validate_only=v,
                 ),
             ),
             (
@@ -249,7 +257,11 @@ def refusals(harness: Harness, req: str) -> None:
                 f"IncrementalAlterConfigs SET {RETENTION}=3600000",
                 ErrorCode.NONE,
                 lambda v: incremental(
-                    harness, conn, topic, [(RETENTION, SET, "3600000")], validate_only=v
+                    harness,
+                    conn,
+                    topic,
+                    [(RETENTION, ConfigOperation.SET, "3600000")],
+                    validate_only=v,
                 ),
             ),
         ]
@@ -326,7 +338,7 @@ def test_altering_an_unknown_topic(harness: Harness) -> None:
     nothing (a target that created it anyway gets it deleted: it has a suite name)."""
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     ghost = fresh_name("never")
-    change = [(RETENTION, SET, "3600000")]
+    change = [(RETENTION, ConfigOperation.SET, "3600000")]
     sends = [("IncrementalAlterConfigs SET", lambda c: incremental(harness, c, ghost, change))]
     if ApiKey.ALTER_CONFIGS in harness.advertised:
         sends.append(("AlterConfigs", lambda c: alter(harness, c, ghost, {RETENTION: "3600000"})))

@@ -6,18 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
+from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
 from conformance.suite.harness import Harness, SyncConnection
 
-#: the operations by their short names, as the tests write a change: ``(name, SET, value)``
-SET, DELETE, APPEND, SUBTRACT = (
-    ConfigOperation.SET,
-    ConfigOperation.DELETE,
-    ConfigOperation.APPEND,
-    ConfigOperation.SUBTRACT,
-)
 #: ConfigSource values of DescribeConfigs v1+
 TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 SOURCES = {
