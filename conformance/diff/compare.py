@@ -2,7 +2,7 @@
 
 Answers are compared as the codec decodes them at the version sent, field by field along the
 response spec (only the fields that version has). Lists of structs with a map key are matched by
-key, other lists by position (a list the mask says is unordered by its first field, a name or
+key, other lists by position (a list the mask says is unordered by its naming field, a name or
 an index, where that is unique on both sides); a field the mask covers is compared its way, and
 each difference it hides is counted against its entry (``Comparison.hidden``). How the request
 went is compared first (the ``<outcome>`` path): an answer on one side and a closed connection
@@ -75,8 +75,8 @@ def _hashable(value: Any) -> Any:
 class Comparison:
     """Compares answers for one pair of targets under one mask, counting what the mask hid."""
 
-    def __init__(self, mask: Mask, other: str) -> None:
-        self.mask, self.other = mask, other
+    def __init__(self, mask: Mask, other: str, source: str = "stream") -> None:
+        self.mask, self.other, self.source = mask, other, source
         #: mask entry id -> differences it hid
         self.hidden: Counter[str] = Counter()
         self._request: dict = {}
@@ -101,7 +101,7 @@ class Comparison:
         return out
 
     def _rules(self, api: str, version: int, path: str) -> list[FieldRule]:
-        return self.mask.field_rules(api, version, path, self.other, self._request)
+        return self.mask.field_rules(api, version, path, self.other, self._request, self.source)
 
     def _hide(self, rules: list[FieldRule], a: Any, b: Any) -> bool:
         """Whether a rule hides this difference (counted against the first that does)."""
@@ -148,8 +148,8 @@ class Comparison:
 
     def _list(self, api, version, f: FieldSpec, a: list, b: list, path, out, unordered) -> None:
         keys = [k.name for k in f.struct.fields if k.map_key and version in k.versions]
-        if not keys and unordered:  # an unordered list is matched by its first field, if unique
-            keys = [next(k.name for k in f.struct.fields if version in k.versions)]
+        if not keys and unordered:  # an unordered list is matched by its naming field, if unique
+            keys = [_naming_field(f, version)]
         if keys:
             ka = {tuple(plain(x.get(k)) for k in keys): x for x in a}
             kb = {tuple(plain(x.get(k)) for k in keys): x for x in b}
@@ -172,6 +172,17 @@ class Comparison:
                 va = a[i] if i < len(a) else ABSENT
                 vb = b[i] if i < len(b) else ABSENT
                 self._leaf(api, version, p, va, vb, out)
+
+
+def _naming_field(f: FieldSpec, version: int) -> str:
+    """The field that names an item of a list: the first whose name ends in Index, Name, Id or
+    Key (PartitionIndex, Name, GroupId), else the first."""
+    names = [k.name for k in f.struct.fields if version in k.versions]
+    for suffix in ("Index", "Name", "Id", "Key"):
+        for name in names:
+            if name.endswith(suffix):
+                return name
+    return names[0]
 
 
 def _item_key(item: Any) -> tuple[str, str]:

@@ -10,7 +10,8 @@ It lives in one data file, ``mask.json`` beside this module. Two lists:
   closed, silent, malformed), optionally the versions (``"0-3"``, ``"4+"``), the second
   target's kind (``"kafka:3.*"``) and values of the request's fields (``"request":
   {"TimeoutMs": 0, "Topics[0].Name": null}``; ``"<set>"`` for any value but null, UUIDs as
-  text), and how the field is compared:
+  text), the part of the run (``"source": "models"`` or ``"stream"``), and how the field is
+  compared:
 
   - ``ignore``: not compared (a value the target draws or takes from its set-up: ids, hosts,
     ports, times);
@@ -74,10 +75,15 @@ class FieldRule:
     when: str = "*"
     pairs: tuple[tuple[Any, Any], ...] = ()
     request: tuple[tuple[str, Any], ...] = ()
+    #: "stream" or "models": only for the answers of that part of the run ("": both)
+    source: str = ""
 
-    def covers(self, api: str, version: int, path: str, other: str, request: dict) -> bool:
+    def covers(
+        self, api: str, version: int, path: str, other: str, request: dict, source: str = ""
+    ) -> bool:
         return (
-            ("*" in self.apis or api in self.apis)
+            self.source in ("", source)
+            and ("*" in self.apis or api in self.apis)
             and (self.versions is None or version in self.versions)
             and fnmatch.fnmatchcase(other, self.when)
             and any(glob(p).match(normalize(path)) or glob(p).match(path) for p in self.paths)
@@ -139,9 +145,9 @@ class Mask:
     versions: tuple[VersionRule, ...]
 
     def field_rules(
-        self, api: str, version: int, path: str, other: str, request: dict
+        self, api: str, version: int, path: str, other: str, request: dict, source: str = ""
     ) -> list[FieldRule]:
-        return [r for r in self.fields if r.covers(api, version, path, other, request)]
+        return [r for r in self.fields if r.covers(api, version, path, other, request, source)]
 
     def version_rule(self, api: str, other: str, alone: str = "") -> VersionRule | None:
         """The entry explaining a range difference (``alone``: "first" or "second" when only
@@ -162,6 +168,8 @@ class Mask:
                 item["pairs"] = [list(p) for p in r.pairs]
             if r.request:
                 item["request"] = dict(r.request)
+            if r.source:
+                item["source"] = r.source
             out.append(item | {"reason": r.reason})
         for v in self.versions:
             item = {"id": v.id, "apis": list(v.apis), "when": v.when}
@@ -215,6 +223,7 @@ def load(path: Path = MASK_FILE) -> Mask:
                 raw.get("when", "*"),
                 pairs,
                 tuple(raw.get("request", {}).items()),
+                raw.get("source", ""),
             )
         )
     for i, raw in enumerate(data.get("versions", [])):

@@ -4,13 +4,14 @@ Each model test (``MODEL_TESTS``) runs through the suite's own plugin, in a proc
 target (``python -m conformance.diff.models``), with the wire client's ``on_exchange`` hook
 recording every request a test sends and what came back. The model draws its steps from the
 seed and its own state, so the same test sends the same sequence of requests to both targets as
-long as their answers keep the model on the same path; the two sequences are compared step by
-step, each pair of answers under the mask, and where the sequences part (another API or version
-at the same step) that is one difference and the rest of the test is not compared.
+long as their answers keep the model on the same path; the two sequences are aligned on the API
+and compared step by step, each pair of answers under the mask; a run of steps only one
+side took is one difference (``compare_models``).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import subprocess
@@ -124,36 +125,83 @@ def _answer(codec: Codec, row: dict) -> Answer:
     return Answer("answered", from_json(spec, row["response"]))
 
 
+def _name(codec: Codec, api_key: int) -> str:
+    return codec.message(api_key, "request").name.removesuffix("Request")
+
+
 def compare_models(
     codec: Codec, comparison: Comparison, paths: list[Path]
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
-    """(differences, per test: steps on each side, steps compared, differences)."""
+    """(differences, per test: steps on each side, steps compared, differences).
+
+    The two sequences of a test are aligned on the API as a text diff aligns lines: the pairs it
+    matches are compared answer by answer where both sent the same version (a model picks
+    versions from what each target advertises, which the ApiVersions comparison judges); each
+    run of steps only one side took (a retry after a transient error, another path) is one
+    ``<sequence>`` difference naming them.
+    """
     a, b = _steps(paths[0]), _steps(paths[1])
     differences: list[dict[str, Any]] = []
     summary: dict[str, dict[str, int]] = {}
     for test in sorted(set(a) | set(b)):
         sa, sb = a.get(test, []), b.get(test, [])
-        row = {"steps_a": len(sa), "steps_b": len(sb), "compared": 0, "differences": 0}
+        row = {"steps_a": len(sa), "steps_b": len(sb), "compared": 0, "other_version": 0}
+        row["differences"] = 0
         summary[test] = row
-        for i, (x, y) in enumerate(zip(sa, sb, strict=False)):
-            name = codec.message(x["api_key"], "request").name.removesuffix("Request")
-            base = {"api": name, "api_key": x["api_key"], "version": x["version"], "index": i}
-            base |= {"label": f"model {test} step {i}", "request": x["request"]}
-            if (x["api_key"], x["version"]) != (y["api_key"], y["version"]):
-                path, va, vb = "<sequence>", f"{name} v{x['version']}", str(y["api_key"])
-                differences.append(base | {"path": path, "a": va, "b": f"api {vb} v{y['version']}"})
+        keys_a = [x["api_key"] for x in sa]
+        keys_b = [y["api_key"] for y in sb]
+        matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "equal":
+                x = (sa[i1:i2] or sb[j1:j2])[0]
+                only_a = [f"{_name(codec, s['api_key'])} v{s['version']}" for s in sa[i1:i2]]
+                only_b = [f"{_name(codec, s['api_key'])} v{s['version']}" for s in sb[j1:j2]]
+                differences.append(
+                    {
+                        "api": _name(codec, x["api_key"]),
+                        "api_key": x["api_key"],
+                        "version": x["version"],
+                        "index": i1,
+                        "label": f"model {test} steps {i1}-{i2} / {j1}-{j2}",
+                        "path": "<sequence>",
+                        "a": only_a,
+                        "b": only_b,
+                        "request": x["request"],
+                    }
+                )
                 row["differences"] += 1
-                break
-            row["compared"] += 1
-            request = from_json(codec.message(x["api_key"], "request"), x["request"])
-            fields = codec.message(x["api_key"], "response").struct.fields
-            found = comparison.answers(
-                name, x["version"], fields, _answer(codec, x), _answer(codec, y), request
-            )
-            for d in found:
-                differences.append(base | {"path": d.path, "a": d.a, "b": d.b})
-            row["differences"] += len(found)
+                continue
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                if sa[i]["version"] != sb[j]["version"]:
+                    row["other_version"] += 1  # each side's pick from its own advertised range
+                    continue
+                row["compared"] += 1
+                found = _step(codec, comparison, sa[i], sb[j])
+                for d in found:
+                    differences.append(
+                        {
+                            "api": _name(codec, sa[i]["api_key"]),
+                            "api_key": sa[i]["api_key"],
+                            "version": sa[i]["version"],
+                            "index": i,
+                            "label": f"model {test} step {i}/{j}",
+                            "path": d.path,
+                            "a": d.a,
+                            "b": d.b,
+                            "request": sa[i]["request"],
+                        }
+                    )
+                row["differences"] += len(found)
     return differences, summary
+
+
+def _step(codec: Codec, comparison: Comparison, x: dict, y: dict) -> list:
+    request = from_json(codec.message(x["api_key"], "request"), x["request"])
+    fields = codec.message(x["api_key"], "response").struct.fields
+    name = _name(codec, x["api_key"])
+    return comparison.answers(
+        name, x["version"], fields, _answer(codec, x), _answer(codec, y), request
+    )
 
 
 if __name__ == "__main__":

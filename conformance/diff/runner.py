@@ -243,7 +243,7 @@ def run_diff(opts: DiffOptions) -> DiffResult:
         from conformance.diff.models import compare_models, run_models
 
         paths = run_models(opts.targets, opts.seed or 0, opts.out_dir)
-        comparison = Comparison(mask, opts.targets[1])
+        comparison = Comparison(mask, opts.targets[1], "models")
         found, result.models = compare_models(codec, comparison, paths)
         result.differences.extend(found)
         result.hidden.update(comparison.hidden)

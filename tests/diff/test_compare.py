@@ -160,7 +160,13 @@ def test_model_exchanges_are_aligned_polls_collapsed_names_alike(tmp_path: Path)
         [step("kc-suite-y1", 3), step("kc-suite-y1", 0), step("kc-suite-y2", 0)],
     )
     found, summary = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, b])
-    assert summary["t"] == {"steps_a": 2, "steps_b": 2, "compared": 2, "differences": 1}
+    assert summary["t"] == {
+        "steps_a": 2,
+        "steps_b": 2,
+        "compared": 2,
+        "other_version": 0,
+        "differences": 1,
+    }
     assert [(d["index"], d["path"], d["a"], d["b"]) for d in found] == [
         (1, "Topics[kc-suite-m1].ErrorCode", 3, 0)
     ]
