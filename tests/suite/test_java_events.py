@@ -60,6 +60,35 @@ def test_a_release_without_checksum_is_unsupported_on_r7() -> None:
 def test_the_other_requirements_on_this_release() -> None:
     for rid in ("KIP-42.R1", "KIP-42.R3", "KIP-42.R4", "KIP-42.R5", "KIP-42.R6"):
         java_events.JUDGES[rid](EVENTS)
-    # as in 3.x and 4.x: a send that fails before queuing calls the user's callback first
-    with pytest.raises(Failed, match=r"the user.s callback ran .* before onAcknowledgement"):
-        java_events.judge_r2(EVENTS)
+    # a send refused before queuing (s6) calls the user's callback first, inside send(): an
+    # order R2's reading accepts on that path, as every release but 3.0.x does it
+    java_events.judge_r2(EVENTS)
+
+
+def test_a_second_on_acknowledgement_on_the_refused_send_fails_r2() -> None:
+    """kafka-clients 3.0.2: each interceptor's onAcknowledgement before and after the callback."""
+    events = copy.deepcopy(EVENTS)
+    at = next(
+        i for i, e in enumerate(events) if e["call"] == "callback" and e["args"]["id"] == "s6"
+    )
+    again = copy.deepcopy([e for e in events[at + 1 : at + 4] if e["call"] == "onAcknowledgement"])
+    assert len(again) == 3
+    events[at:at] = again  # the same three calls once more, before the callback
+    for seq, e in enumerate(events):
+        e["seq"] = seq
+    with pytest.raises(Failed, match=r"send s6 \(failed\): onAcknowledgement called by"):
+        java_events.judge_r2(events)
+
+
+def test_a_callback_before_on_acknowledgement_of_an_acknowledged_send_fails_r2() -> None:
+    """The order stays judged wherever the released contract states it: a broker's answer."""
+    events = copy.deepcopy(EVENTS)
+    at = next(
+        i for i, e in enumerate(events) if e["call"] == "callback" and e["args"]["id"] == "s5"
+    )
+    callback = events.pop(at)
+    events.insert(at - 3, callback)  # before the three onAcknowledgement calls of s5
+    for seq, e in enumerate(events):
+        e["seq"] = seq
+    with pytest.raises(Failed, match=r"send s5 \(acknowledged\): the user.s callback ran"):
+        java_events.judge_r2(events)
