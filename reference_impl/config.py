@@ -17,6 +17,12 @@ from typing import Any
 
 EMBEDDED = "embedded"
 
+#: the internal topics: group offsets and metadata, transaction state (Metadata marks them
+#: internal and never auto-creates them for a client)
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+
 
 class ConfigError(ValueError):
     """A node config file that cannot be used; the message says what is wrong, in one line."""

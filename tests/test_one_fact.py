@@ -49,6 +49,11 @@ FACTS = {
         ),
         frozenset({">qiib", ">Hiqqqhii", ">qiibIhiqqqhii", ">qiibIHiqqqhii"}),
     ),
+    "the internal topics' names": Fact(
+        "reference_impl/config.py",
+        frozenset({"OFFSETS_TOPIC", "TRANSACTION_STATE_TOPIC", "INTERNAL_TOPICS"}),
+        frozenset({"__consumer_offsets", "__transaction_state"}),
+    ),
 }
 
 
@@ -225,3 +230,33 @@ def test_the_error_table_guard_sees_a_table(tmp_path: Path) -> None:
     copy = tmp_path / "m.py"
     copy.write_text("def known():\n    return {int(c): c.name for c in ErrorCode}\n")
     assert [f.split(":")[0] for f in error_tables(copy)] == ["2"]
+
+
+# --- the zero UUID (no topic id): conformance.protocol.spec.ZERO_UUID ------------------------
+
+ZERO_UUID_HOME = "conformance/protocol/spec.py"
+
+
+def zero_uuids(path: Path) -> list[int]:
+    """Lines that build the zero UUID again (``uuid.UUID(int=0)``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", None)) == "UUID"
+        and any(k.arg == "int" and _int(k.value) == 0 for k in node.keywords)
+    ]
+
+
+def test_the_zero_uuid_is_built_once(tmp_path: Path) -> None:
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{line}"
+        for path in sources()
+        if path.relative_to(ROOT).as_posix() != ZERO_UUID_HOME
+        for line in zero_uuids(path)
+    ]
+    assert found == [], "use conformance.protocol.spec.ZERO_UUID: " + ", ".join(found)
+    probe = tmp_path / "m.py"
+    probe.write_text("import uuid\nNO_ID = uuid.UUID(int=0)\nOTHER = uuid.UUID(int=1)\n")
+    assert zero_uuids(probe) == [2]

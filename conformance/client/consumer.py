@@ -27,7 +27,7 @@ from conformance.client.interceptors import (
     ConsumerInterceptors,
     instantiate,
 )
-from conformance.client.metadata import ZERO_UUID, ClusterMetadata, SaslSettings
+from conformance.client.metadata import ClusterMetadata, SaslSettings
 from conformance.client.record_types import (
     NO_TIMESTAMP,
     ConsumerRecord,
@@ -38,6 +38,7 @@ from conformance.client.record_types import (
 from conformance.client.serialization import Deserializer, bytes_deserializer
 from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.records import RecordBatch, decode_record_set
+from conformance.protocol.spec import ZERO_UUID
 
 log = logging.getLogger(__name__)
 

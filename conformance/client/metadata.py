@@ -23,10 +23,10 @@ from conformance.client.record_types import TopicPartition
 from conformance.client.wire import Connection, ConnectionClosed, pick_version
 from conformance.protocol import ApiKey, Codec, DecodeError, ErrorCode
 from conformance.protocol.framing import encode_request
+from conformance.protocol.spec import ZERO_UUID
 
 log = logging.getLogger(__name__)
 
-ZERO_UUID = uuid.UUID(int=0)
 NO_LEADER = -1
 
 

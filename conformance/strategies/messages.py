@@ -7,19 +7,18 @@ tagged fields only in flexible versions, and map keys are unique within their ar
 
 from __future__ import annotations
 
-import uuid
 from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
 
 from conformance.protocol.compiler import UNKNOWN_TAGS
-from conformance.protocol.spec import INT_RANGES, FieldSpec, MessageSpec, StructSpec
+from conformance.protocol.spec import INT_RANGES, ZERO_UUID, FieldSpec, MessageSpec, StructSpec
 
 #: Text that survives UTF-8 round trips (no lone surrogates).
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
 BYTES = st.binary(max_size=16)
-UUIDS = st.one_of(st.just(uuid.UUID(int=0)), st.uuids())
+UUIDS = st.one_of(st.just(ZERO_UUID), st.uuids())
 FLOATS = st.floats(allow_nan=False)
 
 _PRIMITIVES: dict[str, st.SearchStrategy] = {

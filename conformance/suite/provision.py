@@ -26,7 +26,6 @@ deleted.
 from __future__ import annotations
 
 import time
-import uuid
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any
 
 from conformance.client.wire import ConnectionClosed
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 from conformance.results.summary import SET_UP_MISSING
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.harness import Harness
@@ -319,7 +319,7 @@ def delete_topics(harness: Harness, names: list[str]) -> None:
         version = quiet_version(harness, ApiKey.DELETE_TOPICS)
         body: dict[str, Any] = {"TimeoutMs": 10000}
         if version >= 6:
-            body["Topics"] = [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names]
+            body["Topics"] = [{"Name": n, "TopicId": ZERO_UUID} for n in names]
         else:
             body["TopicNames"] = names
         admin_call(harness, ApiKey.DELETE_TOPICS, version, body, refusal_skips=False)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.protocol.spec import ZERO_UUID
 from reference_impl import extensions
 
 FULL = 2
@@ -51,9 +52,6 @@ class TopicInfo:
     name: str
     topic_id: uuid.UUID
     partitions: dict[int, PartitionInfo] = field(default_factory=dict)
-
-
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class MetadataCache:
@@ -161,7 +159,7 @@ def _partition_states(body: dict[str, Any], version: int):
     if version >= 5:
         for topic in body["TopicStates"]:
             for state in topic["PartitionStates"]:
-                yield topic["TopicName"], topic.get("TopicId", uuid.UUID(int=0)), state
+                yield topic["TopicName"], topic.get("TopicId", ZERO_UUID), state
     else:
         for state in body["UngroupedPartitionStates"]:
-            yield state["TopicName"], uuid.UUID(int=0), state
+            yield state["TopicName"], ZERO_UUID, state

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from conformance.protocol.spec import INT_RANGES
 
-OFFSETS_TOPIC = "__consumer_offsets"
 #: Kafka's default offsets.topic.num.partitions
 DEFAULT_OFFSETS_PARTITIONS = 50
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from conformance.protocol import ErrorCode
+from reference_impl.config import OFFSETS_TOPIC
 from reference_impl.groups.coordinator import (
     GroupConfig,
     GroupCoordinator,
@@ -38,7 +39,6 @@ from reference_impl.groups.coordinator import (
     TopicPartition,
 )
 from reference_impl.groups.group import OffsetAndMetadata
-from reference_impl.groups.placement import OFFSETS_TOPIC
 from reference_impl.groups.scheduler import AsyncioScheduler
 from reference_impl.groups.store import AppendDone, KeyValue, decode_records, encode_records
 from reference_impl.roles import BrokerView

@@ -9,10 +9,10 @@ bumps the partition epoch and reaches every broker through LeaderAndIsr and Upda
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 from reference_impl.broker_state import BrokerState
 from reference_impl.controller.image import Partition
 from reference_impl.net.listener import Api, RequestContext
@@ -80,7 +80,7 @@ async def alter(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
         topic = image.topics.get(name) if name is not None else None
         out = {
             "TopicName": t.get("TopicName", ""),
-            "TopicId": t.get("TopicId", uuid.UUID(int=0)),
+            "TopicId": t.get("TopicId", ZERO_UUID),
             "Partitions": [],
         }
         topics.append(out)

@@ -8,16 +8,15 @@ dropped the topic from its metadata.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 from reference_impl.forwarded import mutation_api
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import ControllerView, NodeView
 
 ROLES = ("broker", "controller")
-NO_ID = uuid.UUID(int=0)
 
 
 def api(node: NodeView) -> Api:
@@ -29,16 +28,16 @@ async def delete(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
     if ctx.version >= 6:
         wanted = [(t["Name"], t["TopicId"]) for t in body["Topics"]]
     else:
-        wanted = [(name, NO_ID) for name in body["TopicNames"]]
+        wanted = [(name, ZERO_UUID) for name in body["TopicNames"]]
     results = []
     doomed: list[str] = []
     for name, topic_id in wanted:
         result: dict[str, Any] = {"Name": name, "TopicId": topic_id, "ErrorCode": 0}
         results.append(result)
-        if name is not None and topic_id != NO_ID:
+        if name is not None and topic_id != ZERO_UUID:
             result.update(ErrorCode=ErrorCode.INVALID_REQUEST, ErrorMessage="name or id, not both")
             continue
-        if name is None and topic_id == NO_ID:
+        if name is None and topic_id == ZERO_UUID:
             result.update(ErrorCode=ErrorCode.INVALID_REQUEST, ErrorMessage="neither name nor id")
             continue
         if name is None:

@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 from reference_impl.handlers.data_common import current_leader, node_endpoints
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.replica.manager import FetchPartition, FetchResult
@@ -53,7 +54,7 @@ async def fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
     fixed: dict[tuple[Any, int], FetchResult] = {}
     wanted: list[FetchPartition] = []
     for t in body["Topics"]:
-        topic_id = t.get("TopicId", uuid.UUID(int=0)) if v >= 13 else uuid.UUID(int=0)
+        topic_id = t.get("TopicId", ZERO_UUID) if v >= 13 else ZERO_UUID
         name = cache.topic_ids.get(topic_id) if v >= 13 else t["Topic"]
         indexes = [p["Partition"] for p in t["Partitions"]]
         if indexes:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import uuid
 
 from conformance.protocol import ApiKey
+from conformance.protocol.spec import ZERO_UUID
 from reference_impl.handlers.common import controller_request_error
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.replica.api import PartitionState
 from reference_impl.roles import BrokerView
-
-NO_ID = uuid.UUID(int=0)
 
 
 def api(node: BrokerView) -> Api:
@@ -65,8 +64,10 @@ def _state(topic: str, topic_id: uuid.UUID, s: dict) -> PartitionState:
 def _states(body: dict, v: int) -> list[tuple[uuid.UUID, PartitionState]]:
     if v >= 2:
         return [
-            (t.get("TopicId", NO_ID), _state(t["TopicName"], t.get("TopicId", NO_ID), s))
+            (t.get("TopicId", ZERO_UUID), _state(t["TopicName"], t.get("TopicId", ZERO_UUID), s))
             for t in body["TopicStates"]
             for s in t["PartitionStates"]
         ]
-    return [(NO_ID, _state(s["TopicName"], NO_ID, s)) for s in body["UngroupedPartitionStates"]]
+    return [
+        (ZERO_UUID, _state(s["TopicName"], ZERO_UUID, s)) for s in body["UngroupedPartitionStates"]
+    ]

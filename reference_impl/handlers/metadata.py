@@ -16,7 +16,9 @@ import uuid
 from typing import Any
 
 from conformance.protocol import AUTHORIZED_OPERATIONS_UNSET, ApiKey, ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 from reference_impl import extensions
+from reference_impl.config import INTERNAL_TOPICS
 from reference_impl.handlers.common import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
@@ -28,9 +30,6 @@ from reference_impl.roles import BrokerView
 from reference_impl.security_hooks import CLUSTER
 
 log = logging.getLogger(__name__)
-
-INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
-NO_ID = uuid.UUID(int=0)
 
 
 def api(node: BrokerView) -> Api:
@@ -92,8 +91,10 @@ def _malformed(v: int, requested: list[dict] | None) -> bool:
     """What Kafka refuses as an invalid request: topic ids before v12 (where they cannot be
     looked up), and from v12 a topic with neither a name nor an id."""
     for t in requested or []:
-        topic_id = t.get("TopicId", NO_ID)
-        if (v < 12 and topic_id != NO_ID) or (v >= 12 and t["Name"] is None and topic_id == NO_ID):
+        topic_id = t.get("TopicId", ZERO_UUID)
+        if (v < 12 and topic_id != ZERO_UUID) or (
+            v >= 12 and t["Name"] is None and topic_id == ZERO_UUID
+        ):
             return True
     return False
 
@@ -107,7 +108,7 @@ def _refused(requested: list[dict] | None) -> dict[str, Any]:
         "ClusterId": None,
         "ControllerId": -1,
         "Topics": [
-            _error(t["Name"], t.get("TopicId", NO_ID), ErrorCode.INVALID_REQUEST)
+            _error(t["Name"], t.get("TopicId", ZERO_UUID), ErrorCode.INVALID_REQUEST)
             for t in requested or []
             if t["Name"] is not None
         ],
@@ -119,26 +120,26 @@ def _requested(
 ) -> dict[str, Any]:
     cache = node.metadata_cache
     name = t["Name"]
-    topic_id = t.get("TopicId", NO_ID)
+    topic_id = t.get("TopicId", ZERO_UUID)
     if name is None:
         name = cache.topic_ids.get(topic_id)
         if name is None or not node.authorize(ctx.session, "DESCRIBE", ("TOPIC", name)):
             return _error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
     if not node.authorize(ctx.session, "DESCRIBE", ("TOPIC", name)):
-        return _error(name, NO_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return _error(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if name in cache.topics:
         return _topic(node, ctx, name, listener)
     if topic_name_error(name) is not None:
-        return _error(name, NO_ID, ErrorCode.INVALID_TOPIC_EXCEPTION)
+        return _error(name, ZERO_UUID, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if (
         allow_create
         and node.config.auto_create_topics
-        and name not in INTERNAL
+        and name not in INTERNAL_TOPICS
         and node.authorize(ctx.session, "CREATE", ("TOPIC", name))
     ):
         _auto_create(node, name)
-        return _error(name, NO_ID, ErrorCode.LEADER_NOT_AVAILABLE)
-    return _error(name, NO_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return _error(name, ZERO_UUID, ErrorCode.LEADER_NOT_AVAILABLE)
+    return _error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 def _auto_create(node: BrokerView, name: str) -> None:
@@ -199,7 +200,7 @@ def _topic(node: BrokerView, ctx: RequestContext, name: str, listener: str) -> d
         "ErrorCode": 0,
         "Name": name,
         "TopicId": topic.topic_id,
-        "IsInternal": name in INTERNAL,
+        "IsInternal": name in INTERNAL_TOPICS,
         "Partitions": partitions,
         "TopicAuthorizedOperations": AUTHORIZED_OPERATIONS_UNSET,
     }

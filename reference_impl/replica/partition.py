@@ -16,10 +16,10 @@ import asyncio
 import heapq
 import itertools
 import time
-import uuid
 from dataclasses import dataclass
 
 from conformance.protocol import ErrorCode, KafkaError
+from conformance.protocol.spec import ZERO_UUID
 from reference_impl.log import PartitionLog
 from reference_impl.replica.api import PartitionState
 
@@ -43,7 +43,7 @@ class FollowerState:
 class Partition:
     def __init__(self, topic: str, index: int, log: PartitionLog, node_id: int) -> None:
         self.topic, self.index, self.log, self.node_id = topic, index, log, node_id
-        self.topic_id = uuid.UUID(int=0)
+        self.topic_id = ZERO_UUID
         self.role = NONE
         self.leader_id = -1
         self.leader_epoch = -1

@@ -39,7 +39,6 @@ import io
 import re
 import types
 import typing
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -51,12 +50,11 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from conformance.protocol import Codec, MessageSpec
-from conformance.protocol.spec import FieldSpec, StructSpec
+from conformance.protocol.spec import ZERO_UUID, FieldSpec, StructSpec
 
 UNKNOWN = "_unknown_tagged_fields"
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 MS = datetime.timedelta(milliseconds=1)
-ZERO_UUID = uuid.UUID(int=0)
 ERROR_CODES = sorted(int(c) for c in ErrorCode)
 TIME_TYPES = ("timedelta_i32", "timedelta_i64", "datetime_i64")
 #: Header specs and the kio schema names that model them.

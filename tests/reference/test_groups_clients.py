@@ -23,7 +23,8 @@ import pytest
 
 from conformance.client.wire import Connection
 from conformance.protocol import ApiKey, Codec
-from reference_impl.groups.placement import OFFSETS_TOPIC, partition_for
+from reference_impl.config import OFFSETS_TOPIC
+from reference_impl.groups.placement import partition_for
 from reference_impl.launcher import Cluster
 
 PARTITIONS = 6

@@ -16,6 +16,7 @@ from typing import Any
 from conformance.client.wire import ConnectionClosed
 from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode
 from conformance.protocol.errors import DecodeError
+from conformance.protocol.spec import ZERO_UUID
 from conformance.suite import brokers as cluster
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.models import Binding, Model, ModelRunner, load_model
@@ -132,7 +133,7 @@ class RoutingBinding(Binding):
         if name == "timeout_ms":
             return TIMEOUT_MS
         if name == "zero_uuid":
-            return uuid.UUID(int=0)
+            return ZERO_UUID
         raise KeyError(name)
 
     def duration(self, name: str) -> float:
@@ -211,7 +212,7 @@ class RoutingBinding(Binding):
         names = sorted(self.created)
         body = {
             "TopicNames": names,
-            "Topics": [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names],
+            "Topics": [{"Name": n, "TopicId": ZERO_UUID} for n in names],
             "TimeoutMs": TIMEOUT_MS,
         }
         # through the bootstrap, then through each broker while some are refused NOT_CONTROLLER

@@ -20,6 +20,7 @@ import uuid
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import encode_request
+from conformance.protocol.spec import ZERO_UUID
 from conformance.results.verdicts import MissingPrecondition, NotExposed
 from conformance.suite import brokers as cluster
 from conformance.suite import verify
@@ -91,7 +92,7 @@ def not_created(harness: Harness, topic: str, where: str) -> None:
                 harness.pick_version(ApiKey.DELETE_TOPICS),
                 {
                     "TopicNames": [topic],
-                    "Topics": [{"Name": topic, "TopicId": uuid.UUID(int=0)}],
+                    "Topics": [{"Name": topic, "TopicId": ZERO_UUID}],
                     "TimeoutMs": 5000,
                 },
             )

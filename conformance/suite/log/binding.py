@@ -12,11 +12,11 @@ so the model can speak of what a Fetch returned.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from conformance.protocol import ApiKey
 from conformance.protocol.records import CorruptRecordError
+from conformance.protocol.spec import ZERO_UUID
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.models import Binding, Model, ModelRunner
@@ -74,7 +74,7 @@ class TopicsBinding(Binding):
         if api_key == ApiKey.DELETE_TOPICS:
             names = [t["Name"] for t in body.pop("Topics")]
             if version >= 6:
-                body["Topics"] = [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names]
+                body["Topics"] = [{"Name": n, "TopicId": ZERO_UUID} for n in names]
             else:
                 body["TopicNames"] = names
         if api_key == ApiKey.PRODUCE:

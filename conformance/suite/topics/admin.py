@@ -14,17 +14,15 @@ names.
 from __future__ import annotations
 
 import time
-import uuid
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.partitions import create_again
 from conformance.suite.provision import topic_body
 from conformance.suite.records_io import admin_call, quiet_version
-
-NO_TOPIC_ID = uuid.UUID(int=0)
 
 
 def create(
@@ -64,7 +62,7 @@ def delete(harness: Harness, name: str, req: str) -> dict[str, Any]:
     v = quiet_version(harness, ApiKey.DELETE_TOPICS)
     body: dict[str, Any] = {"TimeoutMs": 10000}
     if v >= 6:
-        body["Topics"] = [{"Name": name, "TopicId": NO_TOPIC_ID}]
+        body["Topics"] = [{"Name": name, "TopicId": ZERO_UUID}]
     else:
         body["TopicNames"] = [name]
     answer = admin_call(harness, ApiKey.DELETE_TOPICS, v, body, served=req)

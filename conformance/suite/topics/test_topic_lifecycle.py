@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 from conformance.suite import verify
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
@@ -15,7 +16,7 @@ METADATA_IDS = 10
 
 def topic_id(harness: Harness, name: str, created: dict, req: str):
     """The topic's id from CreateTopics v7+ or Metadata v10+ (None where neither is served)."""
-    if created.get("TopicId") not in (None, admin.NO_TOPIC_ID):
+    if created.get("TopicId") not in (None, ZERO_UUID):
         return created["TopicId"]
     _, hi = harness.advertised.get(ApiKey.METADATA, (0, -1))
     if hi < METADATA_IDS:
