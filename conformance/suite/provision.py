@@ -10,7 +10,8 @@ one probe, not one per test):
    the run; any other refusal is the test's missing precondition.
 2. **Auto-creation**, as Kafka's ``auto.create.topics.enable`` does: Metadata naming a fresh
    suite name with AllowAutoTopicCreation (implied before v4). The partition count the target
-   gives is read back; a test needing more, or configs, gets the next way.
+   gives is read back; a test needing more gets them with CreatePartitions where the target
+   has it, else (or needing configs) the next way.
 3. **Topics the user gave** for the run (``--topics``: names, or ``PREFIX*`` for every topic
    whose name starts so), each used by one test, with its partition count read from Metadata.
 
@@ -63,6 +64,8 @@ class RunTopics:
     #: partitions an auto-created topic gets (None: not tried yet; 0: no auto-creation)
     auto_partitions: int | None = None
     auto_blocked: str = ""
+    #: why an auto-created topic cannot be grown with CreatePartitions (None: not found out)
+    grow_blocked: str | None = None
     #: the user's ``--topics`` entries, and the given topics resolved from them (name ->
     #: partitions; None until first needed)
     given_spec: tuple[str, ...] = ()
@@ -128,27 +131,58 @@ def obtain(
     given: bool = True,
 ) -> Obtained:
     """A topic for the test: at least ``partitions`` partitions (exactly, when ``exact``;
-    ``prefer`` of them where the suite creates it), ``configs`` set, every partition on
-    ``on_broker`` where CreateTopics can place them (other ways cannot, and the test is judged
-    on the placement it gets); not one the user gave unless ``given`` (a test that changes a
+    ``prefer`` of them where the suite creates it), ``configs`` set, every partition led by
+    ``on_broker`` (placed so by CreateTopics; a topic had another way is taken only where its
+    leaders are there already); not one the user gave unless ``given`` (a test that changes a
     topic's configs takes only the suite's own). MissingPrecondition naming every way that
     failed when there is none."""
     state = run_topics(harness)
     why: list[str] = []
     made = max(partitions, prefer or 0)
     got = _by_create_topics(harness, state, what, made, configs, on_broker, why)
-    if got is None and not configs:
-        got = _by_auto_creation(harness, state, what, partitions, exact, why)
-    if got is None and not configs and given:
-        got = _given(harness, state, partitions, exact, why)
-    elif got is None and not given:
-        why.append("it changes its topic's configs, so takes none the user gave")
-    if got is None:
-        if configs:
-            why.append(f"the test needs topic configs {configs} only CreateTopics sets")
-        raise MissingPrecondition(f"{SET_UP_MISSING}: {'; '.join(why)}")
-    known_everywhere(harness, got.name, got.partitions)
-    return got
+    if got is not None:
+        known_everywhere(harness, got.name, got.partitions)
+        return got
+    ways = []
+    if not configs:
+        ways.append(
+            lambda: _by_auto_creation(harness, state, what, partitions, exact, on_broker, why)
+        )
+        if given:
+            ways.append(lambda: _given(harness, state, partitions, exact, why))
+        else:
+            why.append("it changes its topic's configs, so takes none the user gave")
+    else:
+        why.append(f"the test needs topic configs {configs} only CreateTopics sets")
+    for way in ways:
+        got = way()
+        if got is None:
+            continue
+        known_everywhere(harness, got.name, got.partitions)
+        if on_broker is None or _placed(harness, got, on_broker, why):
+            return got
+        release(harness, [got])
+    raise MissingPrecondition(f"{SET_UP_MISSING}: {'; '.join(why)}")
+
+
+def _placed(harness: Harness, got: Obtained, broker: int, why: list[str]) -> bool:
+    """Whether every partition of ``got`` is led by ``broker`` (else why says where)."""
+    version = quiet_version(harness, ApiKey.METADATA, "1-12")
+    body = {"Topics": [{"Name": got.name}], "AllowAutoTopicCreation": False}
+    topics = harness.connect().request(ApiKey.METADATA, version, body).body["Topics"]
+    leaders = {
+        p["PartitionIndex"]: p["LeaderId"]
+        for t in topics
+        if t["Name"] == got.name
+        for p in t["Partitions"]
+    }
+    elsewhere = {p: node for p, node in sorted(leaders.items()) if node != broker}
+    if elsewhere:
+        why.append(
+            f"the test needs every partition led by broker {broker}: {got.how} gave leaders "
+            f"{elsewhere} (partition: broker)"
+        )
+    return not elsewhere
 
 
 def _by_create_topics(
@@ -195,13 +229,14 @@ def _by_auto_creation(
     what: str,
     partitions: int,
     exact: bool,
+    on_broker: int | None,
     why: list[str],
 ) -> Obtained | None:
     if state.auto_partitions == 0:
         why.append(state.auto_blocked)
         return None
-    if state.auto_partitions is not None and not _enough(state.auto_partitions, partitions, exact):
-        why.append(_too_few("auto-creation", state.auto_partitions, partitions, exact))
+    if state.auto_partitions is not None and not _fits(harness, state, partitions, exact):
+        why.append(_too_few("auto-creation", state.auto_partitions, partitions, exact, state))
         return None
     if ApiKey.METADATA not in harness.advertised:
         state.auto_partitions, state.auto_blocked = 0, "no auto-creation (Metadata not advertised)"
@@ -216,11 +251,50 @@ def _by_auto_creation(
         why.append(state.auto_blocked)
         return None
     state.auto_partitions = count
+    how = f"auto-creation (Metadata v{version})"
+    if count < partitions and _fits(harness, state, partitions, exact):
+        state.grow_blocked = _grow(harness, name, count, partitions, on_broker)
+        if not state.grow_blocked:
+            return Obtained(name, partitions, f"{how}, grown by CreatePartitions", owned=True)
     if not _enough(count, partitions, exact):
         delete_topics(harness, [name])
-        why.append(_too_few("auto-creation", count, partitions, exact))
+        why.append(_too_few("auto-creation", count, partitions, exact, state))
         return None
-    return Obtained(name, count, f"auto-creation (Metadata v{version})", owned=True)
+    return Obtained(name, count, how, owned=True)
+
+
+def _fits(harness: Harness, state: RunTopics, partitions: int, exact: bool) -> bool:
+    """Whether an auto-created topic has, or can be grown to, what the test needs."""
+    have = state.auto_partitions or 0
+    if _enough(have, partitions, exact):
+        return True
+    can_grow = ApiKey.CREATE_PARTITIONS in harness.advertised and state.grow_blocked is None
+    return have < partitions and can_grow
+
+
+def _grow(
+    harness: Harness, name: str, have: int, partitions: int, on_broker: int | None
+) -> str | None:
+    """CreatePartitions of the auto-created ``name`` from ``have`` up to ``partitions`` (the new
+    ones on ``on_broker`` where named): None once done, else why it could not be (remembered
+    for the run)."""
+    version = quiet_version(harness, ApiKey.CREATE_PARTITIONS)
+    assignments = None
+    if on_broker is not None:
+        assignments = [{"BrokerIds": [on_broker]} for _ in range(partitions - have)]
+    body = {
+        "Topics": [{"Name": name, "Count": partitions, "Assignments": assignments}],
+        "TimeoutMs": 10000,
+        "ValidateOnly": False,
+    }
+    try:
+        answer = admin_call(harness, ApiKey.CREATE_PARTITIONS, version, body, refusal_skips=False)
+    except (TimeoutError, ConnectionClosed) as e:
+        return f"CreatePartitions v{version} not answered ({e})"
+    code = answer["Results"][0]["ErrorCode"] if answer["Results"] else -1
+    if code != ErrorCode.NONE:
+        return f"CreatePartitions v{version} refused (error {code}, {code_name(code)})"
+    return None
 
 
 def _auto_create(harness: Harness, name: str, version: int) -> tuple[int, str]:
@@ -297,10 +371,13 @@ def _enough(have: int, need: int, exact: bool) -> bool:
     return have == need if exact else have >= need
 
 
-def _too_few(how: str, have: int, need: int, exact: bool) -> str:
+def _too_few(how: str, have: int, need: int, exact: bool, state: RunTopics | None = None) -> str:
+    grow = ""
+    if state is not None and have < need:
+        grow = f" ({state.grow_blocked or 'no CreatePartitions to grow it'})"
     return (
         f"{how} gives {have} partition{'s' if have != 1 else ''}, the test needs "
-        f"{'exactly' if exact else 'at least'} {need}"
+        f"{'exactly' if exact else 'at least'} {need}{grow}"
     )
 
 

@@ -17,11 +17,12 @@ import pytest
 from conformance.protocol import ApiKey, Codec
 from conformance.results.verdicts import MissingPrecondition, NotApplicable
 from conformance.suite import verify
+from conformance.suite.brokers import brokers
 from conformance.suite.groups import test_administration, test_membership
 from conformance.suite.harness import Harness
 from conformance.suite.log import test_produce_fetch
 from conformance.suite.offsets import test_commit_fetch
-from conformance.suite.provision import delete_topics, give, obtain
+from conformance.suite.provision import Obtained, delete_topics, give, obtain, release
 from conformance.suite.topics import test_create_topics
 from tests.suite import test_log_faults
 from tests.suite.conftest import verdicts
@@ -45,6 +46,13 @@ JUDGED = (
 ROUND_TRIP = test_produce_fetch.test_acknowledged_records_are_fetched_as_produced
 NAMED_PARTITION = test_produce_fetch.test_a_write_lands_in_the_partition_it_names
 READ_BACK = test_commit_fetch.test_simple_commits_read_back
+
+
+def NoGrowth() -> HideApis:
+    """A broker without CreateTopics or CreatePartitions: a 3-partition topic must be given."""
+    return HideApis(ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS)
+
+
 #: the LOG faults' fixtures: one reference cluster for the module, the suite's seed fixed
 reference, fixed_seed = test_log_faults.reference, test_log_faults.fixed_seed
 
@@ -66,13 +74,15 @@ def run(cluster: ProxiedCluster, fn: Callable, topics: str | None = None) -> Bas
 @pytest.fixture
 def three_partitions(reference) -> Iterator[Callable[[], str]]:
     """Makes empty 3-partition topics on the reference directly, as a user would before giving
-    them to the suite (a given topic is used by one test, which expects it empty)."""
+    them to the suite (a given topic is used by one test, which expects it empty), each led by
+    the first broker, as the tests of where a write lands want."""
     harness = Harness(reference, CODEC)
     harness.open()
+    first = brokers(harness)[0].node_id
     made: list[str] = []
 
     def make() -> str:
-        made.append(obtain(harness, "given", 3).name)
+        made.append(obtain(harness, "given", 3, on_broker=first).name)
         harness.end_test()
         return made[-1]
 
@@ -130,12 +140,26 @@ def test_more_partitions_than_auto_creation_gives_says_so_or_takes_a_given_topic
     reference, three_partitions
 ) -> None:
     named, prefixed = three_partitions(), three_partitions()
+    got: list[Obtained] = []
+
+    def grow(harness: Harness) -> None:
+        got.append(obtain(harness, "grown", 3))
+        release(harness, got)
+
     with ProxiedCluster(reference, HideCreateTopics()) as cluster:
+        grown = run(cluster, grow)
+    fixed = HideApis(ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS)
+    with ProxiedCluster(reference, fixed) as cluster:
         skipped = run(cluster, NAMED_PARTITION)
         given = run(cluster, NAMED_PARTITION, topics=f"kc-nothing-here,{named}")
         by_prefix = run(cluster, NAMED_PARTITION, topics=f"{prefixed[:-3]}*")
+    assert grown is None and got[0].partitions == 3, (grown, got)
+    assert got[0].how == "auto-creation (Metadata v12), grown by CreatePartitions", got
     assert isinstance(skipped, NotApplicable), skipped
-    assert "auto-creation gives 1 partition, the test needs at least 3" in str(skipped)
+    assert (
+        "auto-creation gives 1 partition, the test needs at least 3 (no CreatePartitions to "
+        "grow it); none given (--topics)" in str(skipped)
+    ), skipped
     assert given is None and by_prefix is None, (given, by_prefix)
     # a given topic is the user's: the suite wrote to it and did not delete it
     harness = Harness(reference, CODEC)
@@ -154,6 +178,7 @@ def test_more_partitions_than_auto_creation_gives_says_so_or_takes_a_given_topic
         (HideCreateTopics, HeadersDropped, "LOG.R1"),
         (RefuseCreateTopics, HeadersDropped, "LOG.R1"),
         (HideCreateTopics, EveryWriteToPartitionZero, "LOG.R3"),
+        (NoGrowth, EveryWriteToPartitionZero, "LOG.R3"),
     ],
 )
 def test_a_fault_behind_a_target_without_create_topics_fails(
