@@ -11,7 +11,7 @@ have every member their view declares, and that a function typed with a view use
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -57,15 +57,11 @@ class BrokerView(NodeView, Protocol):
     #: the group coordinator's service, attached by ``groups.service.service_for`` on first use
     groups: Any
 
-    def metadata_applied(self) -> None: ...
+    #: ``create_topic(name, partitions, replication_factor, configs=None)``: asks the
+    #: controller (auto-creation, internal topics); Kafka's error code
+    create_topic: Callable[..., Awaitable[int]]
 
-    async def create_topic(
-        self,
-        name: str,
-        partitions: int,
-        replication_factor: int,
-        configs: dict[str, str] | None = None,
-    ) -> int: ...
+    def metadata_applied(self) -> None: ...
 
 
 class ControllerView(NodeView, Protocol):

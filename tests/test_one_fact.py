@@ -9,8 +9,10 @@ assigns one of the fact's names at module level, or writes one of its tell-tale 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,6 +57,17 @@ FACTS = {
         frozenset({"__consumer_offsets", "__transaction_state"}),
     ),
 }
+
+
+def elsewhere(home: str, check: Callable[[Path], list[Any]]) -> list[str]:
+    """``file:finding`` for what ``check`` finds in every module but ``home`` and the
+    generated ones."""
+    found = []
+    for path in sources():
+        rel = path.relative_to(ROOT).as_posix()
+        if "_generated" not in path.parts and rel != home:
+            found += [f"{rel}:{line}" for line in check(path)]
+    return found
 
 
 def sources() -> list[Path]:
@@ -178,12 +191,7 @@ INT_RANGES_HOME = "conformance/protocol/spec.py"
 
 
 def test_no_module_restates_a_generated_enum() -> None:
-    found = []
-    for path in sources():
-        rel = path.relative_to(ROOT).as_posix()
-        if "_generated" in path.parts or rel == INT_RANGES_HOME:
-            continue
-        found += [f"{rel}:{line}" for line in enum_restatements(path)]
+    found = elsewhere(INT_RANGES_HOME, enum_restatements)
     assert found == [], "use conformance.protocol's enums:\n" + "\n".join(found)
 
 
@@ -217,12 +225,7 @@ def error_tables(path: Path) -> list[str]:
 
 
 def test_error_names_come_from_one_function() -> None:
-    found = []
-    for path in sources():
-        rel = path.relative_to(ROOT).as_posix()
-        if "_generated" in path.parts or rel == ERROR_NAMES_HOME:
-            continue
-        found += [f"{rel}:{line}" for line in error_tables(path)]
+    found = elsewhere(ERROR_NAMES_HOME, error_tables)
     assert found == [], "name codes with kafka_errors.error_name:\n" + "\n".join(found)
 
 
@@ -250,12 +253,7 @@ def zero_uuids(path: Path) -> list[int]:
 
 
 def test_the_zero_uuid_is_built_once(tmp_path: Path) -> None:
-    found = [
-        f"{path.relative_to(ROOT).as_posix()}:{line}"
-        for path in sources()
-        if path.relative_to(ROOT).as_posix() != ZERO_UUID_HOME
-        for line in zero_uuids(path)
-    ]
+    found = elsewhere(ZERO_UUID_HOME, zero_uuids)
     assert found == [], "use conformance.protocol.spec.ZERO_UUID: " + ", ".join(found)
     probe = tmp_path / "m.py"
     probe.write_text("import uuid\nNO_ID = uuid.UUID(int=0)\nOTHER = uuid.UUID(int=1)\n")
