@@ -58,7 +58,7 @@ def test_a_reverse_import_breaks_its_contract(tmp_path: Path) -> None:
 
     append("reference_impl/launcher.py", "from conformance.cli import CliError")
     append("conformance/report/tables.py", "from conformance.matrix.job import run_matrix")
-    append("reference_impl/controller/image.py", "from reference_impl.broker import forwarding")
+    append("reference_impl/controller/lifecycle.py", "from reference_impl.broker import forwarding")
     append("reference_impl/log/segment.py", "from reference_impl.node import Node")
     append("reference_impl/groups/store.py", "from reference_impl.log import PartitionLog")
     append("conformance/results/verdicts.py", "from tests.suite import proxies")
@@ -153,3 +153,26 @@ def test_module_level_detection(tmp_path: Path) -> None:
         "try:\n    import reference_impl\nexcept ImportError:\n    pass\n"
     )
     assert module_level_imports(src, "reference_impl") == [2, 6]
+
+
+CLI_IMPORTS = """
+import sys
+import conformance.cli
+print(sorted(m for m in ("hypothesis", "pyspark") if m in sys.modules))
+"""
+
+
+def test_the_command_line_entry_loads_no_test_machinery() -> None:
+    """``kafka-conformance`` builds its parser for every subcommand; a subcommand's heavy
+    dependencies (hypothesis for diff's stream, pyspark for matrix) load in its handler: imported
+    before pytest, hypothesis makes pytest warn that it cannot rewrite its asserts, which a wheel
+    install's run refuses (tests/test_wheel.py)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", CLI_IMPORTS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout

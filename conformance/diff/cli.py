@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from conformance.diff.mask import MASK_FILE, MaskError
-from conformance.diff.stream import parse_selection
 
 
 def add_diff(sub: argparse._SubParsersAction) -> None:
@@ -66,7 +65,10 @@ def _error(message: str) -> int:
 
 
 def diff_command(args: argparse.Namespace) -> int:
+    # here, not at the top: the stream draws with hypothesis, which `kafka-conformance` alone
+    # (and a wheel install's first command) must not import
     from conformance.diff.runner import DiffOptions, lines, run_diff, write
+    from conformance.diff.stream import parse_selection
     from conformance.targets import TargetError
 
     if len(args.target) != 2:
