@@ -43,6 +43,9 @@ from conformance.suite.safety import PREFIX, fresh_name
 
 #: how long an auto-created topic may take to get a leader for every partition
 AUTO_CREATE_WAIT = 15.0
+#: how many new topics (and seconds) a test that wants its partitions on one broker may go
+#: through for one the target placed there (each lands there 1 in N brokers)
+PLACEMENT_TRIES, PLACEMENT_WAIT = 12, 10.0
 
 
 @dataclass(frozen=True)
@@ -155,18 +158,28 @@ def obtain(
     else:
         why.append(f"the test needs topic configs {configs} only CreateTopics sets")
     for way in ways:
-        got = way()
-        if got is None:
-            continue
-        known_everywhere(harness, got.name, got.partitions)
-        if on_broker is None or _placed(harness, got, on_broker, why):
-            return got
-        release(harness, [got])
+        # a new topic's first leader is the target's choice: a fresh one is asked for again
+        # (bounded) while it lands elsewhere; a given topic is what it is
+        deadline = time.monotonic() + PLACEMENT_WAIT
+        for _ in range(PLACEMENT_TRIES):
+            got = way()
+            if got is None:
+                break
+            known_everywhere(harness, got.name, got.partitions)
+            placed = on_broker is None or _placed(harness, got, on_broker)
+            if placed is True:
+                return got
+            release(harness, [got])
+            if not got.owned or time.monotonic() > deadline:
+                why.append(placed)
+                break
+        else:
+            why.append(f"{placed} ({PLACEMENT_TRIES} new topics)")
     raise MissingPrecondition(f"{SET_UP_MISSING}: {'; '.join(why)}")
 
 
-def _placed(harness: Harness, got: Obtained, broker: int, why: list[str]) -> bool:
-    """Whether every partition of ``got`` is led by ``broker`` (else why says where)."""
+def _placed(harness: Harness, got: Obtained, broker: int) -> str | bool:
+    """True where every partition of ``got`` is led by ``broker``; else where they are."""
     version = quiet_version(harness, ApiKey.METADATA, "1-12")
     body = {"Topics": [{"Name": got.name}], "AllowAutoTopicCreation": False}
     topics = harness.connect().request(ApiKey.METADATA, version, body).body["Topics"]
@@ -177,12 +190,12 @@ def _placed(harness: Harness, got: Obtained, broker: int, why: list[str]) -> boo
         for p in t["Partitions"]
     }
     elsewhere = {p: node for p, node in sorted(leaders.items()) if node != broker}
-    if elsewhere:
-        why.append(
-            f"the test needs every partition led by broker {broker}: {got.how} gave leaders "
-            f"{elsewhere} (partition: broker)"
-        )
-    return not elsewhere
+    if not elsewhere:
+        return True
+    return (
+        f"the test needs every partition led by broker {broker}: {got.how} gave leaders "
+        f"{elsewhere} (partition: broker)"
+    )
 
 
 def _by_create_topics(
