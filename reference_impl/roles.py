@@ -67,7 +67,7 @@ class BrokerView(NodeView, Protocol):
 class ControllerView(NodeView, Protocol):
     """The controller: the metadata image it writes, whether it is the active one."""
 
-    #: ``controller.image.MetadataImage`` once loaded
+    #: ``metadata.image.MetadataImage`` once loaded
     image: Any
     active: bool
     #: pushes metadata to the brokers (``controller.propagation.Propagator``)

@@ -18,11 +18,11 @@ from typing import Any
 from conformance.protocol import ErrorCode, KafkaError
 from reference_impl import cluster_id as kip78
 from reference_impl.config import NodeConfig
-from reference_impl.controller.image import MetadataImage
 from reference_impl.controller.lifecycle import Lifecycle
-from reference_impl.controller.placement import reconcile
 from reference_impl.controller.propagation import Propagator
 from reference_impl.controller.store import EmbeddedStore, MetadataStore, StoreFenced
+from reference_impl.metadata.image import MetadataImage
+from reference_impl.metadata.placement import reconcile
 from reference_impl.metrics import ControllerMetrics
 from reference_impl.node import Node
 from reference_impl.process import NodeFatal

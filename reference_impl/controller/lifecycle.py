@@ -21,8 +21,8 @@ from typing import Any
 
 from conformance.protocol import ErrorCode, KafkaError
 from reference_impl.broker_state import BrokerState
-from reference_impl.controller.image import BrokerRegistration, MetadataImage
-from reference_impl.controller.placement import led_by
+from reference_impl.metadata.image import BrokerRegistration, MetadataImage
+from reference_impl.metadata.placement import led_by
 from reference_impl.roles import ControllerView
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from conformance.client.wire import Connection, pick_version
 from conformance.protocol import ApiKey, ConfigResourceType
 from reference_impl import extensions, security_hooks
 from reference_impl.broker_state import BrokerState
-from reference_impl.controller.image import (
+from reference_impl.metadata.image import (
     BrokerRegistration,
     MetadataImage,
 )

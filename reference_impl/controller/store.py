@@ -23,7 +23,7 @@ from typing import Any
 
 from reference_impl import cluster_id as kip78
 from reference_impl.config import NodeConfig
-from reference_impl.controller.image import MetadataImage
+from reference_impl.metadata.image import MetadataImage
 
 log = logging.getLogger(__name__)
 

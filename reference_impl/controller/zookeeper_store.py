@@ -43,7 +43,8 @@ from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from conformance.protocol import AclOperation, ConfigResourceType
 from reference_impl.broker_state import BrokerState
 from reference_impl.config import NodeConfig
-from reference_impl.controller.image import (
+from reference_impl.controller.store import MetadataStore, StoreFenced
+from reference_impl.metadata.image import (
     BrokerRegistration,
     MetadataImage,
     QuotaEntity,
@@ -51,7 +52,6 @@ from reference_impl.controller.image import (
     quota_entity,
     quota_record,
 )
-from reference_impl.controller.store import MetadataStore, StoreFenced
 from reference_impl.process import NodeFatal
 from reference_impl.security.acl import PatternType, PermissionType, ResourceType
 from reference_impl.zk import CONTROLLER, CONTROLLER_EPOCH, ZooKeeper, ZooKeeperError

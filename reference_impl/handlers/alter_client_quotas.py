@@ -13,8 +13,8 @@ import math
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode, KafkaError
-from reference_impl.controller.image import quota_entity, quota_record
 from reference_impl.forwarded import mutation_api
+from reference_impl.metadata.image import quota_entity, quota_record
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import ControllerView, NodeView
 from reference_impl.security_hooks import CLUSTER

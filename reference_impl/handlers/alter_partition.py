@@ -14,7 +14,7 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.spec import ZERO_UUID
 from reference_impl.broker_state import BrokerState
-from reference_impl.controller.image import Partition
+from reference_impl.metadata.image import Partition
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import ControllerView
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION

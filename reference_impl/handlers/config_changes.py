@@ -18,7 +18,7 @@ from typing import Any
 
 from conformance.protocol import ConfigOperation, ConfigResourceType, ErrorCode, KafkaError
 from reference_impl import config as cfg
-from reference_impl.controller.image import config_record
+from reference_impl.metadata.image import config_record
 from reference_impl.net.listener import RequestContext
 from reference_impl.roles import ControllerView
 from reference_impl.security_hooks import CLUSTER

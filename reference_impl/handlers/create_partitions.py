@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode, KafkaError
-from reference_impl.controller.placement import assign_replicas, new_partition
 from reference_impl.forwarded import mutation_api
 from reference_impl.handlers.common import MAX_PARTITIONS
+from reference_impl.metadata.placement import assign_replicas, new_partition
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import ControllerView, NodeView
 

@@ -14,14 +14,14 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode, KafkaError
 from reference_impl import config as cfg
-from reference_impl.controller.image import config_record
-from reference_impl.controller.placement import assign_replicas, new_partition
 from reference_impl.forwarded import mutation_api
 from reference_impl.handlers.common import (
     MAX_PARTITIONS,
     created_topic_configs,
     topic_name_error,
 )
+from reference_impl.metadata.image import config_record
+from reference_impl.metadata.placement import assign_replicas, new_partition
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import ControllerView, NodeView
 from reference_impl.security_hooks import CLUSTER

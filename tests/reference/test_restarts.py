@@ -14,9 +14,9 @@ import pytest
 from conformance.protocol import ApiKey
 from reference_impl import extensions
 from reference_impl.config import ListenerConfig, NodeConfig
-from reference_impl.controller.image import MetadataImage
 from reference_impl.controller.store import EmbeddedStore
 from reference_impl.launcher import Cluster
+from reference_impl.metadata.image import MetadataImage
 from tests.reference.control_plane import (
     STORES,
     call,

@@ -16,7 +16,7 @@ import random
 from typing import Any
 
 from reference_impl.broker_state import BrokerState
-from reference_impl.controller.image import MetadataImage, Partition
+from reference_impl.metadata.image import MetadataImage, Partition
 
 
 def assign_replicas(
