@@ -93,15 +93,16 @@ print(sorted(m for m in sys.modules if m.startswith("reference_impl.broker.")))
 def test_a_controller_process_does_not_load_the_broker() -> None:
     """The controller shares handlers and the node with the broker, never the broker package
     (its forwarding, metadata cache, lifecycle): the leaves they share say what both use."""
+    assert fresh_interpreter(CONTROLLER_IMPORTS) == "[]"
+
+
+def fresh_interpreter(script: str) -> str:
+    """What ``script`` prints, run by a new interpreter in the checkout (nothing imported yet)."""
     proc = subprocess.run(
-        [sys.executable, "-c", CONTROLLER_IMPORTS],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]", proc.stdout
+    return proc.stdout.strip()
 
 
 def module_level_imports(path: Path, package: str) -> list[int]:
@@ -167,12 +168,4 @@ def test_the_command_line_entry_loads_no_test_machinery() -> None:
     dependencies (hypothesis for diff's stream, pyspark for matrix) load in its handler: imported
     before pytest, hypothesis makes pytest warn that it cannot rewrite its asserts, which a wheel
     install's run refuses (tests/test_wheel.py)."""
-    proc = subprocess.run(
-        [sys.executable, "-c", CLI_IMPORTS],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]", proc.stdout
+    assert fresh_interpreter(CLI_IMPORTS) == "[]"

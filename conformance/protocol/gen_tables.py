@@ -62,18 +62,28 @@ def api_keys_source(spec_dir: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _validated(path: Path, schema_name: str) -> dict:
+    """A data file's JSON, checked against its schema in ``specs/schema``."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    schema = json.loads((specs.SCHEMA / schema_name).read_text(encoding="utf-8"))
+    jsonschema.validate(data, schema)
+    return data
+
+
+def _refuse_repeats(rows: list[dict], keys: tuple[str, ...], where: str) -> None:
+    """ValueError naming the values of ``keys`` that more than one row has."""
+    for key in keys:
+        seen = [r[key] for r in rows]
+        dupes = sorted({v for v in seen if seen.count(v) > 1}, key=str)
+        if dupes:
+            raise ValueError(f"{where}: {key} repeated: {dupes}")
+
+
 def load_error_codes(path: Path | None = None) -> list[dict]:
     """The error-code table, checked against its schema and for unique codes and names."""
     path = path or specs.ERROR_CODES
-    data = json.loads(path.read_text(encoding="utf-8"))
-    schema = json.loads((specs.SCHEMA / "error-codes.schema.json").read_text(encoding="utf-8"))
-    jsonschema.validate(data, schema)
-    codes = data["codes"]
-    for key in ("code", "name"):
-        seen = [c[key] for c in codes]
-        dupes = sorted({v for v in seen if seen.count(v) > 1}, key=str)
-        if dupes:
-            raise ValueError(f"{path}: {key} repeated: {dupes}")
+    codes = _validated(path, "error-codes.schema.json")["codes"]
+    _refuse_repeats(codes, ("code", "name"), str(path))
     return sorted(codes, key=lambda c: c["code"])
 
 
@@ -106,19 +116,11 @@ def error_codes_source(path: Path | None = None) -> str:
 def load_enums(path: Path | None = None) -> list[dict]:
     """The enum table, checked against its schema and for unique names and values."""
     path = path or specs.ENUMS
-    data = json.loads(path.read_text(encoding="utf-8"))
-    schema = json.loads((specs.SCHEMA / "enums.schema.json").read_text(encoding="utf-8"))
-    jsonschema.validate(data, schema)
-    names = [e["name"] for e in data["enums"]]
-    if len(set(names)) != len(names):
-        raise ValueError(f"{path}: an enum is named twice: {names}")
-    for enum in data["enums"]:
-        for key in ("name", "value"):
-            seen = [m[key] for m in enum["members"]]
-            dupes = sorted({v for v in seen if seen.count(v) > 1}, key=str)
-            if dupes:
-                raise ValueError(f"{path}: {enum['name']}: {key} repeated: {dupes}")
-    return data["enums"]
+    enums = _validated(path, "enums.schema.json")["enums"]
+    _refuse_repeats(enums, ("name",), str(path))
+    for enum in enums:
+        _refuse_repeats(enum["members"], ("name", "value"), f"{path}: {enum['name']}")
+    return enums
 
 
 def authorized_operations_unset(spec_dir: Path | None = None) -> int:
