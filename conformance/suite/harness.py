@@ -121,9 +121,9 @@ class SyncConnection:
         silence = harness.silent.get(api_key)
         never = (node, api_key) not in harness.answered
         if never and silence is not None and len(silence.at(node)) >= SILENT_AFTER:
-            raise Unanswered(
-                f"{name} not sent: {node} left every {harness.api_name(api_key)} request of "
-                f"the run unanswered ({silence.cite(node)}) and answered none"
+            raise Unanswered(  # callers put the API and version in front
+                f"not sent: {node} left every {harness.api_name(api_key)} request of the run "
+                f"unanswered ({silence.cite(node)}) and answered none"
             )
         same = key in harness.unanswered
         earlier = f" ({silence.cite()})" if silence is not None and silence.seen else ""

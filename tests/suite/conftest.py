@@ -96,3 +96,15 @@ def cli(tmp_path: Path):
         return proc, run
 
     return go
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """A reference cluster for the tests of one module (those that put a proxy in front of it);
+    a module may still define its own."""
+    from conformance.targets.reference import ReferenceTarget
+
+    target = ReferenceTarget()
+    target.start()
+    yield target
+    target.stop()

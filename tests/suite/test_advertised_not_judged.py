@@ -8,24 +8,13 @@ selection straight against the reference lists no version without a spec.
 
 from __future__ import annotations
 
-import pytest
-
 from conformance.matrix.one_run import render_run_report
 from conformance.protocol import ApiKey, Codec
-from conformance.targets.reference import ReferenceTarget
 from tests.suite.faults_advertise import Advertise
 from tests.suite.proxies import FaultyProxy
 
 SELECT = "spec/metadata/v12/well-formed"
 TOP = max(Codec.from_specs().message(ApiKey.METADATA, "request").valid_versions)
-
-
-@pytest.fixture(scope="module")
-def reference():
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
 
 
 def test_a_version_beyond_the_specs_is_listed(cli, reference, tmp_path) -> None:
