@@ -133,11 +133,17 @@ def _broker_entries(
     out = []
     if node.role == "broker":
         for k, v in sorted(_static(node).items()):
-            out.append(
-                config_entry(
-                    k, v, cfg.STATIC_BROKER_CONFIG, None, read_only=True, synonyms=[], doc=doc
-                )
+            entry = config_entry(
+                k,
+                v,
+                cfg.STATIC_BROKER_CONFIG,
+                None,
+                read_only=k not in _PER_BROKER,
+                synonyms=[],
+                doc=doc,
             )
+            entry["ConfigType"] = _STATIC_TYPES.get(k, cfg.STRING)
+            out.append(entry)
     for name, d in cfg.BROKER_CONFIGS.items():
         candidates = [
             (own.get(name), cfg.DYNAMIC_BROKER_CONFIG),
@@ -149,6 +155,18 @@ def _broker_entries(
         syn = [{"Name": name, "Value": v, "Source": s} for v, s in present] if synonyms else []
         out.append(config_entry(name, value, source, d, read_only=False, synonyms=syn, doc=doc))
     return out
+
+
+#: static settings Kafka lets an operator change per broker at run time (its listener
+#: reconfiguration), so DescribeConfigs says they are not read-only
+_PER_BROKER = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
+#: the static settings' ConfigType as Apache Kafka 4.4.0 declares them (others are STRING)
+_STATIC_TYPES = {
+    "listeners": cfg.LIST,
+    "advertised.listeners": cfg.LIST,
+    "broker.heartbeat.interval.ms": cfg.INT,
+    "broker.session.timeout.ms": cfg.INT,
+}
 
 
 def _static(node: NodeView) -> dict[str, str]:

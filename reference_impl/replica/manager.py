@@ -443,9 +443,9 @@ class ReplicaManager:
         try:
             data = plog.read(r.fetch_offset, min(r.max_bytes, budget), upper, min_one)
         except KafkaError as e:
-            return FetchResult(
-                int(e.code), p.high_watermark, p.last_stable_offset, plog.log_start_offset
-            )
+            # as Apache Kafka answers a read that failed (OFFSET_OUT_OF_RANGE): no offsets at
+            # all, -1 for the high watermark, last stable offset and log start (issue 26)
+            return FetchResult(int(e.code))
         return FetchResult(0, p.high_watermark, p.last_stable_offset, plog.log_start_offset, data)
 
     def read(

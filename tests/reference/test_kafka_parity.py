@@ -14,7 +14,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from tests.reference.data_plane import CODEC, fetch_body
 from tests.reference.test_groups_handlers import Broker, call
 from tests.reference.test_groups_handlers import run as run_groups
-from tests.reference.test_produce_fetch import run, single
+from tests.reference.test_produce_fetch import batch, produce, run, single
 
 E = ErrorCode
 TOKEN_BITS = (1 << 13) | (1 << 14)  # CREATE_TOKENS, DESCRIBE_TOKENS: a user's operations
@@ -187,6 +187,32 @@ def test_list_offsets_refuses_a_negative_timestamp_its_version_gives_no_meaning(
                     resp = await conn.request(ApiKey.LIST_OFFSETS, version, body)
                     got = resp.body["Topics"][0]["Partitions"][0]["ErrorCode"]
                     assert got == (code or absent), (version, ts, topic)
+            await conn.close()
+        finally:
+            await c.stop()
+
+    run(main())
+
+
+def test_a_fetch_out_of_range_answers_no_offsets(tmp_path: Path) -> None:
+    """Kafka answers a partition whose read failed with -1 for its high watermark, last stable
+    offset and log start (diff --models, log partition model, issue 26)."""
+
+    async def main():
+        c = await single(tmp_path)
+        try:
+            await produce(c, batch(b"x"))
+            conn = await c.connect(1)
+            resp = await conn.request(ApiKey.FETCH, 12, fetch_body("t", 5))
+            part = resp.body["Responses"][0]["Partitions"][0]
+            got = [
+                part[k]
+                for k in ("ErrorCode", "HighWatermark", "LastStableOffset", "LogStartOffset")
+            ]
+            assert got == [E.OFFSET_OUT_OF_RANGE, -1, -1, -1]
+            resp = await conn.request(ApiKey.FETCH, 12, fetch_body("t", 0))
+            part = resp.body["Responses"][0]["Partitions"][0]
+            assert (part["HighWatermark"], part["LogStartOffset"]) == (1, 0), "read: filled in"
             await conn.close()
         finally:
             await c.stop()
