@@ -22,6 +22,7 @@ from typing import Any
 from conformance.diff.compare import Answer, Comparison, plain
 from conformance.protocol import Codec
 from conformance.protocol.jsonform import from_json, to_json
+from conformance.suite.broker_registration.binding import SUITE_IDS
 from conformance.suite.safety import PREFIX
 
 MODEL_TESTS = (
@@ -90,7 +91,7 @@ def _steps(path: Path) -> dict[str, list[dict]]:
     request repeated back to back kept once with its last answer (the suite's helpers poll until
     a target shows a change; how many polls it takes is each target's timing)."""
     out: dict[str, list[dict]] = {}
-    names: dict[str, dict[str, str]] = {}
+    names: dict[str, dict[str, Any]] = {}
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
@@ -108,9 +109,12 @@ def _same_request(x: dict, y: dict) -> bool:
     return (x["api_key"], x["version"], x["request"]) == (y["api_key"], y["version"], y["request"])
 
 
-def _alike(value: Any, alias: dict[str, str]) -> Any:
+def _alike(value: Any, alias: dict[str, Any]) -> Any:
     if isinstance(value, str) and value.startswith(PREFIX) and value != PREFIX:
         return alias.setdefault(value, f"{PREFIX}m{len(alias)}")
+    if isinstance(value, int) and not isinstance(value, bool) and SUITE_IDS <= value < 2**31:
+        # the broker-registration model's fake broker ids: a block drawn afresh per process
+        return alias.setdefault(f"#id{value}", SUITE_IDS + len(alias))
     if isinstance(value, dict):
         return {k: _alike(v, alias) for k, v in value.items()}
     if isinstance(value, list):
