@@ -1,14 +1,15 @@
 """Broker lifecycle on the controller (registration draft, realised with KIP-631's RPCs).
 
 - BrokerRegistration: the broker is Fenced, with a new epoch (the offset of its registration
-  record, so epochs only grow). A different incarnation of a broker id whose session is still
-  alive is refused (DUPLICATE_BROKER_REGISTRATION); a registration naming another cluster id is
-  refused (INCONSISTENT_CLUSTER_ID).
+  record, so epochs only grow). A different incarnation of an unfenced (Online or Stopping)
+  broker id whose session is still alive is refused (DUPLICATE_BROKER_REGISTRATION); a Fenced
+  one has no session to keep, as in Apache Kafka's controller, and is registered anew; a
+  registration naming another cluster id is refused (INCONSISTENT_CLUSTER_ID).
 - BrokerHeartbeat: keeps the session; a Fenced broker whose CurrentMetadataOffset has reached
   its registration is caught up and becomes Online; WantFence fences an Online broker;
   WantShutDown makes it Stopping, its leaderships move to other Online ISR members, and once the
   Online brokers have acknowledged that move the answer is ShouldShutDown and the broker is
-  Offline.
+  Offline; an Online broker that leads nothing is Offline at once (as in Kafka's controller).
 - A broker whose heartbeats stop for the session timeout is Fenced (and loses leaderships).
 """
 
@@ -111,7 +112,7 @@ class Lifecycle:
             if (
                 old is not None
                 and old.incarnation_id != incarnation_id
-                and old.state != BrokerState.OFFLINE
+                and old.state in (BrokerState.ONLINE, BrokerState.STOPPING)
                 and broker_id in self.contacted
                 and self.alive(broker_id)
             ):
@@ -143,8 +144,8 @@ class Lifecycle:
         async with self.lock():
             image = self.c.require_active()
             reg = image.brokers.get(broker_id)
-            if reg is None:
-                raise KafkaError(ErrorCode.BROKER_ID_NOT_REGISTERED, f"broker {broker_id}")
+            if reg is None:  # as Kafka's controller: the epoch matches no registration
+                raise KafkaError(ErrorCode.STALE_BROKER_EPOCH, f"broker {broker_id} unregistered")
             if epoch != reg.epoch:
                 raise KafkaError(
                     ErrorCode.STALE_BROKER_EPOCH, f"epoch {epoch}, registered epoch {reg.epoch}"
@@ -179,6 +180,10 @@ class Lifecycle:
     async def _shutdown_step(self, broker_id: int, state: BrokerState) -> bool:
         """One heartbeat's worth of controlled shutdown; True when the broker may stop."""
         if state == BrokerState.FENCED:
+            await self._set_state(broker_id, BrokerState.OFFLINE)
+            return True
+        if state != BrokerState.STOPPING and not led_by(self.c.require_active(), broker_id):
+            # nothing to move: as Kafka's controller, shut down now (fenced, ShouldShutDown)
             await self._set_state(broker_id, BrokerState.OFFLINE)
             return True
         if state != BrokerState.STOPPING:

@@ -132,11 +132,12 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     @rule(i=ids)
     def restart(self, i: int) -> None:
-        """A new incarnation: refused while the old one's session is alive (and not Offline)."""
+        """A new incarnation: refused while the old one's session is alive (Online or Stopping;
+        a Fenced broker has no session, as in Kafka's controller)."""
         f = self.fake(i)
         old, f.incarnation = f.incarnation, uuid.uuid4()
         answer = self._register(f)
-        live = f.registered and f.state != OFFLINE
+        live = f.registered and f.state in (ONLINE, STOPPING)
         if answer["ErrorCode"] == ErrorCode.DUPLICATE_BROKER_REGISTRATION:
             assert live, (f, answer)
             f.incarnation = old
@@ -150,7 +151,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         stopping = f.state == STOPPING
         answer = self._heartbeat(f, offset=CAUGHT_UP if caught_up else BEHIND, shutdown=stopping)
         if not f.registered:
-            assert answer["ErrorCode"] == ErrorCode.BROKER_ID_NOT_REGISTERED, answer
+            assert answer["ErrorCode"] == ErrorCode.STALE_BROKER_EPOCH, answer  # as Kafka
             return
         assert answer["ErrorCode"] == ErrorCode.NONE, answer
         assert answer["IsCaughtUp"] == caught_up
