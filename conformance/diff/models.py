@@ -105,6 +105,19 @@ def _steps(path: Path) -> dict[str, list[dict]]:
     return out
 
 
+def _repeats(steps: list[dict], i1: int, i2: int) -> bool:
+    """Whether each of ``steps[i1:i2]`` repeats the request of the step just before the run or
+    just after it, whatever the version: the same request again that only one side sent (a
+    model that draws each request's version from the target's own range sends an exact repeat,
+    kept once, by chance on one side; a poll that settled at another count)."""
+
+    def same(x: dict, y: dict) -> bool:
+        return (x["api_key"], x["request"]) == (y["api_key"], y["request"])
+
+    around = [steps[k] for k in (i1 - 1, i2) if 0 <= k < len(steps)]
+    return all(any(same(s, n) for n in around) for s in steps[i1:i2])
+
+
 def _same_request(x: dict, y: dict) -> bool:
     return (x["api_key"], x["version"], x["request"]) == (y["api_key"], y["version"], y["request"])
 
@@ -150,12 +163,16 @@ def compare_models(
     for test in sorted(set(a) | set(b)):
         sa, sb = a.get(test, []), b.get(test, [])
         row = {"steps_a": len(sa), "steps_b": len(sb), "compared": 0, "other_version": 0}
+        row["repeats"] = 0
         row["differences"] = 0
         summary[test] = row
         keys_a = [x["api_key"] for x in sa]
         keys_b = [y["api_key"] for y in sb]
         matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag in ("insert", "delete") and _repeats(sa, i1, i2) and _repeats(sb, j1, j2):
+                row["repeats"] += i2 - i1 + j2 - j1
+                continue
             if tag != "equal":
                 x = (sa[i1:i2] or sb[j1:j2])[0]
                 only_a = [f"{_name(codec, s['api_key'])} v{s['version']}" for s in sa[i1:i2]]

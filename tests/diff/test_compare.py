@@ -165,8 +165,35 @@ def test_model_exchanges_are_aligned_polls_collapsed_names_alike(tmp_path: Path)
         "steps_b": 2,
         "compared": 2,
         "other_version": 0,
+        "repeats": 0,
         "differences": 1,
     }
     assert [(d["index"], d["path"], d["a"], d["b"]) for d in found] == [
         (1, "Topics[kc-suite-m1].ErrorCode", 3, 0)
     ]
+
+
+def test_model_repeats_on_one_side_and_fake_broker_ids_are_not_differences(tmp_path) -> None:
+    """A request sent again at another version on one side only is a repeat, not a step the
+    other missed; the broker-registration model's ids, drawn per process, are aliased."""
+    from conformance.diff.models import compare_models
+
+    def step(broker: int, version: int = 12, api: int = 3) -> dict:
+        request = {"Topics": [], "AllowAutoTopicCreation": False}
+        node = {"NodeId": broker, "Host": "h", "Port": 1, "Rack": None}
+        body = {"Brokers": [node], "Topics": []}
+        return {"api_key": api, "version": version, "request": request, "outcome": "answered"} | {
+            "response": body
+        }
+
+    def write(path: Path, steps: list[dict]) -> Path:
+        path.write_text("".join(json.dumps({"test": "t", **s}) + "\n" for s in steps))
+        return path
+
+    a = write(tmp_path / "a.jsonl", [step(1_955_351_072), step(1_955_351_072, 11)])
+    b = write(tmp_path / "b.jsonl", [step(2_016_531_680)])
+    found, summary = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, b])
+    assert (summary["t"]["compared"], summary["t"]["repeats"], found) == (1, 1, [])
+    c = write(tmp_path / "c.jsonl", [step(2_016_531_680), step(2_016_531_681)])
+    found, summary = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, c])
+    assert [d["path"] for d in found] == ["Brokers[1900000000]", "Brokers[1900000001]"]
