@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.diff.compare import Answer, Comparison, plain
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from conformance.protocol.jsonform import from_json, to_json
 from conformance.suite.broker_registration.binding import SUITE_IDS
 from conformance.suite.safety import PREFIX
@@ -88,8 +88,8 @@ def run_models(targets: tuple[str, str], seed: int, out_dir: Path) -> list[Path]
 def _steps(path: Path) -> dict[str, list[dict]]:
     """Each test's exchanges, its suite names made alike (by order of first appearance in the
     test: the models draw fresh random names, so the same step names different topics), a
-    request repeated back to back kept once with its last answer (the suite's helpers poll until
-    a target shows a change; how many polls it takes is each target's timing)."""
+    request or a short cycle of them repeated back to back kept once with its last answers
+    (``_collapse``: the suite's helpers poll until a target shows a change)."""
     out: dict[str, list[dict]] = {}
     names: dict[str, dict[str, Any]] = {}
     if path.exists():
@@ -97,12 +97,46 @@ def _steps(path: Path) -> dict[str, list[dict]]:
             row = json.loads(line)
             alias = names.setdefault(row["test"], {})
             steps = out.setdefault(row["test"], [])
-            row = _alike(row, alias)
-            if steps and _same_request(steps[-1], row):
-                steps[-1] = row  # a poll repeated until the target shows a change: its last
-            else:
-                steps.append(row)
+            steps.append(_alike(row, alias))
+            _collapse(steps)
     return out
+
+
+#: APIs that only read, of which a poll's rounds are made
+READS = frozenset(
+    {
+        ApiKey.METADATA,
+        ApiKey.DESCRIBE_CONFIGS,
+        ApiKey.DESCRIBE_CLUSTER,
+        ApiKey.DESCRIBE_GROUPS,
+        ApiKey.LIST_GROUPS,
+        ApiKey.LIST_OFFSETS,
+        ApiKey.OFFSET_FETCH,
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+    }
+)
+#: the longest cycle of requests a poll repeats (a model reading two views in turn until both
+#: show a change: Metadata, then DescribeConfigs, again)
+POLL_CYCLE = 3
+
+
+def _collapse(steps: list[dict]) -> None:
+    """A poll repeated until the target shows a change kept once, with its last answers: when the
+    last step sends the request of the one before it, or the last ``k`` steps (``k`` up to
+    ``POLL_CYCLE``) are reads in a round like the ``k`` before them (the same first request,
+    then the same APIs, whose requests may follow what the first answered: the topics Metadata
+    listed), the earlier go (how many rounds a poll takes is each target's timing)."""
+    if len(steps) >= 2 and _same_request(steps[-2], steps[-1]):
+        del steps[-2]
+        return
+    for k in range(2, POLL_CYCLE + 1):
+        if len(steps) < 2 * k or not _same_request(steps[-2 * k], steps[-k]):
+            continue
+        rounds = zip(steps[-2 * k : -k], steps[-k:], strict=True)
+        if all(x["api_key"] == y["api_key"] and x["api_key"] in READS for x, y in rounds):
+            del steps[-2 * k : -k]
+            return
 
 
 def _repeats(steps: list[dict], i1: int, i2: int) -> bool:

@@ -197,3 +197,26 @@ def test_model_repeats_on_one_side_and_fake_broker_ids_are_not_differences(tmp_p
     c = write(tmp_path / "c.jsonl", [step(2_016_531_680), step(2_016_531_681)])
     found, summary = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, c])
     assert [d["path"] for d in found] == ["Brokers[1900000000]", "Brokers[1900000001]"]
+
+
+def test_a_poll_of_read_rounds_is_kept_once_other_rounds_are_steps() -> None:
+    """Rounds of reads starting with the same request (Metadata, then DescribeConfigs of what it
+    listed) are a poll, kept once; rounds with a write in them are the model's own steps."""
+    from conformance.diff.models import _collapse
+
+    def step(api: int, request: dict) -> dict:
+        return {"api_key": api, "version": 4, "request": request}
+
+    meta = step(3, {"Topics": None})
+    steps: list[dict] = []
+    for names in (["a"], ["a", "b"]):
+        for s in (meta, step(32, {"Resources": names})):
+            steps.append(s)
+            _collapse(steps)
+    assert steps == [meta, step(32, {"Resources": ["a", "b"]})]
+    steps = []
+    for value in ("1", "2"):
+        for s in (step(32, {"Resources": ["a"]}), step(44, {"Value": value})):
+            steps.append(s)
+            _collapse(steps)
+    assert len(steps) == 4
