@@ -87,18 +87,64 @@ def run_models(targets: tuple[str, str], seed: int, out_dir: Path) -> list[Path]
 
 def _steps(path: Path) -> dict[str, list[dict]]:
     """Each test's exchanges, its suite names made alike (by order of first appearance in the
-    test: the models draw fresh random names, so the same step names different topics), a
+    test's requests, then in its answers: the models draw fresh random names, so the same step
+    names different topics, and a target lists groups or topics in an order of its own), a
     request or a short cycle of them repeated back to back kept once with its last answers
     (``_collapse``: the suite's helpers poll until a target shows a change)."""
-    out: dict[str, list[dict]] = {}
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     names: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            alias = names.setdefault(row["test"], {})
-            steps = out.setdefault(row["test"], [])
-            steps.append(_alike(row, alias))
-            _collapse(steps)
+    for row in rows:
+        _alike(row["request"], names.setdefault(row["test"], {}))
+    out: dict[str, list[dict]] = {}
+    for row in rows:
+        steps = out.setdefault(row["test"], [])
+        row = _alike(row, names[row["test"]])
+        if steps and _per_coordinator(steps[-1], row):
+            steps[-1] = _merged(steps[-1], row)
+        else:
+            steps.append(row)
+        _collapse(steps)
+    return out
+
+
+def _group_names(row: dict) -> set[str]:
+    if row["api_key"] == ApiKey.DESCRIBE_GROUPS:
+        return set(row["request"].get("Groups") or [])
+    return {g.get("GroupId") for g in (row.get("response") or {}).get("Groups") or []}
+
+
+def _per_coordinator(x: dict, y: dict) -> bool:
+    """Whether ``y`` continues ``x``'s look at the groups, sent to another coordinator: the
+    groups model asks each group's coordinator for its groups (DescribeGroups) and each of those
+    brokers for its list (ListGroups), so how many requests that takes is where each target
+    placed its groups (one request where one broker coordinates them all). The groups named
+    differ; a request asking again for the same groups is a poll's next round."""
+    if x["api_key"] != y["api_key"] or x["api_key"] not in (
+        ApiKey.DESCRIBE_GROUPS,
+        ApiKey.LIST_GROUPS,
+    ):
+        return False
+    if x["version"] != y["version"] or {x["outcome"], y["outcome"]} != {"answered"}:
+        return False
+    if x["api_key"] == ApiKey.LIST_GROUPS and x["request"] != y["request"]:
+        return False
+    return not _group_names(x) & _group_names(y)
+
+
+def _merged(x: dict, y: dict) -> dict:
+    """One step for the look at the groups ``x`` and ``y`` took together (their groups in one
+    list, compared unordered)."""
+    out = {**y, "response": {**y["response"]}}
+    out["response"]["Groups"] = list(x["response"].get("Groups") or []) + list(
+        y["response"].get("Groups") or []
+    )
+    if x["api_key"] == ApiKey.DESCRIBE_GROUPS:
+        both = list(x["request"].get("Groups") or []) + list(y["request"].get("Groups") or [])
+        out["request"] = {**y["request"], "Groups": sorted(both)}
+    else:
+        out["response"]["ErrorCode"] = x["response"].get("ErrorCode") or y["response"].get(
+            "ErrorCode"
+        )
     return out
 
 

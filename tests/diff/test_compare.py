@@ -220,3 +220,30 @@ def test_a_poll_of_read_rounds_is_kept_once_other_rounds_are_steps() -> None:
             steps.append(s)
             _collapse(steps)
     assert len(steps) == 4
+
+
+def test_the_groups_looked_at_per_coordinator_are_one_step(tmp_path: Path) -> None:
+    """DescribeGroups sent to each group's coordinator, ListGroups to each of those brokers:
+    one step each, however the target placed the groups; asking again is a poll's round."""
+    from conformance.diff.models import _steps
+
+    def row(api: int, request: dict, groups: list[dict]) -> dict:
+        body = {"ThrottleTimeMs": 0, "ErrorCode": 0, "Groups": groups}
+        step = {"test": "t", "api_key": api, "version": 5, "request": request}
+        return step | {"outcome": "answered", "response": body}
+
+    def look(groups: list[list[str]]) -> list[dict]:
+        rows = [row(15, {"Groups": g}, [{"GroupId": n} for n in g]) for g in groups]
+        return rows + [row(16, {}, [{"GroupId": n} for n in g]) for g in groups]
+
+    def steps(groups: list[list[str]], rounds: int) -> list[tuple]:
+        path = tmp_path / f"m{len(groups)}-{rounds}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in look(groups) * rounds))
+        return [
+            (s["api_key"], sorted(g["GroupId"] for g in s["response"]["Groups"]))
+            for s in _steps(path)["t"]
+        ]
+
+    one = steps([["kc-suite-a", "kc-suite-b"]], 1)
+    assert one == [(15, ["kc-suite-m0", "kc-suite-m1"]), (16, ["kc-suite-m0", "kc-suite-m1"])]
+    assert steps([["kc-suite-a"], ["kc-suite-b"]], 3) == one
