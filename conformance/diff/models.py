@@ -38,8 +38,8 @@ MODEL_TESTS = (
 RUN_TIMEOUT = 600
 
 
-def record(target: str, seed: int, out: Path) -> int:
-    """Run the model tests against ``target`` in this process, recording into ``out``."""
+def record(target: str, seed: int, out: Path, tests: tuple[str, ...] = MODEL_TESTS) -> int:
+    """Run the model ``tests`` against ``target`` in this process, recording into ``out``."""
     import pytest
 
     from conformance.client import wire
@@ -65,7 +65,7 @@ def record(target: str, seed: int, out: Path) -> int:
     wire.on_exchange = exchange
     try:
         args = ["--pyargs", "conformance.suite", "-p", "no:cacheprovider", "-q"]
-        args += [f"--target={target}", f"--seed={seed}", "--select=" + " or ".join(MODEL_TESTS)]
+        args += [f"--target={target}", f"--seed={seed}", "--select=" + " or ".join(tests)]
         args.append(f"--results-dir={out.parent / (out.stem + '-results')}")
         return int(pytest.main(args))
     finally:
@@ -73,12 +73,15 @@ def record(target: str, seed: int, out: Path) -> int:
         sink.close()
 
 
-def run_models(targets: tuple[str, str], seed: int, out_dir: Path) -> list[Path]:
+def run_models(
+    targets: tuple[str, str], seed: int, out_dir: Path, tests: tuple[str, ...] = MODEL_TESTS
+) -> list[Path]:
     """Record the models against each target, one after the other (a process each)."""
     paths = []
     for i, target in enumerate(targets):
         path = out_dir / f"models-{i + 1}.jsonl"
         cmd = [sys.executable, "-m", "conformance.diff.models", target, str(seed), str(path)]
+        cmd.append(",".join(tests))
         with (out_dir / f"models-{i + 1}.log").open("w") as log:
             subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT)
         paths.append(path)
@@ -91,7 +94,8 @@ def _steps(path: Path) -> dict[str, list[dict]]:
     names different topics, and a target lists groups or topics in an order of its own), a
     request or a short cycle of them repeated back to back kept once with its last answers
     (``_collapse``: the suite's helpers poll until a target shows a change)."""
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    text = path.read_text(encoding="utf-8") if path.exists() else ""  # a run that broke
+    rows = [json.loads(line) for line in text.splitlines()]
     names: dict[str, dict[str, Any]] = {}
     for row in rows:
         _alike(row["request"], names.setdefault(row["test"], {}))
@@ -306,4 +310,5 @@ def _step(codec: Codec, comparison: Comparison, x: dict, y: dict) -> list:
 
 
 if __name__ == "__main__":
-    sys.exit(record(sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])))
+    chosen = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else MODEL_TESTS
+    sys.exit(record(sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), chosen))

@@ -62,6 +62,8 @@ class DiffOptions:
     timeout: float = REQUEST_TIMEOUT
     #: also run the state-machine models against both (conformance.diff.models)
     models: bool = False
+    #: which model tests (suite ids; None: all of conformance.diff.models.MODEL_TESTS)
+    model_tests: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -240,9 +242,10 @@ def run_diff(opts: DiffOptions) -> DiffResult:
             side.seconds = time.monotonic() - began
     result = _compare(opts, codec, mask, stream, sides)
     if opts.models:
-        from conformance.diff.models import compare_models, run_models
+        from conformance.diff.models import MODEL_TESTS, compare_models, run_models
 
-        paths = run_models(opts.targets, opts.seed or 0, opts.out_dir)
+        tests = opts.model_tests or MODEL_TESTS
+        paths = run_models(opts.targets, opts.seed or 0, opts.out_dir, tests)
         comparison = Comparison(mask, opts.targets[1], "models")
         found, result.models = compare_models(codec, comparison, paths)
         result.differences.extend(found)

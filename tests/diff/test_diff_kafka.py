@@ -1,8 +1,8 @@
 """The differential mode against Apache Kafka 4.4.0 (KRaft) on a small fixed subset (SUBSET),
-two drawn requests per version. Every difference is explained by the
-mask; without two of its entries the same recorded answers show the differences they hide (the
-comparison sees real differences in live answers); the outputs are written and every process
-started is stopped."""
+two drawn requests per version, and one state-machine model (MODEL). Every difference is
+explained by the mask; without two of its entries the same recorded answers show the
+differences they hide (the comparison sees real differences in live answers); the outputs are
+written and every process started is stopped."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ SUBSET = (
     "ListOffsets:1",
 )
 
+#: one state-machine model, run through the suite against each target (diff --models)
+MODEL = "log/partition/state-machine"
+
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
@@ -42,6 +45,8 @@ def result(tmp_path_factory):
         examples=2,
         select=[parse_selection(s) for s in SUBSET],
         out_dir=out,
+        models=True,
+        model_tests=(MODEL,),
     )
     done = run_diff(opts)
     write(done)
@@ -54,6 +59,24 @@ def test_every_difference_is_explained(result) -> None:
         row = result.summary[api]
         assert row["compared"] == row["requests"] > 0, (api, row)
     assert result.sides[1].describe.startswith("apache-kafka 4.4.0")
+
+
+def test_the_log_partition_model_answers_alike_step_by_step(result) -> None:
+    """Its steps aligned and compared, Fetch past the end among them (OFFSET_OUT_OF_RANGE with
+    no offsets, as Kafka answers); only the records' fresh timestamps are masked."""
+    (row,) = result.models.values()
+    assert row["steps_a"] == row["steps_b"] == row["compared"] > 20, row
+    assert row["differences"] == 0, "\n".join(lines(result)[:20])
+    assert result.hidden["model-record-timestamps"] > 0
+    fetched = [
+        json.loads(x)
+        for x in (result.options.out_dir / "models-2.jsonl").read_text().splitlines()
+        if json.loads(x)["api_key"] == 1
+    ]
+    codes = {
+        p["ErrorCode"] for f in fetched for t in f["response"]["Responses"] for p in t["Partitions"]
+    }
+    assert 1 in codes, codes  # OFFSET_OUT_OF_RANGE was compared
 
 
 def test_the_mask_hid_what_legitimately_differs_and_says_so(result) -> None:
