@@ -118,11 +118,11 @@ def _group_names(row: dict) -> set[str]:
 
 
 def _per_coordinator(x: dict, y: dict) -> bool:
-    """Whether ``y`` continues ``x``'s look at the groups, sent to another coordinator: the
-    groups model asks each group's coordinator for its groups (DescribeGroups) and each of those
-    brokers for its list (ListGroups), so how many requests that takes is where each target
-    placed its groups (one request where one broker coordinates them all). The groups named
-    differ; a request asking again for the same groups is a poll's next round."""
+    """Whether ``y`` continues ``x``'s look at the groups: the groups model asks each group's
+    coordinator for its groups (DescribeGroups, after the one its step's own check sent) and each
+    of those brokers for its list (ListGroups), so how many requests a look takes is where each
+    target placed its groups. DescribeGroups back to back are one look; ListGroups when the
+    groups listed differ (the same groups listed again is a poll's next round)."""
     if x["api_key"] != y["api_key"] or x["api_key"] not in (
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.LIST_GROUPS,
@@ -130,22 +130,25 @@ def _per_coordinator(x: dict, y: dict) -> bool:
         return False
     if x["version"] != y["version"] or {x["outcome"], y["outcome"]} != {"answered"}:
         return False
-    if x["api_key"] == ApiKey.LIST_GROUPS and x["request"] != y["request"]:
-        return False
-    return not _group_names(x) & _group_names(y)
+    if x["api_key"] == ApiKey.DESCRIBE_GROUPS:
+        return True
+    return x["request"] == y["request"] and not _group_names(x) & _group_names(y)
 
 
 def _merged(x: dict, y: dict) -> dict:
-    """One step for the look at the groups ``x`` and ``y`` took together (their groups in one
-    list, compared unordered)."""
+    """One step for the look at the groups ``x`` and ``y`` took together: their groups in one
+    list (by name, each group's later answer)."""
     out = {**y, "response": {**y["response"]}}
-    out["response"]["Groups"] = list(x["response"].get("Groups") or []) + list(
-        y["response"].get("Groups") or []
-    )
     if x["api_key"] == ApiKey.DESCRIBE_GROUPS:
-        both = list(x["request"].get("Groups") or []) + list(y["request"].get("Groups") or [])
-        out["request"] = {**y["request"], "Groups": sorted(both)}
+        answers = {g.get("GroupId"): g for g in x["response"].get("Groups") or []}
+        answers.update({g.get("GroupId"): g for g in y["response"].get("Groups") or []})
+        names = set(x["request"].get("Groups") or []) | set(y["request"].get("Groups") or [])
+        out["request"] = {**y["request"], "Groups": sorted(names)}
+        out["response"]["Groups"] = [answers[n] for n in sorted(answers, key=str)]
     else:
+        out["response"]["Groups"] = list(x["response"].get("Groups") or []) + list(
+            y["response"].get("Groups") or []
+        )
         out["response"]["ErrorCode"] = x["response"].get("ErrorCode") or y["response"].get(
             "ErrorCode"
         )
@@ -173,20 +176,21 @@ POLL_CYCLE = 3
 
 def _collapse(steps: list[dict]) -> None:
     """A poll repeated until the target shows a change kept once, with its last answers: when the
-    last step sends the request of the one before it, or the last ``k`` steps (``k`` up to
-    ``POLL_CYCLE``) are reads in a round like the ``k`` before them (the same first request,
-    then the same APIs, whose requests may follow what the first answered: the topics Metadata
-    listed), the earlier go (how many rounds a poll takes is each target's timing)."""
+    last step sends the request of the one before it, or is a read sending the request of a step
+    up to ``POLL_CYCLE`` back with only reads of other APIs between (a round: Metadata, then
+    DescribeConfigs of the topics it listed, again; the last round may be shorter), the earlier
+    steps from that one on go (how many rounds a poll takes is each target's timing)."""
     if len(steps) >= 2 and _same_request(steps[-2], steps[-1]):
         del steps[-2]
         return
-    for k in range(2, POLL_CYCLE + 1):
-        if len(steps) < 2 * k or not _same_request(steps[-2 * k], steps[-k]):
-            continue
-        rounds = zip(steps[-2 * k : -k], steps[-k:], strict=True)
-        if all(x["api_key"] == y["api_key"] and x["api_key"] in READS for x, y in rounds):
-            del steps[-2 * k : -k]
+    if steps[-1]["api_key"] not in READS:
+        return
+    for e in range(len(steps) - 2, max(len(steps) - 2 - POLL_CYCLE, 0) - 1, -1):
+        if _same_request(steps[e], steps[-1]):
+            del steps[e:-1]
             return
+        if steps[e]["api_key"] not in READS or steps[e]["api_key"] == steps[-1]["api_key"]:
+            return  # a write, or another read of the same API: the model's own steps
 
 
 def _repeats(steps: list[dict], i1: int, i2: int) -> bool:
@@ -195,8 +199,9 @@ def _repeats(steps: list[dict], i1: int, i2: int) -> bool:
     model that draws each request's version from the target's own range sends an exact repeat,
     kept once, by chance on one side; a poll that settled at another count)."""
 
-    def same(x: dict, y: dict) -> bool:
-        return (x["api_key"], x["request"]) == (y["api_key"], y["request"])
+    def same(x: dict, y: dict) -> bool:  # the fields both versions have, alike
+        a, b = x["request"], y["request"]
+        return x["api_key"] == y["api_key"] and all(a[k] == b[k] for k in a.keys() & b.keys())
 
     around = [steps[k] for k in (i1 - 1, i2) if 0 <= k < len(steps)]
     return all(any(same(s, n) for n in around) for s in steps[i1:i2])
