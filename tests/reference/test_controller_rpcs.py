@@ -180,3 +180,25 @@ def test_a_registration_for_another_cluster_is_refused(controller: Cluster) -> N
         },
     )
     assert answer["ErrorCode"] == 104
+
+
+def test_broker_lifecycle_answers_as_kafkas_controller(controller: Cluster) -> None:
+    """Found by diff --models against Kafka 4.4.0 (issue 26): a broker that leads nothing and asks
+    to shut down is fenced and told ShouldShutDown at once; a heartbeat of an id never registered
+    is STALE_BROKER_EPOCH; a new incarnation of a Fenced broker is registered anew."""
+    fakes = Fakes(controller, [71])
+    answer = fakes.heartbeat(71, shutdown=True)
+    assert (answer["ErrorCode"], answer["IsFenced"], answer["ShouldShutDown"]) == (0, True, True)
+    fakes.epochs[72] = 5
+    assert fakes.heartbeat(72)["ErrorCode"] == 77  # STALE_BROKER_EPOCH
+
+    def register(incarnation: uuid.UUID) -> dict:
+        listener = {"Name": "INTERNAL", "Host": "127.0.0.1", "Port": 1, "SecurityProtocol": 0}
+        body = {"BrokerId": 73, "ClusterId": fakes.cluster_id, "IncarnationId": incarnation}
+        body |= {"Listeners": [listener], "Features": [], "Rack": None}
+        return call(fakes.address, ApiKey.BROKER_REGISTRATION, 3, body)
+
+    first = register(uuid.uuid4())  # registered, never heartbeated: Fenced
+    again = register(uuid.uuid4())
+    assert (first["ErrorCode"], again["ErrorCode"]) == (0, 0), (first, again)
+    assert again["BrokerEpoch"] > first["BrokerEpoch"]
