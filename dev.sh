@@ -92,7 +92,8 @@ case "${1:-}" in
     test)
         setup
         shift
-        exec "$VENV/bin/python" -m pytest "$@"
+        # the 30 slowest tests close the output: where the CI budget (20 min) goes
+        exec "$VENV/bin/python" -m pytest --durations=30 "$@"
         ;;
     *)
         echo "usage: ./dev.sh main|test|setup [args...]" >&2
