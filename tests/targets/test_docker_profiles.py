@@ -121,7 +121,11 @@ def test_reference_image_is_a_serve_command_line_on_its_port_block() -> None:
         "23000",
         "--brokers",
         "3",
+        "--data-dir",
+        "/var/lib/kafka-conformance",
     ]
+    # a restart of broker 1 is a restart of the container, whose data folder outlives it
+    assert t.profile.node_id == 1
     # serve's layout: controller at the base, broker 1's client listener at base+101, the
     # nodes' metrics up to base+303: the block covers them all
     assert t.profile.block == 304
