@@ -217,6 +217,12 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
         help="start again a node that dies (its log and stderr say how it died)",
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout (s)")
+    parser.add_argument(
+        "--client-controller-listener",
+        action="store_true",
+        help="also a client listener on each controller, at port base+50+k (as the reference "
+        "target has, for the requirements judged on a controller's client connections)",
+    )
     parser.set_defaults(handler=serve_command)
 
 
@@ -235,6 +241,7 @@ def serve_command(args: argparse.Namespace) -> int:
             ready_file=args.ready_file,
             restart_failed=args.restart_failed,
             timeout=args.timeout,
+            client_controller_listener=args.client_controller_listener,
         )
     except ClusterError as e:
         raise CliError(str(e)) from None

@@ -417,6 +417,7 @@ def serve(
     ready_file: Path | None = None,
     restart_failed: bool = False,
     timeout: float = 60.0,
+    client_controller_listener: bool = False,
 ) -> int:
     """Run the cluster until SIGINT/SIGTERM; returns the exit code. The ready file exists only
     while the cluster is ready: a stale one is removed first, the new one appears whole (rename)
@@ -453,6 +454,7 @@ def serve(
             metadata_store=metadata_store,
             host=host,
             port_base=port_base,
+            client_controller_listener=client_controller_listener,
         )
         try:
             cluster.start(timeout=timeout, abort=stop)

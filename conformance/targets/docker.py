@@ -231,8 +231,12 @@ class DockerTarget(Target):
         self.bootstrap = [self.endpoint("client")]
         if "controller" in profile.ports:
             self.controller = self.controller or self.endpoint("controller")
+        if "controller_client" in profile.ports:
+            self.controller_client = self.endpoint("controller_client")
+        nodes = dict(profile.nodes)
         if profile.node_id is not None:
-            self.restartable = {profile.node_id: self.bootstrap[0]}
+            nodes.setdefault(profile.node_id, "client")
+        self.restartable = {n: self.endpoint(port) for n, port in nodes.items()}
         atexit.register(self.stop)
         spawned = _now_ms()
         try:
@@ -242,8 +246,7 @@ class DockerTarget(Target):
             why = " ".join(str(e).split())
             raise TargetError(f"docker: cannot start {self.image}: {why}") from None
         self._wait_ready()
-        if profile.node_id is not None:
-            self.started = {profile.node_id: (spawned, _now_ms())}
+        self.started = dict.fromkeys(self.restartable, (spawned, _now_ms()))
 
     def _wait_ready(self) -> None:
         profile, ep = self.prof, self.bootstrap[0]
@@ -298,7 +301,8 @@ class DockerTarget(Target):
         spawned = _now_ms()
         self._container.restart(timeout=10)
         self._wait_ready()
-        self.started[node_id] = (spawned, _now_ms())
+        # every node of the container started again
+        self.started = dict.fromkeys(self.restartable, (spawned, _now_ms()))
 
     def stop(self) -> None:
         atexit.unregister(self.stop)

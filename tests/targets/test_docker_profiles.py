@@ -123,14 +123,17 @@ def test_reference_image_is_a_serve_command_line_on_its_port_block() -> None:
         "3",
         "--data-dir",
         "/var/lib/kafka-conformance",
+        "--client-controller-listener",
     ]
     # a restart of broker 1 is a restart of the container, whose data folder outlives it
-    assert t.profile.node_id == 1
+    assert t.profile.nodes == {1: "client", 2: "broker2", 3: "broker3"}
+    assert t.endpoint("broker3") == Endpoint("127.0.0.1", 23103)
     # serve's layout: controller at the base, broker 1's client listener at base+101, the
     # nodes' metrics up to base+303: the block covers them all
     assert t.profile.block == 304
     assert t.endpoint("client") == Endpoint("127.0.0.1", 23101)
     assert t.endpoint("controller") == Endpoint("127.0.0.1", 23000)
+    assert t.endpoint("controller_client") == Endpoint("127.0.0.1", 23050)
     assert (t.profile.ready_check, t.profile.ready_brokers) == ("metadata", 3)
 
 
@@ -188,6 +191,7 @@ def test_a_users_profile_file_toml_or_json(tmp_path: Path) -> None:
         (lambda s: s.replace("node_id = 7", "zookeeper = 1"), "at zookeeper: 1 is not of type"),
         (lambda s: s.replace('"/scratch"', '"scratch"'), "at tmpfs/0: 'scratch' does not match"),
         (lambda s: s.replace('"{port}"', '"{zookeeper}"'), "unknown template name {zookeeper}"),
+        (lambda s: s + '\n[nodes]\n2 = "broker2"\n', "nodes name the port 'broker2'"),
     ],
 )
 def test_bad_profile_files_are_one_line(change, message, tmp_path: Path) -> None:

@@ -39,6 +39,8 @@ def test_the_dockerfile_builds_the_reference_image_that_serves(engine, no_leftov
         with t:
             assert metadata_brokers(t.bootstrap[0], 10) == 3
             assert t.controller is not None and wait_listening(t.controller, 5)
+            # the controller's listener for client principals (KIP-590.R2 is judged on it)
+            assert t.controller_client is not None and wait_listening(t.controller_client, 5)
     finally:
         engine.images.remove(IMAGE)  # the tag only: set-up's image and the layer cache stay
 

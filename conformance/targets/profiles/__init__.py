@@ -40,6 +40,9 @@ class Profile:
     zookeeper: bool = False
     client_listener_types: tuple[str, ...] = CLIENT_LISTENER_TYPES
     node_id: int | None = None
+    #: node id -> the port name of its client listener, for a container of several brokers:
+    #: restarting any of them restarts the container (all its nodes)
+    nodes: dict[int, str] = field(default_factory=dict)
     #: the file it was read from
     source: str = ""
 
@@ -131,6 +134,7 @@ def _load(path: Path, name: str) -> Profile:
         zookeeper=data.get("zookeeper", False),
         client_listener_types=tuple(data.get("client_listener_types", CLIENT_LISTENER_TYPES)),
         node_id=data.get("node_id"),
+        nodes={int(k): v for k, v in data.get("nodes", {}).items()},
         source=str(path),
     )
     _check_templates(profile)
@@ -155,3 +159,9 @@ def _check_templates(profile: Profile) -> None:
                 f"docker profile {profile.source}: unknown template name "
                 f"{{{sorted(unknown)[0]}}} in {template!r} (known: {', '.join(sorted(known))})"
             )
+    missing = sorted(set(profile.nodes.values()) - set(profile.ports))
+    if missing:
+        raise TargetError(
+            f"docker profile {profile.source}: nodes name the port {missing[0]!r}, "
+            f"which ports does not list"
+        )
