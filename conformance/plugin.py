@@ -487,12 +487,18 @@ def _requirement_verdicts(ti: TestInfo, state: State, phases: dict[str, Phase], 
     from conformance.requirements import requirements
 
     reqs = requirements()
+
+    def judges(rid: str, api_key: int) -> bool:
+        # a requirement that names no API is taken to judge any (nothing is downgraded)
+        return not reqs[rid].apis or any(a.key == api_key for a in reqs[rid].apis)
+
     return requirement_verdicts(
         [(rid, reqs[rid].level) for rid in ti.requirements],
         phases,
         soft=dict(notes.soft) if notes else {},
         credits=notes.ledger if notes else Ledger(),
         strict=state.strict,
+        judges=judges,
     )
 
 

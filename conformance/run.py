@@ -260,8 +260,9 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"  {line}")
     if summary.unset:
         print(
-            f"{len(summary.unset)} requirements could not be set up: no way to obtain the "
-            "topics they need (their SKIP messages say why; --topics names pre-created ones)"
+            f"{len(summary.unset)} requirements could not be set up: the target offers no way to "
+            "obtain the topics they need, or no API their tests need besides the ones they judge "
+            "(their SKIP messages say which; --topics names pre-created topics)"
         )
     if not summary.scored:
         print(

@@ -5,12 +5,14 @@ the requirements they failed (``req_ids`` of the exception), recorded soft (SHOU
 and credited the requirements they checked (the ledger). From those, per requirement:
 
 * setup skipped: the verdict the skip names (UNSUPPORTED, NOT_EXPOSED ...); setup failed: ERROR;
+  UNSUPPORTED for an API the requirement does not judge (its ``apis``) is SKIP "set-up needs"
+  instead: the target may well serve everything the requirement is about;
 * call failed: FAIL (NONSTRICT for a SHOULD unless strict; ERROR when the suite broke) for the
   requirements the failure names, or all of them when it names none of the test's; each of the
   others is judged on the answers that came back before the failure: its soft failure, else
   PASS when a check of it ran (and held: a failed check would have named it), else SKIP "not
   evaluated" (one requirement's failure never hides another's verdict);
-* call skipped: the verdict the skip names;
+* call skipped: the verdict the skip names (with the same set-up rule);
 * call passed: a soft failure is NONSTRICT/FAIL; a teardown failure is ERROR; otherwise PASS only
   when a check of the requirement ran (the ledger credits it), else the verdict recorded for it
   (UNSUPPORTED naming the missing API) or SKIP "not checked". Nothing vacuous is ever PASS.
@@ -18,11 +20,15 @@ and credited the requirements they checked (the ledger). From those, per require
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from conformance.results.verdicts import Verdict, verdict_for
+from conformance.results.summary import SET_UP_NEEDS
+from conformance.results.verdicts import Unsupported, Verdict, verdict_for
+
+#: judges(requirement id, api key): whether the requirement's verdict is about that API
+Judges = Callable[[str, int], bool]
 
 
 @dataclass
@@ -50,19 +56,29 @@ def requirement_verdicts(
     soft: Mapping[str, str],
     credits: Credits,
     strict: bool = False,
+    judges: Judges | None = None,
 ) -> list[tuple[str, Verdict, str | None]]:
     """(requirement id, verdict, message) for each (id, level) of a finished test."""
+
+    def skipped(rid: str, level: str, phase: Phase) -> tuple[str, Verdict, str | None]:
+        exc = phase.exc
+        key = getattr(exc, "api_key", None)
+        if isinstance(exc, Unsupported) and key is not None and judges and not judges(rid, key):
+            return (
+                rid,
+                Verdict.SKIP,
+                f"{SET_UP_NEEDS} what the target does not offer: {exc.reason}",
+            )
+        return (rid, verdict_for("skipped", level, exc=exc), phase.message)
+
     setup, call, teardown = (phases.get(w) for w in ("setup", "call", "teardown"))
     ids = [rid for rid, _ in requirements]
     out: list[tuple[str, Verdict, str | None]] = []
     for rid, level in requirements:
-        if setup is not None and setup.outcome != "passed":
-            v = (
-                verdict_for("skipped", level, exc=setup.exc)
-                if setup.outcome == "skipped"
-                else Verdict.ERROR
-            )
-            out.append((rid, v, setup.message))
+        if setup is not None and setup.outcome == "skipped":
+            out.append(skipped(rid, level, setup))
+        elif setup is not None and setup.outcome != "passed":
+            out.append((rid, Verdict.ERROR, setup.message))
         elif call is None:
             out.append((rid, Verdict.ERROR, "the test did not run"))
         elif call.outcome == "failed":
@@ -81,7 +97,7 @@ def requirement_verdicts(
                 v = verdict_for("failed", level, strict=strict, exc=call.exc)
                 out.append((rid, v, call.message))
         elif call.outcome == "skipped":
-            out.append((rid, verdict_for("skipped", level, exc=call.exc), call.message))
+            out.append(skipped(rid, level, call))
         elif rid in soft:
             out.append((rid, _soft(level, strict), soft[rid]))
         elif teardown is not None and teardown.outcome == "failed":

@@ -31,6 +31,9 @@ ORDER = (
 #: what a SKIP's message says when the test's set-up found no way to get what it needs (a
 #: topic, ``conformance.suite.provision``), though the APIs its requirements judge may be there
 SET_UP_MISSING = "no way to obtain a topic"
+#: what a SKIP's message starts with when an API the test needs is not advertised and the
+#: requirement does not judge it (``conformance.results.policy``): set-up, not the target's verdict
+SET_UP_NEEDS = "set-up needs"
 #: exit code of a run the target went down in and that could not go on (tests NOT_EVALUATED);
 #: 0, 1 and 2 keep their meanings (all held; a FAIL, an ERROR or nothing checked; no start)
 INCOMPLETE = 3
@@ -108,7 +111,10 @@ def summarise(run_dir: Path | str) -> Summary:
             s.failed.append(r)
         if r["verdict"] in ("PASS", "FAIL", "NONSTRICT", "ERROR"):
             judged.add(r["requirement_id"])
-        elif r["verdict"] == "SKIP" and SET_UP_MISSING in (r.get("message") or ""):
+        elif r["verdict"] == "SKIP" and (
+            SET_UP_MISSING in (r.get("message") or "")
+            or (r.get("message") or "").startswith(SET_UP_NEEDS)
+        ):
             s.unset.add(r["requirement_id"])
     s.unset -= judged
     return s

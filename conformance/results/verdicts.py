@@ -59,7 +59,15 @@ class NotApplicable(_SkipBase):  # type: ignore[misc,valid-type]
 
 
 class Unsupported(NotApplicable):
+    """The target does not advertise what the test needs; ``api_key`` names the API when one
+    is missing, so that a requirement that only needs it for set-up is SKIP, not UNSUPPORTED
+    (``conformance.results.policy``)."""
+
     verdict = Verdict.UNSUPPORTED
+
+    def __init__(self, reason: str, api_key: int | None = None) -> None:
+        super().__init__(reason)
+        self.api_key = api_key
 
 
 class NotExposed(NotApplicable):

@@ -373,11 +373,15 @@ class Harness:
             )
         adv = self.advertised_on(listener)
         if api_key not in adv:
-            raise Unsupported(f"{name} is not advertised in ApiVersions on the {listener} listener")
+            raise Unsupported(
+                f"{name} is not advertised in ApiVersions on the {listener} listener", api_key
+            )
         if version is not None:
             lo, hi = adv[api_key]
             if not lo <= version <= hi:
-                raise Unsupported(f"{name} v{version} is not advertised (advertised {lo}-{hi})")
+                raise Unsupported(
+                    f"{name} v{version} is not advertised (advertised {lo}-{hi})", api_key
+                )
 
     def pick_version(
         self, api_key: int, within: Versions | str | None = None, listener: str = "client"
@@ -393,7 +397,8 @@ class Harness:
         if rng.empty:
             raise Unsupported(
                 f"{self.api_name(api_key)}: no version in {within or ours} is advertised "
-                f"(advertised {lo}-{hi})"
+                f"(advertised {lo}-{hi})",
+                api_key,
             )
         self.note(api_key, rng.hi, listener)
         return rng.hi

@@ -207,3 +207,50 @@ def test_checks_record_what_they_saw_per_requirement_and_need_an_id() -> None:
     assert failed.value.detail == "cluster id 'a b' has a space"
     with pytest.raises(ValueError, match="names the requirement"):
         verify.check(True, "a check naming nothing")
+
+
+def test_an_api_missing_only_for_set_up_is_skip_for_the_requirements_that_do_not_judge_it() -> None:
+    """GROUPS.R3 judges JoinGroup, GROUPS.R13 DescribeGroups: a target without DescribeGroups
+    leaves R13 UNSUPPORTED, and R3 (its test observes through DescribeGroups) SKIP "set-up
+    needs", counted by the run with what could not be set up; a skip naming no API, or a policy
+    given no ``judges``, keeps the verdict the skip names."""
+    from conformance.protocol import ApiKey
+    from conformance.results.summary import SET_UP_NEEDS
+
+    reqs = requirements()
+
+    def judges(rid: str, key: int) -> bool:
+        return any(a.key == key for a in reqs[rid].apis)
+
+    ids = ("GROUPS.R3", "GROUPS.R13")
+    levels = [(rid, reqs[rid].level) for rid in ids]
+    exc = Unsupported("DescribeGroups is not advertised", ApiKey.DESCRIBE_GROUPS)
+    phases = {"setup": Phase("passed", None, 0, ""), "call": Phase("skipped", exc, 0, str(exc))}
+    out = {
+        r: (v, m)
+        for r, v, m in requirement_verdicts(
+            levels, phases, soft={}, credits=Ledger(), judges=judges
+        )
+    }
+    assert out["GROUPS.R13"][0] is Verdict.UNSUPPORTED
+    assert out["GROUPS.R3"][0] is Verdict.SKIP
+    assert out["GROUPS.R3"][1].startswith(SET_UP_NEEDS) and "DescribeGroups" in out["GROUPS.R3"][1]
+    # the same skip from a fixture (setup phase) is judged alike
+    early = {"setup": Phase("skipped", exc, 0, str(exc))}
+    got = {
+        r: v
+        for r, v, _ in requirement_verdicts(levels, early, soft={}, credits=Ledger(), judges=judges)
+    }
+    assert got == {"GROUPS.R3": Verdict.SKIP, "GROUPS.R13": Verdict.UNSUPPORTED}
+    # no API named, or no judges given: as before
+    bare = {
+        "setup": Phase("passed", None, 0, ""),
+        "call": Phase("skipped", Unsupported("x"), 0, "x"),
+    }
+    got = {
+        r: v
+        for r, v, _ in requirement_verdicts(levels, bare, soft={}, credits=Ledger(), judges=judges)
+    }
+    assert set(got.values()) == {Verdict.UNSUPPORTED}
+    got = {r: v for r, v, _ in requirement_verdicts(levels, phases, soft={}, credits=Ledger())}
+    assert set(got.values()) == {Verdict.UNSUPPORTED}
