@@ -20,6 +20,7 @@ from conformance.suite import verify
 from conformance.suite.brokers import brokers
 from conformance.suite.groups import test_administration, test_membership
 from conformance.suite.harness import Harness
+from conformance.suite.kip590 import test_forwarding
 from conformance.suite.log import test_produce_fetch
 from conformance.suite.offsets import test_commit_fetch
 from conformance.suite.provision import Obtained, delete_topics, give, obtain, release
@@ -121,6 +122,11 @@ def test_log_groups_offsets_are_judged_with_create_topics_refused(reference) -> 
         judged = run(cluster, test_create_topics.test_an_existing_topic_is_refused)
     assert isinstance(judged, MissingPrecondition), judged
     assert "CreateTopics v7 refused (TOPIC_AUTHORIZATION_FAILED)" in str(judged), judged
+    # nor can KIP-590's forwarding of one, sent to each broker by its model
+    with ProxiedCluster(reference, RefuseCreateTopics()) as cluster:
+        judged = run(cluster, test_forwarding.test_create_topics_through_each_broker)
+    assert isinstance(judged, MissingPrecondition), judged
+    assert "refused (TOPIC_AUTHORIZATION_FAILED)" in str(judged), judged
 
 
 def test_no_way_to_obtain_a_topic_is_skip_and_counted(cli, reference) -> None:

@@ -20,7 +20,11 @@ from conformance.protocol.spec import ZERO_UUID
 from conformance.suite import brokers as cluster
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.models import Binding, Model, ModelRunner, load_model
+from conformance.suite.records_io import skip_if_refused
 from conformance.targets.base import Endpoint
+
+#: the topic mutations whose answers say whether the suite may change topics at all
+TOPIC_MUTATIONS = frozenset({ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS})
 
 PROPAGATION = 10.0
 TIMEOUT_MS = 15000
@@ -159,6 +163,9 @@ class RoutingBinding(Binding):
         except ConnectionClosed:
             self._conns.pop(ep, None)
             raise
+        if api_key in TOPIC_MUTATIONS:
+            # refused for authorization everywhere: the forwarding cannot be judged here
+            skip_if_refused(self.harness, api_key, version, answer)
         if api_key == ApiKey.CREATE_TOPICS:
             for t in answer.get("Topics") or []:
                 if t.get("ErrorCode") == 0:
