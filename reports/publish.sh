@@ -16,19 +16,22 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 KAFKA_RUNS=${KAFKA_RUNS:-2}
 KAFKA_TARGETS=${KAFKA_TARGETS:-"kafka:3.9.1 kafka:3.9.1?store=zookeeper kafka:4.0.2 kafka:4.4.0"}
+# the clients KIP-42.R1-R7 are judged on (the report's Clients section), with the reference's runs
+CLIENTS=${CLIENTS:-"python java:2.8.2 java:3.0.2 java:3.9.1 java:4.0.2 java:4.4.0"}
 KC=.venv/bin/kafka-conformance
 [ -x "$KC" ] || ./dev.sh setup
 rm -rf reports/runs reports/latest
 mkdir -p reports/runs
 
-# run TARGET N: N runs of the whole suite against TARGET, each recorded in reports/runs/<run id>/.
+# run TARGET N [OPTION...]: N runs of the whole suite against TARGET, each recorded in reports/runs/<run id>/.
 # A failing MUST makes `run` exit non-zero and is recorded all the same; a run that recorded
 # nothing stops publication.
 run() {
-    local target=$1 n
-    for n in $(seq 1 "$2"); do
+    local target=$1 count=$2 n
+    shift 2
+    for n in $(seq 1 "$count"); do
         before=$(find reports/runs -name manifest.json | wc -l)
-        "$KC" run --target "$target" --results-dir reports/runs --no-report || true
+        "$KC" run --target "$target" "$@" --results-dir reports/runs --no-report || true
         if [ "$(find reports/runs -name manifest.json | wc -l)" -le "$before" ]; then
             echo "publish: $target run $n recorded no manifest.json; not publishing" >&2
             exit 1
@@ -36,7 +39,13 @@ run() {
     done
 }
 
-for target in reference 'reference:zookeeper?controllers=3' tansu; do
+client_options=()
+for client in $CLIENTS; do
+    [ "${client%%:*}" = java ] && "$KC" fetch "$client" >/dev/null
+    client_options+=(--client "$client")
+done
+run reference "$RUNS" "${client_options[@]}"
+for target in 'reference:zookeeper?controllers=3' tansu; do
     run "$target" "$RUNS"
 done
 for target in $KAFKA_TARGETS; do
