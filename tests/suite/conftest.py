@@ -100,8 +100,8 @@ def cli(tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def reference():
-    """A reference cluster for the tests of one module (those that put a proxy in front of it);
-    a module may still define its own."""
+    """A reference cluster for the tests of one module (those that put a proxy in front of it,
+    or drive suite tests in-process): each module gets its own, started and stopped by pid."""
     from conformance.targets.reference import ReferenceTarget
 
     target = ReferenceTarget()

@@ -68,7 +68,12 @@ def test_every_test_recorded_each_of_its_requirements(tansu_run) -> None:
         # tansu answers versions above its advertised maximum (ARCHITECTURE.md, tansu)
         ("versions/metadata/outside-advertised-refused", "PROTOCOL.R10", "FAIL", "Metadata v13"),
         # it does not answer a too-new ApiVersions in v0 with UNSUPPORTED_VERSION
-        ("api-versions/newer-than-server/v0-error-answer", "PROTOCOL.R7", "FAIL", "not a v0 response"),
+        (
+            "api-versions/newer-than-server/v0-error-answer",
+            "PROTOCOL.R7",
+            "FAIL",
+            "not a v0 response",
+        ),
         # its default cluster id is tansu_cluster: allowed characters, not a Base64 UUID
         ("metadata/v2+/cluster-id/format", "KIP-78.R3", "PASS", None),
         ("metadata/v2+/cluster-id/base64-uuid", "KIP-78.R4", "NONSTRICT", "tansu_cluster"),

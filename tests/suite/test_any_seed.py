@@ -15,14 +15,13 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 import conformance.suite
 from conformance.protocol import Codec
 from conformance.suite.harness import Harness
-from conformance.targets.reference import ReferenceTarget
 
 CODEC = Codec.from_specs()
 #: seeds whose draws left a listed requirement "not checked" before the fixed steps and tours:
@@ -44,14 +43,6 @@ def state_machine_tests() -> dict[str, tuple[Callable, tuple[str, ...]]]:
                 if mark.name == "conformance" and mark.kwargs["test_id"].endswith("/state-machine"):
                     out[mark.kwargs["test_id"]] = (fn, mark.kwargs["requirements"])
     return out
-
-
-@pytest.fixture(scope="module")
-def reference() -> Iterator[ReferenceTarget]:
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
 
 
 def test_every_state_machine_is_found() -> None:

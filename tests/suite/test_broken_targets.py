@@ -14,7 +14,6 @@ from __future__ import annotations
 import pytest
 
 from conformance.protocol import ApiKey, Codec
-from conformance.targets.reference import ReferenceTarget
 from conformance.targets.tansu import TansuTarget
 from tests.suite.conftest import failing, verdicts
 from tests.suite.proxies import FaultyProxy, passthrough
@@ -46,14 +45,6 @@ def advertise_describe_cluster_v0_only(api: int, version: int, frame: bytes) -> 
 @pytest.fixture(scope="module")
 def tansu():
     target = TansuTarget()
-    target.start()
-    yield target
-    target.stop()
-
-
-@pytest.fixture(scope="module")
-def reference():
-    target = ReferenceTarget()
     target.start()
     yield target
     target.stop()

@@ -9,23 +9,12 @@ say why. What it does offer is still checked and PASS, each PASS with the checks
 
 from __future__ import annotations
 
-import pytest
-
 from conformance.protocol import ApiKey
-from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import verdicts
 from tests.suite.faults_advertise import Advertise
 from tests.suite.proxies import FaultyProxy
 
 MACHINE = "metadata/cluster-id/state-machine"
-
-
-@pytest.fixture(scope="module")
-def reference():
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
 
 
 def test_a_target_offering_too_little_gets_no_pass_for_what_it_cannot_show(cli, reference) -> None:

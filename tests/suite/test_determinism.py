@@ -12,18 +12,9 @@ from __future__ import annotations
 import pytest
 
 from conformance.plugin import DEFAULT_SEED, parse_seed, run_seed
-from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import verdicts
 
 SUBSET = "spec/metadata or spec/offset-commit or metadata/cluster-id/state-machine"
-
-
-@pytest.fixture(scope="module")
-def reference():
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
 
 
 def _run(cli, reference, *extra: str):

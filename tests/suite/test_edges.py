@@ -9,7 +9,6 @@ import pytest
 
 from conformance.protocol import ApiKey, Codec
 from conformance.suite.edges import edge_requests
-from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import verdicts
 from tests.suite.proxies import FaultyProxy, passthrough
 
@@ -84,14 +83,6 @@ def close_on_max_timestamp(api: int, version: int, frame: bytes) -> bytes:
     if api == ApiKey.LIST_OFFSETS and MAX_TIMESTAMP in frame:
         raise ConnectionAbortedError("ListOffsets timestamp -3")
     return frame
-
-
-@pytest.fixture(scope="module")
-def reference():
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
 
 
 @pytest.mark.parametrize("seed", ["1", "2"])

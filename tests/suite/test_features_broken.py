@@ -16,8 +16,6 @@ target (``--bootstrap-server`` / ``--controller-bootstrap``):
 
 from __future__ import annotations
 
-import pytest
-
 from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.framing import (
     decode_request,
@@ -25,7 +23,6 @@ from conformance.protocol.framing import (
     encode_request,
     encode_response,
 )
-from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import failing, unreached, verdicts
 from tests.suite.faults_groups import Faults, replace_code
 from tests.suite.faults_groups import run_through as run_proxied
@@ -107,14 +104,6 @@ class Transparent:
 
     def response(self, api: int, version: int, frame: bytes) -> bytes:
         return frame
-
-
-@pytest.fixture(scope="module")
-def reference():
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
 
 
 def run_through(cli, target, select: str, *, client=passthrough, controller=None):

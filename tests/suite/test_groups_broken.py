@@ -247,14 +247,6 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def reference():
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_bug_fails_its_requirement(cli, reference, case: str) -> None:
     bugs, request_bugs, select, expected = CASES[case]

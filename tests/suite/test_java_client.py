@@ -10,22 +10,11 @@ user's callback before onAcknowledgement, which the released Javadoc allows with
 
 from __future__ import annotations
 
-import pytest
-
-from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import collect, verdicts
 
 RELEASE = "3.9.1"
 SELECT = "KIP-42 and not KIP-42.R8"
 CLIENT_REQUIREMENTS = {f"KIP-42.R{i}" for i in range(1, 8)}
-
-
-@pytest.fixture(scope="module")
-def reference():
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
 
 
 def judged(cli, reference, monkeypatch, fault: str = "") -> dict[str, dict]:

@@ -9,23 +9,12 @@ version's doing (a reference cluster behind a proxy that closes connections on o
 
 from __future__ import annotations
 
-import pytest
-
 from conformance.protocol import ApiKey
-from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import verdicts
 from tests.suite.faults_protocol import CloseOn
 from tests.suite.proxies import FaultyProxy, passthrough
 
 SEED = "20261122"
-
-
-@pytest.fixture(scope="module")
-def reference():
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
 
 
 def run_closing(cli, target, fault: CloseOn, select: str):

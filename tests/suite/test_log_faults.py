@@ -12,7 +12,7 @@ checked end to end by one CLI run through a faulty proxy.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from hypothesis import core
@@ -36,7 +36,6 @@ from conformance.suite.topics import (
     test_metadata_names,
     test_topic_lifecycle,
 )
-from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import failing, verdicts
 from tests.suite.faults_log import (
     IDEMPOTENCE_FAULTS,
@@ -82,14 +81,6 @@ def suite_tests(modules=MODULES) -> dict[str, list[Callable]]:
                         out.setdefault(req, []).append(fn)
     models = (MODEL, ADMIN_MODEL)
     return {req: [f for f in fns if f not in models] or fns for req, fns in out.items()}
-
-
-@pytest.fixture(scope="module")
-def reference() -> Iterator[ReferenceTarget]:
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
 
 
 @pytest.fixture(autouse=True)

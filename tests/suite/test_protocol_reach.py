@@ -15,10 +15,7 @@ connection open). Then:
 
 from __future__ import annotations
 
-import pytest
-
 from conformance.protocol import ApiKey
-from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import verdicts
 from tests.suite.faults_advertise import Advertise
 from tests.suite.faults_silence import Swallow
@@ -28,14 +25,6 @@ SELECT = (
     "robustness/unknown-api-key or headers/unknown-tagged-fields-ignored or "
     "robustness/acknowledged-before or robustness/acknowledged-kept"
 )
-
-
-@pytest.fixture(scope="module")
-def reference():
-    target = ReferenceTarget()
-    target.start()
-    yield target
-    target.stop()
 
 
 def test_r11_r12_r17_reach_a_target_that_offers_little(cli, reference) -> None:

@@ -54,8 +54,8 @@ def NoGrowth() -> HideApis:
     return HideApis(ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS)
 
 
-#: the LOG faults' fixtures: one reference cluster for the module, the suite's seed fixed
-reference, fixed_seed = test_log_faults.reference, test_log_faults.fixed_seed
+#: the LOG faults' fixture: the suite's seed fixed (the module's reference cluster is conftest's)
+fixed_seed = test_log_faults.fixed_seed
 
 
 def run(cluster: ProxiedCluster, fn: Callable, topics: str | None = None) -> BaseException | None:
