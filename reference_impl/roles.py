@@ -56,6 +56,8 @@ class BrokerView(NodeView, Protocol):
     broker_epoch: int
     #: the group coordinator's service, attached by ``groups.service.service_for`` on first use
     groups: Any
+    #: the transaction coordinator's service, attached by ``txn.service.service_for`` on first use
+    transactions: Any
 
     #: ``create_topic(name, partitions, replication_factor, configs=None)``: asks the
     #: controller (auto-creation, internal topics); Kafka's error code

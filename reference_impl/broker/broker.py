@@ -43,6 +43,8 @@ class BrokerNode(Node):
     metrics: BrokerMetrics
     #: the group coordinator's service, attached by ``groups.service.service_for`` on first use
     groups: Any = None
+    #: the transaction coordinator's service, attached by ``txn.service.service_for``
+    transactions: Any = None
 
     def __init__(self, config: NodeConfig) -> None:
         super().__init__(config, BrokerMetrics(config.node_id))

@@ -209,16 +209,20 @@ class ReplicaOffsetsStore:
 
 
 class ClusterPlacement:
-    """The leader of the group's partition, per the metadata cache; creates the topic."""
+    """The leader of the key's partition of an internal topic, per the metadata cache; creates
+    the topic (``__consumer_offsets`` here; the transaction coordinator places its
+    ``__transaction_state`` the same way)."""
 
-    def __init__(self, node: BrokerView, coordinator: GroupCoordinator) -> None:
+    topic = OFFSETS_TOPIC
+
+    def __init__(self, node: BrokerView, coordinator: GroupCoordinator | None) -> None:
         self.node = node
         self.coordinator = coordinator
         self._creating: asyncio.Task | None = None
 
     async def locate(self, partition: int, listener: str) -> Coordinator:
         cache = self.node.metadata_cache
-        topic = cache.topics.get(OFFSETS_TOPIC)
+        topic = cache.topics.get(self.topic)
         if topic is None:
             await self._create()
             return Coordinator(int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -235,18 +239,19 @@ class ClusterPlacement:
             self._creating = asyncio.ensure_future(self._create_topic())
         await asyncio.shield(self._creating)
 
-    async def _create_topic(self) -> None:
-        cache = self.node.metadata_cache
+    def shape(self, live_brokers: int) -> tuple[int, int, dict[str, str]]:
+        """(partitions, replication factor, configs) the topic is created with."""
+        assert self.coordinator is not None
         wanted = getattr(self.node.config, "offsets_topic_replication_factor", 3)
-        rf = max(1, min(wanted, len(cache.brokers)))
-        error = await self.node.create_topic(
-            OFFSETS_TOPIC,
-            self.coordinator.config.offsets_topic_partitions,
-            rf,
-            {"cleanup.policy": "compact", "compression.type": "producer"},
-        )
+        rf = max(1, min(wanted, live_brokers))
+        configs = {"cleanup.policy": "compact", "compression.type": "producer"}
+        return self.coordinator.config.offsets_topic_partitions, rf, configs
+
+    async def _create_topic(self) -> None:
+        partitions, rf, configs = self.shape(len(self.node.metadata_cache.brokers))
+        error = await self.node.create_topic(self.topic, partitions, rf, configs)
         if error not in (0, 36):  # TOPIC_ALREADY_EXISTS is fine
-            log.warning("creating %s failed with error %d", OFFSETS_TOPIC, error)
+            log.warning("creating %s failed with error %d", self.topic, error)
 
 
 class BrokerGroups(GroupService):

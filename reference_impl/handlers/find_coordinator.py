@@ -1,9 +1,16 @@
-"""FindCoordinator (10): which broker coordinates a group (v4+: several keys at once).
+"""FindCoordinator (10): which broker coordinates a group or a transactional id (v4+: several
+keys at once).
 
-A group's coordinator is the leader of its ``__consumer_offsets`` partition; while that topic
-does not exist yet it is created through the controller and the answer is
-COORDINATOR_NOT_AVAILABLE (clients retry). The reference has no transaction coordinator:
-transaction keys are answered COORDINATOR_NOT_AVAILABLE, unknown key types INVALID_REQUEST.
+Behaviour / version notes (Kafka's KafkaApis.getCoordinator):
+
+* key type 0 (GROUP): DESCRIBE on the GROUP (GROUP_AUTHORIZATION_FAILED), then the leader of the
+  group's ``__consumer_offsets`` partition;
+* key type 1 (TRANSACTION, v1+): DESCRIBE on the TRANSACTIONAL_ID
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then the leader of ``__transaction_state`` partition
+  ``abs(javaHash(id)) % state_partitions`` (``txn/service.py``);
+* while the internal topic does not exist yet it is created through the controller and the answer
+  is COORDINATOR_NOT_AVAILABLE (clients retry); no live leader: COORDINATOR_NOT_AVAILABLE;
+* other key types (2, share groups, need KIP-932): INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from reference_impl.handlers.group_common import (
 )
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
+from reference_impl.txn.service import service_for as transactions
 
 GROUP, TRANSACTION = 0, 1
 
@@ -27,18 +35,19 @@ MESSAGES = {
     "by the client library or the message was sent to an incompatible broker. See the broker "
     "logs for more details.",
     ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
 }
 
 
 def api(node: BrokerView) -> Api:
     service = groups(node)
+    txn = transactions(node)
 
     async def locate(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
         if key_type == TRANSACTION:
-            return Coordinator(
-                int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-                message="the reference cluster has no transaction coordinator",
-            )
+            if not node.authorize(ctx.session, "DESCRIBE", ("TRANSACTIONAL_ID", key)):
+                return Coordinator(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            return await txn.find(key, ctx.listener.name)
         if key_type != GROUP:
             return Coordinator(
                 int(ErrorCode.INVALID_REQUEST), message=f"unknown key type {key_type}"

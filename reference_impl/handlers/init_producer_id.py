@@ -1,78 +1,58 @@
-"""InitProducerId (22): a producer id for an idempotent producer.
+"""InitProducerId (22): a producer id, for an idempotent or a transactional producer.
 
-Ids are unique across the cluster without asking anyone: a broker hands out
-``node_id * 2**32 + n``, where ``n`` comes from blocks reserved in ``producer-ids`` in its data
-dir (the block is written and fsynced before any id from it is given out, so a restart never
-repeats an id). As Kafka does for a producer without a transactional id, every request gets a
-new id with epoch 0, also when it names its previous id and epoch (v3+). Transactions are not
-served (there is no transaction coordinator): a transactional id is answered
-COORDINATOR_NOT_AVAILABLE.
+Behaviour / version notes (Kafka's KafkaApis.handleInitProducerIdRequest and the transaction
+coordinator's handleInitProducerId):
+
+* no transactional id: a new id at epoch 0 on every request, also when it names its previous id
+  and epoch (v3+), as Kafka does; ids come from the broker's allocator
+  (``txn/producer_ids.py``), shared with the transaction coordinator;
+* a transactional id is served by its coordinator (the leader of its ``__transaction_state``
+  partition: elsewhere NOT_COORDINATOR, while loading COORDINATOR_LOAD_IN_PROGRESS): "" is
+  INVALID_REQUEST, a timeout outside (0, ``max_timeout_ms``] INVALID_TRANSACTION_TIMEOUT; a new id
+  at epoch 0, later calls bump the epoch; an ongoing transaction is fenced and aborted first
+  (CONCURRENT_TRANSACTIONS until it completes), as is a transaction being prepared;
+* v3+ (KIP-360): ProducerId/ProducerEpoch both -1 or both set (one of them -1 alone:
+  INVALID_REQUEST); a producer naming a stale epoch is PRODUCER_FENCED, which v0-v3 answer as
+  INVALID_PRODUCER_EPOCH (they predate the code);
+* authorisation (``security/authorize.py``): WRITE on the TRANSACTIONAL_ID, or without one
+  IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
-
-BLOCK = 1000
-FILE = "producer-ids"
-
-
-class ProducerIdAllocator:
-    def __init__(self, node_id: int, data_dir: Path) -> None:
-        if not 0 <= node_id < 2**31:
-            raise ValueError(f"node id {node_id} out of range for producer ids")
-        self.base = node_id << 32
-        self.path = Path(data_dir) / FILE
-        self.next = self.limit = self._reserved()
-
-    def _reserved(self) -> int:
-        try:
-            return int(json.loads(self.path.read_text())["next_block"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return 0
-
-    def _reserve(self) -> None:
-        limit = self.limit + BLOCK
-        if limit >= 2**32:
-            raise RuntimeError("this broker has handed out every producer id it owns")
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump({"version": 1, "next_block": limit}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        self.next, self.limit = self.limit, limit
-
-    def allocate(self) -> int:
-        if self.next >= self.limit:
-            self._reserve()
-        n = self.next
-        self.next += 1
-        return self.base + n
+from reference_impl.txn.service import service_for
 
 
 def api(node: BrokerView) -> Api:
-    allocator = ProducerIdAllocator(node.node_id, node.data_dir)
+    service = service_for(node)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:
-        if body["TransactionalId"] is not None:
-            return {
-                "ThrottleTimeMs": 0,
-                "ErrorCode": int(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-                "ProducerId": -1,
-                "ProducerEpoch": -1,
-            }
-        return {
-            "ThrottleTimeMs": 0,
-            "ErrorCode": 0,
-            "ProducerId": allocator.allocate(),
-            "ProducerEpoch": 0,
-        }
+        tid = body["TransactionalId"]
+        if tid is None:
+            return answer(0, service.allocator.allocate(), 0)
+        expected = None
+        if ctx.version >= 3:
+            pid, epoch = body["ProducerId"], body["ProducerEpoch"]
+            if (pid == -1) != (epoch == -1):
+                return answer(int(ErrorCode.INVALID_REQUEST), -1, -1)
+            expected = None if pid == -1 else (pid, epoch)
+        error, pid, epoch = await service.coordinator.init_producer_id(
+            tid, body["TransactionTimeoutMs"], expected
+        )
+        if error == ErrorCode.PRODUCER_FENCED and ctx.version < 4:
+            error = int(ErrorCode.INVALID_PRODUCER_EPOCH)
+        return answer(error, pid, epoch)
 
     return Api(ApiKey.INIT_PRODUCER_ID, handle)
+
+
+def answer(error: int, producer_id: int, epoch: int) -> dict:
+    return {
+        "ThrottleTimeMs": 0,
+        "ErrorCode": error,
+        "ProducerId": producer_id,
+        "ProducerEpoch": epoch,
+    }
