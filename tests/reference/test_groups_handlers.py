@@ -18,7 +18,7 @@ from conformance.protocol import ApiKey, Codec, ErrorCode
 from reference_impl.groups.coordinator import GroupConfig, GroupCoordinator
 from reference_impl.groups.placement import partition_for
 from reference_impl.groups.scheduler import AsyncioScheduler
-from reference_impl.groups.service import GroupService, LocalPlacement
+from reference_impl.groups.service import Coordinator, GroupService, LocalPlacement
 from reference_impl.groups.store import MemoryOffsetsStore
 from reference_impl.handlers import (
     delete_groups,
@@ -55,6 +55,13 @@ E = ErrorCode
 RANGE = [{"Name": "range", "Metadata": b"sub"}]
 
 
+class NoTransactions:
+    """A transaction service whose ``__transaction_state`` has no leader yet."""
+
+    async def find(self, key: str, listener: str) -> Coordinator:
+        return Coordinator(int(E.COORDINATOR_NOT_AVAILABLE))
+
+
 class Broker:
     """A listener serving the group APIs from one coordinator that owns every partition."""
 
@@ -75,7 +82,9 @@ class Broker:
             self.coordinator, self.placement, partition_exists=lambda t, p: t != "missing"
         )
         self.deny = deny
-        node = SimpleNamespace(groups=self.service, authorize=self._authorize)
+        node = SimpleNamespace(
+            groups=self.service, authorize=self._authorize, transactions=NoTransactions()
+        )
         self.listener = Listener("PLAINTEXT", "zkBroker", CODEC, [m.api(node) for m in MODULES])
         self.conns: list[Connection] = []
 
