@@ -1,18 +1,21 @@
 """AddPartitionsToTxn (24): partitions a transactional producer is about to write to.
 
 Behaviour / version notes (Kafka's KafkaApis.handleAddPartitionsToTxnRequest and the
-coordinator's handleAddPartitionsToTransaction):
+coordinator's handleAddPartitionsToTransaction / handleVerifyPartitionsInTransaction):
 
-* v0-v3 (the clients' form): WRITE on the TRANSACTIONAL_ID, or every partition is
-  TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then per partition WRITE on its TOPIC (internal topics are
-  never authorised here: TOPIC_AUTHORIZATION_FAILED) and its existence (UNKNOWN_TOPIC_OR_PARTITION);
-  one failed partition fails the request, the others are OPERATION_NOT_ATTEMPTED;
-* the coordinator's answer applies to every partition: INVALID_PRODUCER_ID_MAPPING (unknown id or
-  another producer id), PRODUCER_FENCED (another epoch; v0-v1: INVALID_PRODUCER_EPOCH),
-  CONCURRENT_TRANSACTIONS (the transaction is being prepared or completed), NOT_COORDINATOR,
-  COORDINATOR_LOAD_IN_PROGRESS; NONE once the partitions are durably in the transaction;
-* v4+ (brokers' batched and verify-only form, KIP-890) is not served: the reference's partition
-  leaders do not verify transactions, and ApiVersions advertises 0-3.
+* v0-v3 (the clients' form, one transaction): WRITE on the TRANSACTIONAL_ID, or every partition
+  is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then per partition WRITE on its TOPIC (internal
+  topics are never authorised here: TOPIC_AUTHORIZATION_FAILED);
+* v4+ (KIP-890, the brokers' form: several transactions, each possibly VerifyOnly): CLUSTER_ACTION
+  on the cluster, or the top-level ErrorCode is CLUSTER_AUTHORIZATION_FAILED; no TOPIC check;
+* every version: a partition the metadata does not know is UNKNOWN_TOPIC_OR_PARTITION; one failed
+  partition fails its transaction, the others are OPERATION_NOT_ATTEMPTED;
+* the coordinator's answer applies to every partition of the transaction:
+  INVALID_PRODUCER_ID_MAPPING (unknown id or another producer id), PRODUCER_FENCED (another epoch;
+  v0-v1: INVALID_PRODUCER_EPOCH), CONCURRENT_TRANSACTIONS (being prepared or completed),
+  NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS; NONE once the partitions are durably in the
+  transaction. VerifyOnly adds nothing: NONE for a partition in the ongoing transaction,
+  TRANSACTION_ABORTABLE for one that is not (v4 and v5 answer alike, as Kafka's coordinator does).
 """
 
 from __future__ import annotations
@@ -25,25 +28,29 @@ from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 from reference_impl.txn.service import service_for
 
-#: the client form only (see the notes)
-MAX_VERSION = 3
+TopicPartition = tuple[str, int]
+ErrorOf = Callable[[TopicPartition], int]
 
 
 def api(node: BrokerView) -> Api:
     service = service_for(node)
 
-    async def handle(ctx: RequestContext, body: dict) -> dict:
-        tid = body["V3AndBelowTransactionalId"]
+    async def one(
+        ctx: RequestContext, tid: str, pid: int, epoch: int, topics: list[dict], verify: bool
+    ) -> tuple[dict[str, list[int]], ErrorOf]:
+        """One transaction's partitions and how each is answered."""
         wanted: dict[str, list[int]] = {}
-        for t in body["V3AndBelowTopics"]:
+        for t in topics:
             parts = wanted.setdefault(t["Name"], [])
             parts.extend(p for p in t["Partitions"] if p not in parts)
-        if not node.authorize(ctx.session, "WRITE", ("TRANSACTIONAL_ID", tid)):
-            return _answer(wanted, lambda tp: int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
-        errors: dict[tuple[str, int], int] = {}
+        client = ctx.version < 4
+        if client and not node.authorize(ctx.session, "WRITE", ("TRANSACTIONAL_ID", tid)):
+            return wanted, lambda tp: int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        errors: dict[TopicPartition, int] = {}
         for topic, parts in wanted.items():
-            writable = topic not in INTERNAL_TOPICS and node.authorize(
-                ctx.session, "WRITE", ("TOPIC", topic)
+            writable = not client or (
+                topic not in INTERNAL_TOPICS
+                and node.authorize(ctx.session, "WRITE", ("TOPIC", topic))
             )
             for p in parts:
                 if not writable:
@@ -52,30 +59,52 @@ def api(node: BrokerView) -> Api:
                     errors[(topic, p)] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if errors:
             not_tried = int(ErrorCode.OPERATION_NOT_ATTEMPTED)
-            return _answer(wanted, lambda tp: errors.get(tp, not_tried))
-        error = await service.coordinator.add_partitions(
-            tid,
-            body["V3AndBelowProducerId"],
-            body["V3AndBelowProducerEpoch"],
-            {(t, p) for t, parts in wanted.items() for p in parts},
-        )
+            return wanted, lambda tp: errors.get(tp, not_tried)
+        partitions = {(t, p) for t, parts in wanted.items() for p in parts}
+        if verify:
+            verified = service.coordinator.verify_partitions(tid, pid, epoch, partitions)
+            return wanted, verified.__getitem__
+        error = await service.coordinator.add_partitions(tid, pid, epoch, partitions)
         if error == ErrorCode.PRODUCER_FENCED and ctx.version < 2:
             error = int(ErrorCode.INVALID_PRODUCER_EPOCH)
-        return _answer(wanted, lambda tp: error)
+        return wanted, lambda tp: error
 
-    return Api(ApiKey.ADD_PARTITIONS_TO_TXN, handle, max_version=MAX_VERSION)
-
-
-def _answer(wanted: dict[str, list[int]], error_of: Callable[[tuple[str, int]], int]) -> dict:
-    return {
-        "ThrottleTimeMs": 0,
-        "ResultsByTopicV3AndBelow": [
-            {
-                "Name": topic,
-                "ResultsByPartition": [
-                    {"PartitionIndex": p, "PartitionErrorCode": error_of((topic, p))} for p in parts
-                ],
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        if ctx.version < 4:
+            wanted, error_of = await one(
+                ctx,
+                body["V3AndBelowTransactionalId"],
+                body["V3AndBelowProducerId"],
+                body["V3AndBelowProducerEpoch"],
+                body["V3AndBelowTopics"],
+                False,
+            )
+            return {"ThrottleTimeMs": 0, "ResultsByTopicV3AndBelow": _topics(wanted, error_of)}
+        if not node.authorize(ctx.session, "CLUSTER_ACTION", ("CLUSTER", "kafka-cluster")):
+            return {
+                "ThrottleTimeMs": 0,
+                "ResultsByTransaction": [],
+                "ErrorCode": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
             }
-            for topic, parts in wanted.items()
-        ],
-    }
+        results = []
+        for txn in body["Transactions"]:
+            tid = txn["TransactionalId"]
+            wanted, error_of = await one(
+                ctx, tid, txn["ProducerId"], txn["ProducerEpoch"], txn["Topics"], txn["VerifyOnly"]
+            )
+            results.append({"TransactionalId": tid, "TopicResults": _topics(wanted, error_of)})
+        return {"ThrottleTimeMs": 0, "ErrorCode": 0, "ResultsByTransaction": results}
+
+    return Api(ApiKey.ADD_PARTITIONS_TO_TXN, handle)
+
+
+def _topics(wanted: dict[str, list[int]], error_of: ErrorOf) -> list[dict]:
+    return [
+        {
+            "Name": topic,
+            "ResultsByPartition": [
+                {"PartitionIndex": p, "PartitionErrorCode": error_of((topic, p))} for p in parts
+            ],
+        }
+        for topic, parts in wanted.items()
+    ]

@@ -300,17 +300,16 @@ class TxnCoordinator:
     def verify_partitions(
         self, tid: str, producer_id: int, epoch: int, partitions: set[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        """AddPartitionsToTxn v4's VerifyOnly: is each partition in the ongoing transaction."""
+        """AddPartitionsToTxn v4+'s VerifyOnly (KIP-890): is each partition in the transaction
+        (TRANSACTION_ABORTABLE if not). A pending transition is not checked: the partitions are
+        in the metadata once added durably and leave it once their marker is written."""
         error, _, md = self._lookup(tid) if tid else (int(E.INVALID_REQUEST), None, None)
         if not error:
             if md is None or md.producer_id != producer_id:
                 error = int(E.INVALID_PRODUCER_ID_MAPPING)
             elif md.producer_epoch != epoch:
                 error = FENCED
-            elif md.pending is not None or md.state in (
-                TxnState.PrepareCommit,
-                TxnState.PrepareAbort,
-            ):
+            elif md.state in (TxnState.PrepareCommit, TxnState.PrepareAbort):
                 error = int(E.CONCURRENT_TRANSACTIONS)
         if error or md is None:
             return dict.fromkeys(partitions, error)
