@@ -25,6 +25,20 @@ It lives in one data file, ``mask.json`` beside this module. Two lists:
   (``apis``, optional ``when``, ``only``: ``first`` or ``second`` where that target alone
   advertises the API, and ``reason``).
 
+* ``refusals`` (models only): an entry names an error code (``error``) with which the second
+  target (``when``) refuses every entry of a request of ``apis`` that the first carries out,
+  a refusal a client answers by sending the request again elsewhere (ZooKeeper-mode Kafka's
+  NOT_CONTROLLER: the admin client asks Metadata for the controller and retries there). Such a
+  refusal followed by the retry is one step, the retry's answer compared; a refusal the model
+  does not retry (a model sending to a broker it names) is not compared, and what the first
+  target's model did after the other's run stopped at it is not a difference either. Each is
+  counted against the entry.
+
+* ``models``: an entry names model tests (``tests``: patterns over pytest's node ids) that the
+  second target (``when``) cannot run at all, with the reason; such a test, when the second
+  target took none of its steps, is not compared (its first target's steps counted against the
+  entry).
+
 Every entry must have a non-empty reason; a value an entry masked is counted against the entry's
 ``id`` and reported, so nothing is masked silently.
 """
@@ -140,9 +154,41 @@ class VersionRule:
 
 
 @dataclass(frozen=True)
+class RefusalRule:
+    """A refusal of every entry of a request with ``error`` by the second target (``when``)."""
+
+    id: str
+    apis: tuple[str, ...]
+    error: int
+    reason: str
+    when: str = "*"
+
+    def names(self, api: str, codes: set[int]) -> bool:
+        """Whether an answer of ``api`` whose entries carry ``codes`` is this refusal."""
+        return ("*" in self.apis or api in self.apis) and codes == {self.error}
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    """Model tests (``tests``: patterns over node ids) the second target cannot run at all."""
+
+    id: str
+    when: str
+    tests: tuple[str, ...]
+    reason: str
+
+    def covers(self, test: str, other: str) -> bool:
+        if not fnmatch.fnmatchcase(other, self.when):
+            return False
+        return any(fnmatch.fnmatchcase(test, t) for t in self.tests)
+
+
+@dataclass(frozen=True)
 class Mask:
     fields: tuple[FieldRule, ...]
     versions: tuple[VersionRule, ...]
+    refusals: tuple[RefusalRule, ...] = ()
+    models: tuple[ModelRule, ...] = ()
 
     def field_rules(
         self, api: str, version: int, path: str, other: str, request: dict, source: str = ""
@@ -174,7 +220,20 @@ class Mask:
         for v in self.versions:
             item = {"id": v.id, "apis": list(v.apis), "when": v.when}
             out.append(item | ({"only": v.only} if v.only else {}) | {"reason": v.reason})
+        for r in self.refusals:
+            item = {"id": r.id, "apis": list(r.apis), "when": r.when, "error": r.error}
+            out.append(item | {"reason": r.reason})
+        for m in self.models:
+            out.append({"id": m.id, "tests": list(m.tests), "when": m.when, "reason": m.reason})
         return out
+
+    def model_rule(self, test: str, other: str) -> ModelRule | None:
+        """The entry saying the second target ``other`` cannot run the model ``test``."""
+        return next((m for m in self.models if m.covers(test, other)), None)
+
+    def refusal_rules(self, other: str) -> list[RefusalRule]:
+        """The refusals the second target ``other`` may answer with."""
+        return [r for r in self.refusals if fnmatch.fnmatchcase(other, r.when)]
 
 
 def _versions(text: str | None, where: str) -> Versions | None:
@@ -191,26 +250,34 @@ def _hashable(v: Any) -> Any:
     return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
 
 
+def _entries(data: dict, kind: str, name: str, ids: set[str]):
+    """Each entry of the list ``kind`` as (where, id, reason, raw): every entry needs an id of
+    its own (among all lists) and a reason."""
+    for i, raw in enumerate(data.get(kind, [])):
+        where = f"{name}: {kind}[{i}] ({raw.get('id', '?')})"
+        rid, reason = raw.get("id"), raw.get("reason", "")
+        if not rid or rid in ids:
+            raise MaskError(f"{where}: every entry needs an id of its own")
+        if not str(reason).strip():
+            raise MaskError(f"{where}: an entry without a reason masks silently")
+        ids.add(rid)
+        yield where, rid, reason, raw
+
+
 def load(path: Path = MASK_FILE) -> Mask:
     """The mask in ``path``; MaskError names the first malformed entry."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
         raise MaskError(f"{path}: {e}") from None
-    fields, versions, ids = [], [], set()
-    for i, raw in enumerate(data.get("fields", [])):
-        where = f"{path.name}: fields[{i}] ({raw.get('id', '?')})"
-        rid, reason, compare = raw.get("id"), raw.get("reason", ""), raw.get("compare")
-        if not rid or rid in ids:
-            raise MaskError(f"{where}: every entry needs an id of its own")
-        if not str(reason).strip():
-            raise MaskError(f"{where}: an entry without a reason masks silently")
+    fields, versions, refusals, models, ids = [], [], [], [], set()
+    for where, rid, reason, raw in _entries(data, "fields", path.name, ids):
+        compare = raw.get("compare")
         if compare not in COMPARES:
             raise MaskError(f"{where}: compare must be one of {', '.join(COMPARES)}")
         pairs = tuple(tuple(_hashable(x) for x in p) for p in raw.get("pairs", []))
         if (compare == "pairs") != bool(pairs):
             raise MaskError(f"{where}: pairs go with compare 'pairs' and only with it")
-        ids.add(rid)
         apis = raw.get("apis", ["*"])
         fields.append(
             FieldRule(
@@ -226,16 +293,19 @@ def load(path: Path = MASK_FILE) -> Mask:
                 raw.get("source", ""),
             )
         )
-    for i, raw in enumerate(data.get("versions", [])):
-        where = f"{path.name}: versions[{i}] ({raw.get('id', '?')})"
-        rid, reason = raw.get("id"), raw.get("reason", "")
-        if not rid or rid in ids:
-            raise MaskError(f"{where}: every entry needs an id of its own")
-        if not str(reason).strip():
-            raise MaskError(f"{where}: an entry without a reason masks silently")
-        ids.add(rid)
+    for where, rid, reason, raw in _entries(data, "versions", path.name, ids):
         only = raw.get("only", "")
         if only not in ("", "first", "second"):
             raise MaskError(f"{where}: only must be first or second")
         versions.append(VersionRule(rid, tuple(raw["apis"]), reason, raw.get("when", "*"), only))
-    return Mask(tuple(fields), tuple(versions))
+    for where, rid, reason, raw in _entries(data, "refusals", path.name, ids):
+        error = raw.get("error")
+        if not isinstance(error, int) or error == 0:
+            raise MaskError(f"{where}: error must be an error code (not 0)")
+        refusals.append(RefusalRule(rid, tuple(raw["apis"]), error, reason, raw.get("when", "*")))
+    for where, rid, reason, raw in _entries(data, "models", path.name, ids):
+        tests = raw.get("tests")
+        if not tests or not isinstance(tests, list):
+            raise MaskError(f"{where}: tests must list the model tests it names")
+        models.append(ModelRule(rid, raw.get("when", "*"), tuple(tests), reason))
+    return Mask(tuple(fields), tuple(versions), tuple(refusals), tuple(models))

@@ -16,10 +16,12 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from conformance.diff.compare import Answer, Comparison, plain
+from conformance.diff.mask import RefusalRule
 from conformance.protocol import ApiKey, Codec
 from conformance.protocol.jsonform import from_json, to_json
 from conformance.suite.broker_registration.binding import SUITE_IDS
@@ -88,14 +90,17 @@ def run_models(
     return paths
 
 
-def _steps(path: Path) -> dict[str, list[dict]]:
+def _steps(path: Path, refused: Refused | None = None) -> dict[str, list[dict]]:
     """Each test's exchanges, its suite names made alike (by order of first appearance in the
     test's requests, then in its answers: the models draw fresh random names, so the same step
     names different topics, and a target lists groups or topics in an order of its own), a
     request or a short cycle of them repeated back to back kept once with its last answers
-    (``_collapse``: the suite's helpers poll until a target shows a change)."""
+    (``_collapse``: the suite's helpers poll until a target shows a change), and a refusal the
+    mask names followed by its retry elsewhere kept as the retry alone (``_retried``)."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""  # a run that broke
     rows = [json.loads(line) for line in text.splitlines()]
+    if refused is not None:
+        rows = _retried(rows, refused)
     names: dict[str, dict[str, Any]] = {}
     for row in rows:
         _alike(row["request"], names.setdefault(row["test"], {}))
@@ -108,6 +113,48 @@ def _steps(path: Path) -> dict[str, list[dict]]:
         else:
             steps.append(row)
         _collapse(steps)
+    return out
+
+
+class Refused:
+    """Which of the second target's answers are refusals the mask names (``refusals``), and how
+    many steps each entry explained."""
+
+    def __init__(self, codec: Codec, rules: list[RefusalRule], hidden: Counter[str]) -> None:
+        self.codec, self.rules, self.hidden = codec, rules, hidden
+
+    def rule(self, row: dict) -> RefusalRule | None:
+        """The entry that names ``row``'s answer: every entry of it refused with its error."""
+        if row["outcome"] != "answered" or not self.rules:
+            return None
+        body = row.get("response") or {}
+        entries = body.get("Topics") or body.get("Responses") or body.get("Results") or []
+        codes = {e.get("ErrorCode") for e in entries if isinstance(e, dict)}
+        api = _name(self.codec, row["api_key"])
+        for r in self.rules:
+            if r.names(api, codes):
+                return r
+        return None
+
+
+def _retried(rows: list[dict], refused: Refused) -> list[dict]:
+    """The rows with each refusal that was sent again elsewhere left out, with the Metadata
+    that looked up where (a client meeting NOT_CONTROLLER asks Metadata for the controller and
+    retries there, as ``records_io.admin_call`` does): the retry's answer is the step."""
+    out: list[dict] = []
+    i = 0
+    while i < len(rows):
+        row, rule = rows[i], refused.rule(rows[i])
+        if rule is not None:
+            later = [r for r in rows[i + 1 : i + 3] if r["test"] == row["test"]]
+            lookup = bool(later) and later[0]["api_key"] == ApiKey.METADATA
+            retry = later[1:2] if lookup else later[:1]
+            if retry and _same_request(row, retry[0]):
+                refused.hidden[rule.id] += 1
+                i += 1 + lookup
+                continue
+        out.append(row)
+        i += 1
     return out
 
 
@@ -246,7 +293,8 @@ def compare_models(
     run of steps only one side took (a retry after a transient error, another path) is one
     ``<sequence>`` difference naming them.
     """
-    a, b = _steps(paths[0]), _steps(paths[1])
+    refused = Refused(codec, comparison.mask.refusal_rules(comparison.other), comparison.hidden)
+    a, b = _steps(paths[0]), _steps(paths[1], refused)
     differences: list[dict[str, Any]] = []
     summary: dict[str, dict[str, int]] = {}
     for test in sorted(set(a) | set(b)):
@@ -255,12 +303,25 @@ def compare_models(
         row["repeats"] = 0
         row["differences"] = 0
         summary[test] = row
+        cannot = comparison.mask.model_rule(test, comparison.other) if not sb else None
+        if cannot is not None:  # a model the second target cannot run at all
+            comparison.hidden[cannot.id] += len(sa)
+            row["not_compared"] = cannot.id
+            continue
         keys_a = [x["api_key"] for x in sa]
         keys_b = [y["api_key"] for y in sb]
         matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag in ("insert", "delete") and _repeats(sa, i1, i2) and _repeats(sb, j1, j2):
                 row["repeats"] += i2 - i1 + j2 - j1
+                continue
+            stop = refused.rule(sb[-1]) if sb and tag == "delete" and j1 == len(sb) else None
+            if stop is not None and i2 == len(sa):
+                # the second target's run ended at a refusal its model does not retry (the
+                # model's check failed there): what the first's model did after it is no step
+                # the second could have taken
+                comparison.hidden[stop.id] += i2 - i1
+                row["refused"] = row.get("refused", 0) + i2 - i1
                 continue
             if tag != "equal":
                 x = (sa[i1:i2] or sb[j1:j2])[0]
@@ -284,6 +345,11 @@ def compare_models(
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 if sa[i]["version"] != sb[j]["version"]:
                     row["other_version"] += 1  # each side's pick from its own advertised range
+                    continue
+                rule = refused.rule(sb[j])
+                if rule is not None and refused.rule(sa[i]) is None:
+                    comparison.hidden[rule.id] += 1  # a refusal not retried: nothing to compare
+                    row["refused"] = row.get("refused", 0) + 1
                     continue
                 row["compared"] += 1
                 found = _step(codec, comparison, sa[i], sb[j])

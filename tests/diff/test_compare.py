@@ -253,3 +253,88 @@ def test_the_groups_looked_at_per_coordinator_are_one_step(tmp_path: Path) -> No
     assert one == [(15, ["kc-suite-m0", "kc-suite-m1"]), (16, ["kc-suite-m0", "kc-suite-m1"])]
     assert steps([["kc-suite-a"], ["kc-suite-b"]], 3) == one
     assert steps([["kc-suite-b"], ["kc-suite-b", "kc-suite-a"]], 1)[0] == one[0]
+
+
+def test_a_refusal_retried_elsewhere_is_the_retry_and_one_that_stops_a_model_is_named(
+    tmp_path: Path,
+) -> None:
+    """ZooKeeper-mode Kafka's NOT_CONTROLLER, then Metadata and the same CreateTopics at the
+    controller: one step, the retry's answer compared, counted against the mask entry; a refusal
+    not retried (a model sending to a broker it names) ends that side's run, and what the other
+    side did after it is counted there too; only for the target kind the entry names."""
+    from conformance.diff.models import compare_models
+
+    def create(name: str, code: int) -> dict:
+        request = {"Topics": [{"Name": name, "NumPartitions": 1, "ReplicationFactor": 1}]}
+        topic = {"Name": name, "ErrorCode": code, "NumPartitions": 1 if code == 0 else -1}
+        return {"api_key": 19, "version": 7, "request": request | {"timeoutMs": 1}} | {
+            "outcome": "answered",
+            "response": {"ThrottleTimeMs": 0, "Topics": [topic]},
+        }
+
+    lookup = {"api_key": 3, "version": 12, "outcome": "answered"} | {
+        "request": {"Topics": [], "AllowAutoTopicCreation": False},
+        "response": {"Brokers": [], "Topics": []},
+    }
+
+    def write(path: Path, steps: list[dict], test: str = "t") -> Path:
+        path.write_text("".join(json.dumps({"test": test, **s}) + "\n" for s in steps))
+        return path
+
+    entry = {"id": "not-controller", "apis": ["CreateTopics"], "error": 41, "reason": "why"}
+    entry["when"] = "kafka:*store=zookeeper*"
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"fields": [], "refusals": [entry]}))
+    mask = maskmod.load(path)
+    zk, kraft = "kafka:3.9.1?store=zookeeper", "kafka:3.9.1"
+    a = write(tmp_path / "a.jsonl", [create("kc-suite-a", 0), create("kc-suite-b", 0)])
+    b = write(
+        tmp_path / "b.jsonl",
+        [create("kc-suite-a", 41), lookup, create("kc-suite-a", 0), create("kc-suite-b", 0)],
+    )
+    comparison = Comparison(mask, zk, "models")
+    found, summary = compare_models(CODEC, comparison, [a, b])
+    assert (found, summary["t"]["compared"], comparison.hidden["not-controller"]) == ([], 2, 1)
+    found, _ = compare_models(CODEC, Comparison(mask, kraft, "models"), [a, b])
+    assert [d["path"] for d in found] == ["<sequence>"], "only where the entry says"
+    stopped = write(tmp_path / "c.jsonl", [create("kc-suite-a", 41)])
+    comparison = Comparison(mask, zk, "models")
+    found, summary = compare_models(CODEC, comparison, [a, stopped])
+    assert (found, summary["t"]["refused"], comparison.hidden["not-controller"]) == ([], 2, 2)
+    found, _ = compare_models(CODEC, Comparison(mask, kraft, "models"), [a, stopped])
+    assert {d["path"] for d in found} >= {"<sequence>", "Topics[kc-suite-m0].ErrorCode"}
+    entry["error"] = 0
+    path.write_text(json.dumps({"refusals": [entry]}))
+    with pytest.raises(maskmod.MaskError, match="error code"):
+        maskmod.load(path)
+
+
+def test_a_model_the_second_target_cannot_run_is_named_not_compared(tmp_path: Path) -> None:
+    """A model test with no steps on the second target is left out only where a ``models``
+    entry names it for that target kind (its first target's steps counted there)."""
+    from conformance.diff.models import compare_models
+
+    step = {"api_key": 3, "version": 12, "outcome": "answered"} | {
+        "request": {"Topics": [], "AllowAutoTopicCreation": False},
+        "response": {"Brokers": [], "Topics": []},
+    }
+    test = "conformance/suite/x/test_m.py::test_state_machine"
+    a = tmp_path / "a.jsonl"
+    a.write_text(json.dumps({"test": test, **step}) + "\n")
+    b = tmp_path / "b.jsonl"
+    b.write_text("")
+    entry = {"id": "no-listener", "tests": ["*/x/test_m.py::*"], "reason": "why"}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"models": [entry | {"when": "kafka:*store=zookeeper*"}]}))
+    comparison = Comparison(maskmod.load(path), "kafka:3.9.1?store=zookeeper", "models")
+    found, summary = compare_models(CODEC, comparison, [a, b])
+    assert (found, summary[test]["not_compared"], comparison.hidden["no-listener"]) == (
+        [],
+        "no-listener",
+        1,
+    )
+    found, _ = compare_models(CODEC, Comparison(maskmod.load(path), "kafka:3.9.1"), [a, b])
+    assert [d["path"] for d in found] == ["<sequence>"]
+    path.write_text(json.dumps({"models": [entry | {"tests": []}]}))
+    with pytest.raises(maskmod.MaskError, match="tests"):
+        maskmod.load(path)

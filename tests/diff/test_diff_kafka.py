@@ -1,6 +1,6 @@
 """The differential mode against Apache Kafka 4.4.0 (KRaft) on a small fixed subset (SUBSET),
 two drawn requests per version, and one state-machine model (MODEL). Every difference is
-explained by the mask; without two of its entries the same recorded answers show the
+explained by the mask; without three of its entries the same recorded answers show the
 differences they hide (the comparison sees real differences in live answers); the outputs are
 written and every process started is stopped."""
 
@@ -17,7 +17,7 @@ from conformance.diff.stream import parse_selection
 from conformance.targets.maven import cached_broker
 
 RELEASE = "4.4.0"
-#: the group APIs, FindCoordinator (the transaction coordinator the reference lacks), Metadata
+#: the group APIs, FindCoordinator (group and transaction coordinators), Metadata
 #: v1-4 (auto-creation: the settle step and KRaft's first answer) and ListOffsets v1 (a fix)
 SUBSET = (
     "FindCoordinator",
@@ -81,7 +81,6 @@ def test_the_log_partition_model_answers_alike_step_by_step(result) -> None:
 
 def test_the_mask_hid_what_legitimately_differs_and_says_so(result) -> None:
     assert result.hidden["member-ids"] > 0
-    assert result.hidden["no-transaction-coordinator-code"] > 0
     assert result.hidden["kraft-auto-create-answer"] > 0
     report = json.loads((result.options.out_dir / "diff.json").read_text())
     by_id = {e["id"]: e for e in report["mask"]}
@@ -94,14 +93,13 @@ def test_the_mask_hid_what_legitimately_differs_and_says_so(result) -> None:
 
 def test_without_its_mask_entries_the_differences_show(result) -> None:
     full = maskmod.load()
-    cut = {"member-ids", "leader-member-id", "no-transaction-coordinator-code"}
+    cut = {"member-ids", "leader-member-id", "kraft-auto-create-answer"}
     partial = maskmod.Mask(tuple(r for r in full.fields if r.id not in cut), full.versions)
     again = recompare(result, partial)
     found = {(d["api"], d["path"]) for d in again.differences}
     assert ("JoinGroup", "MemberId") in found
-    assert ("FindCoordinator", "ErrorCode") in found
-    line = next(x for x in lines(again) if x.startswith("DIFF FindCoordinator"))
-    assert "reference=15 kafka:4.4.0=0" in line and '"KeyType":1' in line
+    line = next(x for x in lines(again) if x.startswith("DIFF Metadata"))
+    assert ".ErrorCode: reference=5 kafka:4.4.0=3" in line and '"Topics":[{"Name"' in line
 
 
 def test_no_process_outlives_the_run(result) -> None:
