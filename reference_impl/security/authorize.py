@@ -22,7 +22,9 @@ with Kafka's rules: Produce WRITE / Fetch READ (followers: CLUSTER_ACTION) / Lis
 Metadata DESCRIBE on each TOPIC; the group APIs READ or DESCRIBE or DELETE on the GROUP (and
 READ / DESCRIBE on topics for offsets); CreateTopics CREATE on CLUSTER or TOPIC, DeleteTopics
 and DeleteRecords DELETE, CreatePartitions ALTER, configs DESCRIBE_CONFIGS / ALTER_CONFIGS,
-quotas on CLUSTER;
+quotas on CLUSTER; the transaction APIs WRITE on the TRANSACTIONAL_ID (AddPartitionsToTxn v0-3,
+AddOffsetsToTxn with READ on the GROUP, EndTxn) or DESCRIBE on it (FindCoordinator key type 1,
+DescribeTransactions, ListTransactions' entries), AddPartitionsToTxn v4+ CLUSTER_ACTION;
 CLUSTER_ACTION on CLUSTER for Envelope and the inter-node RPCs.
 """
 
