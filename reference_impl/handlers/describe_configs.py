@@ -157,6 +157,20 @@ def _broker_entries(
     return out
 
 
+def _transaction_settings(c: Any) -> dict[str, str]:
+    """The transaction coordinator's settings (Kafka's static transaction.* broker configs): a
+    client's transaction.timeout.ms must not exceed transaction.max.timeout.ms."""
+    from reference_impl.txn.service import txn_config
+
+    t = txn_config((getattr(c, "settings", None) or {}).get("transactions"))
+    return {
+        "transaction.max.timeout.ms": str(t.max_timeout_ms),
+        "transaction.state.log.num.partitions": str(t.state_partitions),
+        "transaction.state.log.replication.factor": str(t.state_replication_factor),
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": str(t.abort_interval_ms),
+    }
+
+
 #: static settings Kafka lets an operator change per broker at run time (its listener
 #: reconfiguration), so DescribeConfigs says they are not read-only
 _PER_BROKER = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
@@ -166,6 +180,10 @@ _STATIC_TYPES = {
     "advertised.listeners": cfg.LIST,
     "broker.heartbeat.interval.ms": cfg.INT,
     "broker.session.timeout.ms": cfg.INT,
+    "transaction.max.timeout.ms": cfg.INT,
+    "transaction.state.log.num.partitions": cfg.INT,
+    "transaction.state.log.replication.factor": cfg.SHORT,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": cfg.INT,
 }
 
 
@@ -190,6 +208,7 @@ def _static(node: NodeView) -> dict[str, str]:
         "broker.rack": c.rack or "",
         "zookeeper.connect": c.zookeeper or "",
         **_group_timings(c),
+        **_transaction_settings(c),
     }
 
 
