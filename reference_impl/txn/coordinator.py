@@ -474,9 +474,10 @@ class TxnCoordinator:
             "ErrorCode": 0,
             "TransactionState": "",
             "TransactionTimeoutMs": 0,
-            "TransactionStartTimeMs": -1,
-            "ProducerId": -1,
-            "ProducerEpoch": -1,
+            # an entry answered with an error keeps the spec's defaults (0), as Kafka's does
+            "TransactionStartTimeMs": 0,
+            "ProducerId": 0,
+            "ProducerEpoch": 0,
             "Topics": [],
         }
         error, _, md = self._lookup(tid) if tid else (int(E.INVALID_REQUEST), None, None)
@@ -505,7 +506,8 @@ class TxnCoordinator:
         if any(p.loading for p in self.owned.values()):
             return int(E.COORDINATOR_LOAD_IN_PROGRESS), [], []
         names = {s.name for s in TxnState}
-        unknown = [s for s in states if s not in names]
+        # each unknown name once, in the order asked (Kafka reads the filters as a set)
+        unknown = list(dict.fromkeys(s for s in states if s not in names))
         wanted = {s for s in states if s in names}
         now = self.now_ms()
         out = []
