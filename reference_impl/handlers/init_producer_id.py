@@ -12,8 +12,8 @@ coordinator's handleInitProducerId):
   at epoch 0, later calls bump the epoch; an ongoing transaction is fenced and aborted first
   (CONCURRENT_TRANSACTIONS until it completes), as is a transaction being prepared;
 * v3+ (KIP-360): ProducerId/ProducerEpoch both -1 or both set (one of them -1 alone:
-  INVALID_REQUEST); a producer naming a stale epoch is PRODUCER_FENCED, which v0-v3 answer as
-  INVALID_PRODUCER_EPOCH (they predate the code);
+  INVALID_REQUEST, with or without a transactional id); a producer naming a stale epoch is
+  PRODUCER_FENCED, which v0-v3 answer as INVALID_PRODUCER_EPOCH (they predate the code);
 * authorisation (``security/authorize.py``): WRITE on the TRANSACTIONAL_ID, or without one
   IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
 """
@@ -31,14 +31,14 @@ def api(node: BrokerView) -> Api:
 
     async def handle(ctx: RequestContext, body: dict) -> dict:
         tid = body["TransactionalId"]
-        if tid is None:
-            return answer(0, service.allocator.allocate(), 0)
         expected = None
         if ctx.version >= 3:
             pid, epoch = body["ProducerId"], body["ProducerEpoch"]
             if (pid == -1) != (epoch == -1):
                 return answer(int(ErrorCode.INVALID_REQUEST), -1, -1)
             expected = None if pid == -1 else (pid, epoch)
+        if tid is None:
+            return answer(0, service.allocator.allocate(), 0)
         error, pid, epoch = await service.coordinator.init_producer_id(
             tid, body["TransactionTimeoutMs"], expected
         )
