@@ -24,6 +24,10 @@ _HOST_PORT = re.compile(
 )
 
 
+#: why the suite injects no fault into a target it does not run (an external one)
+CANNOT_STOP = "the suite cannot stop the target's brokers"
+
+
 class TargetError(Exception):
     """The target cannot be used (bad address, unreachable, missing engine): one clear line."""
 
@@ -166,6 +170,27 @@ class Target:
     def restart_broker(self, node_id: int) -> None:
         """Restart one broker and return once it serves again."""
         raise TargetError(f"the {self.kind} target cannot restart broker {node_id}")
+
+    # --- faults (the DURABILITY feature): signals to the processes the suite runs -------------
+
+    def fault_nodes(self, role: str = "broker") -> list[int]:
+        """Node ids of the ``role`` processes ("broker" or "controller") the suite can signal
+        and start again (none: the suite cannot inject faults into this target)."""
+        return []
+
+    def signal_node(self, node_id: int, sig: int) -> None:
+        """Send ``sig`` to a node's process: SIGKILL (and wait until it is gone), SIGSTOP,
+        SIGCONT. TargetError where the suite does not run the node."""
+        raise TargetError(CANNOT_STOP)
+
+    def start_node(self, node_id: int) -> None:
+        """Start again a node that was killed, on its data and ports; return once it listens
+        (whether it serves is the caller's to wait for)."""
+        raise TargetError(CANNOT_STOP)
+
+    def node_running(self, node_id: int) -> bool:
+        """Whether the node's process is alive (a stopped, SIGSTOPped one counts as alive)."""
+        return False
 
     @property
     def manages_processes(self) -> bool:

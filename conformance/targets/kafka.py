@@ -388,6 +388,37 @@ class KafkaTarget(Target):
         self._wait_ready(self.startup_timeout)
         self.started[node_id] = (spawned, _now_ms())
 
+    def _fault_node(self, node_id: int) -> Node:
+        node = next((n for n in self._nodes if n.node_id == node_id), None)
+        if node is None:
+            raise TargetError(f"Apache Kafka {self.version} has no node {node_id}")
+        return node
+
+    def fault_nodes(self, role: str = "broker") -> list[int]:
+        return sorted(n.node_id for n in self._nodes if n.role == role)
+
+    def signal_node(self, node_id: int, sig: int) -> None:
+        node = self._fault_node(node_id)
+        if node.proc is None or node.proc.poll() is not None:
+            return
+        os.kill(node.proc.pid, sig)
+        if sig == signal.SIGKILL:
+            node.proc.wait(30)
+
+    def start_node(self, node_id: int) -> None:
+        node = self._fault_node(node_id)
+        if node.proc is not None and node.proc.poll() is None:
+            raise TargetError(f"Apache Kafka {node.role} {node_id} is already running")
+        spawned = _now_ms()
+        self._spawn(node)
+        self._wait_node(node, time.monotonic() + self.startup_timeout)
+        if node.role == "broker":
+            self.started[node_id] = (spawned, _now_ms())
+
+    def node_running(self, node_id: int) -> bool:
+        proc = self._fault_node(node_id).proc
+        return proc is not None and proc.poll() is None
+
     @property
     def pids(self) -> list[int]:
         return [n.proc.pid for n in self._nodes if n.proc is not None and n.proc.poll() is None]

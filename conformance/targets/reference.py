@@ -150,6 +150,35 @@ class ReferenceTarget(Target):
             raise TargetError(f"broker {node_id} did not come back: {e}") from None
         self.started[node_id] = (spawned, _now_ms())
 
+    def _fault_node(self, node_id: int) -> Any:
+        for node in [] if self._cluster is None else self._cluster.nodes.values():
+            if node.config.node_id == node_id:
+                return node
+        raise TargetError(f"the reference cluster has no node {node_id}")
+
+    def fault_nodes(self, role: str = "broker") -> list[int]:
+        if self._cluster is None:
+            return []
+        return sorted(
+            n.config.node_id for n in self._cluster.nodes.values() if n.config.role == role
+        )
+
+    def signal_node(self, node_id: int, sig: int) -> None:
+        self._cluster.kill(self._fault_node(node_id).name, sig)
+
+    def start_node(self, node_id: int) -> None:
+        node = self._fault_node(node_id)
+        spawned = _now_ms()
+        self._cluster.start_node(node.name)
+        listener = node.config.listeners[0]
+        if not wait_listening(Endpoint(listener.host, listener.port), self.startup_timeout):
+            raise TargetError(f"{node.name} did not listen again: {node.last_words()}")
+        if node.config.role == "broker":
+            self.started[node_id] = (spawned, _now_ms())
+
+    def node_running(self, node_id: int) -> bool:
+        return self._fault_node(node_id).running
+
     def recover(self) -> None:
         """Start again the nodes that died (same data, same ports), controllers first, and wait
         until every broker is Online; with none dead, start the cluster afresh."""

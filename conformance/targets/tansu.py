@@ -8,6 +8,7 @@ cluster id (a command-line setting) does.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -119,6 +120,34 @@ class TansuTarget(Target):
         if self._log is not None:
             self._log.unlink(missing_ok=True)
             self._log = None
+
+    def fault_nodes(self, role: str = "broker") -> list[int]:
+        return [NODE_ID] if role == "broker" and self.bootstrap else []
+
+    def _check_node(self, node_id: int) -> None:
+        if node_id != NODE_ID:
+            raise TargetError(f"tansu has one broker, {NODE_ID}, not {node_id}")
+
+    def signal_node(self, node_id: int, sig: int) -> None:
+        self._check_node(node_id)
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        os.kill(proc.pid, sig)
+        if sig == signal.SIGKILL:
+            proc.wait(10)
+
+    def start_node(self, node_id: int) -> None:
+        """Start tansu again on its port (memory storage: what it held is gone)."""
+        self._check_node(node_id)
+        if self.node_running(node_id):
+            raise TargetError("tansu is already running")
+        self.stop()
+        self._spawn()
+
+    def node_running(self, node_id: int) -> bool:
+        self._check_node(node_id)
+        return self._proc is not None and self._proc.poll() is None
 
     def restart_broker(self, node_id: int) -> None:
         if node_id != NODE_ID:
