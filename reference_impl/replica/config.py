@@ -8,7 +8,9 @@ configs from the metadata cache override those per partition.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -29,9 +31,14 @@ class ReplicationConfig:
 
     @classmethod
     def from_settings(cls, section: dict[str, Any] | None) -> ReplicationConfig:
-        known = {f.name for f in fields(cls)}
-        section = section or {}
-        unknown = sorted(set(section) - known)
-        if unknown:
-            raise ValueError(f"unknown replication settings: {', '.join(unknown)}")
-        return cls(**section)
+        return from_section(cls, section, "replication settings")
+
+
+def from_section(cls: type[T], section: dict[str, Any] | None, what: str) -> T:
+    """A dataclass of a settings section's values; ValueError naming the keys it lacks."""
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    section = section or {}
+    unknown = sorted(set(section) - known)
+    if unknown:
+        raise ValueError(f"unknown {what}: {', '.join(unknown)}")
+    return cls(**section)

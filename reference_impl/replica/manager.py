@@ -20,6 +20,7 @@ import contextlib
 import functools
 import logging
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from reference_impl.log.validation import validate_batch, validate_internal_batc
 from reference_impl.replica.allocator import keep_large_buffers
 from reference_impl.replica.api import PartitionState, StopReplicaState, TopicPartition
 from reference_impl.replica.config import ReplicationConfig
+from reference_impl.replica.faults import BrokerFaults, without_first_batch
 from reference_impl.replica.fetcher import ReplicaFetcher
 from reference_impl.replica.partition import FOLLOWER, LEADER, Partition
 from reference_impl.roles import BrokerView
@@ -107,6 +109,8 @@ class ReplicaManager:
         settings = getattr(node.config, "settings", None) or {}
         self.replication = ReplicationConfig.from_settings(settings.get("replication"))
         self.log_defaults = LogConfig(**(settings.get("log") or {}))
+        #: test-only faults (``replica/faults.py``): all off unless a project test sets them
+        self.faults = BrokerFaults.from_settings(settings.get("faults"))
         self.logs_dir = Path(node.data_dir) / "logs"
         self.partitions: dict[TopicPartition, Partition] = {}
         #: logs found on disk and not (or no longer) assigned a role
@@ -133,6 +137,8 @@ class ReplicaManager:
     # -- the broker's calls (replica/api.py) ------------------------------------------------
 
     async def startup(self) -> None:
+        if self.faults.forget_log_on_start:
+            shutil.rmtree(self.logs_dir, ignore_errors=True)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         self._hw_checkpoint = _read_checkpoint(self.logs_dir / HW_CHECKPOINT)
         for d in sorted(self.logs_dir.iterdir()):
@@ -308,7 +314,13 @@ class ReplicaManager:
                 else:
                     batch = await validated_batch(records, cfg.max_message_bytes, produce_version)
                     p = self.partition_or_error(topic, index)  # still ours after the wait?
-                if acks == -1 and len(p.isr) < cfg.min_insync_replicas:
+                if self.faults.no_duplicate_check:
+                    p.log.producers.producers.pop(batch.header.producer_id, None)
+                if (
+                    acks == -1
+                    and len(p.isr) < cfg.min_insync_replicas
+                    and not self.faults.ignore_min_insync_replicas
+                ):
                     raise KafkaError(
                         ErrorCode.NOT_ENOUGH_REPLICAS,
                         f"ISR {list(p.isr)} is smaller than min.insync.replicas "
@@ -329,10 +341,11 @@ class ReplicaManager:
                 log_append_time=result.log_append_time,
             )
             if not result.duplicate:
-                p.wake()
+                if not self.faults.ack_before_replication:
+                    p.wake()
                 p.maybe_increment_high_watermark()
             pending.waits.append((key, p, result.last_offset + 1))
-        if acks == -1 and pending.waits:
+        if acks == -1 and pending.waits and not self.faults.ack_before_replication:
             await self._await_replication(pending, timeout_ms)
         return pending.results
 
@@ -446,6 +459,8 @@ class ReplicaManager:
             # as Apache Kafka answers a read that failed (OFFSET_OUT_OF_RANGE): no offsets at
             # all, -1 for the high watermark, last stable offset and log start (issue 26)
             return FetchResult(int(e.code))
+        if self.faults.hide_first_batch and not follower:
+            data = without_first_batch(data)
         return FetchResult(0, p.high_watermark, p.last_stable_offset, plog.log_start_offset, data)
 
     def read(
@@ -528,6 +543,8 @@ class ReplicaManager:
                     continue
                 out = set(p.out_of_sync(lag))
                 join = p.join_candidates & set(p.ready_to_join())
+                if self.faults.never_expand_isr:
+                    join = set()
                 p.join_candidates = set()
                 if not out and not join:
                     continue

@@ -1,0 +1,54 @@
+"""Faults a broker can be told to have, for the project's tests of the DURABILITY requirements.
+
+They come from the ``"faults"`` section of a broker's ``NodeConfig.settings``, which nothing
+shipped writes: not ``serve``'s options, not the launcher, not the suite's targets. Only a
+project test (``tests/suite/faulty_reference.py``) puts them into a reference cluster's broker
+configs, to show that each DURABILITY requirement fails against a broker that breaks it:
+
+* ``ack_before_replication``: an acks=all Produce is answered once the leader has appended the
+  batch, without waiting for the in-sync replicas (and without waking the followers, which
+  then fetch it on their next poll): a record acknowledged this way is lost when the leader dies
+  before a follower fetched it;
+* ``forget_log_on_start``: a broker deletes its partition logs when it starts, as if its disk
+  had been replaced: records and committed offsets that only the restarted brokers held are
+  gone;
+* ``no_duplicate_check``: the leader forgets what it knows of a producer before each append,
+  so a batch sent again is appended again;
+* ``ignore_min_insync_replicas``: an acks=all Produce is taken however small the ISR is;
+* ``never_expand_isr``: a follower that caught up is never proposed back into the ISR;
+* ``hide_first_batch``: a consumer's Fetch answer leaves out its first batch when it holds
+  more than one (a hole in the offsets the consumer sees).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from reference_impl.replica.config import from_section
+
+#: a batch's base offset and length fields: its size is this plus the length
+LOG_OVERHEAD = 12
+
+
+@dataclass(frozen=True)
+class BrokerFaults:
+    ack_before_replication: bool = False
+    forget_log_on_start: bool = False
+    no_duplicate_check: bool = False
+    ignore_min_insync_replicas: bool = False
+    never_expand_isr: bool = False
+    hide_first_batch: bool = False
+
+    @classmethod
+    def from_settings(cls, section: dict[str, Any] | None) -> BrokerFaults:
+        values = {k: bool(v) for k, v in (section or {}).items()}
+        return from_section(cls, values, "broker faults")
+
+
+def without_first_batch(data: bytes | memoryview) -> bytes | memoryview:
+    """Stored batches without the first one, when there is more than one."""
+    if len(data) < LOG_OVERHEAD:
+        return data
+    first = LOG_OVERHEAD + int.from_bytes(bytes(data[8:LOG_OVERHEAD]), "big", signed=True)
+    return data[first:] if first < len(data) else data
