@@ -391,7 +391,7 @@ class TxnCoordinator:
         remaining = set(marker.partitions)
         backoff = self.config.marker_backoff_ms / 1000
         tid = md.transactional_id
-        for _ in range(MARKER_ROUNDS):
+        for rounds in range(MARKER_ROUNDS):
             if not self._owns(part):
                 return
             if not remaining:
@@ -418,7 +418,12 @@ class TxnCoordinator:
                     log.info("%s's marker on %s refused (%d): no more markers", tid, tp, error)
                     return
             if remaining:
-                log.info("%s: markers pending on %s, retrying", tid, sorted(remaining))
+                log.log(
+                    logging.INFO if rounds == 0 else logging.DEBUG,
+                    "%s: markers pending on %s, retrying",
+                    tid,
+                    sorted(remaining),
+                )
                 await asyncio.sleep(backoff)
                 backoff = min(1.0, backoff * 2)
         else:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import fields
 from typing import Any
 
@@ -54,6 +55,8 @@ LOAD_CHUNK_BYTES = 1 << 20
 #: WriteTxnMarkers: Kafka 3.9's highest version
 MARKERS_MAX_VERSION = 1
 RETRIABLE = int(ErrorCode.REQUEST_TIMED_OUT)
+#: how long a leader that does not advertise WriteTxnMarkers is not asked again
+UNSERVED_RECHECK_S = 5.0
 
 
 def txn_config(settings: dict[str, Any] | None) -> TxnConfig:
@@ -85,6 +88,8 @@ class BrokerMarkers:
         self.node = node
         self.conns: dict[int, tuple[Connection, int | None]] = {}
         self._locks: dict[int, asyncio.Lock] = {}
+        #: leaders that did not advertise WriteTxnMarkers -> when to ask them again
+        self._unserved: dict[int, float] = {}
 
     async def write(self, marker: Marker) -> dict[TopicPartition, int]:
         cache = self.node.metadata_cache
@@ -124,11 +129,16 @@ class BrokerMarkers:
                 }
             ]
         }
+        if self._unserved.get(leader, 0.0) > time.monotonic():
+            return failed
         try:
             conn, version = await self._connect(leader)
             if version is None:
-                log.warning("broker %d does not serve WriteTxnMarkers: markers wait", leader)
+                if leader not in self._unserved:
+                    log.warning("broker %d does not serve WriteTxnMarkers: markers wait", leader)
+                self._unserved[leader] = time.monotonic() + UNSERVED_RECHECK_S
                 return failed
+            self._unserved.pop(leader, None)
             timeout = self.node.config.request_timeout_ms / 1000
             resp = await conn.request(ApiKey.WRITE_TXN_MARKERS, version, body, timeout=timeout)
         except (ConnectionError, OSError, TimeoutError) as e:
