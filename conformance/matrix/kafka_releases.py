@@ -108,6 +108,13 @@ class ReleaseApi:
         return self.listeners is None or bool(BROKER_LISTENERS & set(self.listeners))
 
     @property
+    def advertised(self) -> bool:
+        """Whether a broker advertises it to clients by default: broker-facing, with a stable
+        version (an API whose every version is still unstable needs unstable.api.versions.enable,
+        as KIP-932's share-group APIs in 3.9)."""
+        return self.broker_facing and not (self.latest_unstable and self.max == self.min)
+
+    @property
     def advertised_max(self) -> int:
         """The highest version a broker of this release advertises by default."""
         return self.max - 1 if self.latest_unstable and self.max > self.min else self.max
@@ -144,7 +151,7 @@ def similarity(
     highest version scores 1 (0.5 more when the lowest agrees too, then halved back to 1 at
     most: exact ranges beat equal maxima), one side only scores 0.
     """
-    theirs = {k: a for k, a in release.items() if a.broker_facing}
+    theirs = {k: a for k, a in release.items() if a.advertised}
     union = set(advertised) | set(theirs)
     if keys is not None:
         union &= keys

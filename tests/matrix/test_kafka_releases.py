@@ -43,7 +43,7 @@ def advertised_by(release: str) -> dict[int, tuple[int, int]]:
     return {
         k: (a.min, a.advertised_max)
         for k, a in kafka_releases.load()[release].items()
-        if a.broker_facing
+        if a.advertised
     }
 
 
