@@ -17,7 +17,9 @@ COPY pyproject.toml /src/
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('/src/pyproject.toml', 'rb'))['project']['dependencies']))" > /src/requirements.txt \
     && pip install --no-cache-dir -r /src/requirements.txt
 COPY README.md /src/
+COPY setup.py /src/
 COPY conformance /src/conformance
+COPY specs /src/specs
 COPY reference_impl /src/reference_impl
 RUN pip install --no-cache-dir --no-deps /src && rm -rf /src
 ENTRYPOINT ["kafka-conformance"]

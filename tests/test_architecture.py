@@ -146,6 +146,19 @@ def test_the_reference_cluster_is_only_imported_where_it_starts() -> None:
     assert "reference.py" in users  # the check looks where the imports are
 
 
+def test_the_specs_locator_imports_only_the_standard_library() -> None:
+    """``specs/__init__.py`` (the package ``conformance.specs``) is the bottom of the kernel; it
+    lives outside ``conformance/``, where lint-imports does not look, so this checks it."""
+    tree = ast.parse((ROOT / "specs" / "__init__.py").read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add("." if node.level else (node.module or "").split(".")[0])
+    assert imported and imported <= sys.stdlib_module_names | {"__future__"}, imported
+
+
 def test_module_level_detection(tmp_path: Path) -> None:
     src = tmp_path / "m.py"
     src.write_text(

@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: what the wheel is built from (the rest of the checkout is not the product)
-SOURCES = ("conformance", "reference_impl", "pyproject.toml", "README.md")
+SOURCES = ("conformance", "reference_impl", "specs", "setup.py", "pyproject.toml", "README.md")
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
@@ -80,6 +80,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wheel = build_wheel(tmp)
     names = zipfile.ZipFile(wheel).namelist()
     for data in (
+        "conformance/specs/__init__.py",  # the top-level specs/, mapped by setup.py
         "conformance/specs/requirements/kip-78.json",
         "conformance/specs/models/kip-78-cluster-id.json",
         "conformance/specs/messages/MetadataRequest.json",

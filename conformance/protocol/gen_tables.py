@@ -1,9 +1,9 @@
 """Generate the tables every layer shares: ``ApiKey``, ``ErrorCode`` and the protocol enums.
 
 ``ApiKey`` comes from our message specs (each ``*Request.json``'s apiKey and name), ``ErrorCode``
-from ``conformance/specs/error_codes.json`` (name, retriable flag, meaning), the enums the specs
+from ``specs/error_codes.json`` (name, retriable flag, meaning), the enums the specs
 carry as bare integers (``ConfigResourceType``, ``ConfigOperation``, ``AclOperation``) from
-``conformance/specs/enums.json``, and ``AUTHORIZED_OPERATIONS_UNSET`` from the specs' default of
+``specs/enums.json``, and ``AUTHORIZED_OPERATIONS_UNSET`` from the specs' default of
 their ``*AuthorizedOperations`` fields. The generated modules in
 ``conformance/protocol/_generated/`` are disposable: edit the data, then run
 
@@ -43,7 +43,7 @@ def api_keys_source(spec_dir: Path | None = None) -> str:
     lines = [
         HEADER.format(
             what="Kafka's API keys, one member per request spec of ours.",
-            source="conformance/specs/messages/*Request.json",
+            source="specs/messages/*Request.json",
         ),
         "",
         "class ApiKey(IntEnum):",
@@ -91,7 +91,7 @@ def error_codes_source(path: Path | None = None) -> str:
     lines = [
         HEADER.format(
             what="Kafka's error codes, each with whether clients retry it and what it means.",
-            source="conformance/specs/error_codes.json",
+            source="specs/error_codes.json",
         ),
         "",
         "class ErrorCode(IntEnum):",
@@ -149,7 +149,7 @@ def enums_source(path: Path | None = None, spec_dir: Path | None = None) -> str:
     lines = [
         HEADER.format(
             what="Kafka's protocol enums that the specs carry as bare integers.",
-            source="conformance/specs/enums.json and the specs' AuthorizedOperations defaults",
+            source="specs/enums.json and the specs' AuthorizedOperations defaults",
         ),
         "",
         "#: an ``*AuthorizedOperations`` field the client did not ask for (each one's default)",

@@ -1,6 +1,6 @@
 """Image profiles: how to start one kind of container image and know when it serves, as data.
 
-A profile is a small TOML or JSON file (``conformance/specs/schema/docker-profile.schema.json``):
+A profile is a small TOML or JSON file (``specs/schema/docker-profile.schema.json``):
 the command and environment templates, named ports in a block of free loopback ports, whether
 it needs a ZooKeeper, and its readiness check. The project's own profiles are the ``*.toml``
 files beside this module; users give theirs as a path (``docker:IMAGE?profile=./mine.toml``).

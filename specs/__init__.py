@@ -1,4 +1,6 @@
-"""The suite's data, shipped inside the package: one place that knows where it lives.
+"""The suite's data, the repository's top-level ``specs/`` folder, shipped inside the wheel as the
+package ``conformance.specs`` (setup.py maps it; ``conformance/__init__.py`` gives a checkout the
+same name): one place that knows where it lives.
 
     messages/       our message specs (Kafka's JSON dialect), facts checked against Kafka 3.9
     requirements/   one file per feature: requirement ids, levels, statements, basis
@@ -8,17 +10,16 @@
     enums.json        the enums the specs carry as integers (config resource types, config
                       and ACL operations): the source of ConfigResourceType and the others
 
-Everything else finds these folders through the names below (``importlib.resources``), so a
-wheel install and a checkout read the same files.
+Everything else finds these folders through the names below, so a wheel install and a checkout
+read the same files.
 """
 
 from __future__ import annotations
 
-from importlib.resources import files
 from pathlib import Path
 
 #: the folder of this package (a real directory: the project is never imported from a zip)
-ROOT = Path(str(files(__name__)))
+ROOT = Path(__file__).parent
 MESSAGES = ROOT / "messages"
 REQUIREMENTS = ROOT / "requirements"
 MODELS = ROOT / "models"
