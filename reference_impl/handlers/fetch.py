@@ -1,7 +1,11 @@
 """Fetch (1), v4+: stored batches as they are, long-polled for MaxWaitMs until MinBytes.
 
 Consumers (ReplicaId -1) read up to the high watermark (read_uncommitted) or the last stable
-offset (read_committed: the same here, since no transaction is ever open); followers
+offset (read_committed: the first offset of the earliest transaction not yet complete, else the
+high watermark; such a fetch also lists, as AbortedTransactions, the producer id and first offset
+of every aborted transaction whose range the returned batches overlap, as Kafka's
+collectAbortedTxns, so the client can drop their records; read_uncommitted answers null there).
+Every answer's LastStableOffset is that offset. Followers
 (ReplicaId = their broker id, in ReplicaState from v15, ClusterAction required) read up to
 the log end and get a DivergingEpoch when their LastFetchedEpoch shows they hold records the
 leader never had. Per-partition and per-request byte limits are honoured, except that the
@@ -107,7 +111,7 @@ async def fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
                 "HighWatermark": res.high_watermark,
                 "LastStableOffset": res.last_stable_offset,
                 "LogStartOffset": res.log_start_offset,
-                "AbortedTransactions": [] if read_committed else None,
+                "AbortedTransactions": _aborted(res) if read_committed else None,
                 "PreferredReadReplica": -1,
                 "Records": res.records,
             }
@@ -129,3 +133,7 @@ async def fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
     if v >= 16 and leaders:
         response["NodeEndpoints"] = node_endpoints(node, ctx, leaders)
     return response
+
+
+def _aborted(res: FetchResult) -> list[dict[str, int]]:
+    return [{"ProducerId": pid, "FirstOffset": first} for pid, first in res.aborted or ()]

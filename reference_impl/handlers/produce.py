@@ -8,9 +8,14 @@ INVALID_REQUIRED_ACKS for acks outside -1/0/1, TOPIC_AUTHORIZATION_FAILED, and p
 what the replica manager answers (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER with the
 current leader from v10, CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
 NOT_ENOUGH_REPLICAS(_AFTER_APPEND), OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
-REQUEST_TIMED_OUT). Transactions are not served (no transaction coordinator): a transactional
-batch is answered INVALID_TXN_STATE. With acks=0 an error closes the connection instead, as
-Kafka does, since there is no answer to carry it.
+REQUEST_TIMED_OUT). With acks=0 an error closes the connection instead, as Kafka does, since
+there is no answer to carry it.
+
+Transactional batches (KIP-98; WRITE on the TRANSACTIONAL_ID is ``security/authorize.py``'s):
+the producer state refuses an older epoch (INVALID_PRODUCER_EPOCH, as Kafka 2.7+ answers a
+fenced producer's Produce) and a non-transactional batch while the producer's transaction is
+open (INVALID_TXN_STATE); the first transactional batch of a producer in a partition opens its
+transaction there, which holds the last stable offset until the coordinator's marker.
 """
 
 from __future__ import annotations

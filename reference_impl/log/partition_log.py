@@ -9,7 +9,13 @@ that has to look inside the one batch the answer lies in.
 On open, every segment whose indexes do not agree with it, and always the last segment, is
 scanned batch by batch (length, magic, offset order, CRC-32C); the file is cut at the first
 batch that fails (a torn or corrupted tail) and any later segment is removed. The leader-epoch
-cache and the producer state are then rebuilt from the batch headers that remain.
+cache and the producer state are then rebuilt from the batch headers that remain (and, for
+control batches, their one marker record: the ongoing transactions and the aborted-transaction
+index come back from the log itself, so they survive restarts and segment rolls).
+
+Transaction markers (``append_marker``) are control batches the leader builds itself for the
+coordinator's WriteTxnMarkers: one COMMIT or ABORT record (key version 0 and type, value
+version 0 and the coordinator epoch), transactional and control bits set, no sequence.
 
 The log start offset is the first segment's base offset unless DeleteRecords (or a leader's
 Fetch answer, on a follower) moved it further: that offset is kept in the partition's
@@ -27,7 +33,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from conformance.protocol import ErrorCode, KafkaError
-from conformance.protocol.records import CorruptRecordError, decode_batch
+from conformance.protocol.records import (
+    ControlType,
+    CorruptRecordError,
+    control_batch,
+    decode_batch,
+    encode_batch,
+    parse_control_key,
+    parse_end_txn_marker,
+)
 from conformance.protocol.records.header import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -134,9 +148,11 @@ class PartitionLog:
         self.producers.truncate()
         for seg in self.segments:
             for h in seg.headers_from(0):
-                self.producers.update(h, h.base_offset)
+                marker = marker_of(seg.batch_at(h.position)) if h.is_control else None
+                self.producers.update(h, h.base_offset, marker)
                 if epochs_too:
                     self.epochs.assign(h.leader_epoch, h.base_offset)
+        self.producers.forget_before(self.log_start_offset)
 
     # -- state -----------------------------------------------------------------------------
 
@@ -185,6 +201,38 @@ class PartitionLog:
         self.producers.update(h, base)
         return AppendResult(base, h.last_offset, self.log_start_offset, log_append_time=append_time)
 
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        leader_epoch: int,
+    ) -> AppendResult:
+        """Append a COMMIT or ABORT marker for the coordinator (Kafka's appendAsLeader of an
+        end-transaction control batch); raises KafkaError when the producer state refuses it."""
+        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        base = self.log_end_offset
+        kind = ControlType.COMMIT if commit else ControlType.ABORT
+        data = encode_batch(
+            control_batch(
+                kind,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                coordinator_epoch=coordinator_epoch,
+                timestamp=int(time.time() * 1000),
+                base_offset=base,
+                partition_leader_epoch=leader_epoch,
+            )
+        )
+        h = parse_header(data, 0)
+        self.epochs.assign(leader_epoch, base)
+        self._maybe_roll(h.length, base)
+        self.active.append(data, h, h, h.max_timestamp)
+        self._unflushed_messages += 1
+        self.producers.update(h, base, (int(kind), coordinator_epoch))
+        return AppendResult(base, base, self.log_start_offset)
+
     def append_as_follower(self, records: bytes | memoryview) -> int:
         """Append the leader's batches as they are; returns how many were appended.
 
@@ -219,7 +267,8 @@ class PartitionLog:
             return 0
         for h in headers:
             self.epochs.assign(h.leader_epoch, h.base_offset)
-            self.producers.update(h, h.base_offset)
+            marker = marker_of(data[h.position : h.end]) if h.is_control else None
+            self.producers.update(h, h.base_offset, marker)
         self._write(data[:pos], headers)
         return len(headers)
 
@@ -420,6 +469,7 @@ class PartitionLog:
         while len(self.segments) > 1 and self.segments[0].next_offset <= offset:
             self.segments.pop(0).delete()
         self.epochs.truncate_from_start(offset)
+        self.producers.forget_before(self.log_start_offset)
         return self.log_start_offset
 
     def _set_start(self, offset: int) -> None:
@@ -461,6 +511,7 @@ class PartitionLog:
             deleted += 1
         if deleted:
             self.epochs.truncate_from_start(self.log_start_offset)
+            self.producers.forget_before(self.log_start_offset)
         return deleted
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -476,6 +527,22 @@ class PartitionLog:
         for seg in self.segments:
             seg.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def marker_of(batch: bytes | memoryview) -> tuple[int, int] | None:
+    """``(control type, coordinator epoch)`` of a control batch's first record; None when it is
+    not a transaction marker or does not decode."""
+    try:
+        records = decode_batch(bytes(batch)).records
+        if not records:
+            return None
+        _, kind = parse_control_key(records[0].key)
+        if kind not in (ControlType.ABORT, ControlType.COMMIT):
+            return kind, -1
+        _, coordinator_epoch = parse_end_txn_marker(records[0].value)
+        return kind, coordinator_epoch
+    except (CorruptRecordError, ValueError):
+        return None
 
 
 def _fsync_all(fds: list[int]) -> None:

@@ -6,20 +6,35 @@ epoch a batch must continue the last sequence, except that a batch equal to one 
 five is a retry and is answered with the offsets it was first written at. Followers apply the
 same batches without checks, and recovery rebuilds the state from the stored batch headers,
 so any replica that becomes leader knows every producer the log knows.
+
+Transactions (KIP-98, as Kafka's ProducerAppendInfo keeps them): a producer's first
+transactional batch opens its ongoing transaction at that batch's offset; a non-transactional
+batch while one is open is INVALID_TXN_STATE. A COMMIT or ABORT marker (a control batch written
+for the coordinator) is refused with INVALID_PRODUCER_EPOCH when its epoch is older than the
+producer's and TRANSACTION_COORDINATOR_FENCED when its coordinator epoch is older than the last
+one seen; otherwise it completes the ongoing transaction (a marker with none open, such as a
+repeated one, changes nothing but the epochs). An aborted transaction is kept as a range
+(producer id, first offset, marker offset): the aborted-transaction index that read_committed
+fetches list. A completed transaction keeps the last stable offset at its first offset until
+the high watermark passes its marker (Kafka's "unreplicated" transactions). Like the rest, all
+of it is rebuilt from the log on recovery, so it survives restarts and segment rolls.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 
 from conformance.protocol import ErrorCode, KafkaError
+from conformance.protocol.records.control import ControlType
 from conformance.protocol.records.header import BatchHeader
 
 NO_EPOCH = -1
 NO_SEQUENCE = -1
 CACHED_BATCHES = 5
 _INT32_MAX = (1 << 31) - 1
+ABORT, COMMIT = int(ControlType.ABORT), int(ControlType.COMMIT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +46,21 @@ class BatchMetadata:
     max_timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the ABORT marker's offset
+
+
 @dataclass(slots=True)
 class ProducerEntry:
     epoch: int = NO_EPOCH
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+    coordinator_epoch: int = -1
+    #: first offset of the producer's ongoing transaction in this partition (None: none open)
+    txn_first_offset: int | None = None
+    last_timestamp: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -56,6 +82,10 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        #: aborted transactions in marker-offset order (the aborted-transaction index)
+        self.aborted: list[AbortedTxn] = []
+        #: completed transactions whose marker the high watermark has not passed: (first, marker)
+        self.unreplicated: list[tuple[int, int]] = []
 
     def check(self, h: BatchHeader) -> BatchMetadata | None:
         """Validate a producer's batch before the leader appends it.
@@ -68,15 +98,16 @@ class ProducerStateManager:
         entry = self.producers.get(h.producer_id)
         if entry is None:
             return None  # unknown producer (or its state expired): any sequence is accepted
-        if h.producer_epoch < entry.epoch:
-            raise KafkaError(
-                ErrorCode.INVALID_PRODUCER_EPOCH,
-                f"producer {h.producer_id} epoch {h.producer_epoch} is older than the current "
-                f"epoch {entry.epoch}",
-            )
+        _check_epoch(h.producer_id, h.producer_epoch, entry)
         dup = entry.duplicate_of(h.producer_epoch, h.base_sequence, h.last_sequence)
         if dup is not None:
             return dup
+        if entry.txn_first_offset is not None and not h.is_transactional:
+            raise KafkaError(
+                ErrorCode.INVALID_TXN_STATE,
+                f"producer {h.producer_id} has a transaction open: a non-transactional batch "
+                "is refused",
+            )
         if h.producer_epoch != entry.epoch:
             if h.base_sequence != 0 and entry.epoch != NO_EPOCH:
                 raise KafkaError(
@@ -91,8 +122,24 @@ class ProducerStateManager:
             )
         return None
 
-    def update(self, h: BatchHeader, first_offset: int) -> None:
-        """Record a batch that was appended at ``first_offset`` (leader, follower, recovery)."""
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """Refuse a transaction marker the coordinator asks for (Kafka's appendEndTxnMarker)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        _check_epoch(producer_id, epoch, entry)
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise KafkaError(
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                f"coordinator epoch {coordinator_epoch} for producer {producer_id} is older "
+                f"than {entry.coordinator_epoch}",
+            )
+
+    def update(
+        self, h: BatchHeader, first_offset: int, marker: tuple[int, int] | None = None
+    ) -> None:
+        """Record a batch that was appended at ``first_offset`` (leader, follower, recovery);
+        ``marker`` is a control batch's (control type, coordinator epoch)."""
         if h.producer_id < 0:
             return
         entry = self.producers.get(h.producer_id)
@@ -101,8 +148,13 @@ class ProducerStateManager:
         if h.producer_epoch != entry.epoch:
             entry.epoch = h.producer_epoch
             entry.batches.clear()
+        entry.last_timestamp = h.max_timestamp
         if h.is_control:
+            if marker is not None and marker[0] in (ABORT, COMMIT):
+                self._complete(h.producer_id, entry, marker, first_offset)
             return
+        if h.is_transactional and entry.txn_first_offset is None:
+            entry.txn_first_offset = first_offset
         entry.batches.append(
             BatchMetadata(
                 h.base_sequence,
@@ -113,6 +165,56 @@ class ProducerStateManager:
             )
         )
 
+    def _complete(
+        self, producer_id: int, entry: ProducerEntry, marker: tuple[int, int], offset: int
+    ) -> None:
+        control_type, coordinator_epoch = marker
+        entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
+        first, entry.txn_first_offset = entry.txn_first_offset, None
+        if first is None:  # nothing open (a repeated marker, an empty transaction)
+            return
+        self.unreplicated.append((first, offset))
+        if control_type == ABORT:
+            self.aborted.append(AbortedTxn(producer_id, first, offset))
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the earliest transaction not yet stable: open, or completed by
+        a marker the high watermark has not passed (Kafka's firstUnstableOffset)."""
+        self.unreplicated = [t for t in self.unreplicated if t[1] >= high_watermark]
+        firsts = [t[0] for t in self.unreplicated]
+        firsts.extend(
+            e.txn_first_offset for e in self.producers.values() if e.txn_first_offset is not None
+        )
+        return min(firsts) if firsts else None
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions a read of ``[start, end)`` overlaps (Kafka's
+        collectAbortedTxns: marker at or after ``start``, first offset before ``end``)."""
+        i = bisect_left(self.aborted, start, key=lambda t: t.last_offset)
+        return [t for t in self.aborted[i:] if t.first_offset < end]
+
+    def forget_before(self, log_start_offset: int) -> None:
+        """Aborted ranges wholly below the log start are of no use to any read."""
+        self.aborted = [t for t in self.aborted if t.last_offset >= log_start_offset]
+
+    def ongoing(self) -> dict[int, int]:
+        """Producer id -> first offset of its open transaction."""
+        return {
+            pid: e.txn_first_offset
+            for pid, e in self.producers.items()
+            if e.txn_first_offset is not None
+        }
+
     def truncate(self) -> None:
         """Forget everything (the caller rebuilds the state from the log that remains)."""
         self.producers.clear()
+        self.aborted.clear()
+        self.unreplicated.clear()
+
+
+def _check_epoch(producer_id: int, epoch: int, entry: ProducerEntry) -> None:
+    if epoch < entry.epoch:
+        raise KafkaError(
+            ErrorCode.INVALID_PRODUCER_EPOCH,
+            f"producer {producer_id} epoch {epoch} is older than the current epoch {entry.epoch}",
+        )

@@ -9,7 +9,8 @@ In the order Kafka checks, with the error codes Kafka answers:
 - larger than ``max.message.bytes`` — MESSAGE_TOO_LARGE;
 - control batches from clients, a base offset other than 0, an offset range that does not
   match the record count, a producer id without a sequence — INVALID_RECORD;
-- a transactional batch — INVALID_TXN_STATE (there is no transaction coordinator);
+- (a transactional batch is accepted here: the producer state checks its epoch and the
+  replica manager that its partition is in the producer's transaction);
 - ZSTD before Produce v7 — UNSUPPORTED_COMPRESSION_TYPE; an unknown codec or a payload that
   does not decompress — CORRUPT_MESSAGE;
 - every record is walked: its length, varints, key/value/header lengths and offset delta
@@ -111,8 +112,6 @@ def validate_internal_batch(records: bytes | None) -> ValidBatch:
 def _check_header(h: BatchHeader, produce_version: int) -> None:
     if h.is_control:
         raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
-    if h.is_transactional:  # no transaction coordinator: a transaction could never end
-        raise KafkaError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported")
     if h.base_offset != 0:
         raise KafkaError(
             ErrorCode.INVALID_RECORD,

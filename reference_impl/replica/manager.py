@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode, KafkaError
+from conformance.protocol.records.header import HEADER_SIZE, parse_header
 from reference_impl.log import LogConfig, PartitionLog
 from reference_impl.log.validation import validate_batch, validate_internal_batch
 from reference_impl.replica.allocator import keep_large_buffers
@@ -68,6 +69,9 @@ class FetchResult:
     log_start_offset: int = -1
     records: bytes = b""
     diverging: tuple[int, int] | None = None
+    #: read_committed consumers: (producer id, first offset) of the aborted transactions the
+    #: records returned overlap (None for other readers)
+    aborted: list[tuple[int, int]] | None = None
 
 
 @dataclass
@@ -327,12 +331,8 @@ class ReplicaManager:
                         f"{cfg.min_insync_replicas}",
                     )
                 result = p.log.append_as_leader(batch.data, batch.header, p.leader_epoch)
-            except KafkaError as e:
-                pending.results[key] = ProduceResult(int(e.code), message=e.message or None)
-                continue
-            except OSError as e:
-                log.error("%s-%d: append failed: %s", topic, index, e)
-                pending.results[key] = ProduceResult(int(ErrorCode.KAFKA_STORAGE_ERROR))
+            except (KafkaError, OSError) as e:
+                pending.results[key] = _append_failed(key, e)
                 continue
             pending.results[key] = ProduceResult(
                 0,
@@ -375,6 +375,42 @@ class ReplicaManager:
             if code:
                 r = pending.results[key]
                 r.error, r.base_offset = code, -1
+
+    async def append_markers(
+        self, timeout_ms: int, markers: list[tuple[str, int, int, int, int, bool]]
+    ) -> dict[TopicPartition, int]:
+        """Write transaction markers ``(topic, partition, producer id, producer epoch,
+        coordinator epoch, commit)`` as the leader, acks=all as Kafka appends them; returns
+        an error code per partition."""
+        pending = _Pending()
+        for topic, index, pid, epoch, coordinator_epoch, commit in markers:
+            key = (topic, index)
+            try:
+                p = self.partition_or_error(topic, index)
+                if len(p.isr) < p.log.config.min_insync_replicas:
+                    raise KafkaError(
+                        ErrorCode.NOT_ENOUGH_REPLICAS,
+                        f"ISR {list(p.isr)} is smaller than min.insync.replicas",
+                    )
+                result = p.log.append_marker(pid, epoch, coordinator_epoch, commit, p.leader_epoch)
+            except (KafkaError, OSError) as e:
+                pending.results[key] = _append_failed(key, e)
+                continue
+            pending.results[key] = ProduceResult(0, result.first_offset, result.log_start_offset)
+            p.wake()
+            p.maybe_increment_high_watermark()
+            pending.waits.append((key, p, result.last_offset + 1))
+        if pending.waits:
+            await self._await_replication(pending, timeout_ms)
+        return {key: r.error for key, r in pending.results.items()}
+
+    def transaction_open(self, topic: str, index: int, producer_id: int) -> bool:
+        """Whether the producer has a transaction open in this partition (led here)."""
+        p = self.partitions.get((topic, index))
+        if p is None:
+            return False
+        entry = p.log.producers.producers.get(producer_id)
+        return entry is not None and entry.txn_first_offset is not None
 
     # -- fetch -----------------------------------------------------------------------------
 
@@ -461,7 +497,16 @@ class ReplicaManager:
             return FetchResult(int(e.code))
         if self.faults.hide_first_batch and not follower:
             data = without_first_batch(data)
-        return FetchResult(0, p.high_watermark, p.last_stable_offset, plog.log_start_offset, data)
+        aborted = None
+        if not follower and isolation == READ_COMMITTED:
+            end = _next_offset_after(data, r.fetch_offset)
+            aborted = [
+                (t.producer_id, t.first_offset)
+                for t in plog.producers.aborted_between(r.fetch_offset, end)
+            ]
+        return FetchResult(
+            0, p.high_watermark, p.last_stable_offset, plog.log_start_offset, data, None, aborted
+        )
 
     def read(
         self, topic: str, index: int, offset: int, max_bytes: int, committed: bool = True
@@ -675,6 +720,26 @@ async def validated_batch(
         or (len(records) >= _ATTRIBUTES_END and records[_ATTRIBUTES_END - 1] & 0x07)
     )
     return await asyncio.to_thread(check) if heavy else check()
+
+
+def _append_failed(key: TopicPartition, e: KafkaError | OSError) -> ProduceResult:
+    """A refused append's answer: Kafka's code, or KAFKA_STORAGE_ERROR for a failed write."""
+    if isinstance(e, KafkaError):
+        return ProduceResult(int(e.code), message=e.message or None)
+    log.error("%s-%d: append failed: %s", *key, e)
+    return ProduceResult(int(ErrorCode.KAFKA_STORAGE_ERROR))
+
+
+def _next_offset_after(data: bytes, default: int) -> int:
+    """The offset after the last batch in ``data`` (``default`` when it holds none)."""
+    pos, end = 0, default
+    while pos + HEADER_SIZE <= len(data):
+        h = parse_header(data, pos)
+        if h.length < HEADER_SIZE:
+            break
+        end = h.next_offset
+        pos += h.length
+    return end
 
 
 # -- files -------------------------------------------------------------------------------------

@@ -78,7 +78,11 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark  # no transactions: nothing is ever pending
+        """The first offset of the earliest transaction not yet complete and replicated, else
+        the high watermark (never above it): what read_committed consumers may read."""
+        hw = self.high_watermark
+        first = self.log.producers.first_unstable_offset(hw)
+        return hw if first is None or first >= hw else first
 
     # -- role changes (LeaderAndIsr) -------------------------------------------------------
 

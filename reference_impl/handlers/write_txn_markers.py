@@ -1,0 +1,116 @@
+"""WriteTxnMarkers (27): the transaction coordinator has a partition leader end a transaction.
+
+Behaviour / version notes (Kafka 3.9's KafkaApis.handleWriteTxnMarkersRequest):
+
+- ALTER on CLUSTER, or else CLUSTER_ACTION on CLUSTER (brokers' principals): otherwise every
+  partition of every marker is CLUSTER_AUTHORIZATION_FAILED.
+- Per marker and partition: a partition with no log on this broker is
+  UNKNOWN_TOPIC_OR_PARTITION; one this broker does not lead NOT_LEADER_OR_FOLLOWER; otherwise a
+  control batch is appended (one COMMIT or ABORT record: key version 0 and type, value version 0
+  and the coordinator epoch; producer id and epoch of the marker, transactional and control
+  bits) with acks=all, so the coordinator hears NONE only once the ISR has it
+  (NOT_ENOUGH_REPLICAS below min.insync.replicas, REQUEST_TIMED_OUT after the broker's
+  request timeout). The producer state refuses a marker whose producer epoch is older than the
+  last it saw (INVALID_PRODUCER_EPOCH) or whose coordinator epoch is
+  (TRANSACTION_COORDINATOR_FENCED).
+  A marker completes the producer's ongoing transaction in that partition; an ABORT adds its
+  range to the aborted-transaction index; a repeated marker writes another control batch and
+  changes nothing else.
+- A marker on a ``__consumer_offsets`` partition then tells the group coordinator, which makes
+  the producer's pending transactional offsets visible (COMMIT) or drops them (ABORT).
+- The answer lists each producer id once, its partitions' errors merged (Kafka keys the answer
+  by producer id). No markers: an empty answer.
+- Versions 0-1 (1 is flexible), Kafka 3.9's range; v2 (TransactionVersion, Kafka 4.x) is not
+  served.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from conformance.protocol import ApiKey, ErrorCode
+from reference_impl.config import OFFSETS_TOPIC
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
+from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
+
+MAX_VERSION = 1
+log = logging.getLogger(__name__)
+
+
+def api(node: BrokerView) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        return await write_txn_markers(node, ctx, body)
+
+    return Api(ApiKey.WRITE_TXN_MARKERS, handle, max_version=MAX_VERSION)
+
+
+async def write_txn_markers(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
+    allowed = node.authorize(ctx.session, "ALTER", CLUSTER) or node.authorize(
+        ctx.session, CLUSTER_ACTION, CLUSTER
+    )
+    errors: dict[int, dict[tuple[str, int], int]] = {}
+    for marker in body["Markers"]:
+        pid = marker["ProducerId"]
+        found = errors.setdefault(pid, {})
+        if not allowed:
+            for t in marker["Topics"]:
+                for index in t["PartitionIndexes"]:
+                    found[(t["Name"], index)] = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            continue
+        appends = []
+        for t in marker["Topics"]:
+            for index in t["PartitionIndexes"]:
+                key = (t["Name"], index)
+                if key not in node.replica_manager.partitions:
+                    found[key] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    continue
+                appends.append(
+                    (
+                        *key,
+                        pid,
+                        marker["ProducerEpoch"],
+                        marker["CoordinatorEpoch"],
+                        marker["TransactionResult"],
+                    )
+                )
+        if not appends:
+            continue
+        written = await node.replica_manager.append_markers(node.config.request_timeout_ms, appends)
+        found.update(written)
+        offsets = [key for key, code in written.items() if key[0] == OFFSETS_TOPIC and not code]
+        if offsets:
+            _groups_completed(node, pid, offsets, marker["TransactionResult"], found)
+    return {"Markers": [_answer(pid, found) for pid, found in errors.items()]}
+
+
+def _groups_completed(
+    node: BrokerView,
+    pid: int,
+    partitions: list[tuple[str, int]],
+    commit: bool,
+    found: dict[tuple[str, int], int],
+) -> None:
+    """Tell the group coordinator a transaction ended on its partitions (Kafka's
+    onTransactionCompleted); a failure there is UNKNOWN_SERVER_ERROR for those partitions."""
+    groups = getattr(node, "groups", None)
+    complete = getattr(groups, "transaction_completed", None)
+    if complete is None:
+        return
+    try:
+        complete(pid, [index for _, index in partitions], commit)
+    except Exception:  # Kafka answers any failure there this way
+        log.exception("group coordinator: transaction of producer %d", pid)
+        for key in partitions:
+            found[key] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+def _answer(pid: int, found: dict[tuple[str, int], int]) -> dict[str, Any]:
+    topics: dict[str, list[dict[str, int]]] = {}
+    for (name, index), code in found.items():
+        topics.setdefault(name, []).append({"PartitionIndex": index, "ErrorCode": code})
+    return {
+        "ProducerId": pid,
+        "Topics": [{"Name": name, "Partitions": parts} for name, parts in topics.items()],
+    }
