@@ -32,8 +32,10 @@ from conformance.targets.base import Endpoint, Target, TargetError
 T = TypeVar("T")
 
 CONTROLLER_TYPES = ("controller",)
-#: seconds to wait for an answer before a request counts as unanswered
-REQUEST_TIMEOUT = 10.0
+#: seconds to wait for an answer before a request counts as unanswered (the environment's
+#: KAFKA_CONFORMANCE_REQUEST_TIMEOUT, if set: the project's tests of unanswered requests shorten
+#: their waits with it)
+REQUEST_TIMEOUT = float(os.environ.get("KAFKA_CONFORMANCE_REQUEST_TIMEOUT") or 10.0)
 #: ... for an API and version the target already left unanswered earlier in the run (or an API
 #: it left unanswered at another version and never answered)
 REPEAT_TIMEOUT = 2.0
