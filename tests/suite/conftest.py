@@ -61,6 +61,14 @@ def collect(*args: str) -> tuple[int, list[str], str]:
     return proc.returncode, ids, proc.stdout + proc.stderr
 
 
+def shared_run(name: str, timeout: float = 300):
+    """(process, run) of the session's shared run ``name`` (``early.SHARED``), waited for."""
+    run = early.shared(name)
+    proc, _ = run.result(timeout)
+    results = run.dir / "results"
+    return proc, only_run(results) if results.exists() and any(results.iterdir()) else None
+
+
 def only_run(results: Path):
     runs = [p for p in results.iterdir() if p.is_dir()]
     assert len(runs) == 1, runs

@@ -77,6 +77,33 @@ WANTED: dict[str, tuple[str, ...]] = {
 }
 
 
+#: runs that several test modules judge (each its own requirements): started by the first module
+#: that asks (not at collection: they keep the CPU busy, so they would slow what they overlapped)
+#: and kept for the session, so that the cluster starts and the suite is collected once
+SHARED: dict[str, tuple[str, ...]] = {
+    # the whole suite against the reference at the default seed
+    "reference": ("--no-report",),
+    # the feature (broker registration, KIP-536, KIP-590), group and data-plane requirements
+    # against the ZooKeeper store with two standby controllers
+    "reference:zookeeper": (
+        "--target",
+        "reference:zookeeper?controllers=3",
+        "--seed",
+        "7",
+        "--select",
+        "((BROKER-REGISTRATION or KIP-536 or KIP-590 or GROUPS or OFFSETS or CONFIGS) and not "
+        "PROTOCOL) or LOG or IDEMPOTENCE or TOPICS",
+        "--no-report",
+    ),
+}
+
+
+def shared(name: str) -> EarlyRun:
+    """The shared run ``name`` (``SHARED``), started now if no module asked for it before."""
+    key = f"shared:{name}"
+    return STARTED.get(key) or STARTED.setdefault(key, EarlyRun(*SHARED[name]))
+
+
 def start_wanted(module_names: set[str]) -> None:
     for module, args in WANTED.items():
         if module in module_names and module not in STARTED:

@@ -6,17 +6,14 @@ whose draws decide what they reach, at several."""
 
 from __future__ import annotations
 
-import time
-
-from tests.suite.conftest import only_run, run_cli
+from tests.suite.conftest import only_run, run_cli, shared_run
 
 
-def test_the_whole_suite_passes_against_the_reference(tmp_path) -> None:
-    started = time.monotonic()
-    proc = run_cli("--no-report", "--results-dir", str(tmp_path / "results"), cwd=tmp_path)
-    wall = time.monotonic() - started
-    print(f"full suite against the reference cluster: {wall:.1f} s wall")
-    run = only_run(tmp_path / "results")
+def test_the_whole_suite_passes_against_the_reference() -> None:
+    """(The session's shared run: test_features_reference, test_groups_reference and
+    test_data_plane_reference judge their requirements on it too.)"""
+    proc, run = shared_run("reference")
+    assert run is not None, proc.stderr[-2000:]
     bad = [
         (r["verdict"], r["test_id"], r["requirement_id"], r["message"])
         for r in run.records

@@ -7,16 +7,11 @@ and KIP-590.R5 (NOT_CONTROLLER from a standby controller) as SKIP naming the mis
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from conformance.requirements import requirements
-from tests.suite.conftest import unreached
+from tests.suite.conftest import shared_run, unreached
 
-# "broker-registration" is also the BrokerRegistration API's name, which the PROTOCOL tests of that
-# API carry: select the three features' own tests only
-SELECT = "(BROKER-REGISTRATION or KIP-536 or KIP-590) and not PROTOCOL"
 FILES = ("broker-registration", "kip-536", "kip-590")
 NEEDS_ZOOKEEPER = {"BROKER-REGISTRATION.R8", "KIP-536.R5", "KIP-590.R4"}
 NEEDS_STANDBY = {"KIP-590.R5"}
@@ -27,14 +22,14 @@ def feature_requirements() -> set[str]:
 
 
 @pytest.mark.parametrize("store", ["embedded", "zookeeper"])
-def test_every_feature_requirement_passes(cli, store: str) -> None:
-    target = "reference" if store == "embedded" else "reference:zookeeper?controllers=3"
-    started = time.monotonic()
-    proc, run = cli("--target", target, "--seed", "7", "--select", SELECT)
-    print(f"features against the reference ({store}): {time.monotonic() - started:.1f} s wall")
+def test_every_feature_requirement_passes(store: str) -> None:
+    """Judged on the session's shared runs (``early.SHARED``): the whole suite against the
+    reference, and the ZooKeeper store's run with two standbys."""
+    proc, run = shared_run("reference" if store == "embedded" else "reference:zookeeper")
     assert run is not None, proc.stderr[-2000:]
-    assert {r["requirement_id"] for r in run.records} == feature_requirements()
-    for r in run.records:
+    ours = [r for r in run.records if r["requirement_id"] in feature_requirements()]
+    assert {r["requirement_id"] for r in ours} == feature_requirements()
+    for r in ours:
         where = (r["test_id"], r["requirement_id"], r["message"])
         if store == "embedded" and r["requirement_id"] in NEEDS_ZOOKEEPER:
             assert r["verdict"] == "SKIP" and "--zookeeper" in r["message"], where
@@ -42,11 +37,12 @@ def test_every_feature_requirement_passes(cli, store: str) -> None:
             assert r["verdict"] == "SKIP" and "no standby controller" in r["message"], where
         elif not unreached(r):
             assert r["verdict"] == "PASS", where
-    passed = {r["requirement_id"] for r in run.records if r["verdict"] == "PASS"}
-    assert {r["requirement_id"] for r in run.records if unreached(r)} <= passed
+    passed = {r["requirement_id"] for r in ours if r["verdict"] == "PASS"}
+    assert {r["requirement_id"] for r in ours if unreached(r)} <= passed
     assert proc.returncode == 0, proc.stdout[-3000:]
     # the lifecycle state machine and the routing one drew examples with the run's seed
-    seeded = {r["test_id"] for r in run.records if r["seed"] == 7}
+    seed = run.manifest["hypothesis_seed"]
+    seeded = {r["test_id"] for r in ours if r["seed"] == seed}
     assert {
         "broker-registration/lifecycle/state-machine",
         "kip-590/routing/state-machine",

@@ -4,15 +4,13 @@ broker, so OFFSETS.R7 is checked too)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from conformance.requirements import requirements
+from tests.suite.conftest import shared_run
 
 FILES = ("groups", "offsets", "configs")
 BAD = ("FAIL", "ERROR")
-SELECT = "(GROUPS or OFFSETS or CONFIGS) and not PROTOCOL"
 
 
 def feature_requirements() -> set[str]:
@@ -20,14 +18,10 @@ def feature_requirements() -> set[str]:
 
 
 @pytest.mark.parametrize("store", ["embedded", "zookeeper"])
-def test_every_requirement_passes(cli, store: str) -> None:
-    target = "reference" if store == "embedded" else "reference:zookeeper"
-    started = time.monotonic()
-    proc, run = cli("--target", target, "--seed", "7", "--select", SELECT)
-    print(
-        f"groups, offsets, configs against the reference ({store}): "
-        f"{time.monotonic() - started:.1f} s wall"
-    )
+def test_every_requirement_passes(store: str) -> None:
+    """Judged on the session's shared runs (``early.SHARED``): the whole suite against the
+    reference, and the ZooKeeper store's run."""
+    proc, run = shared_run("reference" if store == "embedded" else "reference:zookeeper")
     assert run is not None, proc.stderr[-2000:]
     ours = [r for r in run.records if r["requirement_id"] in feature_requirements()]
     assert {r["requirement_id"] for r in ours} == feature_requirements()
