@@ -15,7 +15,10 @@ Transactional batches (KIP-98; WRITE on the TRANSACTIONAL_ID is ``security/autho
 the producer state refuses an older epoch (INVALID_PRODUCER_EPOCH, as Kafka 2.7+ answers a
 fenced producer's Produce) and a non-transactional batch while the producer's transaction is
 open (INVALID_TXN_STATE); the first transactional batch of a producer in a partition opens its
-transaction there, which holds the last stable offset until the coordinator's marker.
+transaction there, which holds the last stable offset until the coordinator's marker. Before
+that first batch the leader asks the coordinator whether the partition is in the transaction
+(``txn_verification.py``: TRANSACTION_ABORTABLE for v11, INVALID_TXN_STATE before, when it is
+not), as Kafka 3.9 does.
 """
 
 from __future__ import annotations
@@ -23,21 +26,29 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.records.entries import MAGIC_OFFSET
+from conformance.protocol.records.header import HEADER_SIZE, MAGIC, BatchHeader, parse_header
 from reference_impl.handlers.data_common import current_leader, node_endpoints
+from reference_impl.handlers.txn_verification import Verifier
 from reference_impl.net.listener import CLOSE, Api, RequestContext
 from reference_impl.roles import BrokerView
 
 MIN_VERSION = 3
+_NOT_ADDED = (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_TXN_STATE)
 
 
 def api(node: BrokerView) -> Api:
+    verifier = Verifier(node)
+
     async def handle(ctx: RequestContext, body: dict) -> dict | None:
-        return await produce(node, ctx, body)
+        return await produce(node, ctx, body, verifier)
 
     return Api(ApiKey.PRODUCE, handle, min_version=MIN_VERSION)
 
 
-async def produce(node: BrokerView, ctx: RequestContext, body: dict) -> Any:
+async def produce(
+    node: BrokerView, ctx: RequestContext, body: dict, verifier: Verifier | None = None
+) -> Any:
     v = ctx.version
     acks = body["Acks"]
     answers: dict[tuple[str, int], tuple[int, int, int, str | None, int]] = {}
@@ -54,6 +65,9 @@ async def produce(node: BrokerView, ctx: RequestContext, body: dict) -> Any:
                 answers[key] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, None, -1)
             else:
                 entries.append((name, p["Index"], records))
+    tid = body.get("TransactionalId")
+    if entries and tid is not None and verifier is not None:
+        entries = await _verified(node, verifier, tid, v, entries, answers)
     if entries:
         results = await node.replica_manager.append_records(
             acks, body["TimeoutMs"], entries, produce_version=v
@@ -96,3 +110,46 @@ async def produce(node: BrokerView, ctx: RequestContext, body: dict) -> Any:
     if v >= 10 and leaders:
         response["NodeEndpoints"] = node_endpoints(node, ctx, leaders)
     return response
+
+
+async def _verified(
+    node: BrokerView,
+    verifier: Verifier,
+    tid: str,
+    version: int,
+    entries: list[tuple[str, int, Any]],
+    answers: dict,
+) -> list[tuple[str, int, Any]]:
+    """The entries whose transactional batch may be appended; the others answered with the
+    coordinator's verdict. Only a producer's first batch of a transaction in a partition it
+    leads here is verified (one with its transaction open there needs no second look)."""
+    rm = node.replica_manager
+    to_verify: list[tuple[str, int]] = []
+    producer: tuple[int, int] | None = None
+    for name, index, records in entries:
+        h = _header(records)
+        if h is None or not h.is_transactional or h.producer_id < 0:
+            continue
+        p = rm.partitions.get((name, index))
+        if p is None or not p.is_leader or rm.transaction_open(name, index, h.producer_id):
+            continue
+        producer = producer or (h.producer_id, h.producer_epoch)
+        to_verify.append((name, index))
+    if producer is None:
+        return entries
+    verdicts = await verifier.verify(tid, *producer, to_verify, version)
+    kept = []
+    for entry in entries:
+        code = verdicts.get((entry[0], entry[1]), 0)
+        if code:
+            message = "the partition is not in the transaction" if code in _NOT_ADDED else None
+            answers[(entry[0], entry[1])] = (code, -1, -1, message, -1)
+        else:
+            kept.append(entry)
+    return kept
+
+
+def _header(records: Any) -> BatchHeader | None:
+    if not records or len(records) < HEADER_SIZE or records[MAGIC_OFFSET] != MAGIC:
+        return None
+    return parse_header(records, 0)

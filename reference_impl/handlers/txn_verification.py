@@ -1,0 +1,172 @@
+"""Produce's transaction verification (KIP-890 part 1): is the partition in the transaction?
+
+Kafka 3.9 (``transaction.partition.verification.enable``, default true): before a partition
+leader appends a producer's first transactional batch of a transaction (the producer has no
+transaction open in that partition), it asks the transaction coordinator with AddPartitionsToTxn
+v4+ VerifyOnly. What comes back becomes the Produce error (ReplicaManager and
+AddPartitionsToTxnManager):
+
+- NONE: the batch is appended;
+- TRANSACTION_ABORTABLE (not in the transaction): itself for Produce v11+, INVALID_TXN_STATE
+  for older versions; PRODUCER_FENCED: INVALID_PRODUCER_EPOCH; a whole-request
+  CLUSTER_AUTHORIZATION_FAILED: INVALID_TXN_STATE;
+- a coordinator not ready (CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS,
+  COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, no answer): NOT_ENOUGH_REPLICAS, which clients
+  retry without a metadata refresh;
+- anything else (INVALID_PRODUCER_ID_MAPPING ...) as it is.
+
+The coordinator is the leader of the transactional id's ``__transaction_state`` partition; this
+broker asks it on the inter-broker listener as the broker principal, or calls its own
+coordinator directly when it is that leader (the same answers without the round trip).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from conformance.client.wire import Connection, pick_version
+from conformance.protocol import ApiKey, ErrorCode
+from reference_impl import security_hooks
+from reference_impl.config import TRANSACTION_STATE_TOPIC
+from reference_impl.roles import BrokerView
+from reference_impl.txn.service import service_for
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+#: AddPartitionsToTxn: the first version with VerifyOnly (brokers' form)
+VERIFY_MIN_VERSION = 4
+VERIFY_TIMEOUT_S = 5.0
+_NOT_READY = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.NETWORK_EXCEPTION,
+    }
+)
+
+
+def produce_error(code: int, produce_version: int) -> int:
+    """A verification answer as Produce reports it (0: verified)."""
+    if code == ErrorCode.PRODUCER_FENCED:
+        return int(ErrorCode.INVALID_PRODUCER_EPOCH)
+    if code == ErrorCode.TRANSACTION_ABORTABLE and produce_version <= 10:
+        return int(ErrorCode.INVALID_TXN_STATE)
+    if code in _NOT_READY:
+        return int(ErrorCode.NOT_ENOUGH_REPLICAS)
+    return int(code)
+
+
+class Verifier:
+    """Asks the coordinator of a transactional id whether partitions are in its transaction."""
+
+    def __init__(self, node: BrokerView) -> None:
+        self.node = node
+        self._conns: dict[int, tuple[Connection, int | None]] = {}
+        self._lock = asyncio.Lock()
+
+    async def verify(
+        self,
+        tid: str,
+        producer_id: int,
+        epoch: int,
+        partitions: list[TopicPartition],
+        produce_version: int,
+    ) -> dict[TopicPartition, int]:
+        answers = await self._ask(tid, producer_id, epoch, partitions)
+        return {tp: produce_error(code, produce_version) for tp, code in answers.items()}
+
+    async def _ask(
+        self, tid: str, producer_id: int, epoch: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        service = service_for(self.node)
+        index = service.coordinator.partition_for(tid)
+        info = self.node.metadata_cache.partition(TRANSACTION_STATE_TOPIC, index)
+        if info is None or info.leader < 0:
+            return dict.fromkeys(partitions, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        if info.leader == self.node.node_id:
+            return service.coordinator.verify_partitions(tid, producer_id, epoch, set(partitions))
+        try:
+            return await self._remote(info.leader, tid, producer_id, epoch, partitions)
+        except (ConnectionError, OSError, TimeoutError) as e:
+            log.info("transaction verification at broker %d failed: %r", info.leader, e)
+            await self._drop(info.leader)
+            return dict.fromkeys(partitions, int(ErrorCode.NETWORK_EXCEPTION))
+
+    async def _remote(
+        self, leader: int, tid: str, producer_id: int, epoch: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        conn, version = await self._connect(leader)
+        if version is None:
+            return dict.fromkeys(partitions, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        topics: dict[str, list[int]] = {}
+        for topic, p in partitions:
+            topics.setdefault(topic, []).append(p)
+        body = {
+            "Transactions": [
+                {
+                    "TransactionalId": tid,
+                    "ProducerId": producer_id,
+                    "ProducerEpoch": epoch,
+                    "VerifyOnly": True,
+                    "Topics": [{"Name": t, "Partitions": ps} for t, ps in topics.items()],
+                }
+            ]
+        }
+        resp = await conn.request(
+            ApiKey.ADD_PARTITIONS_TO_TXN, version, body, timeout=VERIFY_TIMEOUT_S
+        )
+        top = resp.body.get("ErrorCode", 0)
+        if top:
+            code = (
+                ErrorCode.INVALID_TXN_STATE
+                if top == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                else top
+            )
+            return dict.fromkeys(partitions, int(code))
+        out = dict.fromkeys(partitions, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        for txn in resp.body.get("ResultsByTransaction") or []:
+            if txn["TransactionalId"] != tid:
+                continue
+            for t in txn["TopicResults"]:
+                for p in t["ResultsByPartition"]:
+                    key = (t["Name"], p["PartitionIndex"])
+                    if key in out:
+                        out[key] = p["PartitionErrorCode"]
+        return out
+
+    async def _connect(self, leader: int) -> tuple[Connection, int | None]:
+        async with self._lock:
+            known = self._conns.get(leader)
+            if known is not None and not known[0].closed:
+                return known
+            listener = self.node.config.inter_broker_listener or "INTERNAL"
+            endpoint = self.node.metadata_cache.endpoint(leader, listener)
+            if endpoint is None:
+                raise ConnectionError(f"no {listener} endpoint known for broker {leader}")
+            conn = await security_hooks.connect(
+                endpoint.host,
+                endpoint.port,
+                codec=self.node.codec,
+                client_id=f"txn-verify-{self.node.node_id}",
+                timeout=VERIFY_TIMEOUT_S,
+            )
+            try:
+                versions = await conn.api_versions()
+            except BaseException:
+                await conn.close()
+                raise
+            top = pick_version(versions, self.node.codec, ApiKey.ADD_PARTITIONS_TO_TXN)
+            version = top if top is not None and top >= VERIFY_MIN_VERSION else None
+            self._conns[leader] = (conn, version)
+            return conn, version
+
+    async def _drop(self, leader: int) -> None:
+        known = self._conns.pop(leader, None)
+        if known is not None:
+            with contextlib.suppress(Exception):
+                await known[0].close()
