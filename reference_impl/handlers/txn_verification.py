@@ -22,14 +22,11 @@ coordinator directly when it is that leader (the same answers without the round 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 
-from conformance.client.wire import Connection, pick_version
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl import security_hooks
 from reference_impl.config import TRANSACTION_STATE_TOPIC
+from reference_impl.peers import PeerConnections
 from reference_impl.roles import BrokerView
 from reference_impl.txn.service import service_for
 
@@ -66,8 +63,12 @@ class Verifier:
 
     def __init__(self, node: BrokerView) -> None:
         self.node = node
-        self._conns: dict[int, tuple[Connection, int | None]] = {}
-        self._lock = asyncio.Lock()
+        self.peers = PeerConnections(
+            node,
+            ApiKey.ADD_PARTITIONS_TO_TXN,
+            f"txn-verify-{node.node_id}",
+            min_version=VERIFY_MIN_VERSION,
+        )
 
     async def verify(
         self,
@@ -94,13 +95,13 @@ class Verifier:
             return await self._remote(info.leader, tid, producer_id, epoch, partitions)
         except (ConnectionError, OSError, TimeoutError) as e:
             log.info("transaction verification at broker %d failed: %r", info.leader, e)
-            await self._drop(info.leader)
+            await self.peers.drop(info.leader)
             return dict.fromkeys(partitions, int(ErrorCode.NETWORK_EXCEPTION))
 
     async def _remote(
         self, leader: int, tid: str, producer_id: int, epoch: int, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        conn, version = await self._connect(leader)
+        conn, version = await self.peers.get(leader)
         if version is None:
             return dict.fromkeys(partitions, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
         topics: dict[str, list[int]] = {}
@@ -138,35 +139,3 @@ class Verifier:
                     if key in out:
                         out[key] = p["PartitionErrorCode"]
         return out
-
-    async def _connect(self, leader: int) -> tuple[Connection, int | None]:
-        async with self._lock:
-            known = self._conns.get(leader)
-            if known is not None and not known[0].closed:
-                return known
-            listener = self.node.config.inter_broker_listener or "INTERNAL"
-            endpoint = self.node.metadata_cache.endpoint(leader, listener)
-            if endpoint is None:
-                raise ConnectionError(f"no {listener} endpoint known for broker {leader}")
-            conn = await security_hooks.connect(
-                endpoint.host,
-                endpoint.port,
-                codec=self.node.codec,
-                client_id=f"txn-verify-{self.node.node_id}",
-                timeout=VERIFY_TIMEOUT_S,
-            )
-            try:
-                versions = await conn.api_versions()
-            except BaseException:
-                await conn.close()
-                raise
-            top = pick_version(versions, self.node.codec, ApiKey.ADD_PARTITIONS_TO_TXN)
-            version = top if top is not None and top >= VERIFY_MIN_VERSION else None
-            self._conns[leader] = (conn, version)
-            return conn, version
-
-    async def _drop(self, leader: int) -> None:
-        known = self._conns.pop(leader, None)
-        if known is not None:
-            with contextlib.suppress(Exception):
-                await known[0].close()

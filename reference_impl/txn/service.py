@@ -23,19 +23,17 @@ Settings: ``settings["transactions"]`` with ``TxnConfig`` field names (``state_p
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import fields
 from typing import Any
 
-from conformance.client.wire import Connection, pick_version
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl import security_hooks
 from reference_impl.config import TRANSACTION_STATE_TOPIC
 from reference_impl.groups.placement import partition_for
 from reference_impl.groups.service import ClusterPlacement, Coordinator
 from reference_impl.groups.store import decode_records, encode_records
+from reference_impl.peers import PeerConnections
 from reference_impl.roles import BrokerView
 from reference_impl.txn.coordinator import (
     Marker,
@@ -86,8 +84,12 @@ class BrokerMarkers:
 
     def __init__(self, node: BrokerView) -> None:
         self.node = node
-        self.conns: dict[int, tuple[Connection, int | None]] = {}
-        self._locks: dict[int, asyncio.Lock] = {}
+        self.peers = PeerConnections(
+            node,
+            ApiKey.WRITE_TXN_MARKERS,
+            f"txn-markers-{node.node_id}",
+            max_version=MARKERS_MAX_VERSION,
+        )
         #: leaders that did not advertise WriteTxnMarkers -> when to ask them again
         self._unserved: dict[int, float] = {}
 
@@ -132,7 +134,7 @@ class BrokerMarkers:
         if self._unserved.get(leader, 0.0) > time.monotonic():
             return failed
         try:
-            conn, version = await self._connect(leader)
+            conn, version = await self.peers.get(leader)
             if version is None:
                 if leader not in self._unserved:
                     log.warning("broker %d does not serve WriteTxnMarkers: markers wait", leader)
@@ -143,7 +145,7 @@ class BrokerMarkers:
             resp = await conn.request(ApiKey.WRITE_TXN_MARKERS, version, body, timeout=timeout)
         except (ConnectionError, OSError, TimeoutError) as e:
             log.info("WriteTxnMarkers to broker %d failed: %r", leader, e)
-            await self._drop(leader)
+            await self.peers.drop(leader)
             return failed
         out = dict(failed)
         for m in resp.body["Markers"]:
@@ -157,42 +159,6 @@ class BrokerMarkers:
         if bad:
             log.info("WriteTxnMarkers to broker %d: %s", leader, bad)
         return out
-
-    async def _connect(self, leader: int) -> tuple[Connection, int | None]:
-        lock = self._locks.setdefault(leader, asyncio.Lock())
-        async with lock:
-            known = self.conns.get(leader)
-            if known is not None and not known[0].closed:
-                return known
-            listener = self.node.config.inter_broker_listener or "INTERNAL"
-            endpoint = self.node.metadata_cache.endpoint(leader, listener)
-            if endpoint is None:
-                raise ConnectionError(f"no {listener} endpoint known for broker {leader}")
-            conn = await security_hooks.connect(
-                endpoint.host,
-                endpoint.port,
-                codec=self.node.codec,
-                client_id=f"txn-markers-{self.node.node_id}",
-                timeout=5.0,
-            )
-            try:
-                versions = await conn.api_versions()
-            except BaseException:
-                await conn.close()
-                raise
-            top = pick_version(versions, self.node.codec, ApiKey.WRITE_TXN_MARKERS)
-            version = None if top is None else min(top, MARKERS_MAX_VERSION)
-            self.conns[leader] = (conn, version)
-            if version is None:
-                self.conns.pop(leader)  # ask again next time: the leader may have been upgraded
-                await conn.close()
-            return conn, version
-
-    async def _drop(self, leader: int) -> None:
-        known = self.conns.pop(leader, None)
-        if known is not None:
-            with contextlib.suppress(Exception):
-                await known[0].close()
 
 
 class TxnPlacement(ClusterPlacement):
