@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.reference.control_plane import new_cluster
-from tests.reference.test_security_cluster import SECURITY, USERS, SecuredCluster
+from tests.reference.security.test_cluster import SECURITY, USERS, SecuredCluster
 
 
 @pytest.fixture(scope="module")

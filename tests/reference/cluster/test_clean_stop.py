@@ -19,8 +19,8 @@ import pytest
 from conformance.client.wire import Connection
 from reference_impl.net.listener import Listener
 from reference_impl.tasks import stop_tasks
+from tests.reference.cluster.test_durability import History, create_topic
 from tests.reference.control_plane import CODEC, new_cluster
-from tests.reference.test_durability import History, create_topic
 
 REPETITIONS = 3
 

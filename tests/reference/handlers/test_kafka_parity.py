@@ -12,9 +12,9 @@ from pathlib import Path
 from conformance.client.wire import Connection
 from conformance.protocol import ApiKey, ErrorCode
 from tests.reference.data_plane import CODEC, fetch_body
-from tests.reference.test_groups_handlers import Broker, call
-from tests.reference.test_groups_handlers import run as run_groups
-from tests.reference.test_produce_fetch import batch, produce, run, single
+from tests.reference.groups.test_handlers import Broker, call
+from tests.reference.groups.test_handlers import run as run_groups
+from tests.reference.handlers.test_produce_fetch import batch, produce, run, single
 
 E = ErrorCode
 TOKEN_BITS = (1 << 13) | (1 << 14)  # CREATE_TOKENS, DESCRIBE_TOKENS: a user's operations

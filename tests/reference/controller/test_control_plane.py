@@ -543,7 +543,7 @@ def test_a_mutation_is_visible_from_every_broker_quickly(shared_cluster: Cluster
 
 
 def test_the_start_time_tag_is_the_one_kip536_json_documents() -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     wire = json.loads((root / "specs/requirements/kip-536.json").read_text())["wire"]
     assert wire["tag"] == extensions.START_TIME_TAG
     assert {c["api_key"] for c in wire["carriers"]} == {3, 60, 6, 62}
@@ -572,7 +572,7 @@ def test_concurrent_creates_of_one_topic_create_it_once(shared_cluster: Cluster)
 def documented_scope() -> dict[int, str]:
     """The APIs ARCHITECTURE.md says the reference serves and advertises (``Name key`` pairs of
     its "Scope of APIs" section, from the sentence that introduces them)."""
-    text = (Path(__file__).resolve().parents[2] / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "ARCHITECTURE.md").read_text(encoding="utf-8")
     section = text.split("## Scope of APIs", 1)[1].split("\n## ", 1)[0]
     listed = section.split("The reference serves and advertises only what it implements", 1)[1]
     return {int(k): name for name, k in re.findall(r"\b([A-Z][A-Za-z]+) (\d+)\b", listed)}

@@ -24,8 +24,13 @@ from hypothesis.stateful import (
 )
 
 from reference_impl.launcher import Cluster
+from tests.reference.cluster.test_durability import (
+    create_topic,
+    leader_of,
+    read_back,
+    wait_full_isr,
+)
 from tests.reference.control_plane import new_cluster
-from tests.reference.test_durability import create_topic, leader_of, read_back, wait_full_isr
 
 TOPIC = "machine"
 BROKERS = ("broker-1", "broker-2", "broker-3")

@@ -20,8 +20,8 @@ from conformance.protocol.records import build_batch, encode_batch
 from conformance.targets.zookeeper import ZooKeeperServer
 from reference_impl.launcher import Cluster
 from reference_impl.log import PartitionLog, parse_header
+from tests.reference.cluster.test_durability import create_topic, leader_of, wait_full_isr
 from tests.reference.control_plane import STORES, metadata, new_cluster, wait_until
-from tests.reference.test_durability import create_topic, leader_of, wait_full_isr
 
 RECORDS = 2_000
 
