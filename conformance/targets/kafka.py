@@ -410,8 +410,20 @@ class KafkaTarget(Target):
         if node.proc is not None and node.proc.poll() is None:
             raise TargetError(f"Apache Kafka {node.role} {node_id} is already running")
         spawned = _now_ms()
-        self._spawn(node)
-        self._wait_node(node, time.monotonic() + self.startup_timeout)
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            self._spawn(node)
+            try:
+                self._wait_node(node, deadline)
+                break
+            except TargetError:
+                # ZooKeeper mode: a broker killed with SIGKILL leaves its /brokers/ids znode
+                # until its ZooKeeper session expires, and a new process finding it exits at
+                # once; started again until then, as a supervisor would
+                retry = self.store == "zookeeper" and node.proc is not None
+                if not retry or node.proc.poll() is None or time.monotonic() >= deadline:
+                    raise
+                time.sleep(1.0)
         if node.role == "broker":
             self.started[node_id] = (spawned, _now_ms())
 

@@ -56,6 +56,10 @@ class ControllerNode(Node):
         self.lifecycle = Lifecycle(self)
         self._write_lock: asyncio.Lock | None = None
         self._resigned: asyncio.Event | None = None
+        #: a test-only fault (``metadata/placement.reconcile``); off unless a project test sets
+        #: ``settings["faults"]["unclean_leader_election"]``
+        faults = (config.settings or {}).get("faults") or {}
+        self.unclean_election = bool(faults.get("unclean_leader_election", False))
 
     # --- start and stop ----------------------------------------------------------------
 
@@ -139,7 +143,7 @@ class ControllerNode(Node):
             for record in records:
                 after.apply(record, after.offset + 1)
             if rebalance:
-                extra = reconcile(after)
+                extra = reconcile(after, unclean=self.unclean_election)
                 for record in extra:
                     after.apply(record, after.offset + 1)
                 records = [*records, *extra]

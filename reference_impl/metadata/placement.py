@@ -44,8 +44,12 @@ def new_partition(replicas: list[int]) -> Partition:
     return Partition(list(replicas), list(replicas), replicas[0], 0, 0)
 
 
-def reconcile(image: MetadataImage) -> list[dict[str, Any]]:
-    """Partition records that bring leaders and ISRs in line with the brokers' states."""
+def reconcile(image: MetadataImage, unclean: bool = False) -> list[dict[str, Any]]:
+    """Partition records that bring leaders and ISRs in line with the brokers' states.
+
+    ``unclean`` is a test-only fault (a controller's ``settings["faults"]``, which nothing
+    shipped writes): a partition whose ISR has no Online member is given the first Online
+    replica as leader and sole ISR member, losing what only the ISR held (unclean election)."""
     states = {b: r.state for b, r in image.brokers.items()}
 
     def leads(b: int) -> bool:
@@ -68,6 +72,9 @@ def reconcile(image: MetadataImage) -> list[dict[str, Any]]:
                     and states.get(p.leader) == BrokerState.STOPPING
                 ):
                     leader = p.leader
+                if leader == -1 and unclean:
+                    leader = next((b for b in p.replicas if leads(b)), -1)
+                    isr = [leader] if leader != -1 else isr
             if leader == p.leader and isr == p.isr:
                 continue
             changed = Partition(
