@@ -375,7 +375,12 @@ def lines(result: DiffResult) -> list[str]:
         out.append(f"{'model test':<72} {'steps':>11} {'compared':>8} {'diffs':>6}")
         for test, row in result.models.items():
             steps = f"{row['steps_a']}/{row['steps_b']}"
-            out.append(f"{test:<72} {steps:>11} {row['compared']:>8} {row['differences']:>6}")
+            why = ""
+            if row.get("not_compared"):
+                why = f"  (not run by the second: {row['not_compared']})"
+            elif row.get("refused"):
+                why = f"  ({row['refused']} step(s) past a refusal the mask names)"
+            out.append(f"{test:<72} {steps:>11} {row['compared']:>8} {row['differences']:>6}{why}")
     out.append("")
     for v in result.versions:
         why = f"masked ({v['mask']})" if v["reason"] else "UNEXPLAINED"
