@@ -379,7 +379,7 @@ def lines(result: DiffResult) -> list[str]:
             if row.get("not_compared"):
                 why = f"  (not run by the second: {row['not_compared']})"
             elif row.get("refused"):
-                why = f"  ({row['refused']} step(s) past a refusal the mask names)"
+                why = f"  ({row['refused']} step(s) at or after a refusal the mask names)"
             out.append(f"{test:<72} {steps:>11} {row['compared']:>8} {row['differences']:>6}{why}")
     out.append("")
     for v in result.versions:
