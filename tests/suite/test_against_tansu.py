@@ -186,6 +186,40 @@ def test_tansu_group_verdicts(tansu_run, test_id, requirement, verdict, why) -> 
     test_known_tansu_behaviours_are_reported(tansu_run, test_id, requirement, verdict, why)
 
 
+#: transactions: tansu's verdict on each TXN requirement's focused test, every one confirmed on
+#: the wire by reports/confirmations/txn_wire.py (txn_wire_tansu.out)
+TANSU_TXN = [
+    ("txn/coordinator/init-producer-id", "TXN.R1", "PASS", None),
+    ("txn/coordinator/epoch-bump", "TXN.R2", "PASS", None),
+    (
+        "txn/fencing/older-epoch-refused",
+        "TXN.R3",
+        "FAIL",
+        "EndTxn v4: the target closed the connection",
+    ),
+    ("txn/markers/commit-and-abort", "TXN.R4", "PASS", None),
+    ("txn/markers/commit-and-abort", "TXN.R5", "FAIL", "(1, b'aborted-0')"),
+    ("txn/stable-offset/first-open-transaction", "TXN.R6", "FAIL", "[(0, 1), (0, 1)]"),
+    ("txn/markers/aborted-ranges", "TXN.R7", "FAIL", "lists aborted transactions []"),
+    ("txn/offsets/visible-on-commit", "TXN.R8", "PASS", None),
+    ("txn/offsets/visible-on-commit", "TXN.R9", "FAIL", "(-1, 0); expected error 88"),
+    ("txn/timeout/aborted", "TXN.R10", "FAIL", "markers of producer"),
+    ("txn/fencing/partition-not-added", "TXN.R11", "FAIL", "ErrorCode 0 (NONE), expected 48"),
+    (
+        "txn/coordinator/end-without-transaction",
+        "TXN.R12",
+        "FAIL",
+        "ErrorCode 0 (NONE), expected 48",
+    ),
+    ("txn/describe/ongoing-then-complete", "TXN.R13", "UNSUPPORTED", "DescribeTransactions"),
+]
+
+
+@pytest.mark.parametrize(("test_id", "requirement", "verdict", "why"), TANSU_TXN)
+def test_tansu_transaction_verdicts(tansu_run, test_id, requirement, verdict, why) -> None:
+    test_known_tansu_behaviours_are_reported(tansu_run, test_id, requirement, verdict, why)
+
+
 def _mask(message: str) -> str:
     """What differs between two runs of the same example: record bytes carry a timestamp, and the
     edge pass's valid bodies use names fresh to each run."""
