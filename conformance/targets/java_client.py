@@ -72,12 +72,14 @@ def fetch_client(version: str) -> Path:
     return install(libs, client_dir(version), coordinates)
 
 
-def harness_classes(version: str) -> Path:
-    """The harness compiled against the release (fetched first when needed)."""
+def harness_classes(version: str, source: Path = SOURCE) -> Path:
+    """The harness compiled against the release (fetched first when needed). ``source``: another
+    one-class harness (a project test's), compiled into a folder named after its class."""
     libs = fetch_client(version)
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    classes = client_dir(version) / f"harness-{digest}"
-    if (classes / f"{MAIN_CLASS}.class").is_file():
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    prefix = "harness-" if source == SOURCE else f"{source.stem}-"
+    classes = client_dir(version) / f"{prefix}{digest}"
+    if (classes / f"{source.stem}.class").is_file():
         return classes
     javac = shutil.which("javac")
     if javac is None:
@@ -87,7 +89,7 @@ def harness_classes(version: str) -> Path:
     work = classes.with_name(classes.name + ".tmp")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    cmd = [javac, "-nowarn", "-d", str(work), "-cp", str(libs / "*"), str(SOURCE)]
+    cmd = [javac, "-nowarn", "-d", str(work), "-cp", str(libs / "*"), str(source)]
     try:
         done = subprocess.run(
             cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT, stdin=subprocess.DEVNULL
@@ -102,7 +104,7 @@ def harness_classes(version: str) -> Path:
         )
     shutil.rmtree(classes, ignore_errors=True)
     work.rename(classes)
-    for old in client_dir(version).glob("harness-*"):  # builds of earlier harness sources
+    for old in client_dir(version).glob(f"{prefix}*"):  # builds of earlier harness sources
         if old != classes:
             shutil.rmtree(old, ignore_errors=True)
     return classes

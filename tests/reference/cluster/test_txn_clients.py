@@ -1,0 +1,53 @@
+"""Real transactional clients against the reference (issue 28): confluent-kafka's and Java
+kafka-clients' read-process-write loops (``tests/txn_loop.py``) with aborts, across a kill -9
+of the broker coordinating the worker's transactional id: every committed input record reaches
+the output exactly once, in order, and nothing of an aborted or fenced transaction is read.
+
+The loop's own check is shown to fail on outputs with a duplicate, a loss, a reordering, a
+record of an aborted transaction, or a fenced producer that committed. The full-size loops (2,000
+records, Apache Kafka as the oracle) are ``python -m tests.txn_loop``; their figures are in the
+closing note of issue 28.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.txn_loop import LoopResult, WorkerLog, judge
+
+# -- the check itself --------------------------------------------------------------------------
+
+EXPECTED = [[b"r0", b"r2"], [b"r1", b"r3"]]
+
+
+def _judged(output: list[list[bytes]], zombie: str = "PRODUCER_FENCED") -> LoopResult:
+    log = WorkerLog(committed=["pa1", "pa2"], aborted=["pa3"], zombie=zombie)
+    in_log = [[*part, b"r9|pa3"] for part in output]
+    return judge(LoopResult("python", "test"), EXPECTED, output, in_log, log)
+
+
+def test_the_check_passes_the_exact_copy() -> None:
+    result = _judged([[b"r0|pa1", b"r2|pa2"], [b"r1|pa1", b"r3|pa2"]])
+    assert result.ok() and result.output_committed == 4, result.problems
+
+
+@pytest.mark.parametrize(
+    ("output", "zombie", "problem"),
+    [
+        ([[b"r0|pa1", b"r0|pa2", b"r2|pa2"], [b"r1|pa1", b"r3|pa2"]], "", "1 duplicate"),
+        ([[b"r0|pa1"], [b"r1|pa1", b"r3|pa2"]], "", "1 lost"),
+        ([[b"r2|pa1", b"r0|pa2"], [b"r1|pa1", b"r3|pa2"]], "", "out of input order"),
+        ([[b"r0|pa1", b"r2|pa3"], [b"r1|pa1", b"r3|pa2"]], "", "uncommitted txns seen"),
+        ([[b"r0|pa1", b"r2|pa2"], [b"r1|pa1", b"r3|pa2"]], "COMMITTED", "fenced producer"),
+    ],
+)
+def test_the_check_fails_on_a_broken_copy(output, zombie: str, problem: str) -> None:
+    result = _judged(output, zombie or "PRODUCER_FENCED")
+    assert any(problem in p for p in result.problems), result.problems
+
+
+def test_the_check_fails_when_no_abort_reached_the_log() -> None:
+    output = [[b"r0|pa1", b"r2|pa2"], [b"r1|pa1", b"r3|pa2"]]
+    log = WorkerLog(committed=["pa1", "pa2"], aborted=["pa3"])
+    result = judge(LoopResult("python", "test"), EXPECTED, output, output, log)
+    assert any("aborts were not real" in p for p in result.problems), result.problems
