@@ -71,7 +71,7 @@ WANTED: dict[str, tuple[str, ...]] = {
         "--target",
         "kafka:3.9.1",
         "--select",
-        "KIP-78 or BROKER-REGISTRATION or LOG or PROTOCOL.R7 or PROTOCOL.R8 or PROTOCOL.R10",
+        "KIP-78 or BROKER-REGISTRATION or LOG or PROTOCOL.R7 or PROTOCOL.R8 or PROTOCOL.R10 or TXN",
         "--no-report",
     ),
 }

@@ -40,6 +40,15 @@ def test_the_run_judged_apache_kafka(kafka_run) -> None:
     assert sum(r["verdict"] == "PASS" for r in run.records) > 50
 
 
+def test_apache_kafka_passes_every_transaction_requirement(kafka_run) -> None:
+    """Kafka is the oracle of the TXN readings: every TXN check holds against it (no row of
+    reports/kafka-truth-table/ is needed for TXN)."""
+    _, run = kafka_run
+    txn = [r for r in run.records if r["feature"] == "txn"]
+    assert {r["requirement_id"] for r in txn} == {f"TXN.R{i}" for i in range(1, 14)}
+    assert [r for r in txn if r["verdict"] != "PASS"] == []
+
+
 def test_every_verdict_that_is_not_pass_is_explained(kafka_run) -> None:
     _, run = kafka_run
     rows = truth_table.load(TABLE)
