@@ -6,9 +6,8 @@ project test (``tests/suite/faulty_reference.py``) puts them into a reference cl
 configs, to show that each DURABILITY requirement fails against a broker that breaks it:
 
 * ``ack_before_replication``: an acks=all Produce is answered once the leader has appended the
-  batch, without waiting for the in-sync replicas (and without waking the followers, which
-  then fetch it on their next poll): a record acknowledged this way is lost when the leader dies
-  before a follower fetched it;
+  batch, without waiting for the in-sync replicas, and the followers get each client batch only
+  once the next one has come: the last acknowledged batch is lost when the leader dies;
 * ``forget_log_on_start``: a broker deletes its partition logs when it starts, as if its disk
   had been replaced: records and committed offsets that only the restarted brokers held are
   gone;

@@ -115,6 +115,8 @@ class ReplicaManager:
         self.log_defaults = LogConfig(**(settings.get("log") or {}))
         #: test-only faults (``replica/faults.py``): all off unless a project test sets them
         self.faults = BrokerFaults.from_settings(settings.get("faults"))
+        #: ack_before_replication: where each partition's followers must stop reading
+        self._held_back: dict[TopicPartition, int] = {}
         self.logs_dir = Path(node.data_dir) / "logs"
         self.partitions: dict[TopicPartition, Partition] = {}
         #: logs found on disk and not (or no longer) assigned a role
@@ -341,7 +343,9 @@ class ReplicaManager:
                 log_append_time=result.log_append_time,
             )
             if not result.duplicate:
-                if not self.faults.ack_before_replication:
+                if self.faults.ack_before_replication:
+                    self._held_back[key] = result.first_offset
+                else:
                     p.wake()
                 p.maybe_increment_high_watermark()
             pending.waits.append((key, p, result.last_offset + 1))
@@ -484,7 +488,9 @@ class ReplicaManager:
             if p.join_candidates and p.pending_isr is None:
                 self._isr_wakeup.set()
         if follower:
-            upper = plog.log_end_offset
+            # the fault ack_before_replication: the last batch a client sent stays the
+            # leader's alone until the next one comes
+            upper = self._held_back.get((r.topic, r.partition), plog.log_end_offset)
         elif isolation == READ_COMMITTED:
             upper = p.last_stable_offset
         else:
