@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from conformance.protocol import ErrorCode
+from conformance.protocol.records.control import ControlType
 from conformance.protocol.records.errors import CorruptRecordError
 from reference_impl.groups.errors import store_group_error, store_offsets_error
 from reference_impl.groups.group import Group, GroupState, Member, OffsetAndMetadata
@@ -51,7 +52,7 @@ from reference_impl.groups.records import (
     offset_value,
 )
 from reference_impl.groups.scheduler import Scheduler, Timer
-from reference_impl.groups.store import KeyValue, OffsetsStore
+from reference_impl.groups.store import KeyValue, LoadedRecord, OffsetsStore
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +162,19 @@ def _cancel(timer: Timer | None) -> None:
         timer.cancel()
 
 
+@dataclass(frozen=True)
+class TxnCommit:
+    """A TxnOffsetCommit for the coordinator: the group, the producer (id, epoch), KIP-447's
+    group metadata and the offsets."""
+
+    group_id: str
+    producer: tuple[int, int]
+    member_id: str
+    group_instance_id: str | None
+    generation_id: int
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+
+
 class GroupCoordinator:
     def __init__(
         self,
@@ -177,6 +191,8 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.partitions: dict[int, _Owned] = {}
         self.active = True
+        #: producer id -> groups holding its pending transactional offsets
+        self.producer_groups: dict[int, set[str]] = {}
         self._tokens = itertools.count(1)
         self._member_id_factory = member_id_factory or (lambda prefix: f"{prefix}-{uuid.uuid4()}")
 
@@ -753,20 +769,11 @@ class GroupCoordinator:
         assert group is not None
         if member_id in group.members:
             self._schedule_heartbeat(group, group.members[member_id])
-        results: dict[TopicPartition, int] = {}
-        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        now = self._wall()
-        for tp, om in offsets.items():
-            if len(om.metadata.encode()) > self.config.offset_metadata_max_bytes:
-                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                accepted[tp] = om if om.commit_timestamp >= 0 else replace(om, commit_timestamp=now)
+        results, accepted = self._acceptable(offsets)
         if not accepted:
             respond(results)
             return
-        records: list[KeyValue] = [
-            (offset_key(group_id, t, p), offset_value(om)) for (t, p), om in accepted.items()
-        ]
+        records = _offset_records(group_id, accepted)
 
         group.pending_offsets.update(list(accepted))
 
@@ -783,8 +790,104 @@ class GroupCoordinator:
 
         self.store.append(group.partition, records, done)
 
+    def _acceptable(
+        self, offsets: dict[TopicPartition, OffsetAndMetadata]
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, OffsetAndMetadata]]:
+        """(errors of the offsets refused: metadata too large, the offsets accepted, stamped
+        with the commit time when they carry none)."""
+        results: dict[TopicPartition, int] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        now = self._wall()
+        for tp, om in offsets.items():
+            if len(om.metadata.encode()) > self.config.offset_metadata_max_bytes:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted[tp] = om if om.commit_timestamp >= 0 else replace(om, commit_timestamp=now)
+        return results, accepted
+
+    # -- transactional offsets (KIP-98, KIP-447) ----------------------------------------------
+
+    def txn_commit_offsets(
+        self, req: TxnCommit, respond: Callable[[dict[TopicPartition, int]], None]
+    ) -> None:
+        """TxnOffsetCommit: append the offsets as a transactional batch of the producer (id,
+        epoch); they stay pending (invisible to OffsetFetch, UNSTABLE_OFFSET_COMMIT to one that
+        requires stable offsets) until the transaction's marker on the group's partition
+        (``transaction_completed``). KIP-447's group metadata is checked as an OffsetCommit's
+        (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION), except that a commit with
+        none (generation -1, no member) is accepted whatever the group's state, as Kafka's
+        validateOffsetCommit does for transactional commits; an unknown group is created."""
+        group_id, producer, offsets = req.group_id, req.producer, req.offsets
+        error = self._check(group_id, "txn commit")
+        group = None if error else self.groups.get(group_id) or self._new_group(group_id)
+        if group is not None:
+            error = self._validate_commit(
+                group, req.member_id, req.group_instance_id, req.generation_id, transactional=True
+            )
+        if error or group is None:
+            respond(dict.fromkeys(offsets, int(error)))
+            return
+        results, accepted = self._acceptable(offsets)
+        if not accepted:
+            respond(results)
+            return
+        producer_id = producer[0]
+        pending = group.pending_txn_offsets.setdefault(producer_id, {})
+        for tp, om in accepted.items():
+            pending[tp] = (om, None)
+        self.producer_groups.setdefault(producer_id, set()).add(group_id)
+
+        def done(error: int, base: int) -> None:
+            mine = group.pending_txn_offsets.get(producer_id)
+            for i, (tp, om) in enumerate(accepted.items()):
+                if mine is None or tp not in mine or mine[tp][0] is not om:
+                    continue  # completed or replaced meanwhile
+                if error:
+                    del mine[tp]
+                else:
+                    mine[tp] = (om, base + i)
+            if mine is not None and not mine:
+                group.pending_txn_offsets.pop(producer_id, None)
+            results.update(dict.fromkeys(accepted, store_offsets_error(error)))
+            respond(results)
+
+        self.store.append(group.partition, _offset_records(group_id, accepted), done, producer)
+
+    def transaction_completed(
+        self, producer_id: int, partitions: Iterable[int], commit: bool
+    ) -> None:
+        """A marker of ``producer_id`` was written on these ``__consumer_offsets`` partitions:
+        its pending offsets in their groups become the committed ones (COMMIT, each unless a
+        later record already replaced it) or are dropped (ABORT), as Kafka's
+        onTransactionCompleted."""
+        where = set(partitions)
+        names = self.producer_groups.get(producer_id, set())
+        for group_id in list(names):
+            group = self.groups.get(group_id)
+            if group is not None and group.partition not in where:
+                continue
+            names.discard(group_id)
+            if group is None:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None) or {}
+            if commit:
+                _materialise(group.offsets, group.offset_positions, pending)
+        if not names:
+            self.producer_groups.pop(producer_id, None)
+
+    def has_pending_offset(self, group_id: str, tp: TopicPartition) -> bool:
+        """OffsetFetch's RequireStable: a commit of ``tp`` not yet durable or not yet ended."""
+        group = self.groups.get(group_id)
+        return group is not None and not group.is_(DEAD) and group.has_pending_offset(tp)
+
     def _validate_commit(
-        self, group: Group, member_id: str, instance_id: str | None, generation_id: int
+        self,
+        group: Group,
+        member_id: str,
+        instance_id: str | None,
+        generation_id: int,
+        *,
+        transactional: bool = False,
     ) -> int:
         if group.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -795,7 +898,7 @@ class GroupCoordinator:
             if generation_id != group.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
             return ErrorCode.NONE
-        if not group.is_(EMPTY):
+        if not transactional and not group.is_(EMPTY):
             # a group with members takes commits from its members only
             return ErrorCode.UNKNOWN_MEMBER_ID
         return ErrorCode.NONE
@@ -1003,9 +1106,7 @@ class GroupCoordinator:
         self.partitions[partition] = _Owned(token)
         return token
 
-    def finish_loading(
-        self, partition: int, token: int, records: Iterable[tuple[int, bytes, bytes | None]]
-    ) -> bool:
+    def finish_loading(self, partition: int, token: int, records: Iterable[LoadedRecord]) -> bool:
         """Rebuild the partition's groups from its log ((offset, key, value) in log order).
 
         Groups with members come back Stable with fresh session deadlines; groups with only
@@ -1016,10 +1117,29 @@ class GroupCoordinator:
             return False
         offsets: dict[str, dict[TopicPartition, tuple[OffsetAndMetadata, int]]] = {}
         metas: dict[str, GroupRecord | None] = {}
-        for position, raw_key, raw_value in records:
+        #: producer id -> group -> its transactional offsets not yet ended by a marker
+        txns: dict[int, dict[str, dict[TopicPartition, tuple[OffsetAndMetadata, int]]]] = {}
+        for item in records:
+            position, raw_key, raw_value = item[:3]
+            if len(item) >= 5:  # a transaction marker: its producer's offsets end here
+                ended = txns.pop(item[3], {})
+                if item[4] == ControlType.COMMIT:
+                    for g, pending in ended.items():
+                        got = offsets.setdefault(g, {})
+                        for tp, (om, pos) in pending.items():
+                            if tp not in got or got[tp][1] < pos:
+                                got[tp] = (om, pos)
+                continue
             try:
                 key = decode_key(raw_key)
-                if isinstance(key, OffsetKey):
+                if isinstance(key, OffsetKey) and len(item) == 4:
+                    tp = (key.topic, key.partition)
+                    mine = txns.setdefault(item[3], {}).setdefault(key.group, {})
+                    if raw_value is None:
+                        mine.pop(tp, None)
+                    else:
+                        mine[tp] = (decode_offset_value(raw_value), position)
+                elif isinstance(key, OffsetKey):
                     tp = (key.topic, key.partition)
                     if raw_value is None:
                         offsets.get(key.group, {}).pop(tp, None)
@@ -1031,8 +1151,14 @@ class GroupCoordinator:
             except CorruptRecordError as e:
                 log.warning("__consumer_offsets-%d offset %d: skipped: %s", partition, position, e)
         names = {g for g, o in offsets.items() if o} | {g for g, m in metas.items() if m}
+        names |= {g for by_group in txns.values() for g, o in by_group.items() if o}
         for group_id in names:
             self._restore_group(group_id, partition, metas.get(group_id), offsets.get(group_id, {}))
+        for producer_id, by_group in txns.items():
+            for group_id, pending in by_group.items():
+                if pending and group_id in self.groups:
+                    self.groups[group_id].pending_txn_offsets[producer_id] = dict(pending)
+                    self.producer_groups.setdefault(producer_id, set()).add(group_id)
         owned.loading = False
         return True
 
@@ -1135,3 +1261,21 @@ def _subscription_topics(data: bytes) -> set[str] | None:
         return names
     except (struct.error, UnicodeDecodeError):
         return None
+
+
+def _offset_records(
+    group_id: str, offsets: dict[TopicPartition, OffsetAndMetadata]
+) -> list[KeyValue]:
+    return [(offset_key(group_id, t, p), offset_value(om)) for (t, p), om in offsets.items()]
+
+
+def _materialise(
+    offsets: dict[TopicPartition, OffsetAndMetadata],
+    positions: dict[TopicPartition, int],
+    pending: dict[TopicPartition, tuple[OffsetAndMetadata, int | None]],
+) -> None:
+    """Committed transactional offsets replace the cached ones written before them."""
+    for tp, (om, pos) in pending.items():
+        if pos is not None and positions.get(tp, -1) < pos:
+            offsets[tp] = om
+            positions[tp] = pos

@@ -126,9 +126,21 @@ class Group:
     offset_positions: dict[tuple[str, int], int] = field(default_factory=dict)
     #: commits appended but not yet durable, per partition (a deletion tombstones them too)
     pending_offsets: Counter = field(default_factory=Counter)
+    #: TxnOffsetCommit offsets waiting for their transaction's marker: producer id ->
+    #: partition -> (offset, log position of its record; None while it is being appended)
+    pending_txn_offsets: dict[int, dict[tuple[str, int], tuple[OffsetAndMetadata, int | None]]] = (
+        field(default_factory=dict)
+    )
     join_timer: Timer | None = None
     sync_timer: Timer | None = None
     _supported: Counter = field(default_factory=Counter)
+
+    def has_pending_offset(self, tp: tuple[str, int]) -> bool:
+        """A commit of ``tp`` not yet durable, or one waiting for its transaction to end
+        (Kafka's hasPendingOffsetCommitsForTopicPartition)."""
+        return self.pending_offsets[tp] > 0 or any(
+            tp in offsets for offsets in self.pending_txn_offsets.values()
+        )
 
     def transition(self, target: GroupState, now_ms: int = -1) -> None:
         if self.state not in _PREVIOUS[target]:

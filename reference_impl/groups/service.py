@@ -37,10 +37,18 @@ from reference_impl.groups.coordinator import (
     JoinResult,
     SyncResult,
     TopicPartition,
+    TxnCommit,
 )
 from reference_impl.groups.group import OffsetAndMetadata
 from reference_impl.groups.scheduler import AsyncioScheduler
-from reference_impl.groups.store import AppendDone, KeyValue, decode_records, encode_records
+from reference_impl.groups.store import (
+    AppendDone,
+    LoadedRecord,
+    Records,
+    Txn,
+    decode_loaded,
+    encode_records,
+)
 from reference_impl.roles import BrokerView
 
 log = logging.getLogger(__name__)
@@ -143,6 +151,15 @@ class GroupService:
             results.update(await fut)
         return results
 
+    async def txn_commit(self, req: TxnCommit) -> dict[TopicPartition, int]:
+        fut: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()
+        self.coordinator.txn_commit_offsets(req, _resolver(fut))
+        return await fut
+
+    def transaction_completed(self, producer_id: int, partitions: list[int], commit: bool) -> None:
+        """WriteTxnMarkers wrote a marker on these ``__consumer_offsets`` partitions."""
+        self.coordinator.transaction_completed(producer_id, partitions, commit)
+
     async def delete(self, group_ids: list[str]) -> dict[str, int]:
         fut: asyncio.Future[dict[str, int]] = asyncio.get_running_loop().create_future()
         self.coordinator.delete_groups(group_ids, _resolver(fut))
@@ -191,8 +208,8 @@ class ReplicaOffsetsStore:
         self.wall_ms = wall_ms
         self.timeout_ms = COMMIT_TIMEOUT_MS
 
-    def append(self, partition: int, records: list[KeyValue], done: AppendDone) -> None:
-        data = encode_records(records, self.wall_ms())
+    def append(self, partition: int, records: Records, done: AppendDone, txn: Txn = None) -> None:
+        data = encode_records(records, self.wall_ms(), producer=txn)
         self.spawn(self._append(partition, data, done), f"offsets-append-{partition}")
 
     async def _append(self, partition: int, data: bytes, done: AppendDone) -> None:
@@ -300,7 +317,7 @@ class BrokerGroups(GroupService):
 
     async def _load(self, index: int, token: int) -> None:
         """Replay the partition from its log start to its log end (what a new leader has)."""
-        records: list[tuple[int, bytes, bytes | None]] = []
+        records: list[LoadedRecord] = []
         try:
             p = self.replica_manager.partition_or_error(OFFSETS_TOPIC, index)
             offset, end = p.log.log_start_offset, p.log.log_end_offset
@@ -308,7 +325,7 @@ class BrokerGroups(GroupService):
                 data = self.replica_manager.read(
                     OFFSETS_TOPIC, index, offset, LOAD_CHUNK_BYTES, committed=False
                 )
-                chunk, next_offset = decode_records(data)
+                chunk, next_offset = decode_loaded(data)
                 if next_offset <= offset:
                     break
                 records.extend(chunk)

@@ -31,3 +31,21 @@ def client_host(ctx: RequestContext) -> str:
     """As Kafka reports a member's host: the InetAddress string, ``/127.0.0.1``."""
     host = ctx.client_address.rsplit(":", 1)[0]
     return f"/{host}"
+
+
+def partition_errors(topics: list[dict], results: dict[tuple[str, int], int]) -> list[dict]:
+    """An offset commit's answer (OffsetCommit, TxnOffsetCommit): every topic and partition of
+    the request with its error code."""
+    return [
+        {
+            "Name": t["Name"],
+            "Partitions": [
+                {
+                    "PartitionIndex": p["PartitionIndex"],
+                    "ErrorCode": int(results[(t["Name"], p["PartitionIndex"])]),
+                }
+                for p in t["Partitions"]
+            ],
+        }
+        for t in topics
+    ]

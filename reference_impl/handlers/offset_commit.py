@@ -14,6 +14,7 @@ from reference_impl.handlers.group_common import (
     allowed,
     group_allowed,
     groups,
+    partition_errors,
 )
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
@@ -53,21 +54,6 @@ def api(node: BrokerView) -> Api:
                         offsets,
                     )
                 )
-        return {
-            "ThrottleTimeMs": 0,
-            "Topics": [
-                {
-                    "Name": t["Name"],
-                    "Partitions": [
-                        {
-                            "PartitionIndex": p["PartitionIndex"],
-                            "ErrorCode": int(results[(t["Name"], p["PartitionIndex"])]),
-                        }
-                        for p in t["Partitions"]
-                    ],
-                }
-                for t in body["Topics"]
-            ],
-        }
+        return {"ThrottleTimeMs": 0, "Topics": partition_errors(body["Topics"], results)}
 
     return Api(ApiKey.OFFSET_COMMIT, handle)

@@ -4,6 +4,9 @@ Nothing committed reads as offset -1 with empty metadata and no error. A null to
 (v2+) means every partition the group committed. Group-level errors (NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, GROUP_AUTHORIZATION_FAILED …) are per partition in v0-1, the
 top-level ErrorCode in v2-7 and the group's ErrorCode from v8, as Kafka answers them.
+Offsets committed in a transaction that has not ended are not shown; with RequireStable (v7+)
+such a partition (or one whose commit is not yet durable) is UNSTABLE_OFFSET_COMMIT, offset -1
+(Kafka's getOffsets with requireStable).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from reference_impl.roles import BrokerView
 def api(node: BrokerView) -> Api:
     service = groups(node)
 
-    def fetch(ctx: RequestContext, group_id: str, topics: list[dict] | None) -> tuple[int, list]:
+    def fetch(
+        ctx: RequestContext, group_id: str, topics: list[dict] | None, stable: bool = False
+    ) -> tuple[int, list]:
         """(group error, [(topic, [(partition, OffsetAndMetadata | None, error)])])."""
         if not group_allowed(node, ctx, "DESCRIBE", group_id):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
@@ -38,9 +43,14 @@ def api(node: BrokerView) -> Api:
             permitted = allowed(node, ctx, "DESCRIBE", ("TOPIC", topic))
             if wanted is None and not permitted:
                 continue
-            by_topic.setdefault(topic, []).append(
-                (index, om, 0 if permitted else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            )
+            error = 0 if permitted else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            if (
+                not error
+                and stable
+                and service.coordinator.has_pending_offset(group_id, (topic, index))
+            ):
+                error = ErrorCode.UNSTABLE_OFFSET_COMMIT
+            by_topic.setdefault(topic, []).append((index, om, error))
         return 0, list(by_topic.items())
 
     async def handle(ctx: RequestContext, body: dict) -> dict:
@@ -48,11 +58,11 @@ def api(node: BrokerView) -> Api:
         if v >= 8:
             out = []
             for g in body["Groups"]:
-                error, topics = fetch(ctx, g["GroupId"], g["Topics"])
+                error, topics = fetch(ctx, g["GroupId"], g["Topics"], body["RequireStable"])
                 out.append({"GroupId": g["GroupId"], "Topics": _topics(topics), "ErrorCode": error})
             return {"ThrottleTimeMs": 0, "Groups": out}
         requested = body["Topics"] if v >= 2 else body["Topics"] or []
-        error, topics = fetch(ctx, body["GroupId"], requested)
+        error, topics = fetch(ctx, body["GroupId"], requested, v >= 7 and body["RequireStable"])
         if error and v < 2:
             topics = [
                 (t["Name"], [(i, None, error) for i in t["PartitionIndexes"]]) for t in requested

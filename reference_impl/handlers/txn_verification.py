@@ -6,7 +6,7 @@ transaction open in that partition), it asks the transaction coordinator with Ad
 v4+ VerifyOnly. What comes back becomes the Produce error (ReplicaManager and
 AddPartitionsToTxnManager):
 
-- NONE: the batch is appended;
+- NONE: the batch is appended (TxnOffsetCommit: the offsets are written);
 - TRANSACTION_ABORTABLE (not in the transaction): itself for Produce v11+, INVALID_TXN_STATE
   for older versions; PRODUCER_FENCED: INVALID_PRODUCER_EPOCH; a whole-request
   CLUSTER_AUTHORIZATION_FAILED: INVALID_TXN_STATE;
@@ -47,15 +47,23 @@ _NOT_READY = frozenset(
 )
 
 
-def produce_error(code: int, produce_version: int) -> int:
-    """A verification answer as Produce reports it (0: verified)."""
+def manager_error(code: int, generic: bool) -> int:
+    """A coordinator's verification answer as Kafka's AddPartitionsToTxnManager hands it on:
+    PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE as INVALID_TXN_STATE for
+    requests too old to know it (``generic`` False)."""
     if code == ErrorCode.PRODUCER_FENCED:
         return int(ErrorCode.INVALID_PRODUCER_EPOCH)
-    if code == ErrorCode.TRANSACTION_ABORTABLE and produce_version <= 10:
+    if code == ErrorCode.TRANSACTION_ABORTABLE and not generic:
         return int(ErrorCode.INVALID_TXN_STATE)
+    return int(code)
+
+
+def produce_error(code: int, produce_version: int) -> int:
+    """A verification answer as Produce reports it (0: verified)."""
+    code = manager_error(code, produce_version > 10)
     if code in _NOT_READY:
         return int(ErrorCode.NOT_ENOUGH_REPLICAS)
-    return int(code)
+    return code
 
 
 class Verifier:
@@ -80,6 +88,19 @@ class Verifier:
     ) -> dict[TopicPartition, int]:
         answers = await self._ask(tid, producer_id, epoch, partitions)
         return {tp: produce_error(code, produce_version) for tp, code in answers.items()}
+
+    async def ask(
+        self,
+        tid: str,
+        producer_id: int,
+        epoch: int,
+        partitions: list[TopicPartition],
+        *,
+        generic: bool,
+    ) -> dict[TopicPartition, int]:
+        """The coordinator's answers as ``manager_error`` hands them on (TxnOffsetCommit)."""
+        answers = await self._ask(tid, producer_id, epoch, partitions)
+        return {tp: manager_error(code, generic) for tp, code in answers.items()}
 
     async def _ask(
         self, tid: str, producer_id: int, epoch: int, partitions: list[TopicPartition]

@@ -178,10 +178,16 @@ class PartitionLog:
     # -- appending -------------------------------------------------------------------------
 
     def append_as_leader(
-        self, batch: bytes | bytearray | memoryview, header: BatchHeader, leader_epoch: int
+        self,
+        batch: bytes | bytearray | memoryview,
+        header: BatchHeader,
+        leader_epoch: int,
+        *,
+        coordinator: bool = False,
     ) -> AppendResult:
-        """Append one validated client batch: dedupe/sequence-check it, stamp it, store it."""
-        dup = self.producers.check(header)
+        """Append one validated client batch: dedupe/sequence-check it, stamp it, store it
+        (``coordinator``: a batch the broker wrote itself, whose sequence is not checked)."""
+        dup = self.producers.check(header, sequence=not coordinator)
         if dup is not None:
             return AppendResult(dup.first_offset, dup.last_offset, self.log_start_offset, True)
         base = self.log_end_offset

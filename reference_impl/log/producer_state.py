@@ -87,11 +87,14 @@ class ProducerStateManager:
         #: completed transactions whose marker the high watermark has not passed: (first, marker)
         self.unreplicated: list[tuple[int, int]] = []
 
-    def check(self, h: BatchHeader) -> BatchMetadata | None:
+    def check(self, h: BatchHeader, *, sequence: bool = True) -> BatchMetadata | None:
         """Validate a producer's batch before the leader appends it.
 
         Returns the original batch when ``h`` repeats one of the last five (a retry), None when
         the batch may be appended; raises OutOfOrderSequence / InvalidProducerEpoch otherwise.
+        ``sequence=False``: a batch the broker writes itself for a producer (the group
+        coordinator's transactional offsets), whose epoch and transaction are checked but not
+        its sequence (Kafka's COORDINATOR origin).
         """
         if h.producer_id < 0:
             return None
@@ -100,7 +103,7 @@ class ProducerStateManager:
             return None  # unknown producer (or its state expired): any sequence is accepted
         _check_epoch(h.producer_id, h.producer_epoch, entry)
         dup = entry.duplicate_of(h.producer_epoch, h.base_sequence, h.last_sequence)
-        if dup is not None:
+        if dup is not None and sequence:
             return dup
         if entry.txn_first_offset is not None and not h.is_transactional:
             raise KafkaError(
@@ -108,6 +111,8 @@ class ProducerStateManager:
                 f"producer {h.producer_id} has a transaction open: a non-transactional batch "
                 "is refused",
             )
+        if not sequence:
+            return None
         if h.producer_epoch != entry.epoch:
             if h.base_sequence != 0 and entry.epoch != NO_EPOCH:
                 raise KafkaError(

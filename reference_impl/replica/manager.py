@@ -332,7 +332,9 @@ class ReplicaManager:
                         f"ISR {list(p.isr)} is smaller than min.insync.replicas "
                         f"{cfg.min_insync_replicas}",
                     )
-                result = p.log.append_as_leader(batch.data, batch.header, p.leader_epoch)
+                result = p.log.append_as_leader(
+                    batch.data, batch.header, p.leader_epoch, coordinator=internal
+                )
             except (KafkaError, OSError) as e:
                 pending.results[key] = _append_failed(key, e)
                 continue
