@@ -1,6 +1,7 @@
 """The transaction coordinator on a running reference cluster, both metadata stores: the client
 path over the wire, its state in ``__transaction_state`` surviving a kill -9 of the coordinator's
-broker (the new leader replays it), fencing, and a timeout that aborts."""
+broker (the new leader replays it) and a restart of the whole cluster, fencing, and a timeout that
+aborts."""
 
 from __future__ import annotations
 
@@ -62,6 +63,15 @@ def describe(address: tuple[str, int], tid: str) -> dict:
     return r["TransactionStates"][0]
 
 
+def _look(cluster: Cluster, tid: str) -> tuple[str, int, int] | None:
+    """(state, producer id, epoch) of ``tid`` at its coordinator, None while it loads."""
+    d = describe(coordinator(cluster, tid), tid)
+    if d["ErrorCode"] in RETRY:
+        return None
+    assert d["ErrorCode"] == 0, d
+    return d["TransactionState"], d["ProducerId"], d["ProducerEpoch"]
+
+
 def init(address: tuple[str, int], tid: str, timeout_ms: int = 60000) -> dict:
     return settled(
         address,
@@ -95,7 +105,7 @@ def add(address: tuple[str, int], tid: str, pid: int, epoch: int, topic: str) ->
 
 
 @pytest.mark.parametrize("store", STORES)
-def test_transactions_survive_the_coordinators_kill_and_time_out(
+def test_transactions_survive_a_kill_and_a_restart_and_time_out(
     store: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     zk: ZooKeeperServer | None = (
@@ -216,5 +226,16 @@ def test_transactions_survive_the_coordinators_kill_and_time_out(
             E.PRODUCER_FENCED,
             E.CONCURRENT_TRANSACTIONS,
         )
+
+        # the whole cluster stopped and started again on its data: every id as it was
+        ids = ("open", prepared, "bumped", "slow")
+        settled_states = ("Empty", "CompleteCommit", "CompleteAbort", "Ongoing")
+        if markers_served:
+            wait_until(lambda: all(_look(cluster, t)[0] in settled_states for t in ids))
+        before = {t: _look(cluster, t) for t in ids}
+        cluster.stop()
+        cluster.start(timeout=60)
+        after = {t: wait_until(lambda t=t: _look(cluster, t)) for t in ids}
+        assert after == before
     finally:
         cluster.stop()
