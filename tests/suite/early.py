@@ -59,12 +59,24 @@ class EarlyRun:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+#: the whole-suite runs leave out the DURABILITY scenarios (kill -9 and restarts, a minute or
+#: more per target): tests/suite/test_durability_faults.py runs their CI subset
+NOT_DURABILITY = "not DURABILITY"
+
 #: runs started when collection finished, by the test module that judges them
 STARTED: dict[str, EarlyRun] = {}
 
 #: test module -> the arguments of the run it judges
 WANTED: dict[str, tuple[str, ...]] = {
-    "test_against_tansu.py": ("--target", "tansu", "--no-report", "--junit-xml", "junit.xml"),
+    "test_against_tansu.py": (
+        "--target",
+        "tansu",
+        "--select",
+        NOT_DURABILITY,
+        "--no-report",
+        "--junit-xml",
+        "junit.xml",
+    ),
     # Apache Kafka (the release set-up fetches) on the subset CI judges it on; the whole suite
     # against every release belongs to reports/publish.sh
     "test_against_kafka.py": (
@@ -82,7 +94,7 @@ WANTED: dict[str, tuple[str, ...]] = {
 #: and kept for the session, so that the cluster starts and the suite is collected once
 SHARED: dict[str, tuple[str, ...]] = {
     # the whole suite against the reference at the default seed
-    "reference": ("--no-report",),
+    "reference": ("--select", NOT_DURABILITY, "--no-report"),
     # the feature (broker registration, KIP-536, KIP-590), group and data-plane requirements
     # against the ZooKeeper store with two standby controllers
     "reference:zookeeper": (

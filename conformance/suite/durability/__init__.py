@@ -1,0 +1,1 @@
+"""DURABILITY: what an acks=all acknowledgement promises when brokers crash, pause and come back."""

@@ -1,0 +1,380 @@
+"""Durability scenarios, each on a fresh topic (one partition, three replicas), each with its
+faults undone before it ends (``Faults``: every broker serves again), bounded in time: at most
+a few thousand batches and a minute or two per scenario. Disruptive: they run after every other
+test of a run.
+
+Each scenario runs the steady idempotent acks=all producer of ``history``, injects its faults,
+undoes them, reads the partition back and judges the history (DURABILITY.R1-R4).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from conformance.protocol import ApiKey, ErrorCode
+from conformance.suite import verify
+from conformance.suite.durability.faults import Faults, create_topic
+from conformance.suite.durability.history import History, conclude, judge, read_partition
+from conformance.suite.groups.members import TRANSIENT, find_coordinator
+from conformance.suite.harness import Harness
+from conformance.suite.meta import conformance
+from conformance.suite.offsets.commits import commit, fetch
+from conformance.suite.partitions import batch_bytes, now_ms
+from conformance.suite.safety import fresh_name
+
+HISTORY = ("DURABILITY.R1", "DURABILITY.R2", "DURABILITY.R3", "DURABILITY.R4")
+#: acknowledgements wanted between two faults, and how long they may take (a new leader is
+#: elected within a broker session; a JVM broker restarts in seconds)
+STEP = 200
+STEP_WITHIN = 60.0
+#: how long a killed follower may stay in the ISR (a ZooKeeper-mode Kafka drops it when its
+#: ZooKeeper session expires, 18 s by default) and how long a follower started again may take to
+#: catch up and rejoin it
+ISR_SHRINK = 45.0
+ISR_BACK = 10.0
+#: how long a group's coordinator may take to serve again after the cluster restarted
+COORDINATOR_BACK = 30.0
+#: SIGSTOP of a leader: longer than the targets' broker session (3 s) and than a lag the
+#: suite's targets allow, short enough for a run
+PAUSE = 8.0
+
+
+def scenario(harness: Harness, what: str, min_isr: int = 2) -> tuple[Faults, str]:
+    faults = Faults(harness)
+    faults.need_brokers(3)
+    topic = fresh_name(f"durability-{what}")
+    create_topic(faults, topic, 3, min_isr)
+    return faults, topic
+
+
+def finish(history: History, reqs: tuple[str, ...]) -> None:
+    history.stop()
+    log = read_partition(history, reqs)
+    conclude(judge(history, log, reqs))
+
+
+def around_the_leader(
+    harness: Harness, what: str, tag: str, act: Callable[[Faults, History, int], None]
+) -> None:
+    """The steady producer, ``act`` on the partition's leader, more records, the faults
+    undone, the history judged."""
+    faults, topic = scenario(harness, what)
+    with faults:
+        h = History(faults, topic, tag).start()
+        h.wait_acks(STEP, STEP_WITHIN, *HISTORY)
+        old = faults.partition(topic)
+        assert old is not None
+        act(faults, h, old.leader)
+        view = faults.partition(topic)
+        faults.note(f"leader now {view.leader if view else '?'}")
+        h.more(STEP, STEP_WITHIN, "DURABILITY.R1")
+        faults.restore()
+        finish(h, HISTORY)
+
+
+@conformance(
+    "durability/leader-kill/idempotent-producer", *HISTORY, api=ApiKey.PRODUCE, disruptive=True
+)
+def test_leader_kill_under_an_idempotent_producer(harness: Harness) -> None:
+    def kill(faults: Faults, h: History, leader: int) -> None:
+        faults.kill(leader)
+        h.more(STEP, STEP_WITHIN, "DURABILITY.R1")  # a new leader took over
+        faults.start(leader)
+
+    around_the_leader(harness, "leader-kill", "lk", kill)
+
+
+FOLLOWER = (*HISTORY, "DURABILITY.R6")
+CLUSTER = (*HISTORY, "DURABILITY.R5")
+
+
+@conformance("durability/follower-kill/isr-shrinks-and-grows", *FOLLOWER, disruptive=True)
+def test_follower_kill_and_return(harness: Harness) -> None:
+    reqs = FOLLOWER
+    faults, topic = scenario(harness, "follower-kill")
+    with faults:
+        h = History(faults, topic, "fk").start()
+        h.wait_acks(STEP, STEP_WITHIN, *HISTORY)
+        before = faults.partition(topic)
+        assert before is not None
+        follower = next(r for r in before.replicas if r != before.leader)
+        faults.kill(follower)
+        try:
+            shrunk = faults.wait_partition(
+                topic, lambda v: follower not in v.isr, f"ISR without {follower}", ISR_SHRINK
+            )
+            verify.check(
+                shrunk.leader == before.leader,
+                f"{topic}-0: killing follower {follower} moved the leader from "
+                f"{before.leader} to {shrunk.leader}",
+                "DURABILITY.R6",
+            )
+        except TimeoutError as e:
+            raise verify.Failed(
+                f"{topic}-0: follower {follower} killed: {e}", "DURABILITY.R6"
+            ) from None
+        h.more(STEP, STEP_WITHIN, "DURABILITY.R1")
+        faults.start(follower)
+        try:
+            faults.wait_partition(
+                topic,
+                lambda v: sorted(v.isr) == sorted(before.replicas),
+                f"ISR back to {sorted(before.replicas)}",
+                ISR_BACK,
+            )
+            verify.check(True, "the ISR shrank without the follower and grew back", "DURABILITY.R6")
+        except TimeoutError as e:
+            raise verify.Failed(
+                f"{topic}-0: follower {follower} started again: {e}", "DURABILITY.R6"
+            ) from None
+        h.more(STEP, STEP_WITHIN, "DURABILITY.R1")
+        faults.restore()
+        finish(h, reqs)
+
+
+@conformance("durability/leader-pause/sigstop", *HISTORY, api=ApiKey.PRODUCE, disruptive=True)
+def test_leader_paused_longer_than_its_session(harness: Harness) -> None:
+    def pause(faults: Faults, h: History, leader: int) -> None:
+        faults.pause(leader)
+        time.sleep(PAUSE)
+        faults.resume(leader)
+
+    around_the_leader(harness, "leader-pause", "lp", pause)
+
+
+@conformance("durability/cluster-kill/restart", *CLUSTER, api=ApiKey.PRODUCE, disruptive=True)
+def test_whole_cluster_kill_and_restart(harness: Harness) -> None:
+    reqs = CLUSTER
+    faults = Faults(harness)
+    topic = fresh_name("durability-cluster-kill")
+    replicas = min(3, len(faults.brokers))
+    create_topic(faults, topic, replicas, min(2, replicas))
+    group = fresh_name("durability-group")
+    committed = {(topic, 0): (7, "durability")}
+    where = find_coordinator(harness, group, harness.pick_version(ApiKey.FIND_COORDINATOR))
+    codes = commit(harness, harness.connect(where.endpoint), group, committed)
+    verify.check(set(codes.values()) == {ErrorCode.NONE}, f"OffsetCommit: {codes}", "DURABILITY.R5")
+    with faults:
+        h = History(faults, topic, "ck").start()
+        h.wait_acks(STEP, STEP_WITHIN, *HISTORY)
+        for node in faults.brokers:
+            faults.kill(node)
+        for node in faults.target.fault_nodes("controller"):
+            faults.kill(node)
+        h.stop()
+        faults.restore()
+        log = read_partition(h, reqs)
+        failed = judge(h, log, reqs)
+        have = committed_offsets(harness, group, topic)
+        if have == committed:
+            verify.check(True, "committed offsets read back", "DURABILITY.R5")
+        else:
+            failed.append(
+                (
+                    "DURABILITY.R5",
+                    f"DURABILITY.R5: after every broker was killed and started again, "
+                    f"OffsetFetch of {group} gives {have}; committed {committed}",
+                )
+            )
+        conclude(failed)
+
+
+def committed_offsets(harness: Harness, group: str, topic: str) -> dict:
+    """The group's committed offset of partition 0, once its coordinator answers without a
+    transient error (at most COORDINATOR_BACK seconds)."""
+    deadline = time.monotonic() + COORDINATOR_BACK
+    while True:
+        where = find_coordinator(
+            harness, group, harness.pick_version(ApiKey.FIND_COORDINATOR), "DURABILITY.R5"
+        )
+        got = fetch(
+            harness, harness.connect(where.endpoint), group, [(topic, 0)], req="DURABILITY.R5"
+        )
+        if not {v[2] for v in got.values()} & TRANSIENT or time.monotonic() > deadline:
+            return {tp: (v[0], v[1]) for tp, v in got.items()}
+        time.sleep(0.3)
+
+
+@conformance(
+    "durability/controller-kill/failover-after", *HISTORY, api=ApiKey.PRODUCE, disruptive=True
+)
+def test_controller_kill(harness: Harness) -> None:
+    faults, topic = scenario(harness, "controller-kill")
+    with faults:
+        controllers = faults.controllers()
+        h = History(faults, topic, "cc").start()
+        h.wait_acks(STEP, STEP_WITHIN, *HISTORY)
+        for node in controllers:
+            faults.kill(node)
+        h.more(STEP // 2, STEP_WITHIN, "DURABILITY.R1")
+        for node in controllers:
+            faults.start(node)
+        faults.restore()
+        h.more(STEP // 2, STEP_WITHIN, "DURABILITY.R1")
+        # the controller back: a leader's loss is handled again
+        view = faults.partition(topic)
+        assert view is not None
+        faults.kill(view.leader)
+        h.more(STEP, STEP_WITHIN, "DURABILITY.R1")
+        faults.restore()
+        finish(h, HISTORY)
+
+
+@conformance(
+    "durability/min-isr/not-enough-replicas", "DURABILITY.R7", api=ApiKey.PRODUCE, disruptive=True
+)
+def test_not_enough_replicas_appends_nothing(harness: Harness) -> None:
+    faults = Faults(harness)
+    if len(faults.brokers) < 3:
+        single_broker_not_enough_replicas(faults)
+        return
+    faults, topic = scenario(harness, "min-isr", min_isr=3)
+    with faults:
+        h = History(faults, topic, "ne")
+        h.start()
+        h.wait_acks(20, STEP_WITHIN, "DURABILITY.R7")
+        h.stop()
+        before = faults.partition(topic)
+        assert before is not None
+        follower = next(r for r in before.replicas if r != before.leader)
+        faults.kill(follower)
+        try:
+            faults.wait_partition(
+                topic, lambda v: follower not in v.isr, f"ISR without {follower}", ISR_SHRINK
+            )
+        except TimeoutError as e:
+            raise verify.Failed(f"{topic}-0: {e}", "DURABILITY.R7") from None
+        wire = faults.wire
+        hw_before = h.high_watermark(wire)
+        code = refused_produce(faults, topic, before.brokers[before.leader])
+        hw_after = h.high_watermark(wire)
+        verify.check(
+            code in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+            f"{topic}-0 (min.insync.replicas 3, follower {follower} killed): acks=all Produce "
+            f"answered {code}, expected 19 (NOT_ENOUGH_REPLICAS) or 20",
+            "DURABILITY.R7",
+        )
+        verify.check(
+            hw_before == hw_after is not None,
+            f"{topic}-0: the high watermark moved from {hw_before} to {hw_after} over a refused "
+            "acks=all Produce",
+            "DURABILITY.R7",
+        )
+        faults.restore()
+        faults.wait_partition(
+            topic, lambda v: sorted(v.isr) == sorted(before.replicas), "ISR back", STEP_WITHIN
+        )
+        log = read_partition(h, ("DURABILITY.R7",))
+        if code == ErrorCode.NOT_ENOUGH_REPLICAS:
+            there = [o for o, v in log if v == b"refused"]
+            verify.check(
+                not there,
+                f"{topic}-0: the batch refused NOT_ENOUGH_REPLICAS is in the partition at "
+                f"{there} once the replicas are back",
+                "DURABILITY.R7",
+            )
+
+
+def refused_produce(faults: Faults, topic: str, leader: Any) -> int:
+    """An acks=all batch of one record ``refused`` to the leader: its error code."""
+    batch = batch_bytes([(now_ms(), None, b"refused")])
+    body = {
+        "TransactionalId": None,
+        "Acks": -1,
+        "TimeoutMs": 5000,
+        "TopicData": [{"Name": topic, "PartitionData": [{"Index": 0, "Records": batch}]}],
+    }
+    version = faults.harness.pick_version(ApiKey.PRODUCE, "3-12")
+    answer = faults.wire.request(leader, ApiKey.PRODUCE, version, body, timeout=10)
+    return answer["Responses"][0]["PartitionResponses"][0]["ErrorCode"]
+
+
+def single_broker_not_enough_replicas(faults: Faults) -> None:
+    """One broker: a topic of one replica whose min.insync.replicas is 2 has too few in-sync
+    replicas from the start."""
+    topic = fresh_name("durability-min-isr")
+    create_topic(faults, topic, 1, 2)
+    with faults:
+        h = History(faults, topic, "ne")
+        view = faults.partition(topic)
+        assert view is not None
+        hw_before = h.high_watermark(faults.wire)
+        code = refused_produce(faults, topic, view.brokers[view.leader])
+        hw_after = h.high_watermark(faults.wire)
+        verify.check(
+            code == ErrorCode.NOT_ENOUGH_REPLICAS,
+            f"{topic}-0 (one replica, min.insync.replicas 2): acks=all Produce answered "
+            f"{code}, expected 19 (NOT_ENOUGH_REPLICAS)",
+            "DURABILITY.R7",
+        )
+        verify.check(
+            hw_before == hw_after == 0,
+            f"{topic}-0: high watermark {hw_before} before the refused acks=all Produce, "
+            f"{hw_after} after; expected 0 both times",
+            "DURABILITY.R7",
+        )
+
+
+#: how long the suite watches a partition whose in-sync replicas are all down while replicas
+#: that left the ISR are back: a clean controller elects none of them
+UNCLEAN_WATCH = 8.0
+
+
+@conformance(
+    "durability/unclean-election/off-by-default",
+    "DURABILITY.R1",
+    "DURABILITY.R8",
+    api=ApiKey.METADATA,
+    disruptive=True,
+)
+def test_no_unclean_leader_election(harness: Harness) -> None:
+    reqs = ("DURABILITY.R1", "DURABILITY.R8")
+    faults, topic = scenario(harness, "unclean", min_isr=1)
+    with faults:
+        h = History(faults, topic, "ue").start()
+        h.wait_acks(STEP // 2, STEP_WITHIN, *reqs)
+        first = faults.partition(topic)
+        assert first is not None
+        leader = first.leader
+        gone = [r for r in first.replicas if r != leader]
+        for follower in gone:
+            faults.kill(follower)
+            try:
+                faults.wait_partition(
+                    topic,
+                    lambda v, f=follower: f not in v.isr,
+                    f"ISR without {follower}",
+                    ISR_SHRINK,
+                )
+            except TimeoutError as e:
+                raise verify.Failed(f"{topic}-0: {e}", "DURABILITY.R8") from None
+            h.more(STEP // 2, STEP_WITHIN, *reqs)  # acknowledged by fewer replicas each time
+        h.stop()
+        faults.kill(leader)  # the last in-sync replica
+        for follower in gone:
+            faults.start(follower)
+        faults.note(f"only {gone} (out of sync) running")
+        deadline = time.monotonic() + UNCLEAN_WATCH
+        elected: list[int] = []
+        while time.monotonic() < deadline and not elected:
+            view = faults.partition(topic)
+            if view is not None and view.leader in gone:
+                elected.append(view.leader)
+            time.sleep(0.2)
+        faults.restore()
+        log = read_partition(h, reqs)
+        failed = judge(h, log, ("DURABILITY.R1",))
+        if elected:
+            failed.append(
+                (
+                    "DURABILITY.R8",
+                    f"DURABILITY.R8: {topic}-0: with its last in-sync replica {leader} down, "
+                    f"replica {elected[0]}, which had left the ISR, was elected leader "
+                    f"(faults: {'; '.join(faults.log)})",
+                )
+            )
+        else:
+            verify.check(True, "no out-of-sync replica elected", "DURABILITY.R8")
+        conclude(failed)
