@@ -96,6 +96,7 @@ class LoopResult:
     failures: list[str] = field(default_factory=list)  # transactions that failed, and why
     fill_failures: list[str] = field(default_factory=list)  # input transactions written again
     wall: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)  # seconds of each step
     problems: list[str] = field(default_factory=list)
 
     def ok(self) -> bool:
@@ -534,10 +535,12 @@ def _java_event(event: dict, log: WorkerLog, proc: subprocess.Popen, on_kill) ->
 
 
 def read_all(
-    bootstrap: str, topic: str, partitions: int, isolation: str, deadline: float
+    bootstrap: str, topic: str, partitions: int, isolation: str, deadline: float, at_least: int
 ) -> list[list[bytes]]:
     """Every record of ``topic`` a reader with ``isolation`` sees, per partition in order: read
-    until each position reaches the high watermark (or nothing more came for 3 s)."""
+    until each position reaches the high watermark, or nothing more came for 1 s once there
+    are ``at_least`` (3 s before: a control batch last in a partition leaves the position
+    short of the high watermark)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     c = Consumer(
@@ -561,7 +564,8 @@ def read_all(
             if msgs:
                 quiet_since = time.monotonic()
                 continue
-            if time.monotonic() - quiet_since > 3.0:
+            quiet = 1.0 if sum(map(len, got)) >= at_least else 3.0
+            if time.monotonic() - quiet_since > quiet:
                 break
             ends = [c.get_watermark_offsets(tp, 5, cached=False)[1] for tp in tps]
             positions = [tp.offset for tp in c.position(tps)]
@@ -634,7 +638,9 @@ def run_loop(target: Target, client: str, plan: LoopPlan, work: Path) -> LoopRes
     create_topics(
         bootstrap, [names["input"], names["output"]], plan.partitions, min(3, len(target.bootstrap))
     )
+    result.phases["topics"] = _lap(started)
     expected = fill_input(bootstrap, names["input"], plan, deadline, result.fill_failures)
+    result.phases["fill"] = _lap(started, result.phases)
     killer = Killer(target, names["tid"])
     total = sum(map(len, expected))
     log = WorkerLog()
@@ -647,20 +653,25 @@ def run_loop(target: Target, client: str, plan: LoopPlan, work: Path) -> LoopRes
             run_java_worker(version, bootstrap, names, plan, total, killer, deadline, java_log, log)
     except AssertionError as e:  # the worker did not finish: said, and the output still judged
         result.problems.append(f"worker: {e}")
+    result.phases["worker"] = _lap(started, result.phases)
     killer.join(max(10.0, deadline - time.monotonic()))
+    result.phases["restart"] = _lap(started, result.phases)
     result.killed = killer.what
     check_deadline = max(deadline, time.monotonic() + 30)
-    committed = read_all(
-        bootstrap, names["output"], plan.partitions, "read_committed", check_deadline
-    )
-    in_log = read_all(
-        bootstrap, names["output"], plan.partitions, "read_uncommitted", check_deadline
-    )
+    out, parts = names["output"], plan.partitions
+    committed = read_all(bootstrap, out, parts, "read_committed", check_deadline, total)
+    in_log = read_all(bootstrap, out, parts, "read_uncommitted", check_deadline, total)
+    result.phases["check"] = _lap(started, result.phases)
     judge(result, expected, committed, in_log, log)
     if plan.kill_at and not result.killed:
         result.problems.append("the coordinator was not killed (the loop ended before kill_at)")
     result.wall = round(time.monotonic() - started, 1)
     return result
+
+
+def _lap(started: float, phases: dict[str, float] | None = None) -> float:
+    """Seconds since ``started`` less those of the phases already timed."""
+    return round(time.monotonic() - started - sum((phases or {}).values()), 1)
 
 
 def main(argv: list[str] | None = None) -> int:
