@@ -58,6 +58,10 @@ class LoopPlan:
     fill_batch: int = 100
     fill_abort_every: int = 4  # every k-th fill transaction is aborted
     kill_at: int = 0  # the worker transaction during which the coordinator is killed (0: none)
+    #: "open": with that transaction's records and offsets sent, then a new worker instance
+    #: fences the old; "ended": as soon as its EndTxn is answered (markers perhaps still being
+    #: written), the same instance going on
+    kill_mode: str = "open"
     deadline: float = 240.0  # seconds for the whole loop, fill and check included
 
 
@@ -355,7 +359,7 @@ class PythonWorker:
                     _retry(
                         deadline, producer.send_offsets_to_transaction, offsets, meta, OP_TIMEOUT
                     )
-                    if txn == self.plan.kill_at:
+                    if txn == self.plan.kill_at and self.plan.kill_mode == "open":
                         producer.flush(OP_TIMEOUT)
                         self.on_kill()
                         letter = chr(ord(letter) + 1)
@@ -365,11 +369,13 @@ class PythonWorker:
                         _retry(deadline, producer.abort_transaction, OP_TIMEOUT)
                         self.log.aborted.append(label)
                         self._rewind(consumer, first)
-                        continue
-                    _retry(deadline, producer.commit_transaction, OP_TIMEOUT)
-                    self.log.committed.append(label)
-                    self.log.copied += len(msgs)
-                    self.log.failed_at_commit = len(self.log.failed)
+                    else:
+                        _retry(deadline, producer.commit_transaction, OP_TIMEOUT)
+                        self.log.committed.append(label)
+                        self.log.copied += len(msgs)
+                        self.log.failed_at_commit = len(self.log.failed)
+                    if txn == self.plan.kill_at:  # kill_mode "ended"
+                        self.on_kill()
                 except KafkaException as e:
                     err = e.args[0]
                     self.log.failed.append(f"{label}: {err.name()} {err.str()}")
@@ -468,6 +474,7 @@ def run_java_worker(
     cmd = ["java", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", classpath, "TxnLoopHarness"]
     cmd += [bootstrap, names["input"], names["output"], names["group"], names["tid"]]
     cmd += [str(x) for x in (expected, plan.batch, plan.abort_every, plan.kill_at, seconds)]
+    cmd.append(plan.kill_mode)
     lines: queue.Queue[str | None] = queue.Queue()
     with log_path.open("w") as err:
         proc = subprocess.Popen(
@@ -689,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=LoopPlan.batch)
     ap.add_argument("--abort-every", type=int, default=LoopPlan.abort_every)
     ap.add_argument("--kill-at", type=int, default=10, help="0: no kill")
+    ap.add_argument("--kill-mode", choices=("open", "ended"), default="open")
     ap.add_argument("--deadline", type=float, default=LoopPlan.deadline)
     args = ap.parse_args(argv)
     plan = LoopPlan(
@@ -696,6 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         batch=args.batch,
         abort_every=args.abort_every,
         kill_at=args.kill_at,
+        kill_mode=args.kill_mode,
         deadline=args.deadline,
     )
     target = make_target(TargetOptions(target=args.target))

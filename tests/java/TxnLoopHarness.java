@@ -6,9 +6,12 @@
 // offsets sent, it prints a kill-point event and waits for a line on stdin (the test kills the
 // coordinator's broker meanwhile), then starts a new producer with the same transactional id and
 // a new consumer in the same group, and tries to commit with the old producer, which must be
-// fenced. Events are JSON lines on stdout; everything is bounded by the deadline argument.
+// fenced. With killMode "ended" the kill point comes instead as soon as transaction killAt has
+// ended (commitTransaction/abortTransaction returned) and the same producer goes on. Events are
+// JSON lines on stdout; everything is bounded by the deadline argument.
 //
 // args: bootstrap input output group transactionalId expected batch abortEvery killAt seconds
+//       killMode
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -127,6 +130,7 @@ public class TxnLoopHarness {
         batch = Integer.parseInt(args[6]);
         int abortEvery = Integer.parseInt(args[7]);
         int killAt = Integer.parseInt(args[8]);
+        boolean killOpen = args[10].equals("open");
         deadline = System.nanoTime() + Long.parseLong(args[9]) * 1_000_000_000L;
         BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         newInstance();
@@ -156,7 +160,7 @@ public class TxnLoopHarness {
                     producer.send(new ProducerRecord<>(output, r.partition(), null, value));
                 }
                 producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
-                if (txn == killAt) {
+                if (txn == killAt && killOpen) {
                     producer.flush();
                     emit("{\"event\":\"kill-point\",\"label\":" + quote(label) + "}");
                     String go = stdin.readLine();
@@ -182,11 +186,17 @@ public class TxnLoopHarness {
                     producer.abortTransaction();
                     rewind(first);
                     emit("{\"event\":\"abort\",\"label\":" + quote(label) + "}");
-                    continue;
+                } else {
+                    commit();
+                    copied += records.count();
+                    emit("{\"event\":\"commit\",\"label\":" + quote(label) + ",\"records\":" + records.count() + "}");
                 }
-                commit();
-                copied += records.count();
-                emit("{\"event\":\"commit\",\"label\":" + quote(label) + ",\"records\":" + records.count() + "}");
+                if (txn == killAt) { // killMode "ended": the markers may still be on their way
+                    emit("{\"event\":\"kill-point\",\"label\":" + quote(label) + "}");
+                    if (stdin.readLine() == null) {
+                        throw new IllegalStateException("stdin closed at the kill point");
+                    }
+                }
             } catch (ProducerFencedException | OutOfOrderSequenceException | AuthorizationException
                     | UnsupportedVersionException fatal) {
                 emit("{\"event\":\"failed\",\"label\":" + quote(label) + ",\"error\":" + quote(fatal.toString()) + "}");
