@@ -86,6 +86,8 @@ class ProducerStateManager:
         self.aborted: list[AbortedTxn] = []
         #: completed transactions whose marker the high watermark has not passed: (first, marker)
         self.unreplicated: list[tuple[int, int]] = []
+        #: producer id -> first offset of its open transaction (what the entries say, indexed)
+        self._open: dict[int, int] = {}
 
     def check(self, h: BatchHeader, *, sequence: bool = True) -> BatchMetadata | None:
         """Validate a producer's batch before the leader appends it.
@@ -159,7 +161,7 @@ class ProducerStateManager:
                 self._complete(h.producer_id, entry, marker, first_offset)
             return
         if h.is_transactional and entry.txn_first_offset is None:
-            entry.txn_first_offset = first_offset
+            entry.txn_first_offset = self._open[h.producer_id] = first_offset
         entry.batches.append(
             BatchMetadata(
                 h.base_sequence,
@@ -176,6 +178,7 @@ class ProducerStateManager:
         control_type, coordinator_epoch = marker
         entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
         first, entry.txn_first_offset = entry.txn_first_offset, None
+        self._open.pop(producer_id, None)
         if first is None:  # nothing open (a repeated marker, an empty transaction)
             return
         self.unreplicated.append((first, offset))
@@ -185,12 +188,11 @@ class ProducerStateManager:
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """The first offset of the earliest transaction not yet stable: open, or completed by
         a marker the high watermark has not passed (Kafka's firstUnstableOffset)."""
-        self.unreplicated = [t for t in self.unreplicated if t[1] >= high_watermark]
-        firsts = [t[0] for t in self.unreplicated]
-        firsts.extend(
-            e.txn_first_offset for e in self.producers.values() if e.txn_first_offset is not None
-        )
-        return min(firsts) if firsts else None
+        if self.unreplicated:
+            self.unreplicated = [t for t in self.unreplicated if t[1] >= high_watermark]
+        if not self.unreplicated and not self._open:
+            return None
+        return min([t[0] for t in self.unreplicated] + list(self._open.values()))
 
     def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions a read of ``[start, end)`` overlaps (Kafka's
@@ -204,17 +206,19 @@ class ProducerStateManager:
 
     def ongoing(self) -> dict[int, int]:
         """Producer id -> first offset of its open transaction."""
-        return {
-            pid: e.txn_first_offset
-            for pid, e in self.producers.items()
-            if e.txn_first_offset is not None
-        }
+        return dict(self._open)
+
+    def forget(self, producer_id: int) -> None:
+        """Drop what is known of one producer (a test-only fault: no duplicate check)."""
+        self.producers.pop(producer_id, None)
+        self._open.pop(producer_id, None)
 
     def truncate(self) -> None:
         """Forget everything (the caller rebuilds the state from the log that remains)."""
         self.producers.clear()
         self.aborted.clear()
         self.unreplicated.clear()
+        self._open.clear()
 
 
 def _check_epoch(producer_id: int, epoch: int, entry: ProducerEntry) -> None:

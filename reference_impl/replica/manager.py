@@ -321,7 +321,7 @@ class ReplicaManager:
                     batch = await validated_batch(records, cfg.max_message_bytes, produce_version)
                     p = self.partition_or_error(topic, index)  # still ours after the wait?
                 if self.faults.no_duplicate_check:
-                    p.log.producers.producers.pop(batch.header.producer_id, None)
+                    p.log.producers.forget(batch.header.producer_id)
                 if (
                     acks == -1
                     and len(p.isr) < cfg.min_insync_replicas
