@@ -32,7 +32,7 @@ MODEL_TESTS = (
     "configs/topic/state-machine",
     "groups/membership/state-machine",
     "kip-590/routing/state-machine",
-    "metadata/cluster-id/state-machine",
+    "kip-78/metadata/cluster-id/state-machine",
     "log/partition/state-machine",
     "topics/admin/state-machine",
 )

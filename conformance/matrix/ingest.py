@@ -151,6 +151,15 @@ def checked_lines(
     return lines.withColumn("_valid", F.coalesce(valid, F.lit(False)))
 
 
+def current_test_id() -> Column:
+    """``schema.current_test_id`` as a column: a test id recorded before ids started with their
+    feature gets the feature put in front, so old and new runs of a test meet under one id."""
+    test_id, feature = F.col("test_id"), F.col("feature")
+    return F.when(test_id.startswith(F.concat(feature, F.lit("/"))), test_id).otherwise(
+        F.concat_ws("/", feature, test_id)
+    )
+
+
 def record_columns() -> list[str]:
     """The dataset's columns: the record's fields, then its run's."""
     return [f.name for f in record_struct().fields if f.name != CORRUPT] + list(RUN_COLUMNS)
@@ -170,7 +179,8 @@ def ingest(spark: SparkSession, run_dirs: list[Path], parquet: Path) -> Ingested
         F.count_if(~F.col("_valid")).alias("bad"),
         F.collect_set(F.when(~F.col("_valid"), F.col("_file"))).alias("bad_files"),
     )
-    good = observed.where("_valid").select(*record_columns())
+    good = observed.where("_valid").withColumn("test_id", current_test_id())
+    good = good.select(*record_columns())
     writer = good.write.mode("overwrite")
     for name in PLAIN:
         writer = writer.option(f"parquet.enable.dictionary#{name}", "false")

@@ -50,6 +50,14 @@ LEVELS: tuple[str, ...] = tuple(schema("result")["properties"]["level"]["enum"])
 FEATURES: tuple[str, ...] = tuple(schema("result")["properties"]["feature"]["enum"])
 
 
+def current_test_id(test_id: str, feature: str) -> str:
+    """A recorded test id as the suite names it now: every id starts with its feature
+    (``kip-78/metadata/v2+/cluster-id/format``); runs recorded before that (``metadata/v2+/...``
+    under KIP-78, ``robustness/...`` under PROTOCOL) read with the feature put in front, so old
+    and new runs of a test meet under one id. The Spark reader does the same (``matrix.ingest``)."""
+    return test_id if test_id.startswith(feature + "/") else f"{feature}/{test_id}"
+
+
 class RunError(Exception):
     """A run directory that cannot be read at all (no manifest, a bad manifest, no results)."""
 
@@ -175,6 +183,7 @@ def iter_results(
             if errors:
                 yield number, None, Problem(name, number, "; ".join(errors))
             else:
+                obj["test_id"] = current_test_id(obj["test_id"], obj["feature"])
                 yield number, obj, None
 
 

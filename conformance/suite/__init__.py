@@ -18,14 +18,15 @@ Writing a test:
     from conformance.suite.harness import Harness
     from conformance.suite.meta import conformance
 
-    @conformance("metadata/v2+/cluster-id/format", "KIP-78.R3", api=ApiKey.METADATA)
+    @conformance("kip-78/metadata/v2+/cluster-id/format", "KIP-78.R3", api=ApiKey.METADATA)
     def test_format(harness: Harness) -> None:
         version = harness.pick_version(ApiKey.METADATA, "2+")  # UNSUPPORTED / NOT_EXPOSED
         conn = harness.connect()                     # or "controller", or an Endpoint
         resp = verify.expect_response(conn, ApiKey.METADATA, version, {"Topics": []})
         verify.check(ok, "what was expected, what came back", "KIP-78.R3")
 
-* The test id is stable and readable; the requirement ids must exist in ``specs/requirements``.
+* The test id is stable and readable and starts with its feature (``kip-78/...``); the
+  requirement ids must exist in ``specs/requirements``.
 * Capability: ``harness.require``/``pick_version`` raise UNSUPPORTED (ApiVersions) or
   NOT_EXPOSED (the spec's ``listeners``); raise ``verdicts.ProposalAbsent`` where a proposal's
   feature is missing and ``verdicts.MissingPrecondition("no ZooKeeper connect string

@@ -1,11 +1,13 @@
 """How a suite test declares what it checks: a stable readable id and its requirement ids.
 
-    @conformance("metadata/v2+/cluster-id/format", "KIP-78.R3")
+    @conformance("kip-78/metadata/v2+/cluster-id/format", "KIP-78.R3")
     def test_format(harness): ...
 
-The id is the test's name in results, reports and ``--select``; it may use the test's
-parameters (``"spec/{case}/well-formed"``, formatted with ``str()`` of each parameter). The
-plugin refuses, at collection, a requirement id that ``specs/requirements`` does not define.
+The id is the test's name in results, reports and ``--select``. It starts with its feature (the
+stem of the requirement file it checks; ``tests/suite/test_layout.py`` holds it) and may use the
+test's parameters (``"protocol/spec/{case}/well-formed"``, formatted with ``str()`` of each
+parameter). The plugin refuses, at collection, a requirement id that ``specs/requirements`` does
+not define.
 
 Crediting: listing a requirement does not credit it. A requirement of a test is PASS only when a
 check naming it ran against the target during the test and held:

@@ -127,14 +127,19 @@ def test_flaky_tests_even_where_their_cell_hides_them(model):
     }
     assert got == {
         # SKIP -> PASS: never scored, so the cell is PASS 1/1
-        ("reference", "0.1.0", "zookeeper/cluster-id/znode", None): ["SKIP", "PASS"],
-        ("reference", "0.2.0", "broker-heartbeat/v1/session-timeout", 1): ["PASS", "FAIL"],
-        # FAIL -> PASS -> PASS beside api-versions/v0/answered, which fails in every run: the
-        # requirement is FAIL 0/3, not FLAKY
-        ("tansu", "0.6.0", "api-versions/v3/answered", 3): ["FAIL", "PASS", "PASS"],
-        ("tansu", "0.6.0", "client/interceptors/on-send", 9): ["PASS", "FAIL", "PASS"],
+        ("reference", "0.1.0", "kip-78/zookeeper/cluster-id/znode", None): ["SKIP", "PASS"],
+        ("reference", "0.2.0", "broker-registration/broker-heartbeat/v1/session-timeout", 1): [
+            "PASS",
+            "FAIL",
+        ],
+        # FAIL -> PASS -> PASS beside protocol/api-versions/v0/answered, which fails in every
+        # run: the requirement is FAIL 0/3, not FLAKY
+        ("tansu", "0.6.0", "protocol/api-versions/v3/answered", 3): ["FAIL", "PASS", "PASS"],
+        ("tansu", "0.6.0", "kip-42/client/interceptors/on-send", 9): ["PASS", "FAIL", "PASS"],
     }
-    hidden = next(f for f in model["flaky_tests"] if f["test_id"] == "api-versions/v3/answered")
+    hidden = next(
+        f for f in model["flaky_tests"] if f["test_id"] == "protocol/api-versions/v3/answered"
+    )
     assert hidden["requirement_id"] == "PROTOCOL.R6" and hidden["setup"] == "tansu"
     assert [o["run_id"] for o in hidden["outcomes"]] == [
         f"20250318T{h}0000Z-tansu-0.6.0-{n}" for h, n in (("14", 1), ("16", 2), ("18", 3))
@@ -172,7 +177,9 @@ def test_failure_messages_and_requirement_texts_reach_the_cells(model):
     cell = by[("tansu", "0.6.0", "PROTOCOL.R7")]
     assert cell["details_total"] == 3
     assert all("UNSUPPORTED_VERSION" in d["message"] for d in cell["details"])
-    assert {d["test_id"] for d in cell["details"]} == {"api-versions/v127/downgrade-answer"}
+    assert {d["test_id"] for d in cell["details"]} == {
+        "protocol/api-versions/v127/downgrade-answer"
+    }
     texts = requirement_texts()
     for rid, req in model["requirements"].items():
         assert req["known"] is (rid in texts)
@@ -216,13 +223,13 @@ def test_default_diffs_compare_each_implementations_last_two_runs(model):
     diffs = {(d["run_a"], d["run_b"]): d for d in model["diffs"]}
     ref = diffs[("20250317T090000Z-reference-0.2.0-1", "20250317T110000Z-reference-0.2.0-2")]
     assert [(c["test_id"], c["verdict_a"], c["verdict_b"]) for c in ref["changes"]] == [
-        ("broker-heartbeat/v1/session-timeout", "PASS", "FAIL")
+        ("broker-registration/broker-heartbeat/v1/session-timeout", "PASS", "FAIL")
     ]
     tansu = diffs[("20250318T160000Z-tansu-0.6.0-2", "20250318T180000Z-tansu-0.6.0-3")]
     assert (tansu["changed"], tansu["only_a"], tansu["only_b"]) == (1, 1, 0)
     assert {(c["test_id"], c["verdict_a"], c["verdict_b"]) for c in tansu["changes"]} == {
-        ("client/interceptors/on-send", "FAIL", "PASS"),
-        ("admin/create-topics/v7/forwarded", "PASS", None),  # the malformed line
+        ("kip-42/client/interceptors/on-send", "FAIL", "PASS"),
+        ("kip-590/admin/create-topics/v7/forwarded", "PASS", None),  # the malformed line
     }
 
 
@@ -233,10 +240,10 @@ def test_diff_of_two_chosen_runs(spark, fixture_output):
     )
     got = {(c["test_id"], c["verdict_a"], c["verdict_b"]) for c in d["changes"]}
     assert got == {
-        ("admin/create-topics/v7/forwarded", "PASS", "FAIL"),
-        ("describe-cluster/v1/cluster-id/agrees", "UNSUPPORTED", "PASS"),
-        ("describe-cluster/v1/broker-start-time", "UNSUPPORTED", "PASS"),
-        ("zookeeper/cluster-id/znode", "SKIP", "PASS"),
+        ("kip-590/admin/create-topics/v7/forwarded", "PASS", "FAIL"),
+        ("kip-78/describe-cluster/v1/cluster-id/agrees", "UNSUPPORTED", "PASS"),
+        ("kip-536/describe-cluster/v1/broker-start-time", "UNSUPPORTED", "PASS"),
+        ("kip-78/zookeeper/cluster-id/znode", "SKIP", "PASS"),
     }
     assert d["same"] == 29 - 4
     # the most severe change first

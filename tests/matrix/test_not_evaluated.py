@@ -11,7 +11,7 @@ from conformance.matrix.one_run import one_run_model
 from tests.matrix.spark_support import FIXTURE_RUNS
 from tests.matrix.test_one_run import COMPARED, _comparable
 
-UNREACHABLE = "not evaluated: target unreachable since robustness/invalid-varint"
+UNREACHABLE = "not evaluated: target unreachable since protocol/robustness/invalid-varint"
 
 
 def test_not_evaluated_records_and_outages_give_the_same_model_in_spark_and_python(

@@ -25,7 +25,7 @@ from tests.matrix.spark_support import FIXTURE_RUNS
 
 GOOD = {
     "run_id": "r1",
-    "test_id": "metadata/v2+/cluster-id/format",
+    "test_id": "kip-78/metadata/v2+/cluster-id/format",
     "requirement_id": "KIP-78.R3",
     "level": "MUST",
     "feature": "kip-78",

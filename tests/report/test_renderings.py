@@ -56,11 +56,12 @@ def test_markdown_flakiness_lists_flaky_tests_and_never_claims_none(fixture_outp
         "target set-up."
     )
     assert (
-        "| tansu | 0.6.0 | tansu | api-versions/v3/answered | PROTOCOL.R6 | 3 | "
+        "| tansu | 0.6.0 | tansu | protocol/api-versions/v3/answered | PROTOCOL.R6 | 3 | "
         "FAIL -> PASS -> PASS |" in section
     )
     assert (
-        "| reference | 0.1.0 | reference | zookeeper/cluster-id/znode | KIP-78.R8 |  | " in section
+        "| reference | 0.1.0 | reference | kip-78/zookeeper/cluster-id/znode | KIP-78.R8 |  | "
+        in section
     )
 
 

@@ -30,7 +30,7 @@ MANIFEST = {
 
 def record(verdict: str, level: str = "MUST", rid: str = "PROTOCOL.R3") -> dict:
     return {
-        "test_id": "spec/metadata/v12/well-formed",
+        "test_id": "protocol/spec/metadata/v12/well-formed",
         "requirement_id": rid,
         "level": level,
         "feature": "protocol",
@@ -60,6 +60,23 @@ def test_a_recorded_run_reads_back_valid(tmp_path: Path) -> None:
     assert run.manifest["api_versions"] == {"3": [0, 12], "18": [0, 4]}
     assert run.manifest["hypothesis_seed"] == 12345
     assert all(r["run_id"] == run.run_id for r in run.records)
+
+
+def test_a_test_id_recorded_before_ids_started_with_their_feature_reads_with_it(
+    tmp_path: Path,
+) -> None:
+    """Runs recorded when ``spec/...`` was a PROTOCOL test id read as ``protocol/spec/...``, so
+    old and new runs of a test meet under one id; a current id is left as it is."""
+    run_id = new_run_id("tansu")
+    rec = Recorder(tmp_path / run_id, run_id)
+    rec.add({**record("PASS"), "test_id": "spec/metadata/v12/well-formed"})
+    rec.add({**record("FAIL"), "test_id": "protocol/spec/metadata/v11/well-formed"})
+    rec.finish(**MANIFEST)
+    run = load_run(tmp_path / run_id)
+    assert [r["test_id"] for r in run.records] == [
+        "protocol/spec/metadata/v12/well-formed",
+        "protocol/spec/metadata/v11/well-formed",
+    ]
 
 
 def test_a_record_outside_the_schema_is_refused(tmp_path: Path) -> None:

@@ -63,7 +63,10 @@ def test_a_broken_suite_is_error_never_fail(exc) -> None:
         (NotExposed("BrokerRegistration is not on the client listener"), Verdict.NOT_EXPOSED),
         (ProposalAbsent("no start time"), Verdict.PROPOSAL_ABSENT),
         (MissingPrecondition("no ZooKeeper connect string (--zookeeper)"), Verdict.SKIP),
-        (NotEvaluated("target unreachable since robustness/invalid-varint"), Verdict.NOT_EVALUATED),
+        (
+            NotEvaluated("target unreachable since protocol/robustness/invalid-varint"),
+            Verdict.NOT_EVALUATED,
+        ),
     ],
 )
 def test_not_applicable_outcomes_are_never_fail(exc, verdict) -> None:

@@ -18,7 +18,7 @@ from tests.suite.proxies import FaultyProxy, passthrough
 
 #: crash_when(n, api key, version, request frame without its size): n counts requests from 1
 CrashWhen = Callable[[int, int, int, bytes], bool]
-#: the body robustness/invalid-varint sends: a topic array whose length is a 7-byte varint
+#: the body protocol/robustness/invalid-varint sends: a topic array whose length is a 7-byte varint
 INVALID_VARINT = b"\xff\xff\xff\xff\xff\xff\x7f"
 
 
@@ -28,7 +28,8 @@ def at_request(n: int) -> CrashWhen:
 
 
 def on_invalid_varint(count: int, api: int, version: int, frame: bytes) -> bool:
-    """Crash at a Metadata request carrying an invalid varint (robustness/invalid-varint)."""
+    """Crash at a Metadata request carrying an invalid varint
+    (protocol/robustness/invalid-varint)."""
     return api == ApiKey.METADATA and frame.endswith(INVALID_VARINT)
 
 

@@ -13,7 +13,7 @@ from conformance.protocol import ApiKey, Codec
 from tests.suite.faults_advertise import Advertise
 from tests.suite.proxies import FaultyProxy
 
-SELECT = "spec/metadata/v12/well-formed"
+SELECT = "protocol/spec/metadata/v12/well-formed"
 TOP = max(Codec.from_specs().message(ApiKey.METADATA, "request").valid_versions)
 
 

@@ -55,7 +55,7 @@ def test_every_test_recorded_each_of_its_requirements(tansu_run) -> None:
     by_test: dict[str, set[str]] = {}
     for r in run.records:
         by_test.setdefault(r["test_id"], set()).add(r["requirement_id"])
-    assert by_test["spec/metadata/v12/well-formed"] == {
+    assert by_test["protocol/spec/metadata/v12/well-formed"] == {
         f"PROTOCOL.R{n}" for n in (1, 2, 3, 4, 5, 9)
     }
     assert len(by_test) > 280
@@ -66,30 +66,45 @@ def test_every_test_recorded_each_of_its_requirements(tansu_run) -> None:
     ("test_id", "requirement", "verdict", "why"),
     [
         # tansu answers versions above its advertised maximum (ARCHITECTURE.md, tansu)
-        ("versions/metadata/outside-advertised-refused", "PROTOCOL.R10", "FAIL", "Metadata v13"),
+        (
+            "protocol/versions/metadata/outside-advertised-refused",
+            "PROTOCOL.R10",
+            "FAIL",
+            "Metadata v13",
+        ),
         # it does not answer a too-new ApiVersions in v0 with UNSUPPORTED_VERSION
         (
-            "api-versions/newer-than-server/v0-error-answer",
+            "protocol/api-versions/newer-than-server/v0-error-answer",
             "PROTOCOL.R7",
             "FAIL",
             "not a v0 response",
         ),
         # its default cluster id is tansu_cluster: allowed characters, not a Base64 UUID
-        ("metadata/v2+/cluster-id/format", "KIP-78.R3", "PASS", None),
-        ("metadata/v2+/cluster-id/base64-uuid", "KIP-78.R4", "NONSTRICT", "tansu_cluster"),
-        ("metadata/v2+/cluster-id/same-everywhere", "KIP-78.R5", "PASS", None),
-        ("metadata/v2+/cluster-id/survives-restart", "KIP-78.R6", "PASS", None),
-        ("describe-cluster/cluster-id/matches-metadata", "KIP-78.R7", "PASS", None),
-        ("zookeeper/cluster-id/znode", "KIP-78.R8", "SKIP", "--zookeeper"),
+        ("kip-78/metadata/v2+/cluster-id/format", "KIP-78.R3", "PASS", None),
+        ("kip-78/metadata/v2+/cluster-id/base64-uuid", "KIP-78.R4", "NONSTRICT", "tansu_cluster"),
+        ("kip-78/metadata/v2+/cluster-id/same-everywhere", "KIP-78.R5", "PASS", None),
+        ("kip-78/metadata/v2+/cluster-id/survives-restart", "KIP-78.R6", "PASS", None),
+        ("kip-78/describe-cluster/cluster-id/matches-metadata", "KIP-78.R7", "PASS", None),
+        ("kip-78/zookeeper/cluster-id/znode", "KIP-78.R8", "SKIP", "--zookeeper"),
         # a 2 GiB size field is not refused by closing the connection
-        ("robustness/size-over-the-limit", "PROTOCOL.R15", "FAIL", "2 GiB"),
-        ("robustness/disconnect-mid-request/body", "PROTOCOL.R16", "PASS", None),
-        ("robustness/acknowledged-kept", "PROTOCOL.R17", "PASS", None),
-        ("api-versions/self-consistent", "PROTOCOL.R8", "PASS", None),
-        ("spec/describe-cluster/v1/well-formed", "PROTOCOL.R3", "PASS", None),
+        ("protocol/robustness/size-over-the-limit", "PROTOCOL.R15", "FAIL", "2 GiB"),
+        ("protocol/robustness/disconnect-mid-request/body", "PROTOCOL.R16", "PASS", None),
+        ("protocol/robustness/acknowledged-kept", "PROTOCOL.R17", "PASS", None),
+        ("protocol/api-versions/self-consistent", "PROTOCOL.R8", "PASS", None),
+        ("protocol/spec/describe-cluster/v1/well-formed", "PROTOCOL.R3", "PASS", None),
         # APIs tansu does not advertise, or that are not on a client listener
-        ("spec/alter-configs/v0/well-formed", "PROTOCOL.R9", "UNSUPPORTED", "not advertised"),
-        ("spec/broker-registration/v0/well-formed", "PROTOCOL.R9", "NOT_EXPOSED", "controller"),
+        (
+            "protocol/spec/alter-configs/v0/well-formed",
+            "PROTOCOL.R9",
+            "UNSUPPORTED",
+            "not advertised",
+        ),
+        (
+            "protocol/spec/broker-registration/v0/well-formed",
+            "PROTOCOL.R9",
+            "NOT_EXPOSED",
+            "controller",
+        ),
     ],
 )
 def test_known_tansu_behaviours_are_reported(tansu_run, test_id, requirement, verdict, why) -> None:
@@ -234,7 +249,7 @@ def test_a_recorded_seed_reproduces_a_failure(tansu_run, cli) -> None:
         for r in run.records
         if r["verdict"] == "FAIL"
         and r["seed"] is not None
-        and r["test_id"].startswith("spec/describe-configs/")
+        and r["test_id"].startswith("protocol/spec/describe-configs/")
     )
     proc, again = cli(
         "--target", "tansu", "--seed", str(failed["seed"]), "--select", failed["test_id"]
@@ -246,7 +261,7 @@ def test_a_recorded_seed_reproduces_a_failure(tansu_run, cli) -> None:
 
 
 def test_strict_turns_a_should_into_a_failure(cli) -> None:
-    select = ("--select", "metadata/v2+/cluster-id/base64-uuid")
+    select = ("--select", "kip-78/metadata/v2+/cluster-id/base64-uuid")
     proc, run = cli("--target", "tansu", *select)
     assert [r["verdict"] for r in run.records] == ["NONSTRICT"] and proc.returncode == 0
     assert run.manifest["strict"] is False

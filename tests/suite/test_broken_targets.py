@@ -73,27 +73,27 @@ def test_a_dropped_field_fails_exactly_the_decoding_requirement(cli, tansu) -> N
     baseline, _ = run_through(cli, tansu, passthrough, select)
     faulty, rewritten = run_through(cli, tansu, drop_throttle_time, select)
     assert rewritten > 0
-    broken = {(f"spec/metadata/v{v}/well-formed", "PROTOCOL.R3") for v in range(3, 13)}
+    broken = {(f"protocol/spec/metadata/v{v}/well-formed", "PROTOCOL.R3") for v in range(3, 13)}
     before, after = failing(baseline), failing(faulty)
     assert after - before == broken - before
     # each requirement is judged on its own: nothing else moves
     assert before - after <= broken
     v = verdicts(faulty)
-    assert v[("spec/metadata/v2/well-formed", "PROTOCOL.R3")] == "PASS"
-    assert v[("spec/metadata/v12/well-formed", "PROTOCOL.R1")] == "PASS"  # framing held
+    assert v[("protocol/spec/metadata/v2/well-formed", "PROTOCOL.R3")] == "PASS"
+    assert v[("protocol/spec/metadata/v12/well-formed", "PROTOCOL.R1")] == "PASS"  # framing held
 
 
 def test_an_unadvertised_version_answered_fails_exactly_the_version_requirement(
     cli, reference
 ) -> None:
-    select = "versions/describe-cluster or spec/describe-cluster"
+    select = "protocol/versions/describe-cluster or protocol/spec/describe-cluster"
     baseline, _ = run_through(cli, reference, passthrough, select)
     faulty, rewritten = run_through(cli, reference, advertise_describe_cluster_v0_only, select)
     assert rewritten > 0
     assert failing(baseline) == set()
     assert failing(faulty) == {
-        ("versions/describe-cluster/outside-advertised-refused", "PROTOCOL.R10")
+        ("protocol/versions/describe-cluster/outside-advertised-refused", "PROTOCOL.R10")
     }
     v = verdicts(faulty)
-    assert v[("spec/describe-cluster/v1/well-formed", "PROTOCOL.R9")] == "UNSUPPORTED"
-    assert v[("spec/describe-cluster/v0/well-formed", "PROTOCOL.R9")] == "PASS"
+    assert v[("protocol/spec/describe-cluster/v1/well-formed", "PROTOCOL.R9")] == "UNSUPPORTED"
+    assert v[("protocol/spec/describe-cluster/v0/well-formed", "PROTOCOL.R9")] == "PASS"

@@ -33,8 +33,8 @@ def test_tests_are_found_with_the_requirements_they_list() -> None:
     cat = catalog()
     ids = {t.test_id for t in cat.tests_of("KIP-78.R7")}
     assert ids == {
-        "describe-cluster/cluster-id/matches-metadata",
-        "metadata/cluster-id/state-machine",
+        "kip-78/describe-cluster/cluster-id/matches-metadata",
+        "kip-78/metadata/cluster-id/state-machine",
     }
     # a requirement credited only through a model's rules counts (the lifecycle's R2)
     assert any(w.startswith("model ") for w in cat.checked_by["BROKER-REGISTRATION.R2"])
@@ -52,8 +52,8 @@ def test_the_requirements_command_prints_statements_and_tests(capsys) -> None:
     r7 = lines.index(next(line for line in lines if line.startswith("KIP-78.R7  ")))
     tests = [line.split() for line in lines[r7 + 1 : r7 + 3]]
     assert [t[0] for t in tests] == [
-        "describe-cluster/cluster-id/matches-metadata",
-        "metadata/cluster-id/state-machine",
+        "kip-78/describe-cluster/cluster-id/matches-metadata",
+        "kip-78/metadata/cluster-id/state-machine",
     ]
     for _test_id, location in tests:
         file, function = location.split("::")

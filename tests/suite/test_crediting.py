@@ -14,7 +14,7 @@ from tests.suite.conftest import verdicts
 from tests.suite.faults_advertise import Advertise
 from tests.suite.proxies import FaultyProxy
 
-MACHINE = "metadata/cluster-id/state-machine"
+MACHINE = "kip-78/metadata/cluster-id/state-machine"
 
 
 def test_a_target_offering_too_little_gets_no_pass_for_what_it_cannot_show(cli, reference) -> None:
@@ -43,7 +43,7 @@ def test_a_target_offering_too_little_gets_no_pass_for_what_it_cannot_show(cli, 
     assert "Metadata" in by_req["KIP-78.R2"]["message"]
     # what it offers is checked, and every PASS names the checks that credit it
     assert by_req["KIP-78.R1"]["verdict"] == "PASS" and by_req["KIP-78.R5"]["verdict"] == "PASS"
-    assert got[("metadata/v8/cluster-id/present", "KIP-78.R1")] == "PASS"
+    assert got[("kip-78/metadata/v8/cluster-id/present", "KIP-78.R1")] == "PASS"
     for r in run.records:
         if r["verdict"] == "PASS":
             assert r["observed"]["checks"] > 0 and r["observed"]["seen"], r

@@ -14,7 +14,10 @@ import pytest
 from conformance.plugin import DEFAULT_SEED, parse_seed, run_seed
 from tests.suite.conftest import verdicts
 
-SUBSET = "spec/metadata or spec/offset-commit or metadata/cluster-id/state-machine"
+SUBSET = (
+    "protocol/spec/metadata or protocol/spec/offset-commit or "
+    "kip-78/metadata/cluster-id/state-machine"
+)
 
 
 def _run(cli, reference, *extra: str):

@@ -31,9 +31,11 @@ def run_closing(cli, target, fault: CloseOn, select: str):
 
 
 def test_a_closed_connection_does_not_hide_the_answers_that_came_back(cli, reference) -> None:
-    run = run_closing(cli, reference, CloseOn(ApiKey.METADATA, every=2), "spec/metadata/v1/")
+    run = run_closing(
+        cli, reference, CloseOn(ApiKey.METADATA, every=2), "protocol/spec/metadata/v1/"
+    )
     v = verdicts(run)
-    test = "spec/metadata/v1/well-formed"
+    test = "protocol/spec/metadata/v1/well-formed"
     assert v[(test, "PROTOCOL.R9")] == "FAIL"
     for judged in ("PROTOCOL.R1", "PROTOCOL.R2", "PROTOCOL.R3"):
         assert v[(test, judged)] == "PASS", (judged, run.records)
@@ -43,11 +45,14 @@ def test_a_closed_connection_does_not_hide_the_answers_that_came_back(cli, refer
 
 def test_a_refusal_of_the_request_itself_is_not_credited_to_the_version(cli, reference) -> None:
     run = run_closing(
-        cli, reference, CloseOn(ApiKey.JOIN_GROUP), "versions/join-group/ or spec/join-group/v5/"
+        cli,
+        reference,
+        CloseOn(ApiKey.JOIN_GROUP),
+        "protocol/versions/join-group/ or protocol/spec/join-group/v5/",
     )
     v = verdicts(run)
-    refused = ("versions/join-group/outside-advertised-refused", "PROTOCOL.R10")
+    refused = ("protocol/versions/join-group/outside-advertised-refused", "PROTOCOL.R10")
     assert v[refused] == "SKIP", run.records
     record = next(r for r in run.records if (r["test_id"], r["requirement_id"]) == refused)
     assert "was refused too" in record["message"], record
-    assert v[("spec/join-group/v5/well-formed", "PROTOCOL.R9")] == "FAIL"
+    assert v[("protocol/spec/join-group/v5/well-formed", "PROTOCOL.R9")] == "FAIL"

@@ -1,5 +1,6 @@
-"""One name per feature: the requirement file's stem names the id prefix, the models and the
-suite's test folder, and each suite test lives in the folder of the requirements it checks."""
+"""One name per feature: the requirement file's stem names the id prefix, the models, the
+suite's test folder and the first segment of each test id, and each suite test lives in the
+folder of the requirements it checks."""
 
 from __future__ import annotations
 
@@ -30,15 +31,15 @@ def suite_modules() -> list[str]:
     )
 
 
-def declared(module: str) -> list[tuple[str, tuple[str, ...]]]:
-    """(test function, requirement ids) of every ``@conformance`` test in a suite module."""
+def declared(module: str) -> list[tuple[str, tuple[str, ...], str]]:
+    """(test function, requirement ids, test id) of every ``@conformance`` test in a module."""
     mod = importlib.import_module(module)
     out = []
     for name, obj in vars(mod).items():
         if name.startswith("test_") and callable(obj):
             for mark in getattr(obj, "pytestmark", []):
                 if mark.name == MARKER:
-                    out.append((name, mark.kwargs["requirements"]))
+                    out.append((name, mark.kwargs["requirements"], mark.kwargs["test_id"]))
     return out
 
 
@@ -80,6 +81,9 @@ def test_a_suite_test_checks_its_own_feature(module: str) -> None:
     tests = declared(module)
     assert tests, f"{module}: no @conformance test"
     folder = module.split(".")[2]
-    for name, ids in tests:
+    for name, ids, test_id in tests:
         elsewhere = [r for r in ids if folder_of(reqs[r].file) != folder]
         assert not elsewhere, f"{module}.{name} checks {elsewhere}: move it to their folder"
+        # the id starts with the feature (the requirement file's stem): `kip-78/metadata/...`
+        feature = reqs[ids[0]].file
+        assert test_id.startswith(feature + "/"), f"{module}.{name}: {test_id!r} not {feature}/..."

@@ -22,8 +22,8 @@ from tests.suite.faults_silence import Swallow
 from tests.suite.proxies import FaultyProxy
 
 SELECT = (
-    "robustness/unknown-api-key or headers/unknown-tagged-fields-ignored or "
-    "robustness/acknowledged-before or robustness/acknowledged-kept"
+    "protocol/robustness/unknown-api-key or protocol/headers/unknown-tagged-fields-ignored or "
+    "protocol/robustness/acknowledged-before or protocol/robustness/acknowledged-kept"
 )
 
 
@@ -43,15 +43,15 @@ def test_r11_r12_r17_reach_a_target_that_offers_little(cli, reference) -> None:
     assert run is not None, proc.stderr[-2000:]
     got = verdicts(run)
     records = {(r["test_id"], r["requirement_id"]): r for r in run.records}
-    r11 = records[("robustness/unknown-api-key", "PROTOCOL.R11")]
+    r11 = records[("protocol/robustness/unknown-api-key", "PROTOCOL.R11")]
     assert r11["verdict"] == "FAIL", r11
     assert "DescribeGroups v0: neither answered nor closed" in r11["message"], r11["message"]
     assert silence.swallowed[(ApiKey.DESCRIBE_GROUPS, 0)] == 1
     assert "DescribeCluster" not in r11["message"] and "CreateTopics" not in r11["message"]
     assert any("DescribeCluster v0: served, well-formed" in s for s in r11["observed"]["seen"]), r11
-    r12 = records[("headers/unknown-tagged-fields-ignored", "PROTOCOL.R12")]
+    r12 = records[("protocol/headers/unknown-tagged-fields-ignored", "PROTOCOL.R12")]
     assert r12["verdict"] == "PASS", r12
     assert r12["api_name"] == "ApiVersions" and r12["api_version"] >= 3, r12
     assert any(f"ApiVersions v{r12['api_version']}" in s for s in r12["observed"]["seen"]), r12
-    assert got[("robustness/acknowledged-before", "PROTOCOL.R17")] == "PASS", run.records
-    assert got[("robustness/acknowledged-kept", "PROTOCOL.R17")] == "PASS", run.records
+    assert got[("protocol/robustness/acknowledged-before", "PROTOCOL.R17")] == "PASS", run.records
+    assert got[("protocol/robustness/acknowledged-kept", "PROTOCOL.R17")] == "PASS", run.records

@@ -34,7 +34,7 @@ def test_the_suite_runs_authenticated(cli, secured, mechanism: str) -> None:
         "--bootstrap-server",
         secured.bootstrap_servers,
         "--select",
-        "KIP-78 or robustness/negative-size",
+        "KIP-78 or protocol/robustness/negative-size",
         "--sasl-mechanism",
         mechanism,
         "--sasl-username",

@@ -19,7 +19,7 @@ def test_by_feature_and_level() -> None:
 
 
 def test_by_test_id_prefix_and_component() -> None:
-    _, ids, _ = collect("--select", "metadata/v2+/cluster-id")
+    _, ids, _ = collect("--select", "kip-78/metadata/v2+/cluster-id")
     assert ids and all("kip78/test_cluster_id.py" in i for i in ids)
     _, ids, _ = collect("--select", "spec and describe-cluster")
     assert sorted(ids) == [

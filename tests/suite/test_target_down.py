@@ -24,19 +24,19 @@ from conformance.targets.reference import ReferenceTarget
 from tests.suite.conftest import only_run, suite_pytest
 from tests.suite.faults_crash import CrashProxy, on_invalid_varint
 
-CRASH = "robustness/invalid-varint"
+CRASH = "protocol/robustness/invalid-varint"
 #: a test of a module collected after the robustness module, one before it, and robustness tests
 #: before and after the crashing one
 SELECT = (
-    "robustness/length-past-the-frame or robustness/invalid-varint or "
-    "robustness/truncated-body or robustness/negative-size or "
-    "headers/null-client-id or versions/metadata/outside-advertised-refused"
+    "protocol/robustness/length-past-the-frame or protocol/robustness/invalid-varint or "
+    "protocol/robustness/truncated-body or protocol/robustness/negative-size or "
+    "protocol/headers/null-client-id or protocol/versions/metadata/outside-advertised-refused"
 )
-AFTER_CRASH = ("robustness/truncated-body", "robustness/negative-size")
+AFTER_CRASH = ("protocol/robustness/truncated-body", "protocol/robustness/negative-size")
 BEFORE_CRASH = (
-    "headers/null-client-id",
-    "versions/metadata/outside-advertised-refused",
-    "robustness/length-past-the-frame",
+    "protocol/headers/null-client-id",
+    "protocol/versions/metadata/outside-advertised-refused",
+    "protocol/robustness/length-past-the-frame",
 )
 
 
@@ -62,7 +62,9 @@ def test_an_external_target_that_goes_down_leaves_the_rest_not_evaluated(
     tests = _by_test(run)
     order = list(tests)
     # disruptive tests last: the versions test (collected after robustness) ran before them
-    assert order.index("versions/metadata/outside-advertised-refused") < order.index(CRASH), order
+    assert order.index("protocol/versions/metadata/outside-advertised-refused") < order.index(
+        CRASH
+    ), order
     [crashed] = tests[CRASH]
     assert crashed["verdict"] == "FAIL", crashed
     assert crashed["message"].startswith("the target went down during this test ("), crashed

@@ -28,7 +28,7 @@ def same(got: dict, want: dict) -> None:
     assert not diff, sorted(diff.items())[:10]
     assert {"PASS", "UNSUPPORTED"} <= set(got.values())
     # the restart checks ran: the suite restarted the container
-    assert got[("metadata/v2+/cluster-id/survives-restart", "KIP-78.R6")] == "PASS"
+    assert got[("kip-78/metadata/v2+/cluster-id/survives-restart", "KIP-78.R6")] == "PASS"
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ def test_the_image_gives_the_verdicts_of_the_process(runs) -> None:
     families = {rid.split(".")[0] for _, rid in got}
     assert {"KIP-78", "KIP-536", "KIP-42", "PROTOCOL"} <= families
     # the restart checks ran: the suite restarted the container's broker
-    assert got[("metadata/v2+/cluster-id/survives-restart", "KIP-78.R6")] == "PASS"
+    assert got[("kip-78/metadata/v2+/cluster-id/survives-restart", "KIP-78.R6")] == "PASS"
 
 
 def test_the_run_names_the_image_its_tag_and_where_it_listened(runs, tansu_image) -> None:

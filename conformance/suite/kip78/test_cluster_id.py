@@ -45,7 +45,7 @@ def _versions() -> list[int]:
 
 
 @pytest.mark.parametrize("version", [v for v in _versions() if v >= 2])
-@conformance("metadata/v{version}/cluster-id/present", "KIP-78.R1", api=ApiKey.METADATA)
+@conformance("kip-78/metadata/v{version}/cluster-id/present", "KIP-78.R1", api=ApiKey.METADATA)
 def test_present_from_v2(harness: Harness, version: int) -> None:
     harness.require(ApiKey.METADATA, version)
     harness.note(ApiKey.METADATA, version)
@@ -54,7 +54,7 @@ def test_present_from_v2(harness: Harness, version: int) -> None:
 
 
 @pytest.mark.parametrize("version", [v for v in _versions() if v < 2])
-@conformance("metadata/v{version}/cluster-id/absent", "KIP-78.R2", api=ApiKey.METADATA)
+@conformance("kip-78/metadata/v{version}/cluster-id/absent", "KIP-78.R2", api=ApiKey.METADATA)
 def test_absent_before_v2(harness: Harness, version: int) -> None:
     harness.require(ApiKey.METADATA, version)
     harness.note(ApiKey.METADATA, version)
@@ -74,7 +74,7 @@ def test_absent_before_v2(harness: Harness, version: int) -> None:
     )
 
 
-@conformance("metadata/v2+/cluster-id/format", "KIP-78.R3", api=ApiKey.METADATA)
+@conformance("kip-78/metadata/v2+/cluster-id/format", "KIP-78.R3", api=ApiKey.METADATA)
 def test_format(harness: Harness) -> None:
     cid = served_id(harness)
     verify.check(
@@ -85,7 +85,7 @@ def test_format(harness: Harness) -> None:
     )
 
 
-@conformance("metadata/v2+/cluster-id/base64-uuid", "KIP-78.R4", api=ApiKey.METADATA)
+@conformance("kip-78/metadata/v2+/cluster-id/base64-uuid", "KIP-78.R4", api=ApiKey.METADATA)
 def test_base64_uuid(harness: Harness) -> None:
     cid = served_id(harness)
     verify.check(
@@ -100,7 +100,7 @@ def test_base64_uuid(harness: Harness) -> None:
     )
 
 
-@conformance("metadata/v2+/cluster-id/same-everywhere", "KIP-78.R5", api=ApiKey.METADATA)
+@conformance("kip-78/metadata/v2+/cluster-id/same-everywhere", "KIP-78.R5", api=ApiKey.METADATA)
 def test_same_from_every_broker_and_connection(harness: Harness) -> None:
     version = harness.pick_version(ApiKey.METADATA, "2+")
     conn = harness.connect()
@@ -129,7 +129,7 @@ def test_same_from_every_broker_and_connection(harness: Harness) -> None:
     )
 
 
-@conformance("metadata/v2+/cluster-id/survives-restart", "KIP-78.R6", api=ApiKey.METADATA)
+@conformance("kip-78/metadata/v2+/cluster-id/survives-restart", "KIP-78.R6", api=ApiKey.METADATA)
 def test_same_after_a_broker_restart(harness: Harness) -> None:
     target = harness.target
     if not target.restartable:
@@ -150,7 +150,7 @@ def test_same_after_a_broker_restart(harness: Harness) -> None:
 
 
 @conformance(
-    "describe-cluster/cluster-id/matches-metadata", "KIP-78.R7", api=ApiKey.DESCRIBE_CLUSTER
+    "kip-78/describe-cluster/cluster-id/matches-metadata", "KIP-78.R7", api=ApiKey.DESCRIBE_CLUSTER
 )
 def test_describe_cluster_agrees(harness: Harness) -> None:
     cid = served_id(harness)
@@ -167,7 +167,7 @@ def test_describe_cluster_agrees(harness: Harness) -> None:
     )
 
 
-@conformance("zookeeper/cluster-id/znode", "KIP-78.R8")
+@conformance("kip-78/zookeeper/cluster-id/znode", "KIP-78.R8")
 def test_znode_agrees(harness: Harness) -> None:
     connect = harness.target.zookeeper
     if not connect:

@@ -64,7 +64,7 @@ class ClusterIdBinding(Binding):
             raise
 
 
-@conformance("metadata/cluster-id/state-machine", *REQS, api=ApiKey.METADATA)
+@conformance("kip-78/metadata/cluster-id/state-machine", *REQS, api=ApiKey.METADATA)
 def test_cluster_id_state_machine(harness: Harness) -> None:
     harness.require(ApiKey.METADATA)
     model = load_model("kip-78-cluster-id")

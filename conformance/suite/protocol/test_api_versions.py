@@ -22,7 +22,7 @@ def _spec_versions():
 
 
 @pytest.mark.parametrize("version", _spec_versions())
-@conformance("api-versions/v{version}/answered", "PROTOCOL.R6", api=ApiKey.API_VERSIONS)
+@conformance("protocol/api-versions/v{version}/answered", "PROTOCOL.R6", api=ApiKey.API_VERSIONS)
 def test_answered_at_each_advertised_version(harness: Harness, version: int) -> None:
     harness.require(ApiKey.API_VERSIONS, version)
     harness.note(ApiKey.API_VERSIONS, version)
@@ -42,7 +42,9 @@ def test_answered_at_each_advertised_version(harness: Harness, version: int) -> 
 
 
 @conformance(
-    "api-versions/newer-than-server/v0-error-answer", "PROTOCOL.R7", api=ApiKey.API_VERSIONS
+    "protocol/api-versions/newer-than-server/v0-error-answer",
+    "PROTOCOL.R7",
+    api=ApiKey.API_VERSIONS,
 )
 def test_newer_version_gets_v0_error_answer(harness: Harness) -> None:
     harness.require(ApiKey.API_VERSIONS)
@@ -81,7 +83,7 @@ def test_newer_version_gets_v0_error_answer(harness: Harness) -> None:
     )
 
 
-@conformance("api-versions/self-consistent", "PROTOCOL.R8", api=ApiKey.API_VERSIONS)
+@conformance("protocol/api-versions/self-consistent", "PROTOCOL.R8", api=ApiKey.API_VERSIONS)
 def test_self_consistent(harness: Harness) -> None:
     version = harness.pick_version(ApiKey.API_VERSIONS)
     conn = harness.connect()
@@ -98,7 +100,7 @@ def test_self_consistent(harness: Harness) -> None:
     verify.check(ApiKey.API_VERSIONS in keys, "ApiVersions itself is not listed", "PROTOCOL.R8")
 
 
-@conformance("api-versions/listeners-respected", "PROTOCOL.R18", api=ApiKey.API_VERSIONS)
+@conformance("protocol/api-versions/listeners-respected", "PROTOCOL.R18", api=ApiKey.API_VERSIONS)
 def test_only_apis_of_the_listener_are_advertised(harness: Harness) -> None:
     known = {key for (key, kind) in harness.codec.specs.by_key if kind == "request"}
     judged = sorted(k for k in harness.advertised if k in known)

@@ -19,7 +19,7 @@ def _metadata_body(version: int) -> dict:
     return {"Topics": [], "AllowAutoTopicCreation": False} if version >= 1 else {"Topics": []}
 
 
-@conformance("headers/null-client-id", "PROTOCOL.R13", api=ApiKey.METADATA)
+@conformance("protocol/headers/null-client-id", "PROTOCOL.R13", api=ApiKey.METADATA)
 def test_null_client_id_is_answered(harness: Harness) -> None:
     version = harness.pick_version(
         ApiKey.METADATA, "1-8"
@@ -72,7 +72,7 @@ def _flexible_request(harness: Harness) -> tuple[int, int, dict]:
     )
 
 
-@conformance("headers/unknown-tagged-fields-ignored", "PROTOCOL.R12", api=ApiKey.METADATA)
+@conformance("protocol/headers/unknown-tagged-fields-ignored", "PROTOCOL.R12", api=ApiKey.METADATA)
 def test_unknown_tagged_fields_are_ignored(harness: Harness) -> None:
     key, version, body = _flexible_request(harness)
     what = f"{harness.api_name(key)} v{version}"
@@ -119,7 +119,9 @@ def test_unknown_tagged_fields_are_ignored(harness: Harness) -> None:
     )
 
 
-@conformance("connection/pipelined-answers-in-order", "PROTOCOL.R2", api=ApiKey.API_VERSIONS)
+@conformance(
+    "protocol/connection/pipelined-answers-in-order", "PROTOCOL.R2", api=ApiKey.API_VERSIONS
+)
 def test_pipelined_requests_answered_in_order(harness: Harness) -> None:
     av = harness.pick_version(ApiKey.API_VERSIONS)
     md = harness.pick_version(ApiKey.METADATA)

@@ -72,7 +72,9 @@ def _refused(harness: Harness, body: bytes, version: int, what: str) -> None:
     verify.expect_still_serving(harness, "PROTOCOL.R14")
 
 
-@conformance("robustness/acknowledged-before", "PROTOCOL.R17", api=ApiKey.PRODUCE, disruptive=True)
+@conformance(
+    "protocol/robustness/acknowledged-before", "PROTOCOL.R17", api=ApiKey.PRODUCE, disruptive=True
+)
 def test_records_acknowledged(harness: Harness, acknowledged) -> None:
     _, acked = acknowledged
     if isinstance(acked, BaseException):
@@ -87,7 +89,10 @@ def test_records_acknowledged(harness: Harness, acknowledged) -> None:
 
 
 @conformance(
-    "robustness/length-past-the-frame", "PROTOCOL.R14", api=ApiKey.METADATA, disruptive=True
+    "protocol/robustness/length-past-the-frame",
+    "PROTOCOL.R14",
+    api=ApiKey.METADATA,
+    disruptive=True,
 )
 def test_array_length_past_the_frame(harness: Harness) -> None:
     version = harness.pick_version(ApiKey.METADATA, "1-8")
@@ -99,7 +104,9 @@ def test_array_length_past_the_frame(harness: Harness) -> None:
     )
 
 
-@conformance("robustness/invalid-varint", "PROTOCOL.R14", api=ApiKey.METADATA, disruptive=True)
+@conformance(
+    "protocol/robustness/invalid-varint", "PROTOCOL.R14", api=ApiKey.METADATA, disruptive=True
+)
 def test_invalid_varint(harness: Harness) -> None:
     version = harness.pick_version(ApiKey.METADATA, "9+")
     _refused(
@@ -110,7 +117,9 @@ def test_invalid_varint(harness: Harness) -> None:
     )
 
 
-@conformance("robustness/truncated-body", "PROTOCOL.R14", api=ApiKey.METADATA, disruptive=True)
+@conformance(
+    "protocol/robustness/truncated-body", "PROTOCOL.R14", api=ApiKey.METADATA, disruptive=True
+)
 def test_truncated_body(harness: Harness) -> None:
     version = harness.pick_version(ApiKey.METADATA, "1-8")
     # one topic named with 20 characters, but only 3 of them sent
@@ -120,7 +129,7 @@ def test_truncated_body(harness: Harness) -> None:
 
 
 @conformance(
-    "robustness/garbage-after-header", "PROTOCOL.R14", api=ApiKey.METADATA, disruptive=True
+    "protocol/robustness/garbage-after-header", "PROTOCOL.R14", api=ApiKey.METADATA, disruptive=True
 )
 def test_garbage_after_a_valid_header(harness: Harness) -> None:
     version = harness.pick_version(ApiKey.METADATA, "1+")
@@ -190,7 +199,7 @@ def _outcome(harness: Harness, key: int, conn, fut, timeout: float) -> tuple[boo
     return True, f"served, well-formed (error codes {codes or 'none'})"
 
 
-@conformance("robustness/unknown-api-key", "PROTOCOL.R11", disruptive=True)
+@conformance("protocol/robustness/unknown-api-key", "PROTOCOL.R11", disruptive=True)
 def test_unadvertised_api_keys_are_refused(harness: Harness) -> None:
     """All probes are sent at once, then awaited under one deadline: a target that leaves them
     all unanswered costs one CLOSE_WAIT, not one per key."""
@@ -217,7 +226,7 @@ def test_unadvertised_api_keys_are_refused(harness: Harness) -> None:
     verify.expect_still_serving(harness, "PROTOCOL.R11")
 
 
-@conformance("robustness/size-over-the-limit", "PROTOCOL.R15", disruptive=True)
+@conformance("protocol/robustness/size-over-the-limit", "PROTOCOL.R15", disruptive=True)
 def test_size_over_the_limit(harness: Harness) -> None:
     conn = harness.connect()
     conn.send_raw(SIZE.pack(0x7FFFFFF0) + b"\x00\x12\x00\x03")
@@ -231,7 +240,7 @@ def test_size_over_the_limit(harness: Harness) -> None:
     verify.expect_still_serving(harness, "PROTOCOL.R15")
 
 
-@conformance("robustness/negative-size", "PROTOCOL.R15", disruptive=True)
+@conformance("protocol/robustness/negative-size", "PROTOCOL.R15", disruptive=True)
 def test_negative_size(harness: Harness) -> None:
     conn = harness.connect()
     conn.send_raw(SIZE.pack(-5) + b"\x00\x12\x00\x03")
@@ -241,7 +250,7 @@ def test_negative_size(harness: Harness) -> None:
     verify.expect_still_serving(harness, "PROTOCOL.R15")
 
 
-@conformance("robustness/size-larger-than-the-frame", "PROTOCOL.R14", disruptive=True)
+@conformance("protocol/robustness/size-larger-than-the-frame", "PROTOCOL.R14", disruptive=True)
 def test_size_larger_than_the_frame(harness: Harness) -> None:
     """The size promises more than is sent and the client stops writing: nothing may be
     answered for the partial frame, and the server keeps serving others meanwhile."""
@@ -256,7 +265,7 @@ def test_size_larger_than_the_frame(harness: Harness) -> None:
 
 
 @pytest.mark.parametrize("cut", ["size", "header", "body"])
-@conformance("robustness/disconnect-mid-request/{cut}", "PROTOCOL.R16", disruptive=True)
+@conformance("protocol/robustness/disconnect-mid-request/{cut}", "PROTOCOL.R16", disruptive=True)
 def test_abrupt_disconnect_mid_request(harness: Harness, cut: str) -> None:
     version = harness.pick_version(ApiKey.METADATA, "1+")
     body = harness.codec.encode(
@@ -275,7 +284,9 @@ def test_abrupt_disconnect_mid_request(harness: Harness, cut: str) -> None:
     verify.expect_still_serving(harness, "PROTOCOL.R16")
 
 
-@conformance("robustness/acknowledged-kept", "PROTOCOL.R17", api=ApiKey.FETCH, disruptive=True)
+@conformance(
+    "protocol/robustness/acknowledged-kept", "PROTOCOL.R17", api=ApiKey.FETCH, disruptive=True
+)
 def test_acknowledged_records_are_kept(harness: Harness, acknowledged) -> None:
     topic, acked = acknowledged
     if isinstance(acked, BaseException):

@@ -123,7 +123,7 @@ def judge_answer(
 
 
 @pytest.mark.parametrize("case", api_version_cases(), ids=str)
-@conformance("spec/{case}/well-formed", *REQS)
+@conformance("protocol/spec/{case}/well-formed", *REQS)
 def test_valid_requests_are_answered(harness: Harness, case: ApiCase) -> None:
     api, version = case.api_key, case.version
     assert version is not None

@@ -75,7 +75,7 @@ def _refused(harness: Harness, api_key: int, claimed: int) -> None:
 @pytest.mark.parametrize(
     "case", [c for c in api_cases() if c.api_key != ApiKey.API_VERSIONS], ids=str
 )
-@conformance("versions/{case}/outside-advertised-refused", R10)
+@conformance("protocol/versions/{case}/outside-advertised-refused", R10)
 def test_versions_outside_the_advertised_range_are_refused(harness: Harness, case: ApiCase) -> None:
     harness.require(case.api_key)
     lo, hi = harness.advertised[case.api_key]
