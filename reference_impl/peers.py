@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 from conformance.client.wire import Connection, pick_version
 from reference_impl import security_hooks
+from reference_impl.roles import BrokerView
 
 CONNECT_TIMEOUT_S = 5.0
 
@@ -24,7 +24,7 @@ class PeerConnections:
 
     def __init__(
         self,
-        node: Any,
+        node: BrokerView,
         api_key: int,
         client_id: str,
         *,
