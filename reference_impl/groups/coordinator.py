@@ -875,6 +875,12 @@ class GroupCoordinator:
         if not names:
             self.producer_groups.pop(producer_id, None)
 
+    def loaded(self, partition: int) -> bool:
+        """Whether this coordinator holds ``partition``'s groups now (led here, replay done):
+        a transaction marker for it may be applied (else the sender retries)."""
+        owned = self.partitions.get(partition)
+        return owned is not None and not owned.loading
+
     def has_pending_offset(self, group_id: str, tp: TopicPartition) -> bool:
         """OffsetFetch's RequireStable: a commit of ``tp`` not yet durable or not yet ended."""
         group = self.groups.get(group_id)

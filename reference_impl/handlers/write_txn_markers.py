@@ -17,7 +17,10 @@ Behaviour / version notes (Kafka 3.9's KafkaApis.handleWriteTxnMarkersRequest):
   range to the aborted-transaction index; a repeated marker writes another control batch and
   changes nothing else.
 - A marker on a ``__consumer_offsets`` partition then tells the group coordinator, which makes
-  the producer's pending transactional offsets visible (COMMIT) or drops them (ABORT).
+  the producer's pending transactional offsets visible (COMMIT) or drops them (ABORT); while
+  that partition's groups are still loading here the marker is not written and the partition
+  answers NOT_LEADER_OR_FOLLOWER (Kafka's group coordinator turns its loading errors into it),
+  so the transaction coordinator retries.
 - The answer lists each producer id once, its partitions' errors merged (Kafka keys the answer
   by producer id). No markers: an empty answer.
 - Versions 0-1 (1 is flexible), Kafka 3.9's range; v2 (TransactionVersion, Kafka 4.x) is not
@@ -66,6 +69,9 @@ async def write_txn_markers(node: BrokerView, ctx: RequestContext, body: dict) -
                 if key not in node.replica_manager.partitions:
                     found[key] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                     continue
+                if not _groups_ready(node, *key):
+                    found[key] = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                    continue
                 appends.append(
                     (
                         *key,
@@ -83,6 +89,16 @@ async def write_txn_markers(node: BrokerView, ctx: RequestContext, body: dict) -
         if offsets:
             _groups_completed(node, pid, offsets, marker["TransactionResult"], found)
     return {"Markers": [_answer(pid, found) for pid, found in errors.items()]}
+
+
+def _groups_ready(node: BrokerView, topic: str, index: int) -> bool:
+    """A ``__consumer_offsets`` partition takes a marker only once its groups are loaded here
+    (a marker applied during the replay could be missed by it): until then the coordinator is
+    told NOT_LEADER_OR_FOLLOWER and retries, as Kafka's group coordinator answers markers."""
+    groups = getattr(node, "groups", None)
+    if topic != OFFSETS_TOPIC or groups is None:
+        return True
+    return groups.coordinator.loaded(index)
 
 
 def _groups_completed(

@@ -67,7 +67,11 @@ def test_a_replay_applies_the_markers_in_the_log() -> None:
     assert commit(first, 8, 6) == 0
     store.write_marker(0, (8, 0), commit=False)
     assert commit(first, 9, 7, tp=TP2) == 0  # still open when the coordinator moves
+    loading = GroupCoordinator(ManualScheduler(), store, GroupConfig(offsets_topic_partitions=1))
+    loading.start_loading(0)
+    assert not loading.loaded(0)  # markers wait (NOT_LEADER_OR_FOLLOWER) until the replay ends
     again = coordinator(store)
+    assert again.loaded(0)
     assert committed(again) == 5
     assert committed(again, TP2) is None and again.has_pending_offset("g", TP2)
     again.transaction_completed(9, [0], True)
