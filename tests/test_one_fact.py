@@ -19,6 +19,9 @@ import pytest
 from conformance.protocol import (
     AUTHORIZED_OPERATIONS_UNSET,
     AclOperation,
+    AclPatternType,
+    AclPermissionType,
+    AclResourceType,
     ConfigOperation,
     ConfigResourceType,
 )
@@ -123,9 +126,26 @@ def test_the_guard_sees_a_second_statement(tmp_path: Path) -> None:
 
 # --- the enums the specs carry as integers: generated (gen_tables), never restated -----------
 
-ENUMS = (ConfigResourceType, ConfigOperation, AclOperation)
+ENUMS = (
+    ConfigResourceType,
+    ConfigOperation,
+    AclOperation,
+    AclResourceType,
+    AclPatternType,
+    AclPermissionType,
+)
 #: request fields whose value is one of ENUMS (a bare integer there restates the enum)
-ENUM_FIELDS = frozenset({"ResourceType", "ConfigOperation", "Operation"})
+ENUM_FIELDS = frozenset(
+    {
+        "ResourceType",
+        "ConfigOperation",
+        "Operation",
+        "ResourceTypeFilter",
+        "PatternTypeFilter",
+        "ResourcePatternType",
+        "PermissionType",
+    }
+)
 
 
 def _int(node: ast.AST) -> int | None:
@@ -147,7 +167,7 @@ def _int(node: ast.AST) -> int | None:
 
 def _spellings(member: str) -> set[str]:
     """How a module names its own copy of a member: ``TOPIC``, ``TOPIC_RESOURCE``, ``OP_SET``."""
-    marks = ("RESOURCE", "OPERATION", "OP", "TYPE")
+    marks = ("RESOURCE", "OPERATION", "OP", "TYPE", "ACL", "PATTERN", "PERMISSION")
     return {member} | {f"{member}_{m}" for m in marks} | {f"{m}_{member}" for m in marks}
 
 
@@ -177,12 +197,14 @@ def enum_restatements(path: Path) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=False):
+                # a field name, or a key ending in one: ``(ApiKey.CREATE_ACLS, "ResourceType")``
+                field = key.elts[-1] if isinstance(key, ast.Tuple) and key.elts else key
                 if (
-                    isinstance(key, ast.Constant)
-                    and key.value in ENUM_FIELDS
+                    isinstance(field, ast.Constant)
+                    and field.value in ENUM_FIELDS
                     and _int(value) is not None
                 ):
-                    found.append(f"{node.lineno}: {key.value!r}: {_int(value)}")
+                    found.append(f"{node.lineno}: {field.value!r}: {_int(value)}")
     return found
 
 
@@ -199,10 +221,11 @@ def test_the_enum_guard_sees_a_restatement(tmp_path: Path) -> None:
     copy = tmp_path / "m.py"
     copy.write_text(
         "TOPIC_RESOURCE = 2\nSET, DELETE = 0, 1\nUNSET = -(2**31)\nTOPIC_CONFIG = 2\n"
-        "BODY = {'ResourceType': 2, 'Name': 3}\nACL_ANY = 1\n"
+        "BODY = {'ResourceType': 2, 'Name': 3}\nACL_ANY = 1\nLITERAL = 3\n"
+        "MEANINGFUL = {(12, 'PermissionType'): 3, (12, 'Name'): 3}\n"
     )
     found = enum_restatements(copy)
-    assert [f.split(":")[0] for f in found] == ["1", "2", "2", "3", "5"], found
+    assert [f.split(":")[0] for f in found] == ["1", "2", "2", "3", "6", "7", "5", "8"], found
     assert ConfigResourceType.TOPIC == 2 and ConfigOperation.SUBTRACT == 3
     assert AclOperation.TWO_PHASE_COMMIT.since == "4.0.0" and AclOperation.READ.since is None
 

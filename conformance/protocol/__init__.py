@@ -5,6 +5,9 @@ from conformance.protocol._generated.api_keys import ApiKey
 from conformance.protocol._generated.enums import (
     AUTHORIZED_OPERATIONS_UNSET,
     AclOperation,
+    AclPatternType,
+    AclPermissionType,
+    AclResourceType,
     ConfigOperation,
     ConfigResourceType,
 )
@@ -17,6 +20,9 @@ from conformance.protocol.spec import MessageSpec, SpecSet
 __all__ = [
     "AUTHORIZED_OPERATIONS_UNSET",
     "AclOperation",
+    "AclPatternType",
+    "AclPermissionType",
+    "AclResourceType",
     "ApiKey",
     "Codec",
     "ConfigOperation",

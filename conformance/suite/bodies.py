@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import AclOperation, ApiKey, Codec, ConfigResourceType
+from conformance.protocol import (
+    AclOperation,
+    AclPermissionType,
+    AclResourceType,
+    ApiKey,
+    Codec,
+    ConfigResourceType,
+)
 from conformance.protocol.spec import StructSpec
 from conformance.suite.safety import (
     CLUSTER_ACTION,
@@ -40,17 +47,17 @@ MEANINGFUL: dict[tuple[int, str], Any] = {
     (ApiKey.CREATE_TOPICS, "ReplicationFactor"): 1,
     # ACLs: a filter matching any operation and permission on a topic; a creation allowing a
     # suite principal to read a (suite-named) topic from any host
-    (ApiKey.DESCRIBE_ACLS, "ResourceTypeFilter"): 2,
+    (ApiKey.DESCRIBE_ACLS, "ResourceTypeFilter"): AclResourceType.TOPIC,
     (ApiKey.DESCRIBE_ACLS, "Operation"): AclOperation.ANY,
-    (ApiKey.DESCRIBE_ACLS, "PermissionType"): 1,
-    (ApiKey.DELETE_ACLS, "ResourceTypeFilter"): 2,
+    (ApiKey.DESCRIBE_ACLS, "PermissionType"): AclPermissionType.ANY,
+    (ApiKey.DELETE_ACLS, "ResourceTypeFilter"): AclResourceType.TOPIC,
     (ApiKey.DELETE_ACLS, "Operation"): AclOperation.ANY,
-    (ApiKey.DELETE_ACLS, "PermissionType"): 1,
-    (ApiKey.CREATE_ACLS, "ResourceType"): 2,
+    (ApiKey.DELETE_ACLS, "PermissionType"): AclPermissionType.ANY,
+    (ApiKey.CREATE_ACLS, "ResourceType"): AclResourceType.TOPIC,
     (ApiKey.CREATE_ACLS, "Principal"): "User:kc-suite-principal",
     (ApiKey.CREATE_ACLS, "Host"): "*",
     (ApiKey.CREATE_ACLS, "Operation"): AclOperation.READ,
-    (ApiKey.CREATE_ACLS, "PermissionType"): 3,
+    (ApiKey.CREATE_ACLS, "PermissionType"): AclPermissionType.ALLOW,
 }
 
 

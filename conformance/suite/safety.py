@@ -45,7 +45,13 @@ import time
 import uuid
 from typing import Any
 
-from conformance.protocol import ApiKey
+from conformance.protocol import (
+    AclOperation,
+    AclPatternType,
+    AclPermissionType,
+    AclResourceType,
+    ApiKey,
+)
 from conformance.protocol.compiler import UNKNOWN_TAGS
 from conformance.protocol.framing import encode_request
 from conformance.protocol.records import (
@@ -67,7 +73,6 @@ def fresh_name(what: str = "") -> str:
 
 NAME_ENTITIES = {"topicName", "groupId", "transactionalId"}
 NAME_FIELDS = {"ResourceName", "ResourceNameFilter", "EntityName"}
-LITERAL = 3
 #: the broker id the inert requests use: one no cluster has
 NO_BROKER = 2147483646
 #: the producer id the inert requests use: one no coordinator hands out
@@ -133,19 +138,22 @@ _FIELD_RULES: dict[str, Any] = {
     "ReplicationFactor": lambda v: _clamp(v, -1, 1),
     "Count": lambda v: _clamp(v, 0, 3),
     "Assignments": lambda v: [] if isinstance(v, list) else None,
-    "PatternTypeFilter": lambda v: LITERAL,
-    "ResourcePatternType": lambda v: LITERAL,
+    "PatternTypeFilter": lambda v: AclPatternType.LITERAL,
+    "ResourcePatternType": lambda v: AclPatternType.LITERAL,
     "TransactionTimeoutMs": lambda v: _clamp(v, 1, 60000),
     "IsolationLevel": lambda v: v if v in (0, 1) else 0,
 }
 
 
-#: the ACL APIs' enumerations whose UNKNOWN (0) Kafka refuses while parsing
-ACL_ENUMS = ("ResourceType", "ResourceTypeFilter", "Operation", "PermissionType")
+#: the ACL APIs' enumerations whose UNKNOWN Kafka refuses while parsing, by field; ANY stands
+#: for it (a filter's wildcard; a creation naming it is refused with an error code)
+ACL_ENUMS: dict[str, type[AclResourceType | AclOperation | AclPermissionType]] = {
+    "ResourceType": AclResourceType,
+    "ResourceTypeFilter": AclResourceType,
+    "Operation": AclOperation,
+    "PermissionType": AclPermissionType,
+}
 ACL_APIS = {ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS}
-#: what stands for UNKNOWN in them: ANY (a filter's wildcard; a creation naming it is refused
-#: with an error code)
-ACL_ANY = 1
 #: the topic of WriteTxnMarkers' inert marker: a suite name no test creates
 NO_TOPIC = PREFIX + "no-such-topic"
 
@@ -163,9 +171,9 @@ def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
                 part["Records"] = valid_records(version, part.get("Records"))
     if spec.api_key in ACL_APIS:
         for item in (out, *(out.get("Creations") or []), *(out.get("Filters") or [])):
-            for name in ACL_ENUMS:
-                if item.get(name) == 0:
-                    item[name] = ACL_ANY
+            for name, enum in ACL_ENUMS.items():
+                if item.get(name) == enum.UNKNOWN:
+                    item[name] = enum.ANY
     if spec.api_key == ApiKey.ELECT_LEADERS and out.get("TopicPartitions") is None:
         out["TopicPartitions"] = []  # null would elect leaders of every partition
     if spec.api_key == ApiKey.STREAMS_GROUP_HEARTBEAT:

@@ -40,7 +40,13 @@ from urllib.parse import quote, unquote
 
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
-from conformance.protocol import AclOperation, ConfigResourceType
+from conformance.protocol import (
+    AclOperation,
+    AclPatternType,
+    AclPermissionType,
+    AclResourceType,
+    ConfigResourceType,
+)
 from reference_impl.broker_state import BrokerState
 from reference_impl.config import NodeConfig
 from reference_impl.controller.store import MetadataStore, StoreFenced
@@ -53,7 +59,6 @@ from reference_impl.metadata.image import (
     quota_record,
 )
 from reference_impl.process import NodeFatal
-from reference_impl.security.acl import PatternType, PermissionType, ResourceType
 from reference_impl.zk import CONTROLLER, CONTROLLER_EPOCH, ZooKeeper, ZooKeeperError
 
 log = logging.getLogger(__name__)
@@ -80,10 +85,10 @@ def _znode_names(enum: type[IntEnum], first: int) -> dict[int, str]:
     return {int(m): m.name.title().replace("_", "") for m in enum if m >= first}
 
 
-RESOURCE_TYPES = _znode_names(ResourceType, ResourceType.TOPIC)
+RESOURCE_TYPES = _znode_names(AclResourceType, AclResourceType.TOPIC)
 OPERATIONS = _znode_names(AclOperation, AclOperation.ALL)
-PERMISSIONS = _znode_names(PermissionType, PermissionType.DENY)
-LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
+PERMISSIONS = _znode_names(AclPermissionType, AclPermissionType.DENY)
+LITERAL, PREFIXED = AclPatternType.LITERAL, AclPatternType.PREFIXED
 
 
 def _dumps(obj: Any) -> bytes:

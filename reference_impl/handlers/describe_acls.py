@@ -42,7 +42,7 @@ def describe(authorizer: NodeAclAuthorizer, body: dict, version: int) -> dict[st
     found = [
         b
         for b in authorizer.acl.matching(f)
-        if version >= 3 or b.resource_type != acl.ResourceType.USER
+        if version >= 3 or b.resource_type != acl.AclResourceType.USER
     ]
     resources = [
         {

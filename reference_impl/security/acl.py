@@ -27,38 +27,12 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from conformance.protocol import AclOperation
+from conformance.protocol import AclOperation, AclPatternType, AclPermissionType, AclResourceType
 
 WILDCARD_RESOURCE = "*"
 WILDCARD_HOST = "*"
 WILDCARD_PRINCIPAL = "User:*"
 CLUSTER_NAME = "kafka-cluster"
-
-
-class ResourceType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class PermissionType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
 
 
 #: operations an ALLOW of any of which grants the key operation (Kafka's implied operations)
@@ -88,12 +62,12 @@ def _enum(kind: type[IntEnum], value: int | str | IntEnum) -> Any:
         return kind(0)
 
 
-def resource_type(value: int | str) -> ResourceType:
-    return _enum(ResourceType, value)
+def resource_type(value: int | str) -> AclResourceType:
+    return _enum(AclResourceType, value)
 
 
-def pattern_type(value: int | str) -> PatternType:
-    return _enum(PatternType, value)
+def pattern_type(value: int | str) -> AclPatternType:
+    return _enum(AclPatternType, value)
 
 
 def operation(value: int | str) -> AclOperation:
@@ -103,19 +77,19 @@ def operation(value: int | str) -> AclOperation:
     return AclOperation.UNKNOWN if op.since is not None else op
 
 
-def permission_type(value: int | str) -> PermissionType:
-    return _enum(PermissionType, value)
+def permission_type(value: int | str) -> AclPermissionType:
+    return _enum(AclPermissionType, value)
 
 
 @dataclass(frozen=True)
 class AclBinding:
-    resource_type: ResourceType
+    resource_type: AclResourceType
     resource_name: str
-    pattern_type: PatternType
+    pattern_type: AclPatternType
     principal: str
     host: str
     operation: AclOperation
-    permission_type: PermissionType
+    permission_type: AclPermissionType
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,17 +116,17 @@ class AclBinding:
 
     def invalid_reason(self) -> str | None:
         """Why this binding may not be created (Kafka's checks), or None."""
-        if self.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
+        if self.resource_type in (AclResourceType.UNKNOWN, AclResourceType.ANY):
             return f"Invalid resourceType {self.resource_type.name}"
-        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+        if self.pattern_type not in (AclPatternType.LITERAL, AclPatternType.PREFIXED):
             return f"Invalid patternType {self.pattern_type.name}"
         if self.operation in (AclOperation.UNKNOWN, AclOperation.ANY):
             return f"Invalid operation {self.operation.name}"
-        if self.permission_type not in (PermissionType.ALLOW, PermissionType.DENY):
+        if self.permission_type not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
             return f"Invalid permissionType {self.permission_type.name}"
         if not self.resource_name:
             return "Resource name should not be empty"
-        if self.resource_type == ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
+        if self.resource_type == AclResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
             return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
         if ":" not in self.principal:
             return (
@@ -166,13 +140,13 @@ class AclBinding:
 class AclBindingFilter:
     """A DescribeAcls / DeleteAcls filter; None name, principal or host match anything."""
 
-    resource_type: ResourceType = ResourceType.ANY
+    resource_type: AclResourceType = AclResourceType.ANY
     resource_name: str | None = None
-    pattern_type: PatternType = PatternType.ANY
+    pattern_type: AclPatternType = AclPatternType.ANY
     principal: str | None = None
     host: str | None = None
     operation: AclOperation = AclOperation.ANY
-    permission_type: PermissionType = PermissionType.ANY
+    permission_type: AclPermissionType = AclPermissionType.ANY
 
     def unknown_reason(self) -> str | None:
         """Why the filter cannot be used (it holds UNKNOWN values), or None."""
@@ -182,18 +156,18 @@ class AclBindingFilter:
         return None
 
     def matches_pattern(self, b: AclBinding) -> bool:
-        if self.resource_type != ResourceType.ANY and self.resource_type != b.resource_type:
+        if self.resource_type != AclResourceType.ANY and self.resource_type != b.resource_type:
             return False
-        if self.pattern_type not in (PatternType.ANY, PatternType.MATCH) and (
+        if self.pattern_type not in (AclPatternType.ANY, AclPatternType.MATCH) and (
             self.pattern_type != b.pattern_type
         ):
             return False
         if self.resource_name is None:
             return True
-        if self.pattern_type in (PatternType.ANY, b.pattern_type):
+        if self.pattern_type in (AclPatternType.ANY, b.pattern_type):
             return self.resource_name == b.resource_name
         # MATCH: the bindings that would apply to a resource named resource_name
-        if b.pattern_type == PatternType.LITERAL:
+        if b.pattern_type == AclPatternType.LITERAL:
             return b.resource_name in (self.resource_name, WILDCARD_RESOURCE)
         return self.resource_name.startswith(b.resource_name)
 
@@ -204,14 +178,14 @@ class AclBindingFilter:
             return False
         if self.operation != AclOperation.ANY and self.operation != b.operation:
             return False
-        return self.permission_type in (PermissionType.ANY, b.permission_type)
+        return self.permission_type in (AclPermissionType.ANY, b.permission_type)
 
     def matches(self, b: AclBinding) -> bool:
         return self.matches_pattern(b) and self.matches_entry(b)
 
 
 def _entry_matches(
-    b: AclBinding, principal: str, host: str, op: AclOperation, permission: PermissionType
+    b: AclBinding, principal: str, host: str, op: AclOperation, permission: AclPermissionType
 ) -> bool:
     return (
         b.permission_type == permission
@@ -226,22 +200,22 @@ class AclIndex:
 
     def __init__(self, bindings: Iterable[AclBinding] = ()) -> None:
         self.bindings: list[AclBinding] = []
-        self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
-        self._prefixed: dict[ResourceType, dict[str, list[AclBinding]]] = {}
+        self._literal: dict[tuple[AclResourceType, str], list[AclBinding]] = {}
+        self._prefixed: dict[AclResourceType, dict[str, list[AclBinding]]] = {}
         seen: set[AclBinding] = set()
         for b in bindings:
             if b in seen:
                 continue
             seen.add(b)
             self.bindings.append(b)
-            if b.pattern_type == PatternType.PREFIXED:
+            if b.pattern_type == AclPatternType.PREFIXED:
                 self._prefixed.setdefault(b.resource_type, {}).setdefault(
                     b.resource_name, []
                 ).append(b)
             else:
                 self._literal.setdefault((b.resource_type, b.resource_name), []).append(b)
 
-    def applying(self, rtype: ResourceType, name: str) -> list[AclBinding]:
+    def applying(self, rtype: AclResourceType, name: str) -> list[AclBinding]:
         out = list(self._literal.get((rtype, name), ()))
         if name != WILDCARD_RESOURCE:
             out.extend(self._literal.get((rtype, WILDCARD_RESOURCE), ()))
@@ -256,7 +230,7 @@ class AclIndex:
                     out.extend(prefixes.get(name[:i], ()))
         return out
 
-    def of_type(self, rtype: ResourceType) -> list[AclBinding]:
+    def of_type(self, rtype: AclResourceType) -> list[AclBinding]:
         return [b for b in self.bindings if b.resource_type == rtype]
 
     def matching(self, f: AclBindingFilter) -> list[AclBinding]:
@@ -296,7 +270,7 @@ class AclAuthorizer:
         principal: str,
         host: str,
         op: AclOperation | int | str,
-        rtype: ResourceType | int | str,
+        rtype: AclResourceType | int | str,
         name: str,
     ) -> bool:
         if principal in self.super_users:
@@ -305,11 +279,11 @@ class AclAuthorizer:
         acls = self.index.applying(rtype, name)
         if not acls:
             return self.allow_everyone_if_no_acl_found
-        if any(_entry_matches(b, principal, host, op, PermissionType.DENY) for b in acls):
+        if any(_entry_matches(b, principal, host, op, AclPermissionType.DENY) for b in acls):
             return False
         allowing = IMPLIED_BY.get(op, frozenset({op}))
         return any(
-            _entry_matches(b, principal, host, o, PermissionType.ALLOW)
+            _entry_matches(b, principal, host, o, AclPermissionType.ALLOW)
             for b in acls
             for o in allowing
         )
@@ -319,7 +293,7 @@ class AclAuthorizer:
         principal: str,
         host: str,
         op: AclOperation | int | str,
-        rtype: ResourceType | int | str,
+        rtype: AclResourceType | int | str,
     ) -> bool:
         """Kafka's ``authorizeByResourceType``: could ``op`` be allowed on some resource of the
         type? An ALLOW (op or ALL) counts unless a DENY's pattern covers it."""
@@ -333,20 +307,20 @@ class AclAuthorizer:
             and b.host in (host, WILDCARD_HOST)
             and b.operation in (op, AclOperation.ALL)
         ]
-        deny = [b for b in acls if b.permission_type == PermissionType.DENY]
+        deny = [b for b in acls if b.permission_type == AclPermissionType.DENY]
         if any(
-            b.pattern_type == PatternType.LITERAL and b.resource_name == WILDCARD_RESOURCE
+            b.pattern_type == AclPatternType.LITERAL and b.resource_name == WILDCARD_RESOURCE
             for b in deny
         ):
             return False
-        deny_literal = {b.resource_name for b in deny if b.pattern_type == PatternType.LITERAL}
-        deny_prefix = [b.resource_name for b in deny if b.pattern_type == PatternType.PREFIXED]
+        deny_literal = {b.resource_name for b in deny if b.pattern_type == AclPatternType.LITERAL}
+        deny_prefix = [b.resource_name for b in deny if b.pattern_type == AclPatternType.PREFIXED]
         for b in acls:
-            if b.permission_type != PermissionType.ALLOW:
+            if b.permission_type != AclPermissionType.ALLOW:
                 continue
             if any(b.resource_name.startswith(p) for p in deny_prefix):
                 continue
-            if b.pattern_type == PatternType.LITERAL and b.resource_name in deny_literal:
+            if b.pattern_type == AclPatternType.LITERAL and b.resource_name in deny_literal:
                 continue
             return True
         return self.allow_everyone_if_no_acl_found and not self.index.of_type(rtype)
@@ -357,9 +331,9 @@ class AclAuthorizer:
 
 def group_by_resource(
     bindings: Sequence[AclBinding],
-) -> list[tuple[tuple[ResourceType, str, PatternType], list[AclBinding]]]:
+) -> list[tuple[tuple[AclResourceType, str, AclPatternType], list[AclBinding]]]:
     """Bindings grouped by resource pattern, in first-seen order (DescribeAcls' shape)."""
-    groups: dict[tuple[ResourceType, str, PatternType], list[AclBinding]] = {}
+    groups: dict[tuple[AclResourceType, str, AclPatternType], list[AclBinding]] = {}
     for b in bindings:
         groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(b)
     return list(groups.items())

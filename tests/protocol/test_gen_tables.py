@@ -110,7 +110,14 @@ def test_enums_are_the_data() -> None:
         assert [(m.name, int(m), m.since) for m in enum] == [
             (r["name"], r["value"], r.get("since")) for r in row["members"]
         ]
-    assert {r["name"] for r in rows} == {"ConfigResourceType", "ConfigOperation", "AclOperation"}
+    assert {r["name"] for r in rows} == {
+        "ConfigResourceType",
+        "ConfigOperation",
+        "AclOperation",
+        "AclResourceType",
+        "AclPatternType",
+        "AclPermissionType",
+    }
 
 
 def test_a_repeated_enum_value_is_refused(tmp_path: Path) -> None:

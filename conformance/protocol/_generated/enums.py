@@ -64,3 +64,35 @@ class AclOperation(_Since):
     CREATE_TOKENS = 13
     DESCRIBE_TOKENS = 14
     TWO_PHASE_COMMIT = 15, '4.0.0'
+
+
+class AclResourceType(_Since):
+    """The kind of resource an ACL or an ACL filter names (the ResourceType and ResourceTypeFilter fields of the ACL APIs); ANY matches every kind in a filter."""
+
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class AclPatternType(_Since):
+    """How an ACL's resource name matches (ResourcePatternType, PatternTypeFilter): LITERAL the name itself (or the wildcard *), PREFIXED every name it starts; in a filter ANY matches both kinds of binding as written and MATCH every binding that would apply to the name."""
+
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class AclPermissionType(_Since):
+    """Whether an ACL allows or denies its operation (the PermissionType fields); ANY matches both in a filter."""
+
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3

@@ -133,11 +133,11 @@ def test_delete_records_needs_delete_on_the_topic(tmp_path: Path) -> None:
     binding = acl.AclBinding(
         acl.resource_type("TOPIC"),
         "t",
-        acl.PatternType.LITERAL,
+        acl.AclPatternType.LITERAL,
         "User:ANONYMOUS",
         "*",
         acl.AclOperation.DELETE,
-        acl.PermissionType.ALLOW,
+        acl.AclPermissionType.ALLOW,
     )
     authorizer = acl.AclAuthorizer([binding])
 

@@ -10,21 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.protocol import AclOperation, AclPatternType, AclPermissionType, AclResourceType
 from reference_impl.handlers import create_acls, delete_acls, describe_acls
-from reference_impl.security.acl import (
-    AclAuthorizer,
-    AclBinding,
-    AclBindingFilter,
-    AclIndex,
-    AclOperation,
-    PatternType,
-    PermissionType,
-    ResourceType,
-)
+from reference_impl.security.acl import AclAuthorizer, AclBinding, AclBindingFilter, AclIndex
 
-T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
-LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
-ALLOW, DENY = PermissionType.ALLOW, PermissionType.DENY
+T, G, C = AclResourceType.TOPIC, AclResourceType.GROUP, AclResourceType.CLUSTER
+LIT, PRE = AclPatternType.LITERAL, AclPatternType.PREFIXED
+ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 Op = AclOperation
 
 
@@ -102,7 +94,7 @@ def test_filters_match_as_kafka() -> None:
     index = AclIndex([lit, pre, wild])
     assert index.matching(AclBindingFilter()) == [lit, pre, wild]
     assert index.matching(AclBindingFilter(resource_name="orders")) == [lit]
-    assert index.matching(AclBindingFilter(T, "orders", PatternType.MATCH)) == [lit, pre, wild]
+    assert index.matching(AclBindingFilter(T, "orders", AclPatternType.MATCH)) == [lit, pre, wild]
     assert index.matching(AclBindingFilter(pattern_type=PRE)) == [pre]
     assert index.matching(AclBindingFilter(principal="User:*")) == [wild]
     assert index.matching(AclBindingFilter(operation=Op.WRITE, permission_type=DENY)) == [pre]
@@ -118,7 +110,8 @@ def test_creation_validation() -> None:
     assert "principal" in acl("orders", Op.READ, principal="alice").invalid_reason()
     assert acl("orders", Op.ANY).invalid_reason() == "Invalid operation ANY"
     assert (
-        acl("o", Op.READ, ptype=PatternType.MATCH).invalid_reason() == "Invalid patternType MATCH"
+        acl("o", Op.READ, ptype=AclPatternType.MATCH).invalid_reason()
+        == "Invalid patternType MATCH"
     )
 
 
@@ -202,7 +195,7 @@ def test_authorizer_agrees_with_the_model(bindings, queries, supers, everyone) -
 def test_match_filter_selects_what_applies_to_the_resource(bindings, rtype) -> None:
     index = AclIndex(bindings)
     for name in NAMES[:4]:
-        selected = index.matching(AclBindingFilter(rtype, name, PatternType.MATCH))
+        selected = index.matching(AclBindingFilter(rtype, name, AclPatternType.MATCH))
         assert set(selected) == set(index.applying(rtype, name)), name
 
 

@@ -46,11 +46,11 @@ def allow(rtype: str, name: str, op: str, host: str = "*") -> AclBinding:
     return AclBinding(
         acl.resource_type(rtype),
         name,
-        acl.PatternType.LITERAL,
+        acl.AclPatternType.LITERAL,
         "User:alice",
         host,
         AclOperation[op],
-        acl.PermissionType.ALLOW,
+        acl.AclPermissionType.ALLOW,
     )
 
 

@@ -18,12 +18,17 @@ import pytest
 
 from conformance.client.sasl import SaslAuthenticationError, open_authenticated
 from conformance.client.wire import Connection, ConnectionClosed
-from conformance.protocol import ApiKey
+from conformance.protocol import (
+    AclOperation,
+    AclPatternType,
+    AclPermissionType,
+    AclResourceType,
+    ApiKey,
+)
 from conformance.protocol.framing import encode_request
 from conformance.protocol.records.batch import build_batch, encode_batch
 from reference_impl.launcher import Cluster
 from reference_impl.principal import address_bytes, serialize
-from reference_impl.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from tests.reference.control_plane import CODEC, STORES, new_cluster, run, topic_body
 
 USERS = {
@@ -127,8 +132,8 @@ def acl(
     principal: str,
     op: int,
     *,
-    rtype: int = ResourceType.TOPIC,
-    pattern: int = PatternType.LITERAL,
+    rtype: int = AclResourceType.TOPIC,
+    pattern: int = AclPatternType.LITERAL,
 ) -> dict:
     return {
         "ResourceType": rtype,
@@ -137,7 +142,7 @@ def acl(
         "Principal": principal,
         "Host": "*",
         "Operation": op,
-        "PermissionType": PermissionType.ALLOW,
+        "PermissionType": AclPermissionType.ALLOW,
     }
 
 
@@ -145,11 +150,11 @@ def acl_filter(name: str | None = None, principal: str | None = None) -> dict:
     return {
         "ResourceTypeFilter": 1,
         "ResourceNameFilter": name,
-        "PatternTypeFilter": PatternType.ANY,
+        "PatternTypeFilter": AclPatternType.ANY,
         "PrincipalFilter": principal,
         "HostFilter": None,
         "Operation": AclOperation.ANY,
-        "PermissionType": PermissionType.ANY,
+        "PermissionType": AclPermissionType.ANY,
     }
 
 
@@ -316,14 +321,14 @@ def test_acl_round_trip_through_brokers_is_seen_by_every_broker(cluster) -> None
         {
             "Creations": [
                 acl(name, principal, AclOperation.READ),
-                acl(name[:4], principal, AclOperation.WRITE, pattern=PatternType.PREFIXED),
+                acl(name[:4], principal, AclOperation.WRITE, pattern=AclPatternType.PREFIXED),
             ]
         },
     )
     assert [r["ErrorCode"] for r in created["Results"]] == [0, 0]
     expected = {
-        (ResourceType.TOPIC, name, PatternType.LITERAL, AclOperation.READ),
-        (ResourceType.TOPIC, name[:4], PatternType.PREFIXED, AclOperation.WRITE),
+        (AclResourceType.TOPIC, name, AclPatternType.LITERAL, AclOperation.READ),
+        (AclResourceType.TOPIC, name[:4], AclPatternType.PREFIXED, AclOperation.WRITE),
     }
     for broker in BROKERS:
         assert wait_for(lambda b=broker: described(cluster, b, principal) == expected), broker
@@ -336,7 +341,7 @@ def test_acl_round_trip_through_brokers_is_seen_by_every_broker(cluster) -> None
     )
     matched = deleted["FilterResults"][0]["MatchingAcls"]
     assert [(m["ResourceName"], m["Operation"]) for m in matched] == [(name, AclOperation.READ)]
-    remaining = {(ResourceType.TOPIC, name[:4], PatternType.PREFIXED, AclOperation.WRITE)}
+    remaining = {(AclResourceType.TOPIC, name[:4], AclPatternType.PREFIXED, AclOperation.WRITE)}
     for broker in BROKERS:
         assert wait_for(lambda b=broker: described(cluster, b, principal) == remaining), broker
 
@@ -403,7 +408,7 @@ def test_non_super_user_is_held_to_acls(cluster) -> None:
     for broker in BROKERS:
         assert wait_for(
             lambda b=broker: (
-                (ResourceType.TOPIC, mine, PatternType.LITERAL, AclOperation.WRITE)
+                (AclResourceType.TOPIC, mine, AclPatternType.LITERAL, AclOperation.WRITE)
                 in described(cluster, b, "User:alice")
             )
         )
