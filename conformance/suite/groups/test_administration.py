@@ -7,6 +7,7 @@ import time
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
+from conformance.suite.groups.commits import commit, fetch
 from conformance.suite.groups.members import (
     PROTOCOL_NAME,
     PROTOCOL_TYPE,
@@ -17,7 +18,6 @@ from conformance.suite.groups.members import (
 )
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
-from conformance.suite.offsets.commits import commit, fetch
 from conformance.suite.provision import delete_topics, obtain
 from conformance.suite.safety import fresh_name
 

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
+from conformance.suite.groups.commits import Offsets, commit, fetch
 from conformance.suite.groups.members import TRANSIENT, Group, find_coordinator
 from conformance.suite.harness import Harness, run_property
 from conformance.suite.meta import conformance
-from conformance.suite.offsets.commits import Offsets, commit, fetch
 from conformance.suite.provision import Topics
 from conformance.suite.safety import fresh_name
 
