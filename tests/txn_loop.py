@@ -661,7 +661,10 @@ def run_loop(target: Target, client: str, plan: LoopPlan, work: Path) -> LoopRes
     except AssertionError as e:  # the worker did not finish: said, and the output still judged
         result.problems.append(f"worker: {e}")
     result.phases["worker"] = _lap(started, result.phases)
-    killer.join(max(10.0, deadline - time.monotonic()))
+    try:
+        killer.join(max(10.0, deadline - time.monotonic()))
+    except Exception as e:  # the restart failing is a finding, said in the result
+        result.problems.append(f"restart of the killed broker: {e!r}")
     result.phases["restart"] = _lap(started, result.phases)
     result.killed = killer.what
     check_deadline = max(deadline, time.monotonic() + 30)
@@ -686,6 +689,7 @@ def main(argv: list[str] | None = None) -> int:
     --client java:3.9.1``; one JSON line of counts per client, exit 1 when one has problems."""
     import argparse
     import tempfile
+    import traceback
 
     from conformance.targets import TargetOptions, make_target
 
@@ -715,7 +719,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {target.describe()} started in {time.monotonic() - started:.1f} s", flush=True)
         try:
             for client in args.client or ["python"]:
-                result = run_loop(target, client, plan, Path(work))
+                try:
+                    result = run_loop(target, client, plan, Path(work))
+                except Exception as e:  # the next client still runs; the traceback on stderr
+                    traceback.print_exc()
+                    result = LoopResult(client, target.kind, problems=[f"loop broke: {e!r}"])
                 print(result.line(), flush=True)
                 failed |= not result.ok()
         finally:
