@@ -33,6 +33,7 @@ PRODUCE, FETCH, LIST, META, OFETCH, FC, CREATE, INIT, ADDP, ADDO, END, TXOC, API
     28,
     18,
 )
+JOIN, SYNC = 11, 14
 #: the highest version of each API the script encodes (Kafka 3.9's, AddPartitionsToTxn as clients)
 CAP = {
     PRODUCE: 11,
@@ -47,6 +48,8 @@ CAP = {
     ADDO: 4,
     END: 4,
     TXOC: 4,
+    JOIN: 9,
+    SYNC: 5,
 }
 CODEC = Codec.from_specs()
 
@@ -207,6 +210,23 @@ async def scenario(w: Wire) -> None:
         )
         return got if isinstance(got, str) else got["ErrorCode"]
 
+    async def txn_offset_commit(tid, pid, epoch, group, ep, offset, member):
+        """TxnOffsetCommit of one offset for partition 0; ``member``: (member id, generation)."""
+        part = dict(
+            PartitionIndex=0, CommittedOffset=offset, CommittedLeaderEpoch=-1, CommittedMetadata=""
+        )
+        body = dict(
+            TransactionalId=tid,
+            GroupId=group,
+            ProducerId=pid,
+            ProducerEpoch=epoch,
+            GenerationIdOrMemberEpoch=member[1],
+            MemberId=member[0],
+            GroupInstanceId=None,
+            Topics=[dict(Name=topic, Partitions=[part])],
+        )
+        return await retried(TXOC, body, ep, lambda a: a["Topics"][0]["Partitions"][0]["ErrorCode"])
+
     async def fetch(isolation):
         part = dict(
             Partition=0,
@@ -366,33 +386,7 @@ async def scenario(w: Wire) -> None:
     )
     show("AddOffsetsToTxn t2", got)
     gep = await coordinator(group, key_type=0)
-    got = await retried(
-        TXOC,
-        dict(
-            TransactionalId=t2,
-            GroupId=group,
-            ProducerId=pid2,
-            ProducerEpoch=e2,
-            GenerationIdOrMemberEpoch=-1,
-            MemberId="",
-            GroupInstanceId=None,
-            Topics=[
-                dict(
-                    Name=topic,
-                    Partitions=[
-                        dict(
-                            PartitionIndex=0,
-                            CommittedOffset=5,
-                            CommittedLeaderEpoch=-1,
-                            CommittedMetadata="",
-                        )
-                    ],
-                )
-            ],
-        ),
-        gep,
-        lambda a: a["Topics"][0]["Partitions"][0]["ErrorCode"],
-    )
+    got = await txn_offset_commit(t2, pid2, e2, group, gep, 5, ("", -1))
     show("TxnOffsetCommit offset 5", got)
     for stable in (False, True):
         got = await w.ask(
@@ -458,6 +452,62 @@ async def scenario(w: Wire) -> None:
         "TXN.R10 EndTxn commit of t3 afterwards (Kafka: 90 PRODUCER_FENCED)",
         await end(t3, ep3, pid3, e3, True),
     )
+
+    group4 = f"kc-wire-group-{uuid.uuid4().hex[:6]}"
+    gep4 = await coordinator(group4, key_type=0)
+    join = dict(
+        GroupId=group4,
+        SessionTimeoutMs=10000,
+        RebalanceTimeoutMs=4000,
+        MemberId="",
+        GroupInstanceId=None,
+        ProtocolType="consumer",
+        Protocols=[dict(Name="range", Metadata=b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff")],
+        Reason=None,
+    )
+    joined = await w.ask(JOIN, join, gep4, timeout=30)
+    if joined["ErrorCode"] == 79:
+        joined = await w.ask(JOIN, {**join, "MemberId": joined["MemberId"]}, gep4, timeout=30)
+    member, generation = joined["MemberId"], joined["GenerationId"]
+    synced = await w.ask(
+        SYNC,
+        dict(
+            GroupId=group4,
+            GenerationId=generation,
+            MemberId=member,
+            GroupInstanceId=None,
+            ProtocolType="consumer",
+            ProtocolName="range",
+            Assignments=[dict(MemberId=member, Assignment=b"")],
+        ),
+        gep4,
+        timeout=30,
+    )
+    show(
+        "group of one member: JoinGroup, SyncGroup",
+        (joined["ErrorCode"], generation, synced["ErrorCode"]),
+    )
+    t4 = f"kc-wire-t4-{uuid.uuid4().hex[:6]}"
+    ep4, got = await init(t4)
+    pid4, e4 = got["ProducerId"], got["ProducerEpoch"]
+    got = await retried(
+        ADDO,
+        dict(TransactionalId=t4, ProducerId=pid4, ProducerEpoch=e4, GroupId=group4),
+        ep4,
+        lambda a: a["ErrorCode"],
+    )
+    show("AddOffsetsToTxn t4", got["ErrorCode"])
+    for what, who, gen, kafka in (
+        ("a generation the group is not at", member, generation + 1, "22 ILLEGAL_GENERATION"),
+        ("a member the group does not have", "kc-not-a-member", generation, "25 UNKNOWN_MEMBER_ID"),
+        ("the member at its generation", member, generation, "0"),
+    ):
+        got = await txn_offset_commit(t4, pid4, e4, group4, gep4, 7, (who, gen))
+        show(
+            f"TXN.R14 TxnOffsetCommit v{w.v[TXOC]} naming {what} (Kafka: {kafka})",
+            got["Topics"][0]["Partitions"][0]["ErrorCode"],
+        )
+    show("EndTxn abort t4", await end(t4, ep4, pid4, e4, False))
 
 
 def tansu() -> None:

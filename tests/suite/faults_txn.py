@@ -167,6 +167,20 @@ class RequireStableIgnored(Fault):
         return True
 
 
+class MemberNotChecked(Fault):
+    """A group-aware TxnOffsetCommit of a stale generation or an unknown member is answered
+    NONE (TXN.R14)."""
+
+    responses = (ApiKey.TXN_OFFSET_COMMIT,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        refused = (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID)
+        parts = [p for t in body["Topics"] for p in t["Partitions"] if p["ErrorCode"] in refused]
+        for p in parts:
+            p["ErrorCode"] = 0
+        return bool(parts)
+
+
 class NotAddedAccepted(Fault):
     """A transactional batch for a partition not in the transaction is answered NONE
     (TXN.R11)."""
@@ -224,4 +238,5 @@ TXN_FAULTS: dict[str, type[Fault]] = {
     "TXN.R11": NotAddedAccepted,
     "TXN.R12": EmptyEndAccepted,
     "TXN.R13": OngoingDescribedEmpty,
+    "TXN.R14": MemberNotChecked,
 }

@@ -45,7 +45,7 @@ def test_apache_kafka_passes_every_transaction_requirement(kafka_run) -> None:
     reports/kafka-truth-table/ is needed for TXN)."""
     _, run = kafka_run
     txn = [r for r in run.records if r["feature"] == "txn"]
-    assert {r["requirement_id"] for r in txn} == {f"TXN.R{i}" for i in range(1, 14)}
+    assert {r["requirement_id"] for r in txn} == {f"TXN.R{i}" for i in range(1, 15)}
     assert [r for r in txn if r["verdict"] != "PASS"] == []
 
 

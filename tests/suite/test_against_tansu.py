@@ -227,6 +227,7 @@ TANSU_TXN = [
         "ErrorCode 0 (NONE), expected 48",
     ),
     ("txn/describe/ongoing-then-complete", "TXN.R13", "UNSUPPORTED", "DescribeTransactions"),
+    ("txn/offsets/group-aware", "TXN.R14", "FAIL", "error codes [0, 0, 0]"),
 ]
 
 

@@ -1,15 +1,17 @@
-"""Offsets committed in a transaction (TXN.R8, R9): AddOffsetsToTxn and TxnOffsetCommit put a
-group's offset in the transaction; OffsetFetch does not see it while the transaction is open
+"""Offsets committed in a transaction (TXN.R8, R9, R14): AddOffsetsToTxn and TxnOffsetCommit
+put a group's offset in the transaction; OffsetFetch does not see it while the transaction is open
 (RequireStable is answered UNSTABLE_OFFSET_COMMIT), sees it once the transaction commits, and
-never sees the offset of an aborted one."""
+never sees the offset of an aborted one. A group-aware commit (KIP-447) naming a member and
+generation the group does not have is refused."""
 
 from __future__ import annotations
 
 import time
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
-from conformance.suite.groups.members import find_coordinator
+from conformance.suite.groups.members import Group, find_coordinator
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.meta import conformance
 from conformance.suite.offsets import commits
@@ -125,3 +127,68 @@ def test_transactional_offsets_are_visible_only_once_committed(harness: Harness)
             "TXN.R8",
         )
         producer.end(False)  # the transaction opened to wait with: not left to time out
+
+
+@conformance("txn/offsets/group-aware", "TXN.R14", api=ApiKey.TXN_OFFSET_COMMIT)
+def test_a_group_aware_commit_is_checked_against_the_member(harness: Harness) -> None:
+    harness.pick_version(ApiKey.TXN_OFFSET_COMMIT, "3-5")
+    harness.pick_version(ApiKey.ADD_OFFSETS_TO_TXN)
+    with SuiteTopic.create(harness, "txn-member", 1) as topic:
+        group = Group(harness)
+        try:
+            member = group.new_member()
+            group.rebalance([member])
+            if member.generation < 0 or not member.member_id:
+                raise MissingPrecondition(
+                    f"group {group.name} did not form: {member.joins[-1:] or 'no JoinGroup answer'}"
+                )
+            producer = TxnProducer.start(harness, "member", "TXN.R14")
+            partition = (topic.name, 0)
+            code = producer.add_offsets(group.name)
+            verify.check(
+                code == ErrorCode.NONE,
+                f"AddOffsetsToTxn of group {group.name}: {name(code)}, expected 0",
+                "TXN.R14",
+            )
+            tries = {
+                "the member at a generation the group is not at": (
+                    (member.member_id, member.generation + 1),
+                    1,
+                    ErrorCode.ILLEGAL_GENERATION,
+                ),
+                "a member the group does not have": (
+                    ("kc-not-a-member", member.generation),
+                    2,
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                ),
+                "the member at its generation": (
+                    (member.member_id, member.generation),
+                    3,
+                    ErrorCode.NONE,
+                ),
+            }
+            got = {
+                what: producer.commit_offsets(group.name, {partition: offset}, member=who)[
+                    partition
+                ]
+                for what, (who, offset, _) in tries.items()
+            }
+            want = {what: int(expected) for what, (_, _, expected) in tries.items()}
+            verify.check(
+                got == want,
+                f"TxnOffsetCommit to group {group.name} (member {member.member_id}, generation "
+                f"{member.generation}) naming {list(tries)}: error codes {list(got.values())}, "
+                f"expected {list(want.values())} (22 ILLEGAL_GENERATION, 25 UNKNOWN_MEMBER_ID, 0)",
+                "TXN.R14",
+            )
+            producer.end_ok(True, "TXN.R14")
+            conn = harness.connect(group.coordinator.endpoint)
+            after = visible(harness, conn, group.name, partition, 3)
+            verify.check(
+                after == 3,
+                f"OffsetFetch of group {group.name} {partition} after the commit: offset {after}, "
+                "expected 3 (the refused commits not applied)",
+                "TXN.R14",
+            )
+        finally:
+            group.cleanup()

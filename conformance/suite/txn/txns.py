@@ -183,11 +183,17 @@ class TxnProducer:
         return self.ask(api_key, version, body, lambda a: a["ErrorCode"])["ErrorCode"]
 
     def commit_offsets(
-        self, group: str, offsets: dict[tuple[str, int], int], *, epoch: int | None = None
+        self,
+        group: str,
+        offsets: dict[tuple[str, int], int],
+        *,
+        epoch: int | None = None,
+        member: tuple[str, int] = ("", -1),
     ) -> dict[tuple[str, int], int]:
-        """TxnOffsetCommit to the group's coordinator (no generation: a producer outside the
-        group, as KIP-447 allows): (topic, partition) -> error code."""
-        version = self.harness.pick_version(ApiKey.TXN_OFFSET_COMMIT, "0-5")
+        """TxnOffsetCommit to the group's coordinator: (topic, partition) -> error code.
+        ``member``: the (member id, generation) of KIP-447's group-aware commit (v3+); the
+        default names none, a producer outside the group."""
+        version = self.harness.pick_version(ApiKey.TXN_OFFSET_COMMIT, "3-5" if member[0] else "0-5")
         coordinator = find_coordinator(
             self.harness, group, quiet_version(self.harness, ApiKey.FIND_COORDINATOR), *self.reqs
         )
@@ -206,8 +212,8 @@ class TxnProducer:
             "GroupId": group,
             "ProducerId": self.pid,
             "ProducerEpoch": self.epoch if epoch is None else epoch,
-            "GenerationIdOrMemberEpoch": -1,
-            "MemberId": "",
+            "GenerationIdOrMemberEpoch": member[1],
+            "MemberId": member[0],
             "GroupInstanceId": None,
             "Topics": [{"Name": t, "Partitions": ps} for t, ps in topics.items()],
         }
