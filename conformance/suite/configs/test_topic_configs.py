@@ -23,7 +23,7 @@ from conformance.suite.configs.topic_configs import (
 )
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.meta import conformance
-from conformance.suite.provision import delete_topics, obtain
+from conformance.suite.provision import Topics, delete_topics
 from conformance.suite.safety import fresh_name
 
 RETENTION, MAX_BYTES, POLICY = "retention.ms", "max.message.bytes", "cleanup.policy"
@@ -49,8 +49,8 @@ def once_shown(
 
 @conformance("configs/topic/default-sources", "CONFIGS.R1", api=ApiKey.DESCRIBE_CONFIGS)
 def test_default_sources(harness: Harness) -> None:
-    topic = obtain(harness, "configs", given=False).name
-    try:
+    with Topics(harness, "configs", given=False) as topics:
+        (topic,) = topics
         first = configs_of(harness, harness.connect(), topic, "CONFIGS.R1")
         verify.check(RETENTION in first, f"DescribeConfigs lists no {RETENTION}", "CONFIGS.R1")
         verify.check(
@@ -58,14 +58,12 @@ def test_default_sources(harness: Harness) -> None:
             f"a topic created without configs reports TOPIC_CONFIG for {overrides(first)}",
             "CONFIGS.R1",
         )
-    finally:
-        delete_topics(harness, [topic])
 
 
 @conformance("configs/describe/named-keys", "CONFIGS.R11", api=ApiKey.DESCRIBE_CONFIGS)
 def test_named_keys(harness: Harness) -> None:
-    topic = obtain(harness, "configs", given=False).name
-    try:
+    with Topics(harness, "configs", given=False) as topics:
+        (topic,) = topics
         keys = [RETENTION, POLICY]
         got = describe(harness, harness.connect(), [topic], keys, req="CONFIGS.R11")[topic][1]
         verify.check(
@@ -73,8 +71,6 @@ def test_named_keys(harness: Harness) -> None:
             f"DescribeConfigs naming {keys} answered {sorted(got)}",
             "CONFIGS.R11",
         )
-    finally:
-        delete_topics(harness, [topic])
 
 
 @conformance(
@@ -82,8 +78,8 @@ def test_named_keys(harness: Harness) -> None:
 )
 def test_override_through_every_broker(harness: Harness) -> None:
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    topic = obtain(harness, "configs", given=False).name
-    try:
+    with Topics(harness, "configs", given=False) as topics:
+        (topic,) = topics
         conn = harness.connect()
         code = incremental(harness, conn, topic, [(RETENTION, ConfigOperation.SET, "3600000")])
         verify.check(
@@ -104,16 +100,14 @@ def test_override_through_every_broker(harness: Harness) -> None:
             f"brokers still report {RETENTION} as {wrong} after the change was acknowledged",
             "CONFIGS.R9",
         )
-    finally:
-        delete_topics(harness, [topic])
 
 
 @conformance("configs/alter/replaces-whole-set", "CONFIGS.R3", api=ApiKey.ALTER_CONFIGS)
 def test_alter_replaces_the_whole_set(harness: Harness) -> None:
     harness.require(ApiKey.ALTER_CONFIGS)
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    topic = obtain(harness, "configs", given=False).name
-    try:
+    with Topics(harness, "configs", given=False) as topics:
+        (topic,) = topics
         conn = harness.connect()
         code = incremental(harness, conn, topic, [(RETENTION, ConfigOperation.SET, "3600000")])
         verify.check(
@@ -129,15 +123,13 @@ def test_alter_replaces_the_whole_set(harness: Harness) -> None:
             f"the topic's overrides are {overrides(got)}",
             "CONFIGS.R3",
         )
-    finally:
-        delete_topics(harness, [topic])
 
 
 @conformance("configs/incremental/set-delete", "CONFIGS.R4", api=ApiKey.INCREMENTAL_ALTER_CONFIGS)
 def test_set_and_delete(harness: Harness) -> None:
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    topic = obtain(harness, "configs", given=False).name
-    try:
+    with Topics(harness, "configs", given=False) as topics:
+        (topic,) = topics
         conn = harness.connect()
         default = configs_of(harness, conn, topic, "CONFIGS.R4")
         code = incremental(
@@ -162,8 +154,6 @@ def test_set_and_delete(harness: Harness) -> None:
             f"{default.get(RETENTION)})",
             "CONFIGS.R4",
         )
-    finally:
-        delete_topics(harness, [topic])
 
 
 @conformance(
@@ -171,8 +161,8 @@ def test_set_and_delete(harness: Harness) -> None:
 )
 def test_append_and_subtract(harness: Harness) -> None:
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    topic = obtain(harness, "configs", given=False).name
-    try:
+    with Topics(harness, "configs", given=False) as topics:
+        (topic,) = topics
         conn = harness.connect()
         default = configs_of(harness, conn, topic, "CONFIGS.R5")
         base = items(default.get(POLICY, ("delete",))[0])
@@ -196,16 +186,14 @@ def test_append_and_subtract(harness: Harness) -> None:
             f"SUBTRACT delete from {POLICY}: {got.get(POLICY)}",
             "CONFIGS.R5",
         )
-    finally:
-        delete_topics(harness, [topic])
 
 
 def refusals(harness: Harness, req: str) -> None:
     """One kind of refusal (or validate-only) through IncrementalAlterConfigs, and through
     AlterConfigs where the target advertises it."""
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    topic = obtain(harness, "configs", given=False).name
-    try:
+    with Topics(harness, "configs", given=False) as topics:
+        (topic,) = topics
         conn = harness.connect()
         code = incremental(harness, conn, topic, [(MAX_BYTES, ConfigOperation.SET, "2000000")])
         verify.check(code == ErrorCode.NONE, f"SET answered {code}", req)
@@ -289,8 +277,6 @@ def refusals(harness: Harness, req: str) -> None:
                     f"after): {changed}",
                     named,
                 )
-    finally:
-        delete_topics(harness, [topic])
 
 
 @conformance("configs/refusals/unknown-name", "CONFIGS.R6", api=ApiKey.INCREMENTAL_ALTER_CONFIGS)
@@ -311,8 +297,9 @@ def test_validate_only_changes_nothing(harness: Harness) -> None:
 @conformance("configs/describe/unknown-topic", "CONFIGS.R10", api=ApiKey.DESCRIBE_CONFIGS)
 def test_unknown_topic(harness: Harness) -> None:
     harness.require(ApiKey.DESCRIBE_CONFIGS, None)
-    topic, ghost = obtain(harness, "configs", given=False).name, fresh_name("never")
-    try:
+    ghost = fresh_name("never")
+    with Topics(harness, "configs", given=False) as topics:
+        (topic,) = topics
         for b in cluster.brokers(harness):
             got = describe(harness, harness.connect(b.endpoint), [ghost, topic], req="CONFIGS.R10")
             verify.check(
@@ -328,8 +315,6 @@ def test_unknown_topic(harness: Harness) -> None:
                 f"answered error {code} with {len(configs)} configs",
                 "CONFIGS.R10",
             )
-    finally:
-        delete_topics(harness, [topic])
 
 
 @conformance("configs/alter/unknown-topic", "CONFIGS.R12", api=ApiKey.INCREMENTAL_ALTER_CONFIGS)

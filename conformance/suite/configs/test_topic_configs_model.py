@@ -11,7 +11,7 @@ from conformance.suite.configs.binding import TopicConfigsBinding
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 from conformance.suite.models import ModelRunner, Step, load_model, run_machine, state_machine, tour
-from conformance.suite.provision import delete_topics, obtain
+from conformance.suite.provision import Topics
 
 REQS = ("CONFIGS.R1", "CONFIGS.R2", "CONFIGS.R4", "CONFIGS.R7", "CONFIGS.R8", "CONFIGS.R9")
 EXAMPLES, STEPS = 3, 10
@@ -29,13 +29,11 @@ def test_topic_configs_state_machine(harness: Harness) -> None:
     harness.pick_version(ApiKey.DESCRIBE_CONFIGS, "1+")
     harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     model = load_model("configs-topic")
-    topic = obtain(harness, "configs-model", given=False).name
-    try:
+    with Topics(harness, "configs-model", given=False) as topics:
+        (topic,) = topics
         machine = state_machine(
             model,
             lambda: ModelRunner(model, TopicConfigsBinding(harness, topic), allowed=REQS),
         )
         run_machine(harness, machine, examples=EXAMPLES, steps=STEPS)
         tour(ModelRunner(model, TopicConfigsBinding(harness, topic), allowed=REQS), TOUR)
-    finally:
-        delete_topics(harness, [topic])
