@@ -17,10 +17,10 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite import verify
 from conformance.suite.durability.faults import Faults, create_topic
 from conformance.suite.durability.history import History, conclude, judge, read_partition
+from conformance.suite.groups.commits import commit, fetch
 from conformance.suite.groups.members import TRANSIENT, find_coordinator
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
-from conformance.suite.offsets.commits import commit, fetch
 from conformance.suite.partitions import batch_bytes, now_ms
 from conformance.suite.safety import fresh_name
 

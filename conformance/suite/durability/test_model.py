@@ -21,11 +21,11 @@ from conformance.suite import verify
 from conformance.suite.durability.faults import Faults, create_topic
 from conformance.suite.durability.history import History, conclude, judge, read_partition
 from conformance.suite.durability.test_failover import committed_offsets
+from conformance.suite.groups.commits import commit
 from conformance.suite.groups.members import find_coordinator
 from conformance.suite.harness import Harness
 from conformance.suite.meta import conformance
 from conformance.suite.models import run_machine
-from conformance.suite.offsets.commits import commit
 from conformance.suite.safety import fresh_name
 
 REQS = ("DURABILITY.R1", "DURABILITY.R2", "DURABILITY.R3", "DURABILITY.R4", "DURABILITY.R5")

@@ -11,10 +11,10 @@ import time
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite import verify
+from conformance.suite.groups import commits
 from conformance.suite.groups.members import Group, find_coordinator
 from conformance.suite.harness import Harness, SyncConnection
 from conformance.suite.meta import conformance
-from conformance.suite.offsets import commits
 from conformance.suite.partitions import SuiteTopic
 from conformance.suite.records_io import quiet_version
 from conformance.suite.safety import fresh_name
