@@ -22,6 +22,7 @@ import contextlib
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,9 @@ FIND_COORDINATOR, INIT_PRODUCER_ID = int(ApiKey.FIND_COORDINATOR), int(ApiKey.IN
 ADD_PARTITIONS_TO_TXN = int(ApiKey.ADD_PARTITIONS_TO_TXN)
 METADATA, CREATE_TOPICS = int(ApiKey.METADATA), int(ApiKey.CREATE_TOPICS)
 DELETE_TOPICS = int(ApiKey.DELETE_TOPICS)
+DESCRIBE_TRANSACTIONS = int(ApiKey.DESCRIBE_TRANSACTIONS)
+#: DescribeTransactions' answer for an id the coordinator has no state of (loaded, not found)
+TRANSACTIONAL_ID_NOT_FOUND = 105
 #: seconds to wait for a topic created or deleted by the stream to show in Metadata
 SETTLE_SECONDS = 3.0
 
@@ -184,17 +188,72 @@ async def _ready(conn: Connection, advertised: dict, timeout: float) -> float:
     if ADD_PARTITIONS_TO_TXN in advertised:  # a target with transactions has their coordinator
         probes.insert(1, (FIND_COORDINATOR, 1, {"Key": READY_KEY, "KeyType": 1}))
     for api_key, version, body in probes:
-        while True:
-            resp = await conn.request(api_key, version, body, timeout=timeout)
-            if resp.body["ErrorCode"] == 0:
-                break
-            if time.monotonic() - began > READY_TIMEOUT:
-                raise TargetError(
-                    f"the target was not ready within {READY_TIMEOUT:.0f} s: api {api_key} "
-                    f"answered error code {resp.body['ErrorCode']}"
-                )
-            await asyncio.sleep(0.2)
+        await _poll(conn, (api_key, version, body), began, timeout, lambda b: {b["ErrorCode"]})
+    if DESCRIBE_TRANSACTIONS in advertised:
+        await _transactions_loaded(conn, began, timeout)
     return time.monotonic() - began
+
+
+async def _transactions_loaded(conn: Connection, began: float, timeout: float) -> None:
+    """On a one-broker target, wait until every partition of the transaction state topic is
+    loaded: its coordinator answers DescribeTransactions of an id in each partition
+    TRANSACTIONAL_ID_NOT_FOUND. Kafka becomes the coordinator of the partitions one by one after
+    creating the topic, answering NOT_COORDINATOR for the others meanwhile (an EndTxn right after
+    the start met it); the readiness check's look-up names only one partition."""
+    body = {"Topics": [{"Name": "__transaction_state"}], "AllowAutoTopicCreation": False}
+    meta = (await conn.request(METADATA, 4, body, timeout=timeout)).body
+    topics = [t for t in meta["Topics"] if t["ErrorCode"] == 0]
+    if len(meta["Brokers"]) != 1 or not topics:
+        return  # several brokers: each leads some partitions (the stream waits on none)
+    ids = _one_id_per_partition(len(topics[0]["Partitions"]))
+    request = (DESCRIBE_TRANSACTIONS, 0, {"TransactionalIds": ids})
+    await _poll(
+        conn,
+        request,
+        began,
+        timeout,
+        lambda b: {s["ErrorCode"] for s in b["TransactionStates"]},
+        TRANSACTIONAL_ID_NOT_FOUND,
+    )
+
+
+async def _poll(
+    conn: Connection,
+    request: tuple[int, int, dict],
+    began: float,
+    timeout: float,
+    codes: Callable[[dict], set[int]],
+    wanted: int = 0,
+) -> None:
+    """Send ``request`` until every error code its answer carries is ``wanted`` (TargetError
+    past READY_TIMEOUT from ``began``)."""
+    api_key, version, body = request
+    while True:
+        got = codes((await conn.request(api_key, version, body, timeout=timeout)).body)
+        if got <= {wanted}:
+            return
+        if time.monotonic() - began > READY_TIMEOUT:
+            raise TargetError(
+                f"the target was not ready within {READY_TIMEOUT:.0f} s: api {api_key} "
+                f"answered error code(s) {sorted(got)}"
+            )
+        await asyncio.sleep(0.2)
+
+
+def _one_id_per_partition(partitions: int) -> list[str]:
+    """A transactional id for each partition of the transaction state topic (Kafka's placement:
+    the absolute value of the id's Java hash code, modulo the partition count)."""
+    found: dict[int, str] = {}
+    for i in range(1000 * max(partitions, 1)):
+        tid = f"{READY_KEY}-{i}"
+        h = 0
+        for ch in tid:  # ASCII: one UTF-16 unit per character
+            h = (31 * h + ord(ch)) & 0xFFFFFFFF
+        signed = h - (1 << 32) if h >= 1 << 31 else h
+        found.setdefault((0 if signed == -(1 << 31) else abs(signed)) % partitions, tid)
+        if len(found) == partitions:
+            break
+    return sorted(found.values())
 
 
 def _advertised(target: Target, codec: Codec, timeout: float) -> dict[int, tuple[int, int]]:
