@@ -198,6 +198,17 @@ def _placed(harness: Harness, got: Obtained, broker: int) -> str | bool:
     )
 
 
+def create_topics_usable(harness: Harness) -> str | None:
+    """None where the suite may create topics with CreateTopics in this run (a test that
+    creates and deletes topics itself, such as the log model, asks), else why not: a
+    validate-only creation of a fresh name finds out, at most once per run for a refusal."""
+    why: list[str] = []
+    state = run_topics(harness)
+    if _by_create_topics(harness, state, "probe", 1, None, None, why, validate_only=True):
+        return None
+    return "; ".join(why)
+
+
 def _by_create_topics(
     harness: Harness,
     state: RunTopics,
@@ -206,6 +217,7 @@ def _by_create_topics(
     configs: dict[str, str] | None,
     on_broker: int | None,
     why: list[str],
+    validate_only: bool = False,
 ) -> Obtained | None:
     if ApiKey.CREATE_TOPICS not in harness.advertised:
         why.append("CreateTopics not advertised")
@@ -218,7 +230,7 @@ def _by_create_topics(
     body = {
         "Topics": [topic_body(name, partitions, version, configs, on_broker)],
         "timeoutMs": 10000,
-        "validateOnly": False,
+        "validateOnly": validate_only and version >= 1,
     }
     try:
         answer = admin_call(harness, ApiKey.CREATE_TOPICS, version, body, refusal_skips=False)
@@ -233,6 +245,8 @@ def _by_create_topics(
         return None
     if code != ErrorCode.NONE:
         raise MissingPrecondition(f"cannot create the suite's topic {name}: error {code}")
+    if validate_only and version < 1:  # v0 knows no validate-only: the probe made a topic
+        delete_topics(harness, [name])
     return Obtained(name, partitions, f"CreateTopics v{version}", owned=True)
 
 

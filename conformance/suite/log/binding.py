@@ -1,11 +1,13 @@
 """How the log-partition model (``specs/models/log-partition.json``) meets a target.
 
 Each entity is a fresh suite topic (one partition) named per runner, so examples never share
-a topic. Topic mutations go to the bootstrap (the controller where that answers NOT_CONTROLLER);
-other requests go to the partition's leader once the topic exists (the bootstrap before),
-at the highest version both sides know within what ``conformance.suite.partitions`` encodes;
-the body a template gives is adapted where versions differ (DeleteTopics by name before v6,
-a replication factor of 1 before CreateTopics v4). ``Records`` given as a count becomes a batch
+a topic; where the suite cannot create and delete topics itself, the entities are topics
+obtained once through ``provision`` (auto-created or given), Live from the start. Topic
+mutations go to the bootstrap (the controller where that answers NOT_CONTROLLER); other
+requests go to the partition's leader once the topic exists (the bootstrap before), at the
+highest version both sides know within what ``conformance.suite.partitions`` encodes; the body
+a template gives is adapted where versions differ (DeleteTopics by name before v6, a
+replication factor of 1 before CreateTopics v4). ``Records`` given as a count becomes a batch
 of that many records, and each fetched partition gains ``FetchedRecords`` and ``FirstOffset``
 so the model can speak of what a Fetch returned.
 """
@@ -50,10 +52,24 @@ class TopicsBinding(Binding):
     #: model sends only admin requests and reads Metadata of the bootstrap
     follows_leaders = True
 
-    def __init__(self, harness: Harness, what: str, count: int) -> None:
+    def __init__(
+        self,
+        harness: Harness,
+        what: str,
+        count: int,
+        obtained: list[SuiteTopic] | None = None,
+        ends: dict[str, int] | None = None,
+    ) -> None:
         self.harness = harness
         self.count = count
-        self.topics = [SuiteTopic(harness, fresh_name(f"{what}-{i}"), 1) for i in range(count)]
+        self.topics = obtained or [
+            SuiteTopic(harness, fresh_name(f"{what}-{i}"), 1) for i in range(count)
+        ]
+        #: topics obtained before the run (``provision``: created, auto-created or given) are
+        #: Live from the start and kept across examples, each starting at the log end the
+        #: previous one left (``ends``); the others are Absent and created by the model
+        self.obtained = obtained is not None
+        self.ends = ends if ends is not None else {}
         self._by_name = {t.name: t for t in self.topics}
         #: names this binding deleted and has not created again: their re-creation is retried
         #: while the name is still taken (``partitions.create_again``)
@@ -61,6 +77,11 @@ class TopicsBinding(Binding):
 
     def entity_id(self, index: int) -> str:
         return self.topics[index].name
+
+    def start(self, index: int) -> tuple[str, dict[str, Any]] | None:
+        if not self.obtained:
+            return None
+        return "Live", {"end": self.ends.get(self.topics[index].name, 0)}
 
     def version(self, api_key: int) -> int:
         return quiet_version(self.harness, api_key, WITHIN.get(api_key))
@@ -131,7 +152,9 @@ class TopicsBinding(Binding):
 
     def cleanup(self, runner: ModelRunner) -> None:
         for e in runner.entities:
-            if runner.model.visible(e.state):
+            if self.obtained:
+                self.ends[self.topics[e.index].name] = e.vars["end"]
+            elif runner.model.visible(e.state):
                 self.topics[e.index].delete()
 
 

@@ -29,6 +29,12 @@ class Binding:
     def context(self, name: str) -> Any:
         raise NotImplementedError(f"no context value {name!r}")
 
+    def start(self, index: int) -> tuple[str, dict[str, Any]] | None:
+        """Where entity ``index`` starts when it exists on the target before the run (a topic
+        the suite obtained rather than created, say): its state and the variables that differ
+        from the model's initial values. None: the model's initial state."""
+        return None
+
     def duration(self, name: str) -> float:
         raise NotImplementedError(f"no duration {name!r}")
 

@@ -82,7 +82,13 @@ class ModelRunner:
 
     def _new_entity(self, index: int) -> Entity:
         values = {k: self._initial(v) for k, v in self.model.variables.items()}
-        return Entity(index, self.binding.entity_id(index), self.model.initial, values)
+        state, started = self.model.initial, self.binding.start(index)
+        if started is not None:
+            state, changed = started
+            if state not in self.model.states or not set(changed) <= set(values):
+                raise ValueError(f"{self.model.name}: entity {index} cannot start as {started}")
+            values.update(changed)
+        return Entity(index, self.binding.entity_id(index), state, values)
 
     @staticmethod
     def _initial(value: Any) -> Any:
