@@ -31,7 +31,6 @@ class GroupsBinding(Binding):
         self.harness, self.topic, self.count = harness, topic, count
         self.names = [fresh_name("model") for _ in range(count)]
         self.groups: dict[int, Group] = {}
-        self.dv = harness.pick_version(ApiKey.DESCRIBE_GROUPS)
         self.conns: dict[Endpoint, SyncConnection] = {}
         self.fetch_version = harness.pick_version(ApiKey.OFFSET_FETCH, "1+")
         self.commit_version = harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")
@@ -140,9 +139,8 @@ class GroupsBinding(Binding):
             records: dict[int, Any] = {}
             for conn, names in self._by_coordinator().items():
                 body = {"Groups": names, "IncludeAuthorizedOperations": False}
-                got = coordinator_request(
-                    self.harness, conn, ApiKey.DESCRIBE_GROUPS, self.dv, body
-                ).body
+                dv = self.harness.pick_version(ApiKey.DESCRIBE_GROUPS)
+                got = coordinator_request(self.harness, conn, ApiKey.DESCRIBE_GROUPS, dv, body).body
                 for d in got["Groups"]:
                     verify.check(
                         d["ErrorCode"] == ErrorCode.NONE,
