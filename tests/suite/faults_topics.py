@@ -112,3 +112,33 @@ class Chain(Fault):
     @changed.setter
     def changed(self, value: int) -> None:
         pass
+
+
+#: the small pure-Python broker of issue 24: the APIs it serves, each up to the version it has
+SMALL_BROKER = {
+    ApiKey.PRODUCE: 8,
+    ApiKey.FETCH: 6,
+    ApiKey.LIST_OFFSETS: 5,
+    ApiKey.METADATA: 8,
+    ApiKey.OFFSET_COMMIT: 7,
+    ApiKey.OFFSET_FETCH: 5,
+    ApiKey.FIND_COORDINATOR: 2,
+    ApiKey.JOIN_GROUP: 5,
+    ApiKey.HEARTBEAT: 3,
+    ApiKey.LEAVE_GROUP: 3,
+    ApiKey.SYNC_GROUP: 3,
+    ApiKey.API_VERSIONS: 3,
+}
+
+
+class SmallBroker(HideApis):
+    """ApiVersions lists only the small broker's APIs, each up to its version (no CreateTopics:
+    it creates topics on first use, which the reference behind does through Metadata)."""
+
+    def on_response(self, api, version, body, asked) -> bool:
+        body["ApiKeys"] = [
+            dict(k, MaxVersion=min(k["MaxVersion"], SMALL_BROKER[k["ApiKey"]]))
+            for k in body["ApiKeys"]
+            if k["ApiKey"] in SMALL_BROKER
+        ]
+        return True

@@ -16,18 +16,25 @@ import pytest
 
 from conformance.protocol import ApiKey, Codec
 from conformance.results.verdicts import MissingPrecondition, NotApplicable
-from conformance.suite import verify
+from conformance.suite import credit, verify
 from conformance.suite.brokers import brokers
-from conformance.suite.groups import test_administration, test_membership
+from conformance.suite.groups import test_administration, test_membership, test_membership_model
 from conformance.suite.harness import Harness
 from conformance.suite.kip590 import test_forwarding
-from conformance.suite.log import test_produce_fetch
+from conformance.suite.log import test_partition_model, test_produce_fetch
 from conformance.suite.offsets import test_commit_fetch
 from conformance.suite.provision import Obtained, delete_topics, give, obtain, release
 from conformance.suite.topics import test_create_topics
 from tests.suite import test_log_faults
 from tests.suite.conftest import verdicts
-from tests.suite.faults_log import EveryWriteToPartitionZero, Fault, HeadersDropped, ProxiedCluster
+from tests.suite.faults_groups import generation_not_bumped
+from tests.suite.faults_log import (
+    EveryWriteToPartitionZero,
+    Fault,
+    HeadersDropped,
+    HighWatermarkOffByOne,
+    ProxiedCluster,
+)
 from tests.suite.faults_topics import (
     Chain,
     HideApis,
@@ -47,6 +54,8 @@ JUDGED = (
 ROUND_TRIP = test_produce_fetch.test_acknowledged_records_are_fetched_as_produced
 NAMED_PARTITION = test_produce_fetch.test_a_write_lands_in_the_partition_it_names
 READ_BACK = test_commit_fetch.test_simple_commits_read_back
+LOG_MODEL = test_partition_model.test_partition_log_state_machine
+GROUPS_MODEL = test_membership_model.test_groups_state_machine
 
 
 def NoGrowth() -> HideApis:
@@ -205,3 +214,96 @@ def test_clean_up_a_target_lacks_never_decides_a_verdict(reference) -> None:
     with ProxiedCluster(reference, hide) as cluster:
         assert run(cluster, test_membership.test_rounds) is None
     assert hide.changed > 0
+
+
+# --- the state machines and the group tests on a target without CreateTopics -------------------
+
+LOG_JUDGED = ("LOG.R1", "LOG.R2", "LOG.R6", "LOG.R7", "LOG.R10")
+GROUPS_JUDGED = tuple(f"GROUPS.R{n}" for n in (3, 4, 5, 6, 7, 8, 9, 20, 21))
+#: the requirements judging the group administration APIs a classic-only broker lacks
+GROUPS_ADMIN = tuple(f"GROUPS.R{n}" for n in (13, 14, 15, 17, 18, 19))
+
+
+def ClassicGroupsOnly() -> HideApis:
+    """A small broker: no CreateTopics, and of the group APIs only the classic ones (JoinGroup,
+    SyncGroup, Heartbeat, LeaveGroup, OffsetCommit/Fetch, FindCoordinator)."""
+    return HideApis(
+        ApiKey.CREATE_TOPICS, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS
+    )
+
+
+class GenerationNotBumped(Fault):
+    """JoinGroup answers always carry the first generation (GROUPS.R3)."""
+
+    responses = (ApiKey.JOIN_GROUP,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        return generation_not_bumped(api, version, body)
+
+
+def ledger_of(
+    cluster: ProxiedCluster, fn: Callable, topics: str | None = None
+) -> tuple[BaseException | None, credit.Ledger]:
+    """``run`` of one suite test, with what it credited and why it could not check the rest."""
+    got: list[credit.Ledger] = []
+
+    def kept(harness: Harness) -> None:
+        try:
+            fn(harness)
+        finally:
+            got.append(credit.current())
+
+    ended = run(cluster, kept, topics)
+    return ended, got[0]
+
+
+def GivenOnly() -> Chain:
+    """Neither CreateTopics nor auto-creation: the topics must be given (--topics)."""
+    return Chain(HideCreateTopics(), NoAutoCreation())
+
+
+@pytest.mark.parametrize("topic_fault", [HideCreateTopics, RefuseCreateTopics, GivenOnly])
+def test_the_log_model_is_judged_on_obtained_topics(
+    reference, three_partitions, topic_fault
+) -> None:
+    fault = topic_fault()
+    given = f"{three_partitions()},{three_partitions()}" if topic_fault is GivenOnly else None
+    with ProxiedCluster(reference, fault) as cluster:
+        ended, ledger = ledger_of(cluster, LOG_MODEL, given)
+    assert ended is None, ended
+    assert all(ledger.credited(r) for r in LOG_JUDGED), ledger.observed
+    verdict, why = ledger.without_checks("LOG.R17")
+    assert not ledger.credited("LOG.R17") and verdict.value == "SKIP", (verdict, why)
+    assert why.startswith("set-up needs what the target does not offer: CreateTopics "), why
+    assert fault.changed > 0
+
+
+def test_groups_are_judged_on_a_broker_with_only_the_classic_group_apis(reference) -> None:
+    hide = ClassicGroupsOnly()
+    with ProxiedCluster(reference, hide) as cluster:
+        model, model_ledger = ledger_of(cluster, GROUPS_MODEL)
+        expiry, expiry_ledger = ledger_of(cluster, test_membership.test_session_expiry)
+    assert model is None and expiry is None, (model, expiry)
+    assert all(model_ledger.credited(r) for r in GROUPS_JUDGED), model_ledger.observed
+    for r in GROUPS_ADMIN:  # what judges the APIs the broker lacks stays UNSUPPORTED
+        verdict, why = model_ledger.without_checks(r)
+        assert verdict.value == "UNSUPPORTED" and "not advertised" in why, (r, verdict, why)
+    assert expiry_ledger.credited("GROUPS.R10"), expiry_ledger.observed
+
+
+@pytest.mark.parametrize(
+    ("topic_fault", "data_fault", "model", "req"),
+    [
+        (HideCreateTopics, HighWatermarkOffByOne, LOG_MODEL, "LOG.R6"),
+        (ClassicGroupsOnly, GenerationNotBumped, GROUPS_MODEL, "GROUPS.R3"),
+    ],
+)
+def test_a_fault_behind_a_target_without_create_topics_fails_the_model(
+    reference, topic_fault, data_fault, model, req: str
+) -> None:
+    data: Fault = data_fault()
+    with ProxiedCluster(reference, Chain(topic_fault(), data)) as cluster:
+        ended, _ = ledger_of(cluster, model)
+    assert data.changed > 0, f"{data_fault.__name__} rewrote nothing"
+    assert isinstance(ended, verify.Failed) and req in ended.req_ids, ended
+    assert "[model " in str(ended), ended
