@@ -875,6 +875,11 @@ class GroupCoordinator:
         if not names:
             self.producer_groups.pop(producer_id, None)
 
+    def group_status(self, group_id: str | None) -> int:
+        """Kafka's validateGroupStatus for a transactional commit, before the transaction
+        coordinator is asked (INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
+        return int(self._check(group_id, "txn commit"))
+
     def loaded(self, partition: int) -> bool:
         """Whether this coordinator holds ``partition``'s groups now (led here, replay done):
         a transaction marker for it may be applied (else the sender retries)."""

@@ -32,6 +32,7 @@ from reference_impl.config import OFFSETS_TOPIC
 from reference_impl.groups.coordinator import TxnCommit
 from reference_impl.groups.errors import store_offsets_error
 from reference_impl.groups.group import OffsetAndMetadata
+from reference_impl.groups.service import GroupService
 from reference_impl.handlers.group_common import (
     allowed,
     group_allowed,
@@ -63,7 +64,7 @@ def api(node: BrokerView) -> Api:
         elif not group_allowed(node, ctx, "READ", group_id):
             whole = ErrorCode.GROUP_AUTHORIZATION_FAILED
         else:
-            whole = service.coordinator._check(group_id, "txn commit")
+            whole = service.coordinator.group_status(group_id)
         if whole:
             results = {(t, i): int(whole) for t, i, _ in requested}
         else:
@@ -101,7 +102,7 @@ def api(node: BrokerView) -> Api:
 async def _verify(
     node: BrokerView,
     verifier: Verifier,
-    service: object,
+    service: GroupService,
     group_id: str,
     tid: str,
     pid: int,
@@ -110,7 +111,7 @@ async def _verify(
 ) -> int:
     """0 when the group's partition is in the producer's transaction (or already written in
     it), else the error the commit is answered with (Kafka's maybeConvertOffsetCommitError)."""
-    index = service.coordinator.partition_for(group_id)  # type: ignore[attr-defined]
+    index = service.coordinator.partition_for(group_id)
     if node.replica_manager.transaction_open(OFFSETS_TOPIC, index, pid):
         return 0
     found = await verifier.ask(tid, pid, epoch, [(OFFSETS_TOPIC, index)], generic=version >= 4)

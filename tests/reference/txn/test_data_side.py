@@ -12,154 +12,192 @@ from conformance.protocol import ErrorCode as E
 from conformance.protocol.records import build_batch, encode_batch
 from reference_impl.launcher import Cluster
 from tests.reference.control_plane import call, topic_body, wait_until
-from tests.reference.txn.test_cluster import add, coordinator, init, settled
+from tests.reference.txn.test_cluster import RETRY
 
 TOPIC, GROUP, TID = "txn-data-side", "txn-data-group", "txn-data-side"
+#: coordinator answers worth asking again, after looking the coordinator up again (it loads,
+#: moves, or completes a transaction)
+AGAIN = RETRY | {int(E.NOT_LEADER_OR_FOLLOWER)}
 
 
-def leader_of(cluster: Cluster, any_broker: tuple[str, int]) -> tuple[str, int]:
-    md = call(any_broker, ApiKey.METADATA, 9, {"Topics": [{"Name": TOPIC}]})
-    brokers = {b["NodeId"]: (b["Host"], b["Port"]) for b in md["Brokers"]}
-    leader = md["Topics"][0]["Partitions"][0]["LeaderId"]
-    return brokers[leader]
+class Client:
+    """Requests that follow the coordinators and the partition's leader wherever they are (on a
+    busy machine leaderships can move during the test)."""
 
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
 
-def produce(address: tuple[str, int], pid: int, epoch: int, seq: int) -> dict:
-    records = encode_batch(
-        build_batch(
-            [(int(time.time() * 1000), b"k", b"v")],
-            producer_id=pid,
-            producer_epoch=epoch,
-            base_sequence=seq,
-            is_transactional=True,
+    def any_broker(self) -> tuple[str, int]:
+        node = next(n for n in self.cluster.broker_nodes() if n.running)
+        return self.cluster.broker_address(node)
+
+    def find(self, key: str, key_type: int) -> tuple[str, int] | None:
+        body = {"Key": key, "KeyType": key_type}
+        r = call(self.any_broker(), ApiKey.FIND_COORDINATOR, 3, body)
+        return (r["Host"], r["Port"]) if r["ErrorCode"] == 0 else None
+
+    def ask(self, key: str, key_type: int, api: int, version: int, body: dict, code) -> dict:
+        """The answer of ``key``'s coordinator once ``code(answer)`` is not worth a retry."""
+
+        def attempt() -> dict | None:
+            address = self.find(key, key_type)
+            if address is None:
+                return None
+            r = call(address, api, version, body)
+            return None if code(r) in AGAIN else r
+
+        return wait_until(attempt, timeout=60)
+
+    def leader(self) -> tuple[str, int] | None:
+        md = call(self.any_broker(), ApiKey.METADATA, 9, {"Topics": [{"Name": TOPIC}]})
+        brokers = {b["NodeId"]: (b["Host"], b["Port"]) for b in md["Brokers"]}
+        return brokers.get(md["Topics"][0]["Partitions"][0]["LeaderId"])
+
+    def produce(self, pid: int, epoch: int, seq: int) -> dict:
+        records = encode_batch(
+            build_batch(
+                [(int(time.time() * 1000), b"k", b"v")],
+                producer_id=pid,
+                producer_epoch=epoch,
+                base_sequence=seq,
+                is_transactional=True,
+            )
         )
-    )
-    body = {
-        "TransactionalId": TID,
-        "Acks": -1,
-        "TimeoutMs": 5000,
-        "TopicData": [{"Name": TOPIC, "PartitionData": [{"Index": 0, "Records": records}]}],
-    }
-    return call(address, ApiKey.PRODUCE, 11, body)["Responses"][0]["PartitionResponses"][0]
+        body = {
+            "TransactionalId": TID,
+            "Acks": -1,
+            "TimeoutMs": 5000,
+            "TopicData": [{"Name": TOPIC, "PartitionData": [{"Index": 0, "Records": records}]}],
+        }
+
+        def attempt() -> dict | None:
+            address = self.leader()
+            if address is None:
+                return None
+            r = call(address, ApiKey.PRODUCE, 11, body)["Responses"][0]["PartitionResponses"][0]
+            return (
+                None if r["ErrorCode"] in (E.NOT_LEADER_OR_FOLLOWER, E.NOT_ENOUGH_REPLICAS) else r
+            )
+
+        return wait_until(attempt, timeout=60)
+
+    def committed_view(self) -> dict | None:
+        """The read_committed view of partition 0 at its leader (None: no leader to ask)."""
+        address = self.leader()
+        if address is None:
+            return None
+        part = {"Partition": 0, "CurrentLeaderEpoch": -1, "FetchOffset": 0, "LogStartOffset": -1}
+        body = {
+            "ReplicaId": -1,
+            "MaxWaitMs": 0,
+            "MinBytes": 0,
+            "MaxBytes": 1 << 20,
+            "IsolationLevel": 1,
+            "SessionId": 0,
+            "SessionEpoch": -1,
+            "Topics": [{"Topic": TOPIC, "Partitions": [{**part, "PartitionMaxBytes": 1 << 20}]}],
+            "ForgottenTopicsData": [],
+            "RackId": "",
+        }
+        p = call(address, ApiKey.FETCH, 11, body)["Responses"][0]["Partitions"][0]
+        if p["ErrorCode"]:
+            return None
+        aborted = [(a["ProducerId"], a["FirstOffset"]) for a in p["AbortedTransactions"]]
+        return {"hw": p["HighWatermark"], "lso": p["LastStableOffset"], "aborted": aborted}
+
+    def stable_view(self) -> dict:
+        """The read_committed view once the LSO has reached the high watermark."""
+        return wait_until(lambda: (v := self.committed_view()) and v["lso"] == v["hw"] and v, 30)
+
+    def group_offset(self, stable: bool) -> tuple[int, int]:
+        body = {
+            "Groups": [{"GroupId": GROUP, "Topics": [{"Name": TOPIC, "PartitionIndexes": [0]}]}],
+            "RequireStable": stable,
+        }
+        r = self.ask(GROUP, 0, ApiKey.OFFSET_FETCH, 8, body, lambda r: r["Groups"][0]["ErrorCode"])
+        p = r["Groups"][0]["Topics"][0]["Partitions"][0]
+        return p["CommittedOffset"], p["ErrorCode"]
 
 
-def committed_view(address: tuple[str, int]) -> dict:
-    part = {"Partition": 0, "CurrentLeaderEpoch": -1, "FetchOffset": 0, "LogStartOffset": -1}
-    body = {
-        "ReplicaId": -1,
-        "MaxWaitMs": 0,
-        "MinBytes": 0,
-        "MaxBytes": 1 << 20,
-        "IsolationLevel": 1,
-        "SessionId": 0,
-        "SessionEpoch": -1,
-        "Topics": [{"Topic": TOPIC, "Partitions": [{**part, "PartitionMaxBytes": 1 << 20}]}],
-        "ForgottenTopicsData": [],
-        "RackId": "",
-    }
-    p = call(address, ApiKey.FETCH, 11, body)["Responses"][0]["Partitions"][0]
-    aborted = [(a["ProducerId"], a["FirstOffset"]) for a in p["AbortedTransactions"]]
-    return {"hw": p["HighWatermark"], "lso": p["LastStableOffset"], "aborted": aborted}
+def _top(r: dict) -> int:
+    return r["ErrorCode"]
 
 
-def group_offset(address: tuple[str, int], stable: bool) -> tuple[int, int]:
-    body = {
-        "Groups": [{"GroupId": GROUP, "Topics": [{"Name": TOPIC, "PartitionIndexes": [0]}]}],
-        "RequireStable": stable,
-    }
-    r = settled(address, ApiKey.OFFSET_FETCH, 8, body)
-    p = r["Groups"][0]["Topics"][0]["Partitions"][0]
-    return p["CommittedOffset"], p["ErrorCode"]
-
-
-def end(address: tuple[str, int], pid: int, epoch: int, commit: bool) -> int:
-    body = {"TransactionalId": TID, "ProducerId": pid, "ProducerEpoch": epoch, "Committed": commit}
-    return settled(address, ApiKey.END_TXN, 3, body)["ErrorCode"]
+def _partition_code(r: dict) -> int:
+    topics = r.get("ResultsByTopicV3AndBelow") or r.get("Topics")
+    parts = topics[0].get("ResultsByPartition") or topics[0].get("Partitions")
+    p = parts[0]
+    return p.get("PartitionErrorCode", p.get("ErrorCode"))
 
 
 def test_commit_and_abort_as_consumers_and_groups_see_them(shared_cluster: Cluster) -> None:
-    any_broker = shared_cluster.broker_address(shared_cluster.broker_nodes()[0])
-    created = call(any_broker, ApiKey.CREATE_TOPICS, 5, topic_body(TOPIC, 2, 3))
+    c = Client(shared_cluster)
+    created = call(c.any_broker(), ApiKey.CREATE_TOPICS, 5, topic_body(TOPIC, 1, 3))
     assert created["Topics"][0]["ErrorCode"] == 0
-    leader = leader_of(shared_cluster, any_broker)
-    tc = coordinator(shared_cluster, TID)
-    r = init(tc, TID)
+    # the first transactional id creates __transaction_state (50 partitions, 3 replicas on the
+    # shared cluster) and its leaders load it
+    init = {"TransactionalId": TID, "TransactionTimeoutMs": 60000, "ProducerId": -1}
+    r = c.ask(TID, 1, ApiKey.INIT_PRODUCER_ID, 4, {**init, "ProducerEpoch": -1}, _top)
+    assert r["ErrorCode"] == 0
     pid, epoch = r["ProducerId"], r["ProducerEpoch"]
+    txn = {"TransactionalId": TID, "ProducerId": pid, "ProducerEpoch": epoch}
+    add = {
+        "V3AndBelowTransactionalId": TID,
+        "V3AndBelowProducerId": pid,
+        "V3AndBelowProducerEpoch": epoch,
+        "V3AndBelowTopics": [{"Name": TOPIC, "Partitions": [0]}],
+    }
     # a partition not added to the transaction: refused after asking the coordinator
-    assert produce(leader, pid, epoch, 0)["ErrorCode"] == E.TRANSACTION_ABORTABLE
-    assert add(tc, TID, pid, epoch, TOPIC) == 0
-    first = produce(leader, pid, epoch, 0)
-    assert first["ErrorCode"] == 0
-    view = committed_view(leader)
-    assert view["lso"] == first["BaseOffset"] < view["hw"]
-    body = {"TransactionalId": TID, "ProducerId": pid, "ProducerEpoch": epoch, "GroupId": GROUP}
-    assert settled(tc, ApiKey.ADD_OFFSETS_TO_TXN, 3, body)["ErrorCode"] == 0
-    gc = wait_until(
-        lambda: (
-            (r := call(any_broker, ApiKey.FIND_COORDINATOR, 3, {"Key": GROUP, "KeyType": 0}))[
-                "ErrorCode"
-            ]
-            == 0
-            and (r["Host"], r["Port"])
-        ),
-        timeout=20,
+    assert c.produce(pid, epoch, 0)["ErrorCode"] == E.TRANSACTION_ABORTABLE
+    assert (
+        _partition_code(c.ask(TID, 1, ApiKey.ADD_PARTITIONS_TO_TXN, 3, add, _partition_code)) == 0
     )
+    first = c.produce(pid, epoch, 0)
+    assert first["ErrorCode"] == 0
+    view = wait_until(c.committed_view, 30)
+    assert view["lso"] == first["BaseOffset"] < view["hw"]
+    r = c.ask(TID, 1, ApiKey.ADD_OFFSETS_TO_TXN, 3, {**txn, "GroupId": GROUP}, _top)
+    assert r["ErrorCode"] == 0
+    partition = {
+        "PartitionIndex": 0,
+        "CommittedOffset": 1,
+        "CommittedLeaderEpoch": -1,
+        "CommittedMetadata": "",
+    }
     commit = {
-        "TransactionalId": TID,
+        **txn,
         "GroupId": GROUP,
-        "ProducerId": pid,
-        "ProducerEpoch": epoch,
         "GenerationIdOrMemberEpoch": -1,
         "MemberId": "",
         "GroupInstanceId": None,
-        "Topics": [
-            {
-                "Name": TOPIC,
-                "Partitions": [
-                    {
-                        "PartitionIndex": 0,
-                        "CommittedOffset": 1,
-                        "CommittedLeaderEpoch": -1,
-                        "CommittedMetadata": "",
-                    }
-                ],
-            }
-        ],
+        "Topics": [{"Name": TOPIC, "Partitions": [partition]}],
     }
-    r = call(gc, ApiKey.TXN_OFFSET_COMMIT, 3, commit)
-    assert r["Topics"][0]["Partitions"][0]["ErrorCode"] == 0
-    assert group_offset(gc, stable=False) == (-1, 0)
-    assert group_offset(gc, stable=True) == (-1, E.UNSTABLE_OFFSET_COMMIT)
+    r = c.ask(GROUP, 0, ApiKey.TXN_OFFSET_COMMIT, 3, commit, _partition_code)
+    assert _partition_code(r) == 0
+    assert c.group_offset(stable=False) == (-1, 0)
+    assert c.group_offset(stable=True) == (-1, E.UNSTABLE_OFFSET_COMMIT)
 
-    assert end(tc, pid, epoch, commit=True) == 0
-    assert wait_until(lambda: group_offset(gc, stable=True) == (1, 0), timeout=20)
-    view = wait_until(lambda: (v := committed_view(leader))["lso"] == v["hw"] and v, timeout=20)
-    assert view["aborted"] == []
+    r = c.ask(TID, 1, ApiKey.END_TXN, 3, {**txn, "Committed": True}, _top)
+    assert r["ErrorCode"] == 0
+    assert wait_until(lambda: c.group_offset(stable=True) == (1, 0), timeout=30)
+    assert c.stable_view()["aborted"] == []
 
     # the next transaction aborts: its range is listed to read_committed consumers
-    second = settled(tc, ApiKey.ADD_PARTITIONS_TO_TXN, 3, add_body(pid, epoch))
-    assert second["ResultsByTopicV3AndBelow"][0]["ResultsByPartition"][0]["PartitionErrorCode"] == 0
-    aborted = produce(leader, pid, epoch, 1)
-    assert aborted["ErrorCode"] == 0
-    assert end(tc, pid, epoch, commit=False) == 0
-    view = wait_until(lambda: (v := committed_view(leader))["lso"] == v["hw"] and v, timeout=20)
-    assert view["aborted"] == [(pid, aborted["BaseOffset"])]
-
-    described = call(
-        leader, ApiKey.DESCRIBE_PRODUCERS, 0, {"Topics": [{"Name": TOPIC, "PartitionIndexes": [0]}]}
+    assert (
+        _partition_code(c.ask(TID, 1, ApiKey.ADD_PARTITIONS_TO_TXN, 3, add, _partition_code)) == 0
     )
+    aborted = c.produce(pid, epoch, 1)
+    assert aborted["ErrorCode"] == 0
+    r = c.ask(TID, 1, ApiKey.END_TXN, 3, {**txn, "Committed": False}, _top)
+    assert r["ErrorCode"] == 0
+    assert wait_until(lambda: c.stable_view()["aborted"] == [(pid, aborted["BaseOffset"])], 30)
+
+    body = {"Topics": [{"Name": TOPIC, "PartitionIndexes": [0]}]}
+    leader = wait_until(c.leader, 30)
+    described = call(leader, ApiKey.DESCRIBE_PRODUCERS, 0, body)
     (state,) = described["Topics"][0]["Partitions"][0]["ActiveProducers"]
     assert (state["ProducerId"], state["LastSequence"], state["CurrentTxnStartOffset"]) == (
         pid,
         1,
         -1,
     )
-
-
-def add_body(pid: int, epoch: int) -> dict:
-    return {
-        "V3AndBelowTransactionalId": TID,
-        "V3AndBelowProducerId": pid,
-        "V3AndBelowProducerEpoch": epoch,
-        "V3AndBelowTopics": [{"Name": TOPIC, "Partitions": [0]}],
-    }
