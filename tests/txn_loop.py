@@ -60,8 +60,10 @@ class LoopPlan:
     kill_at: int = 0  # the worker transaction during which the coordinator is killed (0: none)
     #: "open": with that transaction's records and offsets sent, then a new worker instance
     #: fences the old; "ended": as soon as its EndTxn is answered (markers perhaps still being
-    #: written), the same instance going on
+    #: written), the same instance going on; "later": ``kill_delay`` seconds after it ended,
+    #: wherever the worker then is (the next transaction's requests in flight)
     kill_mode: str = "open"
+    kill_delay: float = 0.2
     deadline: float = 240.0  # seconds for the whole loop, fill and check included
 
 
@@ -147,23 +149,31 @@ class Killer:
     """Kills the coordinator of a transactional id with SIGKILL and starts it again in a
     thread of its own (the worker goes on meanwhile); :meth:`join` waits for the restart."""
 
-    def __init__(self, target: Target, transactional_id: str) -> None:
-        self.target, self.transactional_id = target, transactional_id
+    def __init__(self, target: Target, transactional_id: str, delay: float = 0.0) -> None:
+        self.target, self.transactional_id, self.delay = target, transactional_id, delay
         self.node = -1
         self.what = ""
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
 
     def __call__(self) -> None:
+        """Kill now, or with a delay after ``delay`` seconds while the caller goes on."""
         self.node = txn_coordinator(self.target, self.transactional_id)
-        self.what = f"broker {self.node}"
-        self.target.signal_node(self.node, signal.SIGKILL)
-        assert not self.target.node_running(self.node)
+        self.what = f"broker {self.node}" + (f" {self.delay:.2f} s later" if self.delay else "")
+        if not self.delay:
+            self._kill()
         self._thread = threading.Thread(target=self._restart, name="restart", daemon=True)
         self._thread.start()
 
+    def _kill(self) -> None:
+        self.target.signal_node(self.node, signal.SIGKILL)
+        assert not self.target.node_running(self.node)
+
     def _restart(self) -> None:
         try:
+            if self.delay:
+                time.sleep(self.delay)
+                self._kill()
             time.sleep(1.0)  # down long enough for its sessions to be seen as lost
             self.target.start_node(self.node)
         except BaseException as e:  # reported by join
@@ -374,7 +384,7 @@ class PythonWorker:
                         self.log.committed.append(label)
                         self.log.copied += len(msgs)
                         self.log.failed_at_commit = len(self.log.failed)
-                    if txn == self.plan.kill_at:  # kill_mode "ended"
+                    if txn == self.plan.kill_at:  # kill_mode "ended" or "later"
                         self.on_kill()
                 except KafkaException as e:
                     err = e.args[0]
@@ -474,7 +484,7 @@ def run_java_worker(
     cmd = ["java", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", classpath, "TxnLoopHarness"]
     cmd += [bootstrap, names["input"], names["output"], names["group"], names["tid"]]
     cmd += [str(x) for x in (expected, plan.batch, plan.abort_every, plan.kill_at, seconds)]
-    cmd.append(plan.kill_mode)
+    cmd.append("open" if plan.kill_mode == "open" else "ended")
     lines: queue.Queue[str | None] = queue.Queue()
     with log_path.open("w") as err:
         proc = subprocess.Popen(
@@ -648,7 +658,7 @@ def run_loop(target: Target, client: str, plan: LoopPlan, work: Path) -> LoopRes
     result.phases["topics"] = _lap(started)
     expected = fill_input(bootstrap, names["input"], plan, deadline, result.fill_failures)
     result.phases["fill"] = _lap(started, result.phases)
-    killer = Killer(target, names["tid"])
+    killer = Killer(target, names["tid"], plan.kill_delay if plan.kill_mode == "later" else 0.0)
     total = sum(map(len, expected))
     log = WorkerLog()
     try:
@@ -700,7 +710,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=LoopPlan.batch)
     ap.add_argument("--abort-every", type=int, default=LoopPlan.abort_every)
     ap.add_argument("--kill-at", type=int, default=10, help="0: no kill")
-    ap.add_argument("--kill-mode", choices=("open", "ended"), default="open")
+    ap.add_argument("--kill-mode", choices=("open", "ended", "later"), default="open")
+    ap.add_argument("--kill-delay", type=float, default=LoopPlan.kill_delay)
     ap.add_argument("--deadline", type=float, default=LoopPlan.deadline)
     args = ap.parse_args(argv)
     plan = LoopPlan(
@@ -709,6 +720,7 @@ def main(argv: list[str] | None = None) -> int:
         abort_every=args.abort_every,
         kill_at=args.kill_at,
         kill_mode=args.kill_mode,
+        kill_delay=args.kill_delay,
         deadline=args.deadline,
     )
     target = make_target(TargetOptions(target=args.target))
