@@ -155,6 +155,7 @@ def test_list_and_delete(harness: Harness) -> None:
     """A stable group and an empty one (made by a simple commit): listed as they are; the
     stable one cannot be deleted, the empty one can and then disappears, and its id works
     afresh."""
+    harness.require(ApiKey.LIST_GROUPS)  # what R15/R16 judge: their UNSUPPORTED comes first
     harness.require(ApiKey.DELETE_GROUPS)
     topic = obtain(harness, "groups-admin").name
     stable, empty = Group(harness), Group(harness)
