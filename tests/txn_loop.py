@@ -64,6 +64,7 @@ class LoopPlan:
     #: wherever the worker then is (the next transaction's requests in flight)
     kill_mode: str = "open"
     kill_delay: float = 0.2
+    pause: float = 0.0  # > 0: the coordinator's broker is paused (SIGSTOP) so long, not killed
     deadline: float = 240.0  # seconds for the whole loop, fill and check included
 
 
@@ -149,8 +150,13 @@ class Killer:
     """Kills the coordinator of a transactional id with SIGKILL and starts it again in a
     thread of its own (the worker goes on meanwhile); :meth:`join` waits for the restart."""
 
-    def __init__(self, target: Target, transactional_id: str, delay: float = 0.0) -> None:
+    def __init__(
+        self, target: Target, transactional_id: str, delay: float = 0.0, pause: float = 0.0
+    ) -> None:
         self.target, self.transactional_id, self.delay = target, transactional_id, delay
+        #: > 0: SIGSTOP instead of SIGKILL, SIGCONT that many seconds later (a coordinator that
+        #: comes back after its leadership moved, instead of a restart)
+        self.pause = pause
         self.node = -1
         self.what = ""
         self._thread: threading.Thread | None = None
@@ -160,12 +166,16 @@ class Killer:
         """Kill now, or with a delay after ``delay`` seconds while the caller goes on."""
         self.node = txn_coordinator(self.target, self.transactional_id)
         self.what = f"broker {self.node}" + (f" {self.delay:.2f} s later" if self.delay else "")
+        self.what += f", paused {self.pause:.1f} s" if self.pause else ""
         if not self.delay:
             self._kill()
         self._thread = threading.Thread(target=self._restart, name="restart", daemon=True)
         self._thread.start()
 
     def _kill(self) -> None:
+        if self.pause:
+            self.target.signal_node(self.node, signal.SIGSTOP)
+            return
         self.target.signal_node(self.node, signal.SIGKILL)
         assert not self.target.node_running(self.node)
 
@@ -174,6 +184,10 @@ class Killer:
             if self.delay:
                 time.sleep(self.delay)
                 self._kill()
+            if self.pause:
+                time.sleep(self.pause)
+                self.target.signal_node(self.node, signal.SIGCONT)
+                return
             time.sleep(1.0)  # down long enough for its sessions to be seen as lost
             self.target.start_node(self.node)
         except BaseException as e:  # reported by join
@@ -658,7 +672,8 @@ def run_loop(target: Target, client: str, plan: LoopPlan, work: Path) -> LoopRes
     result.phases["topics"] = _lap(started)
     expected = fill_input(bootstrap, names["input"], plan, deadline, result.fill_failures)
     result.phases["fill"] = _lap(started, result.phases)
-    killer = Killer(target, names["tid"], plan.kill_delay if plan.kill_mode == "later" else 0.0)
+    delay = plan.kill_delay if plan.kill_mode == "later" else 0.0
+    killer = Killer(target, names["tid"], delay, plan.pause)
     total = sum(map(len, expected))
     log = WorkerLog()
     try:
@@ -712,6 +727,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kill-at", type=int, default=10, help="0: no kill")
     ap.add_argument("--kill-mode", choices=("open", "ended", "later"), default="open")
     ap.add_argument("--kill-delay", type=float, default=LoopPlan.kill_delay)
+    ap.add_argument("--pause", type=float, default=0.0, help="SIGSTOP so long instead of kill")
     ap.add_argument("--deadline", type=float, default=LoopPlan.deadline)
     args = ap.parse_args(argv)
     plan = LoopPlan(
@@ -721,6 +737,7 @@ def main(argv: list[str] | None = None) -> int:
         kill_at=args.kill_at,
         kill_mode=args.kill_mode,
         kill_delay=args.kill_delay,
+        pause=args.pause,
         deadline=args.deadline,
     )
     target = make_target(TargetOptions(target=args.target))
