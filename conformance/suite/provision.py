@@ -137,8 +137,8 @@ def obtain(
     ``prefer`` of them where the suite creates it), ``configs`` set, every partition led by
     ``on_broker`` (placed so by CreateTopics; a topic had another way is taken only where its
     leaders are there already); not one the user gave unless ``given`` (a test that changes a
-    topic's configs takes only the suite's own). MissingPrecondition naming every way that
-    failed when there is none."""
+    topic's configs, or deletes it, takes only the suite's own). MissingPrecondition naming
+    every way that failed when there is none."""
     state = run_topics(harness)
     why: list[str] = []
     made = max(partitions, prefer or 0)
@@ -154,7 +154,7 @@ def obtain(
         if given:
             ways.append(lambda: _given(harness, state, partitions, exact, why))
         else:
-            why.append("it changes its topic's configs, so takes none the user gave")
+            why.append("the test changes or deletes its topic, so takes none the user gave")
     else:
         why.append(f"the test needs topic configs {configs} only CreateTopics sets")
     for way in ways:
@@ -322,6 +322,14 @@ def _grow(
     if code != ErrorCode.NONE:
         return f"CreatePartitions v{version} refused (error {code}, {code_name(code)})"
     return None
+
+
+def auto_create(harness: Harness, name: str) -> tuple[str, int, str]:
+    """Auto-creation of ``name`` (a test making a deleted topic again where CreateTopics is not
+    to be had): how it was asked, the partitions it got and, for none, what was answered."""
+    version = quiet_version(harness, ApiKey.METADATA, "1-12")
+    count, error = _auto_create(harness, name, version)
+    return f"Metadata v{version} with AllowAutoTopicCreation", count, error
 
 
 def _auto_create(harness: Harness, name: str, version: int) -> tuple[int, str]:
