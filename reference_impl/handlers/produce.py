@@ -66,11 +66,12 @@ async def produce(
             else:
                 entries.append((name, p["Index"], records))
     tid = body.get("TransactionalId")
+    guards: dict[tuple[str, int], tuple[int, int]] = {}
     if entries and tid is not None and verifier is not None:
-        entries = await _verified(node, verifier, tid, v, entries, answers)
+        entries = await _verified(node, verifier, tid, v, entries, answers, guards)
     if entries:
         results = await node.replica_manager.append_records(
-            acks, body["TimeoutMs"], entries, produce_version=v
+            acks, body["TimeoutMs"], entries, produce_version=v, guards=guards
         )
         for key, r in results.items():
             answers[key] = (
@@ -119,10 +120,13 @@ async def _verified(
     version: int,
     entries: list[tuple[str, int, Any]],
     answers: dict,
+    guards: dict[tuple[str, int], tuple[int, int]],
 ) -> list[tuple[str, int, Any]]:
     """The entries whose transactional batch may be appended; the others answered with the
     coordinator's verdict. Only a producer's first batch of a transaction in a partition it
-    leads here is verified (one with its transaction open there needs no second look)."""
+    leads here is verified (one with its transaction open there needs no second look); each
+    verified one gets a guard, so that a marker written meanwhile makes its append
+    INVALID_TXN_STATE, as Kafka's VerificationGuard does."""
     rm = node.replica_manager
     to_verify: list[tuple[str, int]] = []
     producer: tuple[int, int] | None = None
@@ -135,6 +139,7 @@ async def _verified(
             continue
         producer = producer or (h.producer_id, h.producer_epoch)
         to_verify.append((name, index))
+        guards[(name, index)] = (h.producer_id, p.log.producers.guard(h.producer_id))
     if producer is None:
         return entries
     verdicts = await verifier.verify(tid, *producer, to_verify, version)

@@ -88,6 +88,8 @@ class ProducerStateManager:
         self.unreplicated: list[tuple[int, int]] = []
         #: producer id -> first offset of its open transaction (what the entries say, indexed)
         self._open: dict[int, int] = {}
+        #: producer id -> transaction markers written for it (a verification's guard)
+        self.markers: dict[int, int] = {}
 
     def check(self, h: BatchHeader, *, sequence: bool = True) -> BatchMetadata | None:
         """Validate a producer's batch before the leader appends it.
@@ -176,6 +178,7 @@ class ProducerStateManager:
         self, producer_id: int, entry: ProducerEntry, marker: tuple[int, int], offset: int
     ) -> None:
         control_type, coordinator_epoch = marker
+        self.markers[producer_id] = self.markers.get(producer_id, 0) + 1
         entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
         first, entry.txn_first_offset = entry.txn_first_offset, None
         self._open.pop(producer_id, None)
@@ -208,6 +211,20 @@ class ProducerStateManager:
         """Producer id -> first offset of its open transaction."""
         return dict(self._open)
 
+    def guard(self, producer_id: int) -> int:
+        """A token taken before a transaction verification: the batch verified may be appended
+        only while the producer's transaction is open or no marker was written since (Kafka's
+        VerificationGuard: a transaction that ended meanwhile does not take the batch)."""
+        return self.markers.get(producer_id, 0)
+
+    def check_guard(self, producer_id: int, token: int) -> None:
+        if producer_id in self._open or self.markers.get(producer_id, 0) == token:
+            return
+        raise KafkaError(
+            ErrorCode.INVALID_TXN_STATE,
+            f"producer {producer_id}'s transaction ended while its batch was being verified",
+        )
+
     def forget(self, producer_id: int) -> None:
         """Drop what is known of one producer (a test-only fault: no duplicate check)."""
         self.producers.pop(producer_id, None)
@@ -219,6 +236,7 @@ class ProducerStateManager:
         self.aborted.clear()
         self.unreplicated.clear()
         self._open.clear()
+        self.markers.clear()
 
 
 def _check_epoch(producer_id: int, epoch: int, entry: ProducerEntry) -> None:

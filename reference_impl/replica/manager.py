@@ -307,8 +307,11 @@ class ReplicaManager:
         *,
         produce_version: int = 11,
         internal: bool = False,
+        guards: dict[TopicPartition, tuple[int, int]] | None = None,
     ) -> dict[TopicPartition, ProduceResult]:
-        """Validate and append one batch per partition; with acks=-1 wait for the ISR."""
+        """Validate and append one batch per partition; with acks=-1 wait for the ISR.
+        ``guards``: (producer id, token) of partitions whose batch was verified with the
+        transaction coordinator (``ProducerStateManager.guard``)."""
         pending = _Pending()
         for topic, index, records in entries:
             key = (topic, index)
@@ -332,6 +335,8 @@ class ReplicaManager:
                         f"ISR {list(p.isr)} is smaller than min.insync.replicas "
                         f"{cfg.min_insync_replicas}",
                     )
+                if guards and key in guards:
+                    p.log.producers.check_guard(*guards[key])
                 result = p.log.append_as_leader(
                     batch.data, batch.header, p.leader_epoch, coordinator=internal
                 )

@@ -64,3 +64,20 @@ def test_the_state_follows_the_markers_and_comes_back_from_the_files(tmp_path: P
     again.advance_start(4)  # the aborted range lies wholly below the new log start
     assert state(again, 6) == (5, [])
     again.close()
+
+
+def test_a_marker_written_during_a_verification_refuses_the_batch(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path)
+    producers = log.producers
+    token = producers.guard(1)  # Produce asks the coordinator about P1's first batch here ...
+    producers.check_guard(1, token)  # ... nothing happened meanwhile: the batch goes in
+    append(log, 1, 0)
+    log.append_marker(1, 0, 0, False, 0)
+    token = producers.guard(1)
+    log.append_marker(1, 0, 0, False, 0)  # the transaction ended while the answer travelled
+    with pytest.raises(KafkaError) as ended:
+        producers.check_guard(1, token)
+    assert ended.value.code == ErrorCode.INVALID_TXN_STATE
+    append(log, 1, 1)  # an open transaction needs no guard
+    producers.check_guard(1, token)
+    log.close()
