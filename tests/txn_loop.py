@@ -359,8 +359,9 @@ class PythonWorker:
                 _bounded(self.log, expected, deadline)
                 msgs = consumer.consume(self.plan.batch, 1.0)
                 for m in msgs:
-                    if m.error() is not None:
+                    if m.error() is not None and m.error().fatal():
                         raise KafkaException(m.error())
+                msgs = [m for m in msgs if m.error() is None]  # passing ones: asked again
                 if not msgs:
                     continue
                 txn += 1
