@@ -17,9 +17,16 @@ once, in input order per partition, and no record written by a transaction that 
 (each output value names the transaction that wrote it). A ``read_uncommitted`` reader shows
 that aborted records are in the log (the aborts were real, not skipped).
 
+Other kill points (:attr:`LoopPlan.kill_mode`): as soon as a transaction's EndTxn is answered,
+its markers perhaps still being written, or a little later, the next transaction's requests in
+flight; the same producer then goes on. :attr:`LoopPlan.pause` pauses the broker (SIGSTOP, then
+SIGCONT) instead: a coordinator that comes back after its leadership moved.
+
 The workers: confluent-kafka (librdkafka) in this process, and Java's kafka-clients in
 ``tests/java/TxnLoopHarness.java`` (compiled as the KIP-42 harness is), which stops at the kill
 point and waits for a line on its stdin. Everything is bounded by :attr:`LoopPlan.deadline`.
+Full-size runs: ``python -m tests.txn_loop --target kafka:3.9.1 --client python --client
+java:3.9.1 --records 2000 --kill-at 10`` (one JSON line of counts per client; see ``--help``).
 """
 
 from __future__ import annotations
