@@ -64,6 +64,8 @@ class RunTopics:
 
     #: why CreateTopics cannot be used in this run (None: not found out yet, or usable)
     create_blocked: str | None = None
+    #: whether a validate-only CreateTopics was accepted in this run (``create_topics_usable``)
+    create_works: bool = False
     #: partitions an auto-created topic gets (None: not tried yet; 0: no auto-creation)
     auto_partitions: int | None = None
     auto_blocked: str = ""
@@ -201,12 +203,19 @@ def _placed(harness: Harness, got: Obtained, broker: int) -> str | bool:
 def create_topics_usable(harness: Harness) -> str | None:
     """None where the suite may create topics with CreateTopics in this run (a test that
     creates and deletes topics itself, such as the log model, asks), else why not: a
-    validate-only creation of a fresh name finds out, at most once per run for a refusal."""
+    validate-only creation of a fresh name finds out, once per run."""
     why: list[str] = []
     state = run_topics(harness)
-    if _by_create_topics(harness, state, "probe", 1, None, None, why, validate_only=True):
+    if state.create_works:
         return None
-    return "; ".join(why)
+    got = _by_create_topics(harness, state, "probe", 1, None, None, why, validate_only=True)
+    if got is None:
+        return "; ".join(why)
+    state.create_works = True
+    # nothing to delete where validate-only is honoured; a target that creates anyway (or
+    # CreateTopics v0, which has no validate-only) is not left with the probe's topic
+    delete_topics(harness, [got.name])
+    return None
 
 
 def _by_create_topics(
@@ -245,8 +254,6 @@ def _by_create_topics(
         return None
     if code != ErrorCode.NONE:
         raise MissingPrecondition(f"cannot create the suite's topic {name}: error {code}")
-    if validate_only and version < 1:  # v0 knows no validate-only: the probe made a topic
-        delete_topics(harness, [name])
     return Obtained(name, partitions, f"CreateTopics v{version}", owned=True)
 
 
