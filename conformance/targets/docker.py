@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import os
 import random
+import signal
 import socket
 import tempfile
 import time
@@ -26,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from conformance.client.ports import free_port
+from conformance.targets import docker_nodes
 from conformance.targets.base import (
     Endpoint,
     Target,
@@ -105,6 +107,8 @@ class DockerTarget(Target):
     _client: Any = field(default=None, repr=False)
     _container: Any = field(default=None, repr=False)
     _zk: ZooKeeperServer | None = field(default=None, repr=False)
+    #: node id -> how the process of a node the suite killed ran (several nodes in a container)
+    _killed: dict[int, docker_nodes.NodeProcess] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_spec(cls, spec: str) -> DockerTarget:
@@ -303,6 +307,85 @@ class DockerTarget(Target):
         self._wait_ready()
         # every node of the container started again
         self.started = dict.fromkeys(self.restartable, (spawned, _now_ms()))
+
+    # --- faults: one container is one node (its main process), or holds several processes -----
+
+    def fault_nodes(self, role: str = "broker") -> list[int]:
+        """Brokers: the profile's ``nodes`` (processes in the container) or its ``node_id`` (the
+        container itself); controllers: its ``controllers`` (processes in the container)."""
+        prof = self.prof
+        if self._container is None:
+            return []
+        if role == "controller":
+            return sorted(prof.controllers)
+        if role != "broker":
+            return []
+        return sorted(prof.nodes or ([] if prof.node_id is None else [prof.node_id]))
+
+    def _node_port(self, node_id: int) -> int | None:
+        """The port the node listens on where it is one process of several (None: the node is
+        the container)."""
+        if node_id not in self.fault_nodes("broker") + self.fault_nodes("controller"):
+            raise TargetError(f"the docker target runs no node {node_id} it can signal")
+        name = self.prof.nodes.get(node_id) or self.prof.controllers.get(node_id)
+        return None if name is None else self.endpoint(name).port
+
+    def signal_node(self, node_id: int, sig: int) -> None:
+        port, c = self._node_port(node_id), self._container
+        if port is None:  # the container is the node: SIGSTOP/SIGCONT freeze and thaw it
+            c.reload()
+            if sig == signal.SIGSTOP:
+                c.pause()
+            elif sig == signal.SIGCONT:
+                if c.status == "paused":
+                    c.unpause()
+            elif c.status in ("running", "paused"):
+                c.kill(signal=int(sig))
+            if sig == signal.SIGKILL:
+                self._until(lambda: not self.node_running(node_id), f"node {node_id} gone")
+            return
+        proc = docker_nodes.find(c, port)
+        if proc is None:  # killed already: nothing listens on its port
+            return
+        if sig == signal.SIGKILL:
+            self._killed[node_id] = proc
+        docker_nodes.send(c, proc.pid, sig)
+        if sig == signal.SIGKILL:
+            gone = lambda: docker_nodes.state(c, proc.pid) in ("Z", "gone")  # noqa: E731
+            self._until(gone, f"node {node_id}'s process {proc.pid} gone")
+
+    def _until(self, ok: Any, what: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not ok():
+            if time.monotonic() > deadline:
+                raise TargetError(f"docker: {what} not within {timeout:g} s")
+            time.sleep(0.1)
+
+    def start_node(self, node_id: int) -> None:
+        port = self._node_port(node_id)
+        if self.node_running(node_id):
+            raise TargetError(f"the docker target's node {node_id} is already running")
+        spawned = _now_ms()
+        if port is None:
+            self._container.start()
+            self._wait_ready()
+        else:
+            proc = self._killed.pop(node_id, None)
+            if proc is None:
+                raise TargetError(f"node {node_id} was not killed by the suite: no command line")
+            docker_nodes.relaunch(self._container, proc)
+            ep = Endpoint(self.host, port)
+            if not wait_listening(ep, self.prof.ready_timeout):
+                raise TargetError(f"docker: node {node_id} did not listen again on {ep}")
+        if node_id in self.restartable:
+            self.started[node_id] = (spawned, _now_ms())
+
+    def node_running(self, node_id: int) -> bool:
+        port = self._node_port(node_id)
+        if port is not None:
+            return docker_nodes.find(self._container, port) is not None
+        self._container.reload()
+        return self._container.status in ("running", "paused")
 
     def stop(self) -> None:
         atexit.unregister(self.stop)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from conformance.targets import images
 from conformance.targets.base import metadata_brokers, wait_listening
@@ -52,12 +53,10 @@ ENTRYPOINT ["{entrypoint}"]
 """
 
 
-def test_the_reference_profile_serves_with_the_hosts_python(
-    engine, tmp_path: Path, no_leftovers
-) -> None:
-    """The reference profile's command line, port block and readiness check against a real
-    container: an empty image whose entrypoint is this checkout's kafka-conformance, with the
-    host's Python mounted read-only instead of one installed in the image."""
+def host_python_image(engine, tmp_path: Path) -> tuple[Any, Path]:
+    """(image, profile): an empty image whose entrypoint is this checkout's kafka-conformance,
+    and the reference profile with the host's Python mounted read-only (no build of the
+    project: a few seconds); the caller removes the image."""
     entrypoint = Path(sys.executable).parent / "kafka-conformance"
     (tmp_path / "marker").write_text("the host's Python is mounted, not installed\n")
     (tmp_path / "Dockerfile").write_text(HOST_PYTHON_DOCKERFILE.format(entrypoint=entrypoint))
@@ -73,6 +72,16 @@ def test_the_reference_profile_serves_with_the_hosts_python(
     profile.write_text(
         f'tmpfs = ["/tmp"]\nvolumes = {{ {volumes} }}\n' + (PROFILES / "reference.toml").read_text()
     )
+    return image, profile
+
+
+def test_the_reference_profile_serves_with_the_hosts_python(
+    engine, tmp_path: Path, no_leftovers
+) -> None:
+    """The reference profile's command line, port block and readiness check against a real
+    container: an empty image whose entrypoint is this checkout's kafka-conformance, with the
+    host's Python mounted read-only instead of one installed in the image."""
+    image, profile = host_python_image(engine, tmp_path)
     try:
         t = DockerTarget.from_spec(f"kc-test/kafka-conformance:host?profile={profile}")
         with t:  # ready: Metadata lists the three brokers

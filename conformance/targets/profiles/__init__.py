@@ -43,6 +43,9 @@ class Profile:
     #: node id -> the port name of its client listener, for a container of several brokers:
     #: restarting any of them restarts the container (all its nodes)
     nodes: dict[int, str] = field(default_factory=dict)
+    #: node id -> the port name of its listener, for the controllers of such a container (the
+    #: DURABILITY faults kill and start them as processes found by that port)
+    controllers: dict[int, str] = field(default_factory=dict)
     #: the file it was read from
     source: str = ""
 
@@ -135,6 +138,7 @@ def _load(path: Path, name: str) -> Profile:
         client_listener_types=tuple(data.get("client_listener_types", CLIENT_LISTENER_TYPES)),
         node_id=data.get("node_id"),
         nodes={int(k): v for k, v in data.get("nodes", {}).items()},
+        controllers={int(k): v for k, v in data.get("controllers", {}).items()},
         source=str(path),
     )
     _check_templates(profile)
@@ -159,7 +163,7 @@ def _check_templates(profile: Profile) -> None:
                 f"docker profile {profile.source}: unknown template name "
                 f"{{{sorted(unknown)[0]}}} in {template!r} (known: {', '.join(sorted(known))})"
             )
-    missing = sorted(set(profile.nodes.values()) - set(profile.ports))
+    missing = sorted({*profile.nodes.values(), *profile.controllers.values()} - set(profile.ports))
     if missing:
         raise TargetError(
             f"docker profile {profile.source}: nodes name the port {missing[0]!r}, "
