@@ -252,12 +252,16 @@ class DockerTarget(Target):
         self._wait_ready()
         self.started = dict.fromkeys(self.restartable, (spawned, _now_ms()))
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, exit_ok: bool = False) -> bool:
+        """Until the container passes its readiness check (True); False when it exited and
+        ``exit_ok``, else the error naming its log."""
         profile, ep = self.prof, self.bootstrap[0]
         deadline = time.monotonic() + profile.ready_timeout
         while True:
             self._container.reload()
             if self._container.status in ("exited", "dead"):
+                if exit_ok:
+                    return False
                 code = self._container.attrs.get("State", {}).get("ExitCode")
                 self._failed(f"exited (code {code}) before it served on {ep}")
             left = deadline - time.monotonic()
@@ -268,9 +272,9 @@ class DockerTarget(Target):
                 )
             if profile.ready_check == "tcp":
                 if wait_listening(ep, min(left, 0.5)):
-                    return
+                    return True
             elif metadata_brokers(ep, min(left, 5.0)) >= profile.ready_brokers:
-                return
+                return True
             else:
                 time.sleep(min(left, 0.2))
 
@@ -367,8 +371,14 @@ class DockerTarget(Target):
             raise TargetError(f"the docker target's node {node_id} is already running")
         spawned = _now_ms()
         if port is None:
+            # ZooKeeper mode: a broker killed with SIGKILL leaves its /brokers/ids znode until
+            # its session expires, and a broker starting meanwhile exits at once: started again
+            # until then, as the kafka target does
+            deadline = time.monotonic() + self.prof.ready_timeout
             self._container.start()
-            self._wait_ready()
+            while not self._wait_ready(exit_ok=time.monotonic() < deadline):
+                time.sleep(1.0)
+                self._container.start()
         else:
             proc = self._killed.pop(node_id, None)
             if proc is None:
