@@ -15,13 +15,13 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-EMBEDDED = "embedded"
+from conformance.protocol.internal_topics import (  # noqa: F401 (the nodes import them from here)
+    INTERNAL_TOPICS,
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+)
 
-#: the internal topics: group offsets and metadata, transaction state (Metadata marks them
-#: internal and never auto-creates them for a client)
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+EMBEDDED = "embedded"
 
 
 class ConfigError(ValueError):

@@ -55,7 +55,7 @@ FACTS = {
         frozenset({">qiib", ">Hiqqqhii", ">qiibIhiqqqhii", ">qiibIHiqqqhii"}),
     ),
     "the internal topics' names": Fact(
-        "reference_impl/config.py",
+        "conformance/protocol/internal_topics.py",
         frozenset({"OFFSETS_TOPIC", "TRANSACTION_STATE_TOPIC", "INTERNAL_TOPICS"}),
         frozenset({"__consumer_offsets", "__transaction_state"}),
     ),

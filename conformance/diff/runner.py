@@ -31,8 +31,9 @@ from conformance.client.wire import Connection, ConnectionClosed, ProtocolViolat
 from conformance.diff.compare import Answer, Comparison, plain
 from conformance.diff.mask import MASK_FILE, Mask, load
 from conformance.diff.stream import Request, Selection, build
-from conformance.protocol import ApiKey, Codec
+from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.errors import DecodeError, EncodeError
+from conformance.protocol.internal_topics import TRANSACTION_STATE_TOPIC
 from conformance.protocol.jsonform import to_json
 from conformance.targets import Target, TargetError, TargetOptions, make_target
 
@@ -41,8 +42,6 @@ ADD_PARTITIONS_TO_TXN = int(ApiKey.ADD_PARTITIONS_TO_TXN)
 METADATA, CREATE_TOPICS = int(ApiKey.METADATA), int(ApiKey.CREATE_TOPICS)
 DELETE_TOPICS = int(ApiKey.DELETE_TOPICS)
 DESCRIBE_TRANSACTIONS = int(ApiKey.DESCRIBE_TRANSACTIONS)
-#: DescribeTransactions' answer for an id the coordinator has no state of (loaded, not found)
-TRANSACTIONAL_ID_NOT_FOUND = 105
 #: seconds to wait for a topic created or deleted by the stream to show in Metadata
 SETTLE_SECONDS = 3.0
 
@@ -200,7 +199,7 @@ async def _transactions_loaded(conn: Connection, began: float, timeout: float) -
     TRANSACTIONAL_ID_NOT_FOUND. Kafka becomes the coordinator of the partitions one by one after
     creating the topic, answering NOT_COORDINATOR for the others meanwhile (an EndTxn right after
     the start met it); the readiness check's look-up names only one partition."""
-    body = {"Topics": [{"Name": "__transaction_state"}], "AllowAutoTopicCreation": False}
+    body = {"Topics": [{"Name": TRANSACTION_STATE_TOPIC}], "AllowAutoTopicCreation": False}
     meta = (await conn.request(METADATA, 4, body, timeout=timeout)).body
     topics = [t for t in meta["Topics"] if t["ErrorCode"] == 0]
     if len(meta["Brokers"]) != 1 or not topics:
@@ -213,7 +212,7 @@ async def _transactions_loaded(conn: Connection, began: float, timeout: float) -
         began,
         timeout,
         lambda b: {s["ErrorCode"] for s in b["TransactionStates"]},
-        TRANSACTIONAL_ID_NOT_FOUND,
+        int(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND),
     )
 
 

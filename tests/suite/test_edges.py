@@ -91,11 +91,11 @@ def test_a_special_value_is_judged_whatever_the_seed(cli, reference, seed) -> No
     with FaultyProxy((ep.host, ep.port), passthrough, close_on_max_timestamp) as proxy:
         proc, run = cli(
             "--bootstrap-server", proxy.address, "--seed", seed, "--examples", "3",
-            "--select", "spec/list-offsets/v6/ or spec/list-offsets/v7/",
+            "--select", "protocol/spec/list-offsets/v6/ or protocol/spec/list-offsets/v7/",
         )  # fmt: skip
     assert run is not None, proc.stderr[-2000:]
     v = verdicts(run)
-    assert v[("spec/list-offsets/v7/well-formed", "PROTOCOL.R9")] == "FAIL", run.records
-    assert v[("spec/list-offsets/v6/well-formed", "PROTOCOL.R9")] == "PASS", run.records
+    assert v[("protocol/spec/list-offsets/v7/well-formed", "PROTOCOL.R9")] == "FAIL", run.records
+    assert v[("protocol/spec/list-offsets/v6/well-formed", "PROTOCOL.R9")] == "PASS", run.records
     message = next(r["message"] for r in run.records if r["verdict"] == "FAIL")
     assert "Timestamp = -3" in message and "KIP-734" in message, message

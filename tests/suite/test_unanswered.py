@@ -19,7 +19,10 @@ from conformance.protocol import ApiKey
 from tests.suite.faults_silence import Swallow
 from tests.suite.proxies import FaultyProxy, passthrough
 
-SELECT = "spec/describe-groups/v0 or spec/create-topics/v7 or topics/create/existing-refused"
+SELECT = (
+    "protocol/spec/describe-groups/v0 or protocol/spec/create-topics/v7"
+    " or topics/create/existing-refused"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +48,10 @@ def test_an_unanswered_request_is_reported_once_and_not_sent_again(cli, referenc
         for r in run.records
         if r["verdict"] == "FAIL"
     }
-    for test in ("spec/describe-groups/v0/well-formed", "spec/create-topics/v7/well-formed"):
+    for test in (
+        "protocol/spec/describe-groups/v0/well-formed",
+        "protocol/spec/create-topics/v7/well-formed",
+    ):
         message = failed[(test, "PROTOCOL.R9")]
         assert "no answer within the timeout" in message, message
     # the later test sent CreateTopics v7 too, and waited the shorter bound for it
@@ -59,15 +65,17 @@ def test_an_edge_left_unanswered_is_waited_for_briefly_at_the_next_version(cli, 
     same edge at the API's next version is waited for only the shorter bound."""
     boot = reference.bootstrap[0]
     silence = Swallow({ApiKey.OFFSET_FETCH: {8, 9}})
-    select = "spec/offset-fetch/v8/well-formed or spec/offset-fetch/v9/well-formed"
+    select = (
+        "protocol/spec/offset-fetch/v8/well-formed or protocol/spec/offset-fetch/v9/well-formed"
+    )
     with FaultyProxy((boot.host, boot.port), passthrough, silence.request) as proxy:
         proc, run = cli("--bootstrap-server", proxy.address, "--select", select)
     assert run is not None, proc.stderr[-2000:]
     assert dict(silence.swallowed) == {(ApiKey.OFFSET_FETCH, 8): 1, (ApiKey.OFFSET_FETCH, 9): 1}
     failed = {r["test_id"]: r["message"] for r in run.records if r["verdict"] == "FAIL"}
-    first = failed["spec/offset-fetch/v8/well-formed"]
+    first = failed["protocol/spec/offset-fetch/v8/well-formed"]
     assert "no answer within the timeout" in first and "another version" not in first, first
-    again = failed["spec/offset-fetch/v9/well-formed"]
+    again = failed["protocol/spec/offset-fetch/v9/well-formed"]
     assert "this edge was left unanswered at another version" in again, again
 
 
@@ -77,7 +85,9 @@ def test_an_api_a_node_never_answers_is_not_sent_after_two_waits(cli, reference)
     boot = reference.bootstrap[0]
     silence = Swallow({ApiKey.DESCRIBE_GROUPS: None})
     with FaultyProxy((boot.host, boot.port), passthrough, silence.request) as proxy:
-        proc, run = cli("--bootstrap-server", proxy.address, "--select", "spec/describe-groups")
+        proc, run = cli(
+            "--bootstrap-server", proxy.address, "--select", "protocol/spec/describe-groups"
+        )
     assert run is not None, proc.stderr[-2000:]
     assert dict(silence.swallowed) == {
         (ApiKey.DESCRIBE_GROUPS, 0): 1,
@@ -90,11 +100,11 @@ def test_an_api_a_node_never_answers_is_not_sent_after_two_waits(cli, reference)
     }
     advertised = {int(t.split("/v")[1].split("/")[0]) for t in failed}
     assert advertised >= {0, 1, 2, 3, 4, 5}, sorted(failed)
-    assert "none within 2 s" in failed["spec/describe-groups/v1/well-formed"]["message"]
+    assert "none within 2 s" in failed["protocol/spec/describe-groups/v1/well-formed"]["message"]
     for version in sorted(advertised - {0, 1}):
-        message = failed[f"spec/describe-groups/v{version}/well-formed"]["message"]
+        message = failed[f"protocol/spec/describe-groups/v{version}/well-formed"]["message"]
         assert f"DescribeGroups v{version} [edge: " in message, message
         assert "not sent: 127.0.0.1:" in message, message
-        assert "v0 in spec/describe-groups/v0/well-formed" in message, message
-        assert "v1 in spec/describe-groups/v1/well-formed" in message, message
+        assert "v0 in protocol/spec/describe-groups/v0/well-formed" in message, message
+        assert "v1 in protocol/spec/describe-groups/v1/well-formed" in message, message
     assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]
