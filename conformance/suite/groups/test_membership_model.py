@@ -15,7 +15,7 @@ from conformance.suite.harness import Harness
 from conformance.suite.log.binding import only_when_applicable
 from conformance.suite.meta import conformance
 from conformance.suite.models import ModelRunner, Step, load_model, run_machine, state_machine, tour
-from conformance.suite.provision import delete_topics, obtain
+from conformance.suite.provision import Topics
 
 REQS = tuple(f"GROUPS.R{n}" for n in (3, 4, 5, 6, 7, 8, 9, 13, 14, 15, 17, 18, 19, 20, 21))
 #: examples and steps: a join or leave is a whole rebalance round; every example starts with
@@ -71,16 +71,14 @@ def test_groups_state_machine(harness: Harness) -> None:
     events = [e for e in model.events if f"event {e}" not in left_out]
     invariants = [i["name"] for i in model.invariants if f"invariant {i['name']}" not in left_out]
     steps = [s for s in TOUR if s[0] in events]
-    topic = obtain(harness, "groups-model").name
+    with Topics(harness, "groups-model") as topics:
+        (topic,) = topics
 
-    def runner() -> ModelRunner:
-        binding = GroupsBinding(harness, topic, model.count)
-        return ModelRunner(model, binding, allowed=REQS, invariants=invariants)
+        def runner() -> ModelRunner:
+            binding = GroupsBinding(harness, topic, model.count)
+            return ModelRunner(model, binding, allowed=REQS, invariants=invariants)
 
-    try:
         machine = state_machine(model, runner, events=events, initialize=["join-member"])
         only_when_applicable(machine, model)
         run_machine(harness, machine, examples=EXAMPLES, steps=STEPS)
         tour(runner(), steps)
-    finally:
-        delete_topics(harness, [topic])
