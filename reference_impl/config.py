@@ -15,12 +15,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from conformance.protocol.internal_topics import (  # noqa: F401 (the nodes import them from here)
-    INTERNAL_TOPICS,
-    OFFSETS_TOPIC,
-    TRANSACTION_STATE_TOPIC,
-)
-
 EMBEDDED = "embedded"
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from conformance.protocol import ErrorCode
-from reference_impl.config import OFFSETS_TOPIC
+from conformance.protocol.internal_topics import OFFSETS_TOPIC
 from reference_impl.groups.coordinator import (
     GroupConfig,
     GroupCoordinator,

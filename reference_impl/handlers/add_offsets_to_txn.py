@@ -12,7 +12,7 @@ what makes the group coordinator's pending transactional offsets visible or drop
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.config import OFFSETS_TOPIC
+from conformance.protocol.internal_topics import OFFSETS_TOPIC
 from reference_impl.handlers.group_common import groups
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView

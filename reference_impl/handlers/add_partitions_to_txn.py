@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.config import INTERNAL_TOPICS
+from conformance.protocol.internal_topics import INTERNAL_TOPICS
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 from reference_impl.txn.service import service_for

@@ -16,9 +16,9 @@ import uuid
 from typing import Any
 
 from conformance.protocol import AUTHORIZED_OPERATIONS_UNSET, ApiKey, ErrorCode
+from conformance.protocol.internal_topics import INTERNAL_TOPICS
 from conformance.protocol.spec import ZERO_UUID
 from reference_impl import extensions
-from reference_impl.config import INTERNAL_TOPICS
 from reference_impl.handlers.common import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,

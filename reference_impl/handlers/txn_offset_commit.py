@@ -28,7 +28,7 @@ GroupCoordinator.handleTxnCommitOffsets):
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.config import OFFSETS_TOPIC
+from conformance.protocol.internal_topics import OFFSETS_TOPIC
 from reference_impl.groups.coordinator import TxnCommit
 from reference_impl.groups.errors import store_offsets_error
 from reference_impl.groups.group import OffsetAndMetadata

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.config import TRANSACTION_STATE_TOPIC
+from conformance.protocol.internal_topics import TRANSACTION_STATE_TOPIC
 from reference_impl.peers import PeerConnections
 from reference_impl.roles import BrokerView
 from reference_impl.txn.service import service_for

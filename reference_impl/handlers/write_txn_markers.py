@@ -33,7 +33,7 @@ import logging
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.config import OFFSETS_TOPIC
+from conformance.protocol.internal_topics import OFFSETS_TOPIC
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION

@@ -29,7 +29,7 @@ from dataclasses import fields
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.config import TRANSACTION_STATE_TOPIC
+from conformance.protocol.internal_topics import TRANSACTION_STATE_TOPIC
 from reference_impl.groups.placement import partition_for
 from reference_impl.groups.service import ClusterPlacement, Coordinator
 from reference_impl.groups.store import decode_records, encode_records

@@ -23,7 +23,7 @@ import pytest
 
 from conformance.client.wire import Connection
 from conformance.protocol import ApiKey, Codec
-from reference_impl.config import OFFSETS_TOPIC
+from conformance.protocol.internal_topics import OFFSETS_TOPIC
 from reference_impl.groups.placement import partition_for
 from reference_impl.launcher import Cluster
 
