@@ -2,12 +2,15 @@
 
     pytest --pyargs conformance.suite --bootstrap-server H:P [--strict] [--select EXPR] ...
 
-It takes the options of ``kafka-conformance run``. It is inert in any session that collects no
+It takes the options of ``kafka-conformance run``: one table (:data:`OPTIONS`) declares them
+for both; ``run`` hands them parsed to a :class:`SuiteRun` plugin object, the pytest-only path
+makes one from pytest's options. It is inert in any session that collects no
 suite test (the project's own tests load it too). When suite tests are collected it validates
 their requirement ids, applies ``--select``, starts the target (``--target``) and opens the
 harness; a target that cannot be used is a usage error (one line). Each test's outcome becomes
 one verdict per requirement (``conformance.results.verdicts``); with ``--results-dir`` they are
-recorded with the run's manifest, and with ``--report`` rendered.
+recorded with the run's manifest, and with ``--report`` (``run``: unless ``--no-report``)
+rendered, here only.
 
 pytest's own view follows the verdicts: FAIL and ERROR fail, NONSTRICT shows as xfail (it does
 not fail the session unless ``--strict``), UNSUPPORTED / NOT_EXPOSED / PROPOSAL_ABSENT / SKIP /
@@ -24,6 +27,7 @@ report say so first.
 
 from __future__ import annotations
 
+import argparse
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +39,7 @@ from conformance.results.policy import Phase, outcome_shown, requirement_verdict
 from conformance.results.verdicts import NotApplicable, NotEvaluated, Verdict, verdict_for
 from conformance.suite.credit import Ledger
 from conformance.suite.meta import MARKER, kebab
+from conformance.targets import KINDS
 
 #: hypothesis examples per property test of the suite (``--examples``)
 DEFAULT_EXAMPLES = 5
@@ -43,6 +48,8 @@ DEFAULT_EXAMPLES = 5
 DEFAULT_SEED = 20261123
 #: times a run restarts a target it manages after it went down, before it gives up on it
 MAX_RESTARTS = 3
+#: where ``run`` records its runs unless told ``--results-dir``
+DEFAULT_RESULTS = Path("conformance-results")
 
 
 def parse_seed(text: str) -> int | str:
@@ -67,88 +74,264 @@ def run_seed(option: int | str | None) -> int:
     return int(option)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("kafka-conformance", "Kafka conformance suite (conformance.suite)")
-    g.addoption(
+# --- the run's options: one table for ``kafka-conformance run`` and for pytest ------------------
+
+
+def seed_option(text: str) -> int | str:
+    """``--seed`` as parsed on both command lines (argparse's one-line error when malformed)."""
+    try:
+        return parse_seed(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"--seed {text!r}: ")) from None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a run, declared once: :func:`add_run_options` puts it on ``kafka-conformance
+    run``'s parser, :func:`pytest_addoption` on pytest's, both under the same ``dest``."""
+
+    flag: str
+    help: str = ""
+    metavar: str | None = None
+    default: Any = None
+    type: Any = None
+    #: argparse's action ("store_true", "append", "count"), or None to store a value
+    action: str | None = None
+    #: flags on ``run`` only (``-k`` is pytest's own there)
+    run_aliases: tuple[str, ...] = ()
+    #: the default on ``run`` where it differs from pytest's (``--results-dir``: run records)
+    run_default: Any = None
+    #: options pytest already has under this flag (``--strict``, ``--junit-xml``, ``-v``): only
+    #: ``run`` declares them; ``pytest_args`` is what ``run`` tells pytest (pytest's own options
+    #: are the one thing it is told as arguments)
+    pytest_own: bool = False
+    pytest_args: Any = None
+    #: where pytest keeps its own option (``--junit-xml``: ``xmlpath``)
+    pytest_dest: str | None = None
+    #: options of which at most one may be given (``--report`` / ``--no-report``)
+    exclusive: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def kwargs(self, *, run: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"help": self.help, "dest": self.dest}
+        default = self.run_default if run and self.run_default is not None else self.default
+        if self.action is not None:
+            out["action"] = self.action
+        if self.action in (None, "append"):
+            out["metavar"] = self.metavar
+        if self.action is None and self.type is not None:
+            out["type"] = self.type
+        out["default"] = default
+        return out
+
+
+def _path(text: str) -> Path:
+    return Path(text)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
         "--target",
-        default=None,
-        metavar="KIND",
-        help="reference (default), reference:zookeeper, tansu, external, docker:IMAGE",
-    )
-    g.addoption(
+        f"the target: {', '.join(KINDS)} (default: reference; external with --bootstrap-server)",
+        "KIND",
+    ),
+    Option(
         "--bootstrap-server",
-        default=None,
-        metavar="H:P[,H:P]",
-        help="an external target's client listener",
-    )
-    g.addoption(
+        "an external target's client listener (implies --target external)",
+        "H:P[,H:P]",
+    ),
+    Option(
         "--controller-bootstrap",
-        default=None,
-        metavar="H:P",
-        help="the controller listener (controller tests SKIP without it)",
-    )
-    g.addoption(
-        "--zookeeper",
-        default=None,
-        metavar="H:P[/chroot]",
-        help="the target's ZooKeeper (znode tests SKIP without it)",
-    )
-    g.addoption("--sasl-mechanism", default=None, metavar="M")
-    g.addoption("--sasl-username", default=None, metavar="U")
-    g.addoption("--sasl-password", default=None, metavar="P")
-    g.addoption("--target-name", default=None, metavar="NAME", help="name in results/reports")
-    g.addoption("--target-version", default=None, metavar="V", help="version in results/reports")
-    # --strict is pytest's own flag (strict markers and config); the suite reads it too: a
-    # SHOULD requirement not met is then FAIL instead of NONSTRICT.
-    g.addoption(
-        "--select",
-        default=None,
-        metavar="EXPR",
-        help="run tests whose id, requirement id, KIP, API or level matches "
-        "(and/or/not, parentheses), e.g. 'KIP-78 and MUST'",
-    )
-    g.addoption(
-        "--seed",
-        default=None,
-        metavar="N|random",
-        help=f"hypothesis seed (default {DEFAULT_SEED}: runs are deterministic; 'random' for a "
-        "fresh one); recorded in the manifest, it reproduces a run",
-    )
-    g.addoption(
-        "--examples",
-        default=DEFAULT_EXAMPLES,
-        type=int,
-        metavar="N",
-        help=f"hypothesis examples per property test (default {DEFAULT_EXAMPLES})",
-    )
-    g.addoption(
-        "--spec-dir",
-        default=None,
-        metavar="DIR",
-        help="message specs to use (default: the project's, Kafka 3.9)",
-    )
-    g.addoption(
-        "--results-dir",
-        default=None,
-        metavar="DIR",
-        help="record the run in DIR/<run id>/ (results.jsonl and manifest.json)",
-    )
-    g.addoption("--report", default=None, metavar="DIR", help="render the run's report here")
-    g.addoption(
+        "the controller listener (controller tests SKIP without it)",
+        "H:P",
+    ),
+    Option("--zookeeper", "the target's ZooKeeper (znode tests SKIP without it)", "H:P[/chroot]"),
+    Option("--sasl-mechanism", "SASL mechanism (PLAIN, SCRAM-SHA-256)", "M"),
+    Option("--sasl-username", "SASL user name", "U"),
+    Option("--sasl-password", "SASL password", "P"),
+    Option("--target-name", "the target's name in results and reports", "NAME"),
+    Option("--target-version", "the target's version in results and reports", "V"),
+    Option(
+        "--strict",
+        "a SHOULD not met is FAIL, not NONSTRICT (pytest's own --strict, which the suite reads)",
+        action="store_true",
+        default=False,
+        pytest_own=True,
+    ),
+    Option(
         "--client",
+        "the client KIP-42.R1-R7 judge, repeatable: python (the suite's own, the default) or a "
+        "Java kafka-clients release, fetched with Maven (java:3.9.1)",
+        "python|java:VERSION",
         action="append",
-        default=None,
-        metavar="python|java:VERSION",
-        help="the client KIP-42's client requirements judge (repeatable; default: python, the "
-        "suite's own)",
-    )
-    g.addoption(
+    ),
+    Option(
+        "--select",
+        "tests by id, requirement id, KIP, API or level (and/or/not, parentheses): "
+        "'KIP-78 and MUST'",
+        "EXPR",
+        run_aliases=("-k",),
+    ),
+    Option(
+        "--seed",
+        f"hypothesis seed (default {DEFAULT_SEED}: the same suite against the same target gives "
+        "the same verdicts); 'random' draws a fresh one; the manifest records it",
+        "N|random",
+        type=seed_option,
+    ),
+    Option(
+        "--examples",
+        f"hypothesis examples per property test (default {DEFAULT_EXAMPLES})",
+        "N",
+        type=int,
+    ),
+    Option("--spec-dir", "message specs to use (default: the project's)", "DIR"),
+    Option(
         "--topics",
-        default=None,
-        metavar="NAME[,NAME|PREFIX*]",
-        help="pre-created topics the suite may write to where it can neither create nor "
-        "auto-create its own: names, or PREFIX* for every topic so named (one test each)",
+        "pre-created topics to write to where the target neither creates nor auto-creates the "
+        "suite's own (names, or PREFIX* for every topic so named; one test each)",
+        "NAME[,NAME|PREFIX*]",
+    ),
+    Option(
+        "--results-dir",
+        "record the run in DIR/<run id>/ (results.jsonl, manifest.json; run's default: "
+        f"{DEFAULT_RESULTS})",
+        "DIR",
+        type=_path,
+        run_default=DEFAULT_RESULTS,
+    ),
+    Option(
+        "--report",
+        "render the run's report in DIR (run's default: <run dir>/report)",
+        "DIR",
+        type=_path,
+        exclusive="report",
+    ),
+    Option(
+        "--no-report",
+        "render no report (what pytest does unless --report)",
+        action="store_true",
+        default=False,
+        exclusive="report",
+    ),
+    Option(
+        "--junit-xml",
+        "also write a JUnit XML file (pytest's own --junit-xml)",
+        "FILE",
+        type=_path,
+        pytest_own=True,
+        pytest_args=lambda v: [f"--junit-xml={v}"] if v else [],
+        pytest_dest="xmlpath",
+    ),
+    Option(
+        "--verbose",
+        "one line per test instead of progress dots (pytest's own -v)",
+        action="count",
+        default=0,
+        run_aliases=("-v",),
+        pytest_own=True,
+        pytest_args=lambda v: ["-v"] * v if v else ["-q"],
+    ),
+)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The table on ``kafka-conformance run``'s parser."""
+    groups: dict[str, Any] = {}
+    for o in OPTIONS:
+        into: Any = parser
+        if o.exclusive:
+            if o.exclusive not in groups:
+                groups[o.exclusive] = parser.add_mutually_exclusive_group()
+            into = groups[o.exclusive]
+        into.add_argument(*o.run_aliases, o.flag, **o.kwargs(run=True))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The table on pytest's parser (the options pytest has itself are left to it)."""
+    g = parser.getgroup("kafka-conformance", "Kafka conformance suite (conformance.suite)")
+    for o in OPTIONS:
+        if not o.pytest_own:
+            g.addoption(o.flag, **o.kwargs(run=False))
+
+
+def options_of(config: pytest.Config) -> argparse.Namespace:
+    """The table's options as pytest parsed them (the pytest-only path)."""
+    return argparse.Namespace(
+        **{o.dest: config.getoption(o.pytest_dest or o.dest) for o in OPTIONS}
     )
+
+
+def args_for_pytest(options: argparse.Namespace) -> list[str]:
+    """What ``run`` tells pytest as arguments: the suite, and pytest's own options."""
+    out = ["--pyargs", "conformance.suite", "-p", "no:cacheprovider", "-r", "fE"]
+    for o in OPTIONS:
+        if o.pytest_args is not None:
+            out += o.pytest_args(getattr(options, o.dest))
+    return out
+
+
+def make_run_target(options: argparse.Namespace):
+    """The run's target, the one place a run builds it (TargetError when the options are wrong).
+    ``make_target`` is looked up when called: a project test's plugin may replace it."""
+    import conformance.targets as targets
+
+    return targets.make_target(
+        targets.TargetOptions(
+            target=options.target,
+            bootstrap=options.bootstrap_server,
+            controller=options.controller_bootstrap,
+            zookeeper=options.zookeeper,
+            sasl_mechanism=options.sasl_mechanism,
+            sasl_username=options.sasl_username,
+            sasl_password=options.sasl_password,
+            target_name=options.target_name,
+            target_version=options.target_version,
+        )
+    )
+
+
+class SuiteRun:
+    """One run of the suite, handed to pytest as a plugin object (``pytest.main(args,
+    plugins=[SuiteRun(options)])``): the options as ``run`` parsed them, the target it prepared
+    (or None: made here), whether a report is rendered unless ``--no-report``; after the session,
+    :attr:`run_dir` (None when nothing was recorded) and :attr:`report` (the page rendered).
+    The pytest-only path makes one from pytest's options (:func:`pytest_configure`)."""
+
+    def __init__(
+        self, options: argparse.Namespace, *, target: Any = None, report_by_default: bool = False
+    ) -> None:
+        self.options = options
+        self.target = target
+        self.report_by_default = report_by_default
+        self.run_dir: Path | None = None
+        self.report: Path | None = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[RUN] = self
+        # a suite module that reads an option (kip42's --client) sees the run's value
+        for o in OPTIONS:
+            if not o.pytest_own:
+                setattr(config.option, o.dest, getattr(self.options, o.dest))
+
+    def report_dir(self) -> Path | None:
+        if self.options.no_report or self.run_dir is None:
+            return None
+        if self.options.report is not None:
+            return Path(self.options.report)
+        return self.run_dir / "report" if self.report_by_default else None
+
+
+RUN = pytest.StashKey[SuiteRun]()
+
+
+def opt(config: pytest.Config, name: str) -> Any:
+    """The run's option ``name`` (``dest``), whichever path started the run."""
+    return getattr(config.stash[RUN].options, name)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -156,6 +339,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER}(test_id, requirements, api): a conformance suite test (conformance.suite.meta)",
     )
+    if RUN not in config.stash:  # the pytest-only path: the run is what pytest parsed
+        config.stash[RUN] = SuiteRun(options_of(config))
+    if opt(config, "report") is not None and opt(config, "no_report"):
+        raise pytest.UsageError("--report and --no-report: one or the other")
     config.stash[STATE] = State()
     config.pluginmanager.register(_Selection(), "kafka-conformance-selection")
 
@@ -291,7 +478,7 @@ def _select_and_open(config: pytest.Config, items: list) -> None:
     from _pytest.mark.expression import Expression
 
     state = config.stash[STATE]
-    expr_text = config.getoption("select")
+    expr_text = opt(config, "select")
     if expr_text:
         try:
             expr = Expression.compile(expr_text)
@@ -334,7 +521,7 @@ def _subject(item: pytest.Item, ti: TestInfo) -> dict | None:
 
 def _by_client(config: pytest.Config, items: list) -> None:
     """``--client``: keep the client tests of the clients named (default: python)."""
-    chosen = config.getoption("client") or ["python"]
+    chosen = opt(config, "client") or ["python"]
     keep, drop = [], []
     for item in items:
         ti = info(item)
@@ -362,20 +549,10 @@ def _open_run(config: pytest.Config, state: State) -> None:
     from conformance.protocol import Codec
     from conformance.protocol.errors import SpecError
     from conformance.suite.harness import Harness
-    from conformance.targets import TargetError, TargetOptions, make_target
+    from conformance.targets import TargetError
 
-    opts = TargetOptions(
-        target=config.getoption("target"),
-        bootstrap=config.getoption("bootstrap_server"),
-        controller=config.getoption("controller_bootstrap"),
-        zookeeper=config.getoption("zookeeper"),
-        sasl_mechanism=config.getoption("sasl_mechanism"),
-        sasl_username=config.getoption("sasl_username"),
-        sasl_password=config.getoption("sasl_password"),
-        target_name=config.getoption("target_name"),
-        target_version=config.getoption("target_version"),
-    )
-    spec_dir = config.getoption("spec_dir")
+    run = config.stash[RUN]
+    spec_dir = opt(config, "spec_dir")
     try:
         codec = Codec.from_specs(spec_dir, strict=False)
     except SpecError as e:
@@ -383,16 +560,16 @@ def _open_run(config: pytest.Config, state: State) -> None:
     if spec_dir:
         state.spec_release = Path(spec_dir).resolve().name
     try:
-        state.seed = run_seed(
-            None if config.getoption("seed") is None else parse_seed(str(config.getoption("seed")))
-        )
+        seed = opt(config, "seed")
+        state.seed = run_seed(None if seed is None else parse_seed(str(seed)))
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
-    state.strict = bool(config.getoption("strict"))
-    results_dir = config.getoption("results_dir")
+    state.strict = bool(opt(config, "strict"))
+    examples = opt(config, "examples")
+    results_dir = opt(config, "results_dir")
     run_id = None
     try:
-        target = make_target(opts)
+        target = run.target if run.target is not None else make_run_target(run.options)
         if results_dir:
             from conformance.results.recorder import new_run_id
 
@@ -404,7 +581,7 @@ def _open_run(config: pytest.Config, state: State) -> None:
         harness = Harness(
             target,
             codec,
-            examples=config.getoption("examples"),
+            examples=DEFAULT_EXAMPLES if examples is None else examples,
             seed=state.seed,
             strict=state.strict,
         )
@@ -412,7 +589,7 @@ def _open_run(config: pytest.Config, state: State) -> None:
         harness.open()
         from conformance.suite.provision import give
 
-        give(harness, config.getoption("topics"))
+        give(harness, opt(config, "topics"))
     except TargetError as e:
         _close_run(state)
         raise pytest.UsageError(str(e)) from None
@@ -421,6 +598,7 @@ def _open_run(config: pytest.Config, state: State) -> None:
         from conformance.results.recorder import Recorder
 
         state.recorder = Recorder(Path(results_dir) / run_id, run_id)
+        run.run_dir = state.recorder.dir
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(
@@ -661,11 +839,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     try:
         if state.recorder is not None:
             _write_manifest(session.config, state)
-            report_dir = session.config.getoption("report")
-            if report_dir:
+            run = session.config.stash[RUN]
+            report_dir = run.report_dir()
+            if report_dir is not None:  # the one place a run's report is rendered
                 from conformance.matrix.one_run import render_run_report
 
-                render_run_report(state.recorder.dir, Path(report_dir))
+                run.report = render_run_report(state.recorder.dir, report_dir)
     finally:
         _close_run(state)
         state.active = False
