@@ -8,19 +8,24 @@ versions of one implementation in a matrix.
 
 The container shares the host's network and listens on 127.0.0.1 only, on a block of free ports
 the target picks. ``stop`` removes it; so does the interpreter's exit, and a container whose
-owning process died without either (killed) is removed by the next start. When a start fails the
-container's log is kept in ``logs_dir`` (the run's results folder) and the error names the file.
+owning process died without either (killed) is removed by the next start. The container is
+created, then started: however a start fails (an entrypoint that cannot exec, a readiness check
+that does not pass, an interrupt) the container it created is removed and its ZooKeeper stopped.
+When the container ran, its log is kept in ``logs_dir`` (the run's results folder) and the error
+names the file.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import random
 import signal
 import socket
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +45,9 @@ from conformance.targets.zookeeper import ZooKeeperServer
 
 #: label of every container the target starts: "<host name>:<pid>" of the process that owns it
 OWNER_LABEL = "kafka-conformance.owner"
+#: label of one start's container: "<host name>:<pid>:<random>", to find the container the
+#: engine made when its creation raised
+START_LABEL = "kafka-conformance.start"
 #: the OCI label an image may carry its version in (read when the tag says nothing: latest)
 VERSION_LABEL = "org.opencontainers.image.version"
 #: port blocks of more than one port are taken below Linux's ephemeral range (32768-60999), so
@@ -222,16 +230,6 @@ class DockerTarget(Target):
         if self.version == "latest":
             self.version = (image.labels or {}).get(VERSION_LABEL) or self.version
         self.port = self.port or free_block(profile.block, self.host)
-        zookeeper = None
-        if profile.zookeeper:
-            self._zk = ZooKeeperServer(self.host)
-            try:
-                self._zk.start()
-            except TargetError:
-                self.stop()
-                raise
-            zookeeper = self._zk.connect
-            self.zookeeper = self.zookeeper or zookeeper
         self.bootstrap = [self.endpoint("client")]
         if "controller" in profile.ports:
             self.controller = self.controller or self.endpoint("controller")
@@ -242,15 +240,47 @@ class DockerTarget(Target):
             nodes.setdefault(profile.node_id, "client")
         self.restartable = {n: self.endpoint(port) for n, port in nodes.items()}
         atexit.register(self.stop)
-        spawned = _now_ms()
         try:
-            self._container = client.containers.run(**self.run_config(zookeeper))
-        except Exception as e:
+            zookeeper = None
+            if profile.zookeeper:
+                self._zk = ZooKeeperServer(self.host)
+                self._zk.start()
+                zookeeper = self._zk.connect
+                self.zookeeper = self.zookeeper or zookeeper
+            spawned = _now_ms()
+            self._run(client, zookeeper)
+            self._wait_ready()
+        except BaseException:
+            # however the start failed: the container (created, started or not) and ZooKeeper go
             self.stop()
-            why = " ".join(str(e).split())
-            raise TargetError(f"docker: cannot start {self.image}: {why}") from None
-        self._wait_ready()
+            raise
         self.started = dict.fromkeys(self.restartable, (spawned, _now_ms()))
+
+    def _run(self, client: Any, zookeeper: str | None) -> None:
+        """Create the container, then start it: a container that was created and cannot start
+        (an entrypoint that cannot exec, a mount that fails) is ``self._container`` already, so
+        ``stop`` removes it. One the engine made though ``create`` raised (a timeout) is found
+        by the start's own label."""
+        from docker.errors import APIError
+
+        token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
+        cfg = self.run_config(zookeeper)
+        cfg["labels"] = {**cfg["labels"], START_LABEL: token}
+        cfg.pop("detach", None)
+        try:
+            self._container = client.containers.create(**cfg)
+            self._container.start()
+        except Exception as e:  # the SDK's errors, and requests' (a timeout)
+            if self._container is None:
+                with contextlib.suppress(Exception):
+                    made = client.containers.list(
+                        all=True, filters={"label": f"{START_LABEL}={token}"}
+                    )
+                    self._container = made[0] if made else None
+            why = e.explanation if isinstance(e, APIError) and e.explanation else str(e)
+            raise TargetError(
+                f"docker: cannot start {self.image}: {' '.join(str(why).split())}"
+            ) from None
 
     def _wait_ready(self, exit_ok: bool = False) -> bool:
         """Until the container passes its readiness check (True); False when it exited and

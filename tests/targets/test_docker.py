@@ -219,3 +219,52 @@ def test_a_profile_that_needs_zookeeper_gets_one_on_the_loopback(
         host, port = zk.split(":")
         assert "Mode: standalone" in srvr(host, int(port))
     assert not wait_listening(Endpoint(host, int(port)), 0.5)  # stopped with the target
+
+
+@pytest.fixture
+def no_exec_image(tansu_image, engine, tmp_path: Path):
+    """tansu's image with an entrypoint that is not there: the container is created, and its
+    start fails ("exec ... no such file or directory")."""
+    (tmp_path / "Dockerfile").write_text(
+        f'FROM {tansu_image[0]}\nENTRYPOINT ["/no-such-entrypoint"]\n'
+    )
+    image, _ = engine.images.build(
+        path=str(tmp_path), tag="kc-test/no-exec:1", rm=True, forcerm=True
+    )
+    yield "kc-test/no-exec:1"
+    engine.images.remove(image.id, force=True)
+
+
+def test_a_container_that_cannot_start_is_removed_and_its_zookeeper_stopped(
+    no_exec_image, tmp_path: Path, no_leftovers
+) -> None:
+    path = _profile(tmp_path, '["broker"]')
+    path.write_text("zookeeper = true\n" + path.read_text())
+    t = DockerTarget.from_spec(f"{no_exec_image}?profile={path}")
+    with pytest.raises(TargetError, match=r"no-such-entrypoint.*no such file or directory") as e:
+        t.start()
+    assert str(e.value).startswith(f"docker: cannot start {no_exec_image}: ")
+    assert t._container is None and t._zk is None and t.zookeeper
+    host, port = t.zookeeper.split(":")
+    assert not wait_listening(Endpoint(host, int(port)), 0.5)  # the side-car stopped too
+    # (no_leftovers: the created container was removed)
+
+
+def test_a_container_made_though_its_creation_raised_is_removed(
+    tansu_image, engine, monkeypatch, tmp_path: Path, no_leftovers
+) -> None:
+    """The engine made the container, but the call timed out: the start's label finds it."""
+    import requests
+    from docker.models.containers import ContainerCollection
+
+    create = ContainerCollection.create
+
+    def made_then_timed_out(self, *args, **kwargs):
+        create(self, *args, **kwargs)
+        raise requests.exceptions.ReadTimeout("read timed out")
+
+    monkeypatch.setattr(ContainerCollection, "create", made_then_timed_out)
+    t = DockerTarget.from_spec(tansu_image[0])
+    with pytest.raises(TargetError, match=r"cannot start .*: read timed out"):
+        t.start()
+    assert t._container is None and not containers(engine)

@@ -5,6 +5,7 @@ reference profile itself runs for real with the host's Python mounted."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -53,6 +54,23 @@ ENTRYPOINT ["{entrypoint}"]
 """
 
 
+def interpreter_paths() -> list[str]:
+    """The folders this interpreter runs from, wherever they are (a virtual environment under
+    /tmp too, which the profile's tmpfs on /tmp would hide if it were not mounted over it): its
+    prefixes, its executable's real folder, every folder on sys.path, and where the project's
+    packages are imported from (an editable install's checkout); a folder inside another listed
+    one is left out."""
+    import conformance
+    import reference_impl
+
+    found = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
+    found.update(str(Path(m.__file__).parents[1]) for m in (conformance, reference_impl))
+    found.add(str(Path(sys.executable).resolve().parent))
+    found.update(p for p in sys.path if p and Path(p).is_dir())
+    paths = sorted({os.path.realpath(p) for p in found} | {os.path.abspath(p) for p in found})
+    return [p for p in paths if not any(Path(p).is_relative_to(q) and p != q for q in paths)]
+
+
 def host_python_image(engine, tmp_path: Path) -> tuple[Any, Path]:
     """(image, profile): an empty image whose entrypoint is this checkout's kafka-conformance,
     and the reference profile with the host's Python mounted read-only (no build of the
@@ -63,10 +81,8 @@ def host_python_image(engine, tmp_path: Path) -> tuple[Any, Path]:
     image, _ = engine.images.build(
         path=str(tmp_path), tag="kc-test/kafka-conformance:host", rm=True, forcerm=True
     )
-    mounts = [
-        p for p in ("/usr", "/lib", "/lib64", "/bin", "/etc", "/root", "/work") if Path(p).exists()
-    ]
-    mounts += [str(ROOT.parent), sys.base_prefix]
+    mounts = [p for p in ("/usr", "/lib", "/lib64", "/bin", "/etc") if Path(p).exists()]
+    mounts += interpreter_paths()
     profile = tmp_path / "reference-host.toml"
     volumes = ", ".join(f'"{p}" = "{p}"' for p in sorted(set(mounts)))
     profile.write_text(
