@@ -2,8 +2,9 @@
 
 With an image registry in reach, use the official images (``python:3.11-slim-bookworm`` under the
 repository's ``Dockerfile``, ``apache/kafka:VERSION``). Without one, this module makes them from
-what is reachable offline-ish: Debian's package mirror and the Kafka jars already fetched from
-Maven Central (``kafka-conformance fetch kafka:VERSION``)::
+what is reachable offline-ish: Debian's package mirror (the one this machine's apt sources name,
+or ``$KC_DEBIAN_MIRROR``) and the Kafka jars already fetched from Maven Central
+(``kafka-conformance fetch kafka:VERSION``)::
 
     python -m conformance.targets.images reference kafka:3.9.1
 
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,7 +48,11 @@ KEY_LABEL = "kafka-conformance.key"
 #: bumped when what the images hold changes in a way the keys below do not see
 RECIPE = "1"
 SUITE = "bookworm"
-MIRROR = "http://deb.debian.org/debian"
+#: the Debian mirror to build from, instead of the one the machine's apt sources name
+MIRROR_ENV = "KC_DEBIAN_MIRROR"
+#: where apt reads its sources: one-line entries in ``*.list``, deb822 stanzas in ``*.sources``
+APT_SOURCES = Path("/etc/apt/sources.list")
+APT_SOURCES_D = Path("/etc/apt/sources.list.d")
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
 BASE = "kc-local/debian:bookworm"
@@ -117,6 +124,78 @@ exec java $jvm -Dorg.slf4j.simpleLogger.defaultLogLevel="${KAFKA_LOG_LEVEL:-warn
 """
 
 
+def apt_sources(
+    sources: Path = APT_SOURCES, parts: Path = APT_SOURCES_D
+) -> list[tuple[str, list[str], list[str]]]:
+    """The enabled ``deb`` entries of apt's configuration, in apt's order (``sources.list``,
+    then the folder's files by name; apt ignores other names, so does this): (URI, suites,
+    components) each."""
+    files = [sources] if sources.is_file() else []
+    if parts.is_dir():
+        files += sorted(p for p in parts.iterdir() if p.suffix in (".list", ".sources"))
+    out: list[tuple[str, list[str], list[str]]] = []
+    for path in files:
+        text = path.read_text(errors="replace")
+        out += _deb822(text) if path.suffix == ".sources" else _one_line(text)
+    return out
+
+
+def _one_line(text: str) -> list[tuple[str, list[str], list[str]]]:
+    """``deb [options] URI suite [component ...]`` lines (``deb-src`` and comments skipped)."""
+    out = []
+    for line in text.splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words or words[0] != "deb":
+            continue
+        words = words[1:]
+        if words and words[0].startswith("["):  # [arch=amd64 signed-by=...], maybe spaced
+            while words and not words[0].endswith("]"):
+                words.pop(0)
+            words = words[1:]
+        if len(words) >= 2:
+            out.append((words[0], [words[1]], words[2:]))
+    return out
+
+
+def _deb822(text: str) -> list[tuple[str, list[str], list[str]]]:
+    """Stanzas of ``Types``, ``URIs``, ``Suites``, ``Components`` (``Enabled: no`` skipped)."""
+    out = []
+    for stanza in re.split(r"\n[ \t]*\n", text):
+        fields: dict[str, str] = {}
+        name = None
+        for line in stanza.splitlines():
+            if line.startswith("#"):
+                continue
+            if line[:1] in (" ", "\t") and name:  # a folded value goes on
+                fields[name] += " " + line.strip()
+            elif ":" in line:
+                name, _, value = line.partition(":")
+                name = name.strip().lower()
+                fields[name] = value.strip()
+        if "deb" not in fields.get("types", "").split():
+            continue
+        if fields.get("enabled", "yes").lower() in ("no", "false", "0"):
+            continue
+        suites, components = fields.get("suites", "").split(), fields.get("components", "").split()
+        out += [(uri, suites, components) for uri in fields.get("uris", "").split()]
+    return out
+
+
+def mirror(environ: dict[str, str] | None = None, **where: Path) -> str:
+    """The Debian mirror the images are built from: ``$KC_DEBIAN_MIRROR``, else the first of
+    the machine's apt sources that serves the suite's ``main`` component."""
+    environ = os.environ if environ is None else environ
+    if environ.get(MIRROR_ENV):
+        return environ[MIRROR_ENV].rstrip("/")
+    for uri, suites, components in apt_sources(**where):
+        if SUITE in suites and "main" in components:
+            return uri.rstrip("/")
+    raise TargetError(
+        f"images: no apt source of this machine serves Debian {SUITE} main (read "
+        f"{APT_SOURCES} and {APT_SOURCES_D}/*.list, *.sources); name a mirror in {MIRROR_ENV}"
+    )
+
+
 def engine() -> Any:
     """The local Docker engine (docker SDK)."""
     import docker
@@ -152,7 +231,8 @@ def _say(what: str) -> None:
 def base_image(client: Any) -> str:
     """``kc-local/debian:bookworm``: debootstrap's minbase variant, imported (root needed)."""
     ca = HOST_CA.read_bytes() if HOST_CA.is_file() else b""
-    key = _key("base", SUITE, MIRROR, ca)
+    source = mirror()
+    key = _key("base", SUITE, source, ca)
     if _has(client, BASE, key):
         return BASE
     debootstrap = shutil.which("debootstrap")
@@ -162,12 +242,12 @@ def base_image(client: Any) -> str:
             "installs it)"
         )
     started = time.monotonic()
-    _say(f"debootstrap {SUITE} (minbase) from {MIRROR} ...")
+    _say(f"debootstrap {SUITE} (minbase) from {source} ...")
     with tempfile.TemporaryDirectory(prefix="kc-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
         minbase = ["--variant=minbase", "--include=ca-certificates"]
         subprocess.run(
-            [debootstrap, *minbase, SUITE, str(rootfs), MIRROR],
+            [debootstrap, *minbase, SUITE, str(rootfs), source],
             check=True,
             stdout=subprocess.DEVNULL,
             timeout=BUILD_TIMEOUT,
