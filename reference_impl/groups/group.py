@@ -1,4 +1,5 @@
-"""A classic-protocol consumer group: its state, generation, members and committed offsets.
+"""A classic-protocol group: its state, generation and members (its offsets: ``BaseGroup``),
+and the JoinGroup / SyncGroup requests and answers the coordinator exchanges about it.
 
 The states and their allowed predecessors are Kafka's (GroupMetadata.scala):
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from reference_impl.groups.group_types import BaseGroup
 from reference_impl.groups.scheduler import Timer
 
 
@@ -47,12 +49,43 @@ class IllegalTransition(RuntimeError):
     pass
 
 
-@dataclass(frozen=True)
-class OffsetAndMetadata:
-    offset: int
-    leader_epoch: int = -1
-    metadata: str = ""
-    commit_timestamp: int = -1
+@dataclass
+class JoinRequest:
+    group_id: str
+    member_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    #: JoinGroup v4+: an unknown dynamic member first gets MEMBER_ID_REQUIRED
+    require_known_member_id: bool = True
+    #: JoinGroup v9+: a rejoining static leader may be told to skip the assignment
+    supports_skip_assignment: bool = False
+    reason: str | None = None
+
+
+@dataclass
+class JoinResult:
+    error: int
+    member_id: str = ""
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str = ""
+    skip_assignment: bool = False
+    #: (member id, group instance id, metadata): only in the leader's answer
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+
+
+@dataclass
+class SyncResult:
+    error: int
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
 
 
 @dataclass(eq=False)
@@ -100,12 +133,10 @@ class Member:
 
 
 @dataclass(eq=False)
-class Group:
-    group_id: str
-    #: the ``__consumer_offsets`` partition holding this group
-    partition: int
+class Group(BaseGroup):
+    """A classic group (its offsets are ``BaseGroup``'s)."""
+
     state: GroupState = GroupState.EMPTY
-    state_timestamp: int = -1
     generation_id: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -121,26 +152,19 @@ class Group:
     new_member_added: bool = False
     #: the pending rebalance is the initial delayed one (it never completes early)
     initial_join: bool = False
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
-    #: log offset of the record each cached offset came from (older appends never overwrite)
-    offset_positions: dict[tuple[str, int], int] = field(default_factory=dict)
-    #: commits appended but not yet durable, per partition (a deletion tombstones them too)
-    pending_offsets: Counter = field(default_factory=Counter)
-    #: TxnOffsetCommit offsets waiting for their transaction's marker: producer id ->
-    #: partition -> (offset, log position of its record; None while it is being appended)
-    pending_txn_offsets: dict[int, dict[tuple[str, int], tuple[OffsetAndMetadata, int | None]]] = (
-        field(default_factory=dict)
-    )
     join_timer: Timer | None = None
     sync_timer: Timer | None = None
     _supported: Counter = field(default_factory=Counter)
 
-    def has_pending_offset(self, tp: tuple[str, int]) -> bool:
-        """A commit of ``tp`` not yet durable, or one waiting for its transaction to end
-        (Kafka's hasPendingOffsetCommitsForTopicPartition)."""
-        return self.pending_offsets[tp] > 0 or any(
-            tp in offsets for offsets in self.pending_txn_offsets.values()
-        )
+    group_type = "classic"
+
+    @property
+    def is_dead(self) -> bool:
+        return self.state is GroupState.DEAD
+
+    @property
+    def is_empty(self) -> bool:
+        return self.state is GroupState.EMPTY
 
     def transition(self, target: GroupState, now_ms: int = -1) -> None:
         if self.state not in _PREVIOUS[target]:

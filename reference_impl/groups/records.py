@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from conformance.protocol.records.errors import CorruptRecordError
 from conformance.protocol.records.wire import Reader
-from reference_impl.groups.group import OffsetAndMetadata
+from reference_impl.groups.group_types import OffsetAndMetadata
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2

@@ -30,16 +30,10 @@ from typing import Any, Protocol
 
 from conformance.protocol import ErrorCode
 from conformance.protocol.internal_topics import OFFSETS_TOPIC
-from reference_impl.groups.coordinator import (
-    GroupConfig,
-    GroupCoordinator,
-    JoinRequest,
-    JoinResult,
-    SyncResult,
-    TopicPartition,
-    TxnCommit,
-)
-from reference_impl.groups.group import OffsetAndMetadata
+from reference_impl.groups.coordinator import GroupConfig, GroupCoordinator
+from reference_impl.groups.group import JoinRequest, JoinResult, SyncResult
+from reference_impl.groups.group_types import OffsetAndMetadata, TopicPartition
+from reference_impl.groups.offsets import TxnCommit
 from reference_impl.groups.scheduler import AsyncioScheduler
 from reference_impl.groups.store import (
     AppendDone,
@@ -104,7 +98,7 @@ class GroupService:
 
     async def join(self, req: JoinRequest) -> JoinResult:
         fut: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
-        self.coordinator.join_group(req, _resolver(fut))
+        self.coordinator.classic.join_group(req, _resolver(fut))
         return await fut
 
     async def sync(
@@ -118,7 +112,7 @@ class GroupService:
         assignments: dict[str, bytes],
     ) -> SyncResult:
         fut: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
-        self.coordinator.sync_group(
+        self.coordinator.classic.sync_group(
             group_id,
             generation_id,
             member_id,
@@ -145,7 +139,7 @@ class GroupService:
             fut: asyncio.Future[dict[TopicPartition, int]] = (
                 asyncio.get_running_loop().create_future()
             )
-            self.coordinator.commit_offsets(
+            self.coordinator.offsets.commit_offsets(
                 group_id, member_id, group_instance_id, generation_id, known, _resolver(fut)
             )
             results.update(await fut)
@@ -153,12 +147,12 @@ class GroupService:
 
     async def txn_commit(self, req: TxnCommit) -> dict[TopicPartition, int]:
         fut: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()
-        self.coordinator.txn_commit_offsets(req, _resolver(fut))
+        self.coordinator.offsets.txn_commit_offsets(req, _resolver(fut))
         return await fut
 
     def transaction_completed(self, producer_id: int, partitions: list[int], commit: bool) -> None:
         """WriteTxnMarkers wrote a marker on these ``__consumer_offsets`` partitions."""
-        self.coordinator.transaction_completed(producer_id, partitions, commit)
+        self.coordinator.offsets.transaction_completed(producer_id, partitions, commit)
 
     async def delete(self, group_ids: list[str]) -> dict[str, int]:
         fut: asyncio.Future[dict[str, int]] = asyncio.get_running_loop().create_future()
@@ -171,7 +165,9 @@ class GroupService:
         fut: asyncio.Future[tuple[int, dict[tuple[str, int], int]]] = (
             asyncio.get_running_loop().create_future()
         )
-        self.coordinator.delete_offsets(group_id, partitions, lambda e, r: _resolver(fut)((e, r)))
+        self.coordinator.offsets.delete_offsets(
+            group_id, partitions, lambda e, r: _resolver(fut)((e, r))
+        )
         return await fut
 
     async def find(self, key: str, listener: str) -> Coordinator:

@@ -7,7 +7,7 @@ v6); a coordinator error comes with an empty state.
 from __future__ import annotations
 
 from conformance.protocol import AUTHORIZED_OPERATIONS_UNSET, ApiKey, ErrorCode
-from reference_impl.groups.coordinator import NO_SUMMARY
+from reference_impl.groups.group_types import NO_SUMMARY
 from reference_impl.handlers.common import authorized_operations
 from reference_impl.handlers.group_common import group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext

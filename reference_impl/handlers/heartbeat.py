@@ -15,7 +15,7 @@ def api(node: BrokerView) -> Api:
         if not group_allowed(node, ctx, "READ", body["GroupId"]):
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED
         else:
-            error = service.coordinator.heartbeat(
+            error = service.coordinator.classic.heartbeat(
                 body["GroupId"],
                 body["GenerationId"],
                 body["MemberId"],

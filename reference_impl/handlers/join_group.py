@@ -8,7 +8,7 @@ a missing protocol name is answered as "".
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.groups.coordinator import JoinRequest
+from reference_impl.groups.group import JoinRequest
 from reference_impl.handlers.group_common import (
     client_host,
     client_id,

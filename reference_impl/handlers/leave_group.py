@@ -23,7 +23,7 @@ def api(node: BrokerView) -> Api:
         if not group_allowed(node, ctx, "READ", body["GroupId"]):
             top, errors = ErrorCode.GROUP_AUTHORIZATION_FAILED, []
         else:
-            top, errors = service.coordinator.leave_group(body["GroupId"], leaving)
+            top, errors = service.coordinator.classic.leave_group(body["GroupId"], leaving)
         if v < 3:
             folded = top or next((e for e in errors if e), 0)
             return {"ThrottleTimeMs": 0, "ErrorCode": int(folded), "Members": []}

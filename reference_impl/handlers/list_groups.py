@@ -1,7 +1,7 @@
 """ListGroups (16): the groups this broker coordinates (v4+ filtered by state, v5+ by type).
 
-Every group here is a classic group. Without DESCRIBE on the cluster, only the groups the
-principal may DESCRIBE are listed, as Kafka does.
+Each group is listed as its type says (GroupType "classic" for a classic group). Without
+DESCRIBE on the cluster, only the groups the principal may DESCRIBE are listed, as Kafka does.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from reference_impl.handlers.group_common import allowed, group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 
-CLASSIC = "classic"
 CLUSTER = ("CLUSTER", "kafka-cluster")
 
 
@@ -22,9 +21,7 @@ def api(node: BrokerView) -> Api:
         v = ctx.version
         states = body["StatesFilter"] if v >= 4 else []
         types = {t.lower() for t in body["TypesFilter"]} if v >= 5 else set()
-        error, listed = service.coordinator.list_groups(states)
-        if types and CLASSIC not in types:
-            listed = []
+        error, listed = service.coordinator.list_groups(states, types)
         if not allowed(node, ctx, "DESCRIBE", CLUSTER):
             listed = [g for g in listed if group_allowed(node, ctx, "DESCRIBE", g.group_id)]
         return {
@@ -35,7 +32,7 @@ def api(node: BrokerView) -> Api:
                     "GroupId": g.group_id,
                     "ProtocolType": g.protocol_type,
                     "GroupState": g.state,
-                    "GroupType": CLASSIC,
+                    "GroupType": g.group_type,
                 }
                 for g in listed
             ],

@@ -9,7 +9,7 @@ TOPIC_AUTHORIZATION_FAILED. A missing commit timestamp (v1) is the broker's cloc
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.groups.group import OffsetAndMetadata
+from reference_impl.groups.group_types import OffsetAndMetadata
 from reference_impl.handlers.group_common import (
     allowed,
     group_allowed,

@@ -12,7 +12,7 @@ such a partition (or one whose commit is not yet durable) is UNSTABLE_OFFSET_COM
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
-from reference_impl.groups.group import OffsetAndMetadata
+from reference_impl.groups.group_types import OffsetAndMetadata
 from reference_impl.handlers.group_common import (
     allowed,
     group_allowed,
@@ -34,7 +34,7 @@ def api(node: BrokerView) -> Api:
         wanted = None
         if topics is not None:
             wanted = [(t["Name"], i) for t in topics for i in t["PartitionIndexes"]]
-        error, found = service.coordinator.fetch_offsets(group_id, wanted)
+        error, found = service.coordinator.offsets.fetch_offsets(group_id, wanted)
         if error:
             return error, []
         # every topic asked for is answered, one asked for with no partition too (as Kafka does)
@@ -47,7 +47,7 @@ def api(node: BrokerView) -> Api:
             if (
                 not error
                 and stable
-                and service.coordinator.has_pending_offset(group_id, (topic, index))
+                and service.coordinator.offsets.has_pending_offset(group_id, (topic, index))
             ):
                 error = ErrorCode.UNSTABLE_OFFSET_COMMIT
             by_topic.setdefault(topic, []).append((index, om, error))

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.internal_topics import OFFSETS_TOPIC
-from reference_impl.groups.coordinator import TxnCommit
 from reference_impl.groups.errors import store_offsets_error
-from reference_impl.groups.group import OffsetAndMetadata
+from reference_impl.groups.group_types import OffsetAndMetadata
+from reference_impl.groups.offsets import TxnCommit
 from reference_impl.groups.service import GroupService
 from reference_impl.handlers.group_common import (
     allowed,
@@ -64,7 +64,7 @@ def api(node: BrokerView) -> Api:
         elif not group_allowed(node, ctx, "READ", group_id):
             whole = ErrorCode.GROUP_AUTHORIZATION_FAILED
         else:
-            whole = service.coordinator.group_status(group_id)
+            whole = service.coordinator.offsets.group_status(group_id)
         if whole:
             results = {(t, i): int(whole) for t, i, _ in requested}
         else:

@@ -25,14 +25,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from conformance.protocol import ErrorCode
-from reference_impl.groups.coordinator import (
-    GroupConfig,
-    GroupCoordinator,
-    JoinRequest,
-    JoinResult,
-    SyncResult,
-)
-from reference_impl.groups.group import GroupState, OffsetAndMetadata
+from reference_impl.groups.coordinator import GroupConfig, GroupCoordinator
+from reference_impl.groups.group import GroupState, JoinRequest, JoinResult, SyncResult
+from reference_impl.groups.group_types import OffsetAndMetadata
 from reference_impl.groups.scheduler import ManualScheduler
 from reference_impl.groups.store import MemoryOffsetsStore
 
@@ -184,7 +179,7 @@ class GroupMachine(RuleBasedStateMachine):
             client_id=c.name,
             require_known_member_id=c.require_known,
         )
-        self.coordinator.join_group(req, lambda r: self._on_join(c, r))
+        self.coordinator.classic.join_group(req, lambda r: self._on_join(c, r))
 
     @rule(i=st.integers(0, 4))
     def sync(self, i: int) -> None:
@@ -197,7 +192,7 @@ class GroupMachine(RuleBasedStateMachine):
             if (c.group, c.generation) in self.generations:  # not a forgotten generation
                 self.assignments.setdefault((c.group, c.generation), assignments)
         c.outstanding = "sync"
-        self.coordinator.sync_group(
+        self.coordinator.classic.sync_group(
             c.group,
             c.generation,
             c.member_id,
@@ -213,7 +208,9 @@ class GroupMachine(RuleBasedStateMachine):
         c = self.clients[i]
         if c.outstanding:
             return
-        error = self.coordinator.heartbeat(c.group, c.generation, c.member_id, c.instance_id)
+        error = self.coordinator.classic.heartbeat(
+            c.group, c.generation, c.member_id, c.instance_id
+        )
         if error in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
             self._touch(c.member_id)
         elif error in RESET:
@@ -226,7 +223,7 @@ class GroupMachine(RuleBasedStateMachine):
         c = self.clients[i]
         if c.outstanding or not c.member_id:
             return
-        top, errors = self.coordinator.leave_group(c.group, [(c.member_id, c.instance_id)])
+        top, errors = self.coordinator.classic.leave_group(c.group, [(c.member_id, c.instance_id)])
         assert top == ErrorCode.NONE
         assert errors[0] in (ErrorCode.NONE, *RESET), errors
         self._reset(c)
@@ -251,7 +248,7 @@ class GroupMachine(RuleBasedStateMachine):
                 self._reset(c)
 
         c.outstanding = "commit"
-        self.coordinator.commit_offsets(
+        self.coordinator.offsets.commit_offsets(
             c.group,
             c.member_id,
             c.instance_id,
@@ -277,7 +274,7 @@ class GroupMachine(RuleBasedStateMachine):
                 self.committed[group][("admin", 0)] = offset
 
         tp = {("admin", 0): OffsetAndMetadata(offset)}
-        self.coordinator.commit_offsets(group, "", None, -1, tp, done)
+        self.coordinator.offsets.commit_offsets(group, "", None, -1, tp, done)
 
     @rule(ms=st.sampled_from([1, 10, 60, 120, 500, SESSION_MS + 1, REBALANCE_MS + 1]))
     def advance(self, ms: int) -> None:
@@ -302,7 +299,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.restored = set()
         self.store.fail_held(p, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         token = self.coordinator.start_loading(p)
-        loading = self.coordinator.heartbeat(group, 0, "x", None)
+        loading = self.coordinator.classic.heartbeat(group, 0, "x", None)
         assert loading == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         assert self.coordinator.finish_loading(p, token, self.store.read(p))
         for name in GROUPS:
@@ -369,7 +366,7 @@ class GroupMachine(RuleBasedStateMachine):
         if not hasattr(self, "coordinator"):
             return
         for group, expected in self.committed.items():
-            error, got = self.coordinator.fetch_offsets(group, None)
+            error, got = self.coordinator.offsets.fetch_offsets(group, None)
             assert error == ErrorCode.NONE
             assert {tp: om.offset for tp, om in got.items()} == expected
 

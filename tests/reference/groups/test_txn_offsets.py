@@ -5,8 +5,10 @@ the markers, and KIP-447's group metadata checks."""
 from __future__ import annotations
 
 from conformance.protocol import ErrorCode
-from reference_impl.groups.coordinator import GroupConfig, GroupCoordinator, TxnCommit
-from reference_impl.groups.group import GroupState, Member, OffsetAndMetadata
+from reference_impl.groups.coordinator import GroupConfig, GroupCoordinator
+from reference_impl.groups.group import GroupState, Member
+from reference_impl.groups.group_types import OffsetAndMetadata
+from reference_impl.groups.offsets import TxnCommit
 from reference_impl.groups.scheduler import ManualScheduler
 from reference_impl.groups.store import MemoryOffsetsStore
 
@@ -34,12 +36,12 @@ def commit(
 ) -> int:
     got: list[dict] = []
     req = TxnCommit("g", (pid, 0), member, instance, generation, {tp: OffsetAndMetadata(offset)})
-    c.txn_commit_offsets(req, got.append)
+    c.offsets.txn_commit_offsets(req, got.append)
     return got[0][tp]
 
 
 def committed(c: GroupCoordinator, tp: tuple[str, int] = TP) -> int | None:
-    error, found = c.fetch_offsets("g", [tp])
+    error, found = c.offsets.fetch_offsets("g", [tp])
     assert error == 0
     om = found[tp]
     return None if om is None else om.offset
@@ -48,14 +50,14 @@ def committed(c: GroupCoordinator, tp: tuple[str, int] = TP) -> int | None:
 def test_offsets_wait_for_their_marker() -> None:
     c = coordinator()
     assert commit(c, 7, 5) == 0 and commit(c, 8, 9, tp=TP2) == 0
-    assert committed(c) is None and c.has_pending_offset("g", TP)
-    c.transaction_completed(7, [1], True)  # a marker on another partition: not this group's
+    assert committed(c) is None and c.offsets.has_pending_offset("g", TP)
+    c.offsets.transaction_completed(7, [1], True)  # a marker on another partition: not this group's
     assert committed(c) is None
-    c.transaction_completed(7, [0], True)
-    assert committed(c) == 5 and not c.has_pending_offset("g", TP)
-    c.transaction_completed(8, [0], False)
-    assert committed(c, TP2) is None and not c.has_pending_offset("g", TP2)
-    assert c.producer_groups == {}
+    c.offsets.transaction_completed(7, [0], True)
+    assert committed(c) == 5 and not c.offsets.has_pending_offset("g", TP)
+    c.offsets.transaction_completed(8, [0], False)
+    assert committed(c, TP2) is None and not c.offsets.has_pending_offset("g", TP2)
+    assert c.offsets.producer_groups == {}
 
 
 def test_a_replay_applies_the_markers_in_the_log() -> None:
@@ -73,14 +75,14 @@ def test_a_replay_applies_the_markers_in_the_log() -> None:
     again = coordinator(store)
     assert again.loaded(0)
     assert committed(again) == 5
-    assert committed(again, TP2) is None and again.has_pending_offset("g", TP2)
-    again.transaction_completed(9, [0], True)
+    assert committed(again, TP2) is None and again.offsets.has_pending_offset("g", TP2)
+    again.offsets.transaction_completed(9, [0], True)
     assert committed(again, TP2) == 7
 
 
 def test_group_metadata_is_checked_as_kip_447_says() -> None:
     c = coordinator()
-    group = c._new_group("g")
+    group = c.classic.new_group("g")
     group.add(Member("m1", "i1", "client", "host", 1000, 1000, "consumer", [("range", b"")]))
     group.state, group.generation_id = GroupState.STABLE, 3
     assert commit(c, 7, 1, member="x", generation=3) == ErrorCode.UNKNOWN_MEMBER_ID
@@ -89,5 +91,5 @@ def test_group_metadata_is_checked_as_kip_447_says() -> None:
     assert commit(c, 7, 1, member="m1", instance="i1", generation=3) == 0
     # without group metadata (producers before KIP-447) a group with members still accepts it
     assert commit(c, 7, 2) == 0
-    c.transaction_completed(7, [0], True)
+    c.offsets.transaction_completed(7, [0], True)
     assert committed(c) == 2
