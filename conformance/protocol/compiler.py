@@ -1,8 +1,10 @@
 """Compile a (message, version) into specialised Python encode and decode functions.
 
 The generator walks the spec once and writes straight-line Python source: consecutive
-fixed-size fields become one ``struct`` call, compact lengths are inlined, and nothing on the
-hot path looks at the spec again. ``Compiled.source`` holds the generated text, for reading.
+fixed-size fields become one ``struct`` call, compact lengths are inlined, a struct made only
+of fixed-size fields and arrays of fixed-size elements is written by one ``pack`` chosen by its
+arrays' counts (:class:`FusedStructs`), and nothing on the hot path looks at the spec again.
+``Compiled.source`` holds the generated text, for reading.
 
 Each unit is generated twice from the same walk:
 - *fast*: no bookkeeping; any exception just means "malformed".
@@ -113,6 +115,33 @@ def _count_unpackers(template: str) -> dict[int, Callable[[bytes, int], tuple[An
     """Bound ``unpack_from`` for "n items of one format", n = 0 .. ``CountStructs.CACHED``;
     made once per format and shared by every compiled message."""
     return {n: struct.Struct(template % n).unpack_from for n in range(CountStructs.CACHED + 1)}
+
+
+@functools.cache
+def _count_packers(template: str) -> dict[int, Callable[..., bytes]]:
+    """Bound ``pack`` for "a compact length byte and n items of one format", n = 0 .. 126 (the
+    counts whose length is one byte); made once per format and shared, as a plain dict: its
+    subscript is the interpreter's fastest, and no attribute is looked up per call."""
+    return {n: struct.Struct(template % n).pack for n in range(127)}
+
+
+class FusedStructs(dict):
+    """Bound ``pack`` of a whole struct of fixed-size fields and fixed-size-element arrays, by
+    the arrays' counts: ``template % counts`` is the struct's layout, lengths and tag byte
+    included. Made on first use of each count tuple; kept when every count is small (an array
+    count may come from anyone's value), else built and not kept."""
+
+    CACHED = 32
+
+    def __init__(self, template: str) -> None:
+        super().__init__()
+        self.template = template
+
+    def __missing__(self, counts: tuple[int, ...]) -> Callable[..., bytes]:
+        made = struct.Struct(self.template % counts).pack
+        if max(counts, default=0) <= self.CACHED:
+            self[counts] = made
+        return made
 
 
 _new_object = object.__new__
@@ -271,6 +300,22 @@ class _Unit:
         name = "_X_" + template.replace(">", "").replace("%d", "n").replace("?", "Z")
         if name not in self.consts:
             self.consts[name] = _count_unpackers(template)
+        return name
+
+    def count_packers(self, template: str) -> str:
+        """:func:`_count_packers` of ``template``, as a namespace name."""
+        name = "_P_" + template.replace(">", "").replace("%d", "n").replace("?", "Z")
+        if name not in self.consts:
+            self.consts[name] = _count_packers(template)
+        return name
+
+    def fused(self, template: str) -> str:
+        """A :class:`FusedStructs` of ``template``, as a namespace name (one per layout)."""
+        for name, v in self.consts.items():
+            if isinstance(v, FusedStructs) and v.template == template:
+                return name
+        name = f"_F{len(self.consts)}"
+        self.consts[name] = FusedStructs(template)
         return name
 
     def fmt(self, fmt: str) -> str:
@@ -613,6 +658,9 @@ class _Unit:
                 with s.indent():
                     s("raise _Malformed('expected a dict (struct), got ' + type(o).__name__)")
             present = [f for f in st.fields if v in f.versions and not f.tagged_in(v)]
+            if not self.checked and self.enc_fused(st, present):
+                s("")
+                return
             run: list[FieldSpec] = []
             for f in present:
                 if f.type in FIXED and f.type != "uuid" and not self.checked:
@@ -629,6 +677,64 @@ class _Unit:
             if self.flex:
                 self.enc_tags([f for f in st.fields if f.tagged_in(v)])
         s("")
+
+    def _fixed_elements(self, f: FieldSpec) -> bool:
+        """An array of fixed-size elements (no uuid), never null in this version."""
+        et = f.element_type if f.is_array else None
+        return (
+            f.is_array
+            and not f.is_struct
+            and et in FIXED
+            and et != "uuid"
+            and not f.nullable_in(self.v)
+        )
+
+    def enc_fused(self, st: StructSpec, present: list[FieldSpec]) -> bool:
+        """A struct of fixed-size fields and arrays of fixed-size elements (MetadataResponse's
+        partitions, Fetch's and Produce's responses' ones ...) written in one ``pack`` of a
+        layout chosen by its arrays' counts, the tag byte included; the general code follows
+        for a count of 127 or more (a longer compact length) or tagged fields to write. True
+        when the struct needs nothing else (not flexible: the fused write is all of it)."""
+        if not present or any(
+            not (f.type in FIXED and f.type != "uuid") and not self._fixed_elements(f)
+            for f in present
+        ):
+            return False
+        if self.flex and any(f.tagged_in(self.v) for f in st.fields):
+            return False  # known tagged fields: the general code weighs their defaults
+        s = self.src
+        layout, args, conds, counts = [">"], [], [], []
+        for f in present:
+            if f.type in FIXED:
+                layout.append(FIXED[f.type][0])
+                args.append(f"o.get({f.name!r}, {self.default_expr(f)})")
+                continue
+            x, n = self.tmp("x"), self.tmp("n")
+            s(f"{x} = o.get({f.name!r}, [])")
+            s(f"{n} = len({x})")
+            counts.append(n)
+            letter = FIXED[f.element_type][0]
+            if self.field_flexible(f):
+                layout.append(f"B%d{letter}")
+                args += [f"{n} + 1", f"*{x}"]
+                conds.append(f"{n} < 127")
+            else:
+                layout.append(f"i%d{letter}")
+                args += [n, f"*{x}"]
+        if self.flex:
+            layout.append("B")
+            args.append("0")
+            conds.append("not o.get(_UNKNOWN)")
+        key = ", ".join(counts) + ("," if len(counts) == 1 else "")
+        write = f"ap({self.fused(''.join(layout))}[{key or '()'}]({', '.join(args)}))"
+        if not conds:
+            s(write)
+            return True
+        s(f"if {' and '.join(conds)}:")
+        with s.indent():
+            s(write)
+            s("return")
+        return False
 
     def enter_enc(self, label: str) -> None:
         if self.checked:
@@ -656,7 +762,7 @@ class _Unit:
         if flexible:
             s(f"if {n} < 127:")
             with s.indent():
-                s(f"ap({self.counted('>B%d' + fmt)}[{n}].pack({n} + 1, *{x}))")
+                s(f"ap({self.count_packers('>B%d' + fmt)}[{n}]({n} + 1, *{x}))")
             s("else:")
             with s.indent():
                 s(f"ap(_wuv({n} + 1))")

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.protocol import Codec
-from conformance.protocol.compiler import _uuid
+from conformance.protocol.compiler import Trace, _uuid
 from conformance.strategies.messages import message_values
 
 CODEC = Codec.from_specs()
@@ -74,3 +74,37 @@ def test_fixed_arrays_of_any_count_decode_on_the_fast_path(replicas: list[int]) 
     assert end == len(raw)
     assert decoded["Topics"][0]["Partitions"][0]["ReplicaNodes"] == replicas
     assert decoded == CODEC.decode(3, 12, "response", raw)
+
+
+def _fast_and_checked(api_key: int, version: int, kind: str, value: dict) -> tuple[bytes, bytes]:
+    """The fast encoder's bytes (it must not fail: no fall back) and the checked encoder's."""
+    unit = CODEC.compiled(api_key, version, kind)
+    fast: list[bytes] = []
+    checked: list[bytes] = []
+    unit.encode_fast(value, fast.append)
+    unit.encode_checked(value, checked.append, Trace())
+    return b"".join(fast), b"".join(checked)
+
+
+@given(
+    st.lists(st.lists(st.integers(-(2**31), 2**31 - 1), max_size=130), min_size=3, max_size=3),
+    st.sampled_from([None, {}, {7: b"x"}]),
+    st.sampled_from([0, 1, 9, 12]),
+)
+def test_a_struct_of_fixed_layout_is_written_in_one_pack_as_the_field_by_field_code_does(
+    arrays: list[list[int]], unknown: dict | None, version: int
+) -> None:
+    """A partition of MetadataResponse (fixed-size fields, arrays of int32) is one ``pack`` of
+    a layout chosen by its counts; a count of 127 or more (a two-byte compact length), unknown
+    tagged fields, a field left out (its default) or an old, non-flexible version take the
+    field-by-field code: the same bytes either way, in the fast encoder itself."""
+    replicas, isr, offline = arrays
+    partition = {"ErrorCode": 3, "PartitionIndex": 1, "ReplicaNodes": replicas,
+                 "IsrNodes": isr, "OfflineReplicas": offline}  # fmt: skip
+    if unknown is not None and version >= 9:
+        partition["_unknown_tagged_fields"] = unknown
+    value = {"Brokers": [], "Topics": [{"Name": "t", "Partitions": [partition, {}]}]}
+    fast, checked = _fast_and_checked(3, version, "response", value)
+    assert fast == checked
+    back = CODEC.decode(3, version, "response", fast)["Topics"][0]["Partitions"][0]
+    assert back["ReplicaNodes"] == replicas and back["LeaderEpoch"] == -1  # the default
