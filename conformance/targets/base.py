@@ -156,6 +156,12 @@ class Target:
     #: the endpoint fields the user named (``controller``, ``zookeeper``): a restart keeps them,
     #: and forgets those :meth:`start` found, which the new processes serve elsewhere
     given: frozenset[str] = frozenset()
+    #: seconds within which the target, as the suite started it, notices a dead or frozen node
+    #: (fences the broker, moves its leaderships, drops it from the ISR): its test-run settings
+    #: (broker session, ZooKeeper session, replica lag). None where the suite does not set them
+    #: (an external target, an image profile's own settings): the DURABILITY scenarios then
+    #: bound their waits by Kafka's defaults
+    failure_detection_s: float | None = None
 
     def prepare(self) -> None:
         """Check (and fetch) what :meth:`start` will need, before any test is collected, so

@@ -8,8 +8,14 @@ Kafka's own controller).
 
 The jars come from Maven Central through :mod:`conformance.targets.maven`. Each node's
 settings and log are written into the run's results folder (``<run>/kafka/``). The settings suit
-a test run: no initial rebalance delay, internal topics sized to the cluster, short broker
-sessions as the reference uses. Every
+a test run, shortened as Kafka's own integration tests shorten them, so that a dead or frozen
+node is noticed in seconds (README, "Targets"): KRaft brokers heartbeat every 250 ms and are
+fenced 3 s after the last (Kafka: 2 s and 9 s); in ZooKeeper mode a broker's session lasts 6 s
+(Kafka's default before 2.5; 18 s since); a follower leaves the ISR after 10 s without catching
+up (``replica.lag.time.max.ms``, Kafka's default before 2.5; 30 s since); no initial rebalance
+delay and a 1 s minimum member session for groups (3 s and 6 s); timed-out transactions are
+looked for every second (10 s); internal topics are sized to the cluster. The target states how
+soon it notices a failure (``failure_detection_s``: the broker or ZooKeeper session). Every
 process is stopped by its pid when the run ends, and dies with the process that started it
 (``PR_SET_PDEATHSIG``) if that one is killed. A broker can be restarted (KIP-78.R6, OFFSETS.R7).
 """
@@ -51,7 +57,16 @@ SUITE_SETTINGS = {
     "num.partitions": "1",
     "log.flush.interval.messages": "9223372036854775807",
 }
+#: failure detection, shortened for a test run (the module's docstring): how long a follower
+#: may lag before it leaves the ISR, and how often timed-out transactions are aborted
+FAST_FAILURES = {
+    "replica.lag.time.max.ms": "10000",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+}
 KRAFT_SETTINGS = {"broker.heartbeat.interval.ms": "250", "broker.session.timeout.ms": "3000"}
+#: ZooKeeper mode: a broker's session (its /brokers/ids znode) ends 6 s after it stopped
+#: (Kafka's default before KIP-537; the suite's ZooKeeper allows 1-10 s: tickTime 500 ms)
+ZOOKEEPER_SETTINGS = {"zookeeper.session.timeout.ms": "6000"}
 #: first node id of the KRaft controllers (brokers are 1..N)
 CONTROLLER_IDS = 1000
 #: JVM settings for a suite run: a few thousand small requests, where the quick compiler and a
@@ -126,6 +141,14 @@ class KafkaTarget(Target):
     _folder: Path | None = field(default=None, repr=False)
     _zk: ZooKeeperServer | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        if self.failure_detection_s is None:  # the session that ends a dead broker's place
+            key = "zookeeper.session.timeout.ms" if self.store == "zookeeper" else None
+            session = (
+                ZOOKEEPER_SETTINGS[key] if key else KRAFT_SETTINGS["broker.session.timeout.ms"]
+            )
+            self.failure_detection_s = int(session) / 1000
+
     @classmethod
     def from_spec(cls, spec: str) -> KafkaTarget:
         """``VERSION[?store=kraft|zookeeper&brokers=N&controllers=N]`` (after ``kafka:``)."""
@@ -179,6 +202,8 @@ class KafkaTarget(Target):
                 "advertised.listeners": f"PLAINTEXT://{listen}",
                 **self._replication(),
                 **SUITE_SETTINGS,
+                **FAST_FAILURES,
+                **ZOOKEEPER_SETTINGS,
             }
         out |= {
             "node.id": str(node.node_id),
@@ -197,6 +222,7 @@ class KafkaTarget(Target):
             "inter.broker.listener.name": "PLAINTEXT",
             **self._replication(),
             **SUITE_SETTINGS,
+            **FAST_FAILURES,
         }
 
     def _replication(self) -> dict[str, str]:

@@ -6,6 +6,15 @@ the ZooKeeper store elects among several).
 Started with ``reference_impl.launcher.Cluster`` in a temporary data dir and stopped gracefully
 (brokers through Stopping, then the controller); a broker can be restarted for the suite's
 restart checks (KIP-78 immutability, KIP-536 start time).
+
+Test-run settings, so that failures are noticed in seconds (as Kafka's own integration tests
+shorten them; README, "Targets"): broker heartbeats every 250 ms and a 3 s broker session (Kafka:
+2 s and 9 s), a 4 s ZooKeeper session (the reference's default 6 s; Kafka's 18 s), a follower
+leaves the ISR after 10 s without catching up (``replica.lag.time.max.ms``, Kafka's default before
+2.5; since then 30 s), no initial rebalance delay and a 1 s minimum member session for groups
+(Kafka: 3 s and 6 s); timed-out transactions are looked for every second (the reference's own
+default; Kafka: 10 s). A killed or frozen broker is fenced, and its leaderships and ISR places
+moved, within ``failure_detection_s`` (the broker session; the ZooKeeper session's where longer).
 """
 
 from __future__ import annotations
@@ -25,12 +34,22 @@ from conformance.targets.zookeeper import ZooKeeperServer
 REFERENCE_CLIENT_TYPES = ("zkBroker",)
 #: broker heartbeats and the controller's broker session: short, so that the suite's fencing
 #: check waits seconds, not Kafka's 9 s; twelve heartbeats fit in a session
-SUITE_TIMINGS = {"heartbeat_interval_ms": 250, "session_timeout_ms": 3000}
+SUITE_TIMINGS = {
+    "heartbeat_interval_ms": 250,
+    "session_timeout_ms": 3000,
+    "zk_session_timeout_ms": 4000,
+}
 #: the group coordinator's timings (broker settings): no delay before a new group's first
 #: rebalance and a 1 s minimum member session, so that the suite's group checks (session
 #: expiry included) wait about a second rather than Kafka's 3 s delay and 6 s minimum; the
 #: brokers report them (group.initial.rebalance.delay.ms, group.min.session.timeout.ms)
 SUITE_GROUP_TIMINGS = {"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 1000}
+#: replication (a broker's ``replication`` section, ``replica.lag.time.max.ms``): a follower that
+#: has not caught up for 10 s leaves the ISR (Kafka's default before KIP-537 raised it to 30 s)
+SUITE_REPLICATION = {"replica_lag_time_max_ms": 10_000}
+#: timed-out transactions looked for every second (``transaction.abort.timed.out.transaction.
+#: cleanup.interval.ms``; the reference's default, stated for the test run: Kafka's is 10 s)
+SUITE_TRANSACTIONS = {"abort_interval_ms": 1000}
 
 
 def _now_ms() -> int:
@@ -49,7 +68,13 @@ class ReferenceTarget(Target):
     client_listener_types: tuple[str, ...] = REFERENCE_CLIENT_TYPES
     overrides: dict[str, Any] = field(default_factory=lambda: dict(SUITE_TIMINGS))
     broker_overrides: dict[str, Any] = field(
-        default_factory=lambda: {"settings": {"groups": dict(SUITE_GROUP_TIMINGS)}}
+        default_factory=lambda: {
+            "settings": {
+                "groups": dict(SUITE_GROUP_TIMINGS),
+                "replication": dict(SUITE_REPLICATION),
+                "transactions": dict(SUITE_TRANSACTIONS),
+            }
+        }
     )
     _cluster: Any = field(default=None, repr=False)
     _zk: ZooKeeperServer | None = field(default=None, repr=False)
@@ -64,6 +89,12 @@ class ReferenceTarget(Target):
             from conformance.results.recorder import suite_version
 
             self.version = suite_version()
+        if self.failure_detection_s is None:  # the broker session; ZooKeeper's where longer
+            session_ms = int(self.overrides.get("session_timeout_ms", 9000))
+            if self.metadata_store == "zookeeper":
+                zk_ms = int(self.overrides.get("zk_session_timeout_ms", 6000))
+                session_ms = max(session_ms, zk_ms)
+            self.failure_detection_s = session_ms / 1000
 
     @classmethod
     def from_spec(cls, spec: str) -> ReferenceTarget:

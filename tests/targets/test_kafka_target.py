@@ -1,5 +1,5 @@
 """The kafka:VERSION target: its options, the release cache, and a cluster started and stopped by
-pid (the whole-suite judgement of Kafka is tests/suite/test_against_kafka.py)."""
+pid (the whole-suite judgement of Kafka is tests/suite/runs/test_against_kafka.py)."""
 
 from __future__ import annotations
 
@@ -117,3 +117,36 @@ def test_cluster_ids_never_start_with_a_dash(monkeypatch) -> None:
     drawn = iter([dashed, dashed, uuid.UUID(int=1)])
     monkeypatch.setattr(kafka.uuid, "uuid4", lambda: next(drawn))
     assert kafka._cluster_id() == "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+@pytest.mark.parametrize(
+    ("spec", "session", "detection"),
+    [
+        ("3.9.1", ("broker.session.timeout.ms", "3000"), 3.0),
+        ("3.9.1?store=zookeeper", ("zookeeper.session.timeout.ms", "6000"), 6.0),
+    ],
+)
+def test_test_run_settings_notice_failures_in_seconds(tmp_path, spec, session, detection) -> None:
+    """The broker's properties shorten failure detection (README, "Test-run settings"), and the
+    target states how soon it notices a dead broker, which DURABILITY's waits derive from."""
+    from conformance.targets.kafka import Node
+
+    t = KafkaTarget.from_spec(spec)
+    t._dir = tmp_path
+    broker = Node(1, "broker", 9092, tmp_path / "b.properties", tmp_path / "b.log")
+    settings = t._settings(broker, "1000@127.0.0.1:9093", "127.0.0.1:2181/kafka")
+    assert settings[session[0]] == session[1]
+    assert settings["replica.lag.time.max.ms"] == "10000"
+    assert settings["group.initial.rebalance.delay.ms"] == "0"
+    assert settings["transaction.abort.timed.out.transaction.cleanup.interval.ms"] == "1000"
+    assert t.failure_detection_s == detection
+
+
+def test_reference_test_run_settings() -> None:
+    from conformance.targets.reference import ReferenceTarget
+
+    t = ReferenceTarget()
+    assert t.overrides["session_timeout_ms"] == 3000
+    assert t.broker_overrides["settings"]["replication"] == {"replica_lag_time_max_ms": 10_000}
+    assert t.failure_detection_s == 3.0
+    assert ReferenceTarget.from_spec("reference:zookeeper").failure_detection_s == 4.0
