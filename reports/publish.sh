@@ -10,7 +10,8 @@
 # Each run is a directory reports/runs/<run id>/ (manifest.json + results.jsonl, kept so the
 # report can be rebuilt and diffed later; a Kafka run keeps its brokers' settings, not their
 # logs); the report goes to reports/latest/, with Apache Kafka's truth table
-# (reports/latest/kafka-truth-table.md: every verdict that is not PASS, explained).
+# (reports/latest/kafka-truth-table.md: every verdict that is not PASS, explained). Last, the
+# codec's benchmark is recorded in benchmarks/history.jsonl (benchmarks/record.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
@@ -59,4 +60,8 @@ find reports/runs -path '*/kafka/*.log' -delete
 rm -rf reports/latest/results.parquet  # rebuilt from reports/runs by the command above
 .venv/bin/python reports/truth_table.py reports/runs > reports/latest/kafka-truth-table.md ||
     echo "publish: some of Apache Kafka's verdicts are not explained yet (reports/latest/kafka-truth-table.md)" >&2
+# the codec's speed as ratios to kio and kafka-python, appended to benchmarks/history.jsonl with
+# the date and commit; a round below a target, or a fall beyond the last record's noise, is said
+.venv/bin/python benchmarks/record.py ||
+    echo "publish: the codec's ratios fell (above; benchmarks/history.jsonl, benchmarks/README.md)" >&2
 echo "published: reports/latest/report.html"
