@@ -86,6 +86,16 @@ class ClassicGroups:
         self.host.groups[group_id] = group
         return group
 
+    def _replace(self, other: BaseGroup) -> Group:
+        """An empty group of another type becomes a classic group, keeping its offsets (its own
+        records are tombstoned)."""
+        tombstones = self.host.types.of(other).deleted(other)
+        group = self.new_group(other.group_id)
+        for name in ("offsets", "offset_positions", "pending_offsets", "pending_txn_offsets"):
+            setattr(group, name, getattr(other, name))
+        self.host.store.append(group.partition, tombstones, lambda error, base: None)
+        return group
+
     @staticmethod
     def _validate_member(group: Group, member_id: str, instance_id: str | None) -> int:
         """Kafka's validateCurrentMember: the instance id (if any) maps to this member id,
@@ -112,6 +122,13 @@ class ClassicGroups:
             respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
             return
         unknown = req.member_id == ""
+        other = self.host.groups.get(req.group_id)
+        if other is not None and not isinstance(other, Group) and not other.is_dead:
+            if not other.is_empty:
+                # Kafka lets classic members join a consumer group (a mixed group): not served
+                respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+                return
+            self._replace(other)
         group = self._group(req.group_id)
         if group is None:
             if not unknown:
@@ -514,6 +531,10 @@ class ClassicGroups:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if not transactional and group.is_(COMPLETING):
             return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def validate_fetch(self, group: BaseGroup, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch's member fields are not checked on a classic group."""
         return ErrorCode.NONE
 
     def committed_by(self, group: BaseGroup, member_id: str) -> None:

@@ -5,7 +5,8 @@ As Kafka's (``GroupCoordinatorShard`` routing to ``GroupMetadataManager`` and
 
 * membership and rebalancing per group type, behind one interface (``group_types.GroupType``),
   the types in a registry keyed by Kafka's group type name: ``classic`` (``classic.py``, the
-  JoinGroup/SyncGroup protocol; ``coordinator.classic``) is the one served today;
+  JoinGroup/SyncGroup protocol; ``coordinator.classic``) and ``consumer`` (``consumer.py``,
+  KIP-848's ConsumerGroupHeartbeat; ``coordinator.consumer``);
 * offsets (commit, fetch, delete, transactional commits and their markers) in ``offsets.py``
   (``coordinator.offsets``), the same for every group type;
 * here: which partitions it holds (loading them from the log, unloading them when leadership
@@ -30,6 +31,7 @@ from conformance.protocol import ErrorCode
 from conformance.protocol.records.control import ControlType
 from conformance.protocol.records.errors import CorruptRecordError
 from reference_impl.groups.classic import ClassicGroups
+from reference_impl.groups.consumer import ConsumerGroups, GroupConfigsView, TopicsView
 from reference_impl.groups.errors import store_group_error
 from reference_impl.groups.group_types import (
     DEAD_SUMMARY,
@@ -60,6 +62,14 @@ class GroupConfig:
     new_member_join_timeout_ms: int = 300_000
     offset_metadata_max_bytes: int = 4096
     offsets_topic_partitions: int = DEFAULT_OFFSETS_PARTITIONS
+    #: KIP-848 consumer groups (Kafka's group.consumer.* broker configs and their bounds)
+    consumer_session_timeout_ms: int = 45_000
+    consumer_min_session_timeout_ms: int = 45_000
+    consumer_max_session_timeout_ms: int = 60_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_min_heartbeat_interval_ms: int = 5_000
+    consumer_max_heartbeat_interval_ms: int = 15_000
+    consumer_max_size: int = 2**31 - 1
 
 
 @dataclass
@@ -76,6 +86,8 @@ class GroupCoordinator:
         config: GroupConfig | None = None,
         *,
         member_id_factory: Callable[[str], str] | None = None,
+        topics: TopicsView | None = None,
+        group_configs: GroupConfigsView | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.store = store
@@ -87,7 +99,8 @@ class GroupCoordinator:
         self.active = True
         self._tokens = itertools.count(1)
         self.classic = ClassicGroups(self, member_id_factory)
-        self.types = GroupTypes([self.classic])
+        self.consumer = ConsumerGroups(self, topics, group_configs)
+        self.types = GroupTypes([self.classic, self.consumer])
         self.offsets = OffsetManager(self)
 
     # -- what group types and the offsets manager share ---------------------------------------

@@ -119,6 +119,7 @@ class Host(Protocol):
     store: OffsetsStore
     config: GroupConfig
     groups: dict[str, BaseGroup]
+    active: bool
 
     def check(self, group_id: str | None, api: str) -> int: ...
 
@@ -169,6 +170,10 @@ class GroupType(Protocol):
         transactional: bool,
     ) -> int:
         """An offset commit's member fields judged against the group (NONE: accepted)."""
+        ...
+
+    def validate_fetch(self, group: BaseGroup, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch v9+'s member fields judged against the group (NONE: accepted)."""
         ...
 
     def committed_by(self, group: BaseGroup, member_id: str) -> None:

@@ -251,13 +251,23 @@ class OffsetManager:
         return group is not None and not group.is_dead and group.has_pending_offset(tp)
 
     def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: list[TopicPartition] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[int, dict[TopicPartition, OffsetAndMetadata | None]]:
-        """Committed offsets (None where nothing is committed); ``partitions=None``: all."""
+        """Committed offsets (None where nothing is committed); ``partitions=None``: all.
+        OffsetFetch v9+ names the member (id and epoch): a consumer group checks it
+        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), as Kafka's validateOffsetFetch."""
         error = self.host.check(group_id, "fetch")
         if error:
             return error, {}
         group = self.host.groups.get(group_id)
+        if group is not None and not group.is_dead and (member_id is not None or member_epoch >= 0):
+            error = self.host.types.of(group).validate_fetch(group, member_id, member_epoch)
+            if error:
+                return error, {}
         stored = group.offsets if group is not None and not group.is_dead else {}
         if partitions is None:
             return ErrorCode.NONE, dict(stored)

@@ -10,6 +10,11 @@ Each record of a RecordBatch v2 on the internal topic is one of:
   group_instance_id nullable string, client_id string, client_host string,
   rebalance_timeout int32, session_timeout int32, subscription bytes, assignment bytes))``
 
+* a KIP-848 consumer group (``consumer.py``): key version 1000 ``(group string)``, the
+  reference's own layout, not Kafka's six consumer-group record types: value version 0 then the
+  group's whole state as UTF-8 JSON (epochs, members, their subscriptions, current and target
+  assignments), rewritten at each change; Kafka's tooling skips a key version it does not know.
+
 A null value (tombstone) deletes the key: a committed offset, or the whole group.
 Strings are int16 length + UTF-8 (-1 for null), bytes int32 length + data, all big-endian,
 every key and value starting with its int16 version. This is the layout Kafka 2.3+ writes
@@ -19,6 +24,7 @@ every key and value starting with its int16 version. This is the layout Kafka 2.
 
 from __future__ import annotations
 
+import json
 import struct
 from dataclasses import dataclass
 
@@ -28,6 +34,8 @@ from reference_impl.groups.group_types import OffsetAndMetadata
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
+#: the reference's own record of a KIP-848 consumer group (Kafka uses versions up to ~20)
+CONSUMER_GROUP_KEY_VERSION = 1000
 OFFSET_VALUE_VERSION = 3
 GROUP_VALUE_VERSION = 3
 
@@ -41,6 +49,11 @@ class OffsetKey:
 
 @dataclass(frozen=True)
 class GroupKey:
+    group: str
+
+
+@dataclass(frozen=True)
+class ConsumerGroupKey:
     group: str
 
 
@@ -145,15 +158,39 @@ def group_value(g: GroupRecord) -> bytes:
     return bytes(w.out)
 
 
-def decode_key(data: bytes) -> OffsetKey | GroupKey:
+def consumer_group_key(group: str) -> bytes:
+    return bytes(_Writer().int16(CONSUMER_GROUP_KEY_VERSION).string(group).out)
+
+
+def consumer_group_value(state: dict) -> bytes:
+    data = json.dumps(state, separators=(",", ":"), sort_keys=True).encode()
+    return bytes(_Writer().int16(0).out) + data
+
+
+def decode_consumer_group_value(data: bytes) -> dict:
+    r = Reader(data, path="consumer_group_value")
+    version = r.int16("version")
+    if version != 0:
+        raise r.fail(f"unknown consumer group value version {version}", at=0)
+    try:
+        state = json.loads(r.raw(r.remaining, "state").decode())
+    except (UnicodeDecodeError, ValueError) as e:
+        raise r.fail(f"invalid consumer group state: {e}", field="state") from e
+    if not isinstance(state, dict):
+        raise r.fail("invalid consumer group state", field="state")
+    return state
+
+
+def decode_key(data: bytes) -> OffsetKey | GroupKey | ConsumerGroupKey:
     r = Reader(data, path="key")
     version = r.int16("version")
+    key: OffsetKey | GroupKey | ConsumerGroupKey
     if version in (0, 1):
-        key: OffsetKey | GroupKey = OffsetKey(
-            _string(r, "group"), _string(r, "topic"), r.int32("partition")
-        )
+        key = OffsetKey(_string(r, "group"), _string(r, "topic"), r.int32("partition"))
     elif version == 2:
         key = GroupKey(_string(r, "group"))
+    elif version == CONSUMER_GROUP_KEY_VERSION:
+        key = ConsumerGroupKey(_string(r, "group"))
     else:
         raise CorruptRecordError(f"unknown __consumer_offsets key version {version}", path="key")
     _done(r, "key")

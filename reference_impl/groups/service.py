@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from conformance.protocol import ErrorCode
 from conformance.protocol.internal_topics import OFFSETS_TOPIC
+from reference_impl.groups.consumer import HeartbeatRequest, HeartbeatResult
 from reference_impl.groups.coordinator import GroupConfig, GroupCoordinator
 from reference_impl.groups.group import JoinRequest, JoinResult, SyncResult
 from reference_impl.groups.group_types import OffsetAndMetadata, TopicPartition
@@ -122,6 +123,11 @@ class GroupService:
             assignments,
             _resolver(fut),
         )
+        return await fut
+
+    async def consumer_heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        fut: asyncio.Future[HeartbeatResult] = asyncio.get_running_loop().create_future()
+        self.coordinator.consumer.heartbeat(req, _resolver(fut))
         return await fut
 
     async def commit(
@@ -278,7 +284,15 @@ class BrokerGroups(GroupService):
         store = ReplicaOffsetsStore(rm, node.spawn, scheduler.wall_ms)
         if settings and "commit_timeout_ms" in settings:
             store.timeout_ms = int(settings["commit_timeout_ms"])
-        coordinator = GroupCoordinator(scheduler, store, config)
+        cache = node.metadata_cache
+        coordinator = GroupCoordinator(
+            scheduler,
+            store,
+            config,
+            topics=lambda: {
+                name: (t.topic_id, len(t.partitions)) for name, t in cache.topics.items()
+            },
+        )
         super().__init__(
             coordinator,
             ClusterPlacement(node, coordinator),

@@ -6,7 +6,8 @@ COORDINATOR_LOAD_IN_PROGRESS, GROUP_AUTHORIZATION_FAILED …) are per partition 
 top-level ErrorCode in v2-7 and the group's ErrorCode from v8, as Kafka answers them.
 Offsets committed in a transaction that has not ended are not shown; with RequireStable (v7+)
 such a partition (or one whose commit is not yet durable) is UNSTABLE_OFFSET_COMMIT, offset -1
-(Kafka's getOffsets with requireStable).
+(Kafka's getOffsets with requireStable). v9 names the member (MemberId, MemberEpoch): a KIP-848
+consumer group answers UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH when they are not its member's.
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ def api(node: BrokerView) -> Api:
     service = groups(node)
 
     def fetch(
-        ctx: RequestContext, group_id: str, topics: list[dict] | None, stable: bool = False
+        ctx: RequestContext,
+        group_id: str,
+        topics: list[dict] | None,
+        stable: bool = False,
+        member: tuple[str | None, int] = (None, -1),
     ) -> tuple[int, list]:
         """(group error, [(topic, [(partition, OffsetAndMetadata | None, error)])])."""
         if not group_allowed(node, ctx, "DESCRIBE", group_id):
@@ -34,7 +39,7 @@ def api(node: BrokerView) -> Api:
         wanted = None
         if topics is not None:
             wanted = [(t["Name"], i) for t in topics for i in t["PartitionIndexes"]]
-        error, found = service.coordinator.offsets.fetch_offsets(group_id, wanted)
+        error, found = service.coordinator.offsets.fetch_offsets(group_id, wanted, *member)
         if error:
             return error, []
         # every topic asked for is answered, one asked for with no partition too (as Kafka does)
@@ -58,7 +63,8 @@ def api(node: BrokerView) -> Api:
         if v >= 8:
             out = []
             for g in body["Groups"]:
-                error, topics = fetch(ctx, g["GroupId"], g["Topics"], body["RequireStable"])
+                member = (g["MemberId"], g["MemberEpoch"]) if v >= 9 else (None, -1)
+                error, topics = fetch(ctx, g["GroupId"], g["Topics"], body["RequireStable"], member)
                 out.append({"GroupId": g["GroupId"], "Topics": _topics(topics), "ErrorCode": error})
             return {"ThrottleTimeMs": 0, "Groups": out}
         requested = body["Topics"] if v >= 2 else body["Topics"] or []

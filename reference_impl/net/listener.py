@@ -70,7 +70,8 @@ class Api:
     key: int
     handler: Handler
     min_version: int | None = None
-    #: None: the highest our bodies are written for (Kafka 3.9's, :func:`negotiable`)
+    #: None: the highest our bodies are written for (Kafka 3.9's, :func:`negotiable`); a handler
+    #: written for a 4.x version says so here
     max_version: int | None = None
 
 
@@ -110,8 +111,9 @@ class Listener:
             if listener_type not in spec.listeners:
                 continue
             lo = max(spec.valid_versions.lo, api.min_version or 0)
+            # an explicit max_version may go past Kafka 3.9's (a handler written for 4.x bodies)
             ours = negotiable(api.key, spec.valid_versions)
-            hi = min(ours.hi, api.max_version if api.max_version is not None else 2**15)
+            hi = ours.hi if api.max_version is None else min(spec.valid_versions.hi, api.max_version)
             if lo <= hi:
                 self.served[api.key] = api
                 self.ranges[api.key] = (lo, hi)

@@ -1,0 +1,677 @@
+"""The consumer group type: KIP-848's protocol (ConsumerGroupHeartbeat), as Kafka 4.x serves it.
+
+A heartbeat does three things (Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``):
+
+1. the member is created or updated; the group epoch advances when a member joins, leaves or
+   changes its subscription, or the subscribed topics change (a new matching topic, new
+   partitions: looked at on every heartbeat);
+2. when the group epoch is past the assignment epoch, the target assignment is computed again
+   by the server-side assignor (``assignors.py``; the one most members name in ServerAssignor,
+   else ``uniform``);
+3. the member is reconciled towards its target, incrementally: partitions it must give up are
+   first left out of its assignment and kept pending revocation, its epoch unchanged, until a
+   heartbeat's owned partitions (TopicPartitions) no longer hold them; then it moves to the
+   assignment epoch and receives the partitions no other member owns any more (the others once
+   they are released).
+
+Errors as Kafka's: INVALID_REQUEST for a malformed heartbeat (empty group or member id, no
+rebalance timeout or subscription on joining, owned partitions on joining, an epoch below -2,
+a static leave without instance id), UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION (v1),
+GROUP_ID_NOT_FOUND (a heartbeat past epoch 0 for a group that does not exist, or a group that is
+a classic group with members: the online migration of a classic group is refused, as Kafka does
+with its migration policy disabled; an Empty classic group is replaced, keeping its offsets),
+UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (an epoch ahead of the member's, or behind it unless it
+is the previous one and the owned partitions are within the assignment: a lost answer),
+UNRELEASED_INSTANCE_ID (a static member joining while its instance id is still in use),
+FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED.
+
+Epoch -1 leaves (the member goes, the group epoch advances); -2 is a static member leaving for
+now: it keeps its partitions and epoch -2 until it rejoins with its instance id (any member id,
+epoch 0: it takes the old member's place and assignment) or its session times out. A member not
+heartbeating within the session timeout is removed; one that keeps partitions pending
+revocation past its rebalance timeout too. Changes are written to ``__consumer_offsets`` (the
+group's whole state, ``records.consumer_group_value``) before the heartbeat is answered.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from conformance.protocol import ErrorCode
+from reference_impl.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR
+from reference_impl.groups.consumer_group import (
+    LEAVE_EPOCH,
+    STABLE,
+    STATIC_LEAVE_EPOCH,
+    UNRELEASED,
+    UNREVOKED,
+    ConsumerGroup,
+    ConsumerMember,
+    Partitions,
+    copy_partitions,
+)
+from reference_impl.groups.errors import store_group_error
+from reference_impl.groups.group import Group
+from reference_impl.groups.group_types import (
+    BaseGroup,
+    GroupSummary,
+    Host,
+    ListedGroup,
+    cancel,
+)
+from reference_impl.groups.records import (
+    ConsumerGroupKey,
+    consumer_group_key,
+    consumer_group_value,
+    decode_consumer_group_value,
+    group_key,
+)
+from reference_impl.groups.store import KeyValue
+
+log = logging.getLogger(__name__)
+
+#: topic name -> (topic id, partition count): the cluster's topics as the coordinator sees them
+TopicsView = Callable[[], dict[str, tuple[uuid.UUID, int]]]
+#: group id -> its configs (IncrementalAlterConfigs on the GROUP resource)
+GroupConfigsView = Callable[[str], dict[str, str]]
+
+SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
+HEARTBEAT_INTERVAL_CONFIG = "consumer.heartbeat.interval.ms"
+
+
+@dataclass
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: list[str] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    #: the partitions the member owns (None: not sent)
+    topic_partitions: list[tuple[uuid.UUID, list[int]]] | None = None
+    client_id: str = ""
+    client_host: str = ""
+    version: int = 1
+
+
+@dataclass
+class HeartbeatResult:
+    error: int
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    #: the member's assigned partitions; None when not sent
+    assignment: Partitions | None = None
+
+
+@dataclass
+class _Refused(Exception):
+    error: int
+    message: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def _owned(req: HeartbeatRequest) -> Partitions | None:
+    if req.topic_partitions is None:
+        return None
+    return {t: set(ps) for t, ps in req.topic_partitions if ps}
+
+
+def _kafka_uuid() -> str:
+    """A random id as Kafka's Uuid.toString writes one (URL-safe base64, no padding)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _is_subset(owned: Partitions | None, assigned: Partitions) -> bool:
+    if owned is None:
+        return False
+    return all(ps <= assigned.get(t, set()) for t, ps in owned.items())
+
+
+class ConsumerGroups:
+    """The consumer group type: ConsumerGroupHeartbeat, and what the coordinator asks."""
+
+    name = "consumer"
+
+    def __init__(
+        self,
+        host: Host,
+        topics: TopicsView | None = None,
+        group_configs: GroupConfigsView | None = None,
+    ) -> None:
+        self.host = host
+        self.topics = topics or (lambda: {})
+        self.group_configs = group_configs or (lambda group_id: {})
+        self._replaying: dict[int, dict[str, dict | None]] = {}
+
+    # -- configs --------------------------------------------------------------------------------
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        value = self.group_configs(group_id).get(SESSION_TIMEOUT_CONFIG)
+        return int(value) if value else self.host.config.consumer_session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        value = self.group_configs(group_id).get(HEARTBEAT_INTERVAL_CONFIG)
+        return int(value) if value else self.host.config.consumer_heartbeat_interval_ms
+
+    # -- ConsumerGroupHeartbeat -----------------------------------------------------------------
+
+    def heartbeat(self, req: HeartbeatRequest, respond: Callable[[HeartbeatResult], None]) -> None:
+        if not self.host.active:
+            respond(HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return
+        try:
+            self._validate(req)
+            error = self.host.check(req.group_id, "consumer heartbeat")
+            if error:
+                raise _Refused(error)
+            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                self._leave(req, respond)
+            else:
+                self._heartbeat(req, respond)
+        except _Refused as r:
+            respond(HeartbeatResult(r.error, r.message))
+
+    def _validate(self, req: HeartbeatRequest) -> None:
+        def invalid(message: str) -> _Refused:
+            return _Refused(ErrorCode.INVALID_REQUEST, message)
+
+        if (req.version >= 1 or req.member_epoch > 0 or req.member_epoch == LEAVE_EPOCH) and (
+            req.member_id == ""
+        ):
+            raise invalid("MemberId can't be empty.")
+        if req.group_id == "":
+            raise invalid("GroupId can't be empty.")
+        if req.instance_id == "":
+            raise invalid("InstanceId can't be empty.")
+        if req.rack_id == "":
+            raise invalid("RackId can't be empty.")
+        if req.member_epoch == 0:
+            if req.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if req.topic_partitions is None or req.topic_partitions:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                raise invalid(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                    "(re-)joining."
+                )
+        elif req.member_epoch == STATIC_LEAVE_EPOCH:
+            if req.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        elif req.member_epoch < STATIC_LEAVE_EPOCH:
+            raise invalid("MemberEpoch is invalid.")
+        if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
+            raise _Refused(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
+                f"{', '.join(ASSIGNORS)}.",
+            )
+        if req.subscribed_topic_regex is not None:
+            try:
+                re.compile(req.subscribed_topic_regex)
+            except re.error as e:
+                raise _Refused(
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    f"SubscribedTopicRegex {req.subscribed_topic_regex} is invalid: {e}",
+                ) from None
+
+    def _group(self, group_id: str, create: bool) -> tuple[ConsumerGroup, list[KeyValue]]:
+        """The consumer group (new when ``create`` and there is none; an Empty classic group is
+        replaced, keeping its offsets), and the records that replacing it writes."""
+        group = self.host.groups.get(group_id)
+        if isinstance(group, ConsumerGroup) and not group.is_dead:
+            return group, []
+        if group is None:
+            if not create:
+                raise _Refused(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found."
+                )
+            return self._new(group_id), []
+        if create and isinstance(group, Group) and group.is_empty:
+            replacing = self._new(group_id)
+            for name in ("offsets", "offset_positions", "pending_offsets", "pending_txn_offsets"):
+                setattr(replacing, name, getattr(group, name))
+            self.host.types.of(group).deleted(group)
+            return replacing, [(group_key(group_id), None)]
+        raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+
+    def _new(self, group_id: str) -> ConsumerGroup:
+        group = ConsumerGroup(
+            group_id,
+            self.host.partition_for(group_id),
+            state_timestamp=self.host.scheduler.wall_ms(),
+        )
+        self.host.groups[group_id] = group
+        return group
+
+    def _member(self, group: ConsumerGroup, req: HeartbeatRequest, owned: Partitions | None):
+        """The member the heartbeat is from (new, or a static member taking an old one's place),
+        after Kafka's checks."""
+        epoch = req.member_epoch
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                if epoch != 0:
+                    raise _Refused(
+                        ErrorCode.UNKNOWN_MEMBER_ID,
+                        f"Member {req.member_id} is not a member of group {group.group_id}.",
+                    )
+                return ConsumerMember(req.member_id)
+            if epoch != 0:
+                self._check_epoch(member, epoch, owned)
+            return member
+        existing = group.static_member(req.instance_id)
+        if epoch == 0:
+            if existing is None:
+                member = group.members.get(req.member_id)
+                return member or ConsumerMember(req.member_id, instance_id=req.instance_id)
+            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+                raise _Refused(
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
+                    f"Static member {req.member_id} with instance id {req.instance_id} cannot "
+                    f"join the group because the instance id is owned by {existing.member_id} "
+                    "member.",
+                )
+            # the static member is back: a new member id takes the old one's place (and its
+            # target), so the group epoch does not move
+            target = group.target.get(existing.member_id, {})
+            group.remove(existing.member_id)
+            self._cancel_timers(existing)
+            member = ConsumerMember.from_json({**existing.to_json(), "member_id": req.member_id})
+            member.member_epoch = 0
+            group.add(member)
+            group.target[member.member_id] = target
+            return member
+        if existing is None:
+            raise _Refused(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown."
+            )
+        if existing.member_id != req.member_id:
+            raise _Refused(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"Static member {req.member_id} with instance id {req.instance_id} was fenced by "
+                f"member {existing.member_id}.",
+            )
+        self._check_epoch(existing, epoch, owned)
+        return existing
+
+    @staticmethod
+    def _check_epoch(member: ConsumerMember, epoch: int, owned: Partitions | None) -> None:
+        if epoch > member.member_epoch or (
+            epoch < member.member_epoch
+            and (epoch != member.previous_member_epoch or not _is_subset(owned, member.assigned))
+        ):
+            which = "greater" if epoch > member.member_epoch else "smaller"
+            raise _Refused(
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                f"The consumer group member has a {which} "
+                f"member epoch ({epoch}) than the one known by the group coordinator "
+                f"({member.member_epoch}). The member must abandon all its partitions and rejoin.",
+            )
+
+    def _heartbeat(self, req: HeartbeatRequest, respond: Callable[[HeartbeatResult], None]) -> None:
+        owned = _owned(req)
+        if req.member_id == "":  # v0: the coordinator names a joining member
+            req.member_id = _kafka_uuid()
+        group, records = self._group(req.group_id, create=req.member_epoch == 0)
+        known = req.member_id in group.members or group.static_member(req.instance_id) is not None
+        if not known and len(group.members) >= self.host.config.consumer_max_size:
+            raise _Refused(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of "
+                f"{self.host.config.consumer_max_size} members.",
+            )
+        member = self._member(group, req, owned)
+        new_member = member.member_id not in group.members
+        before = None if new_member else member.to_json()
+        assigned_before = copy_partitions(member.assigned)
+        subscription = (
+            list(member.subscribed_topic_names),
+            member.subscribed_topic_regex,
+            member.server_assignor,
+        )
+        if req.instance_id is not None:
+            member.instance_id = req.instance_id
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        if req.server_assignor is not None:
+            member.server_assignor = req.server_assignor
+        if req.subscribed_topic_names is not None:
+            member.subscribed_topic_names = list(req.subscribed_topic_names)
+        if req.subscribed_topic_regex is not None:
+            member.subscribed_topic_regex = req.subscribed_topic_regex or None
+        member.client_id, member.client_host = req.client_id, req.client_host
+        group.add(member)
+        bump = group.group_epoch == 0 or new_member
+        bump |= subscription != (
+            member.subscribed_topic_names,
+            member.subscribed_topic_regex,
+            member.server_assignor,
+        )
+        subscribed = self._subscribed_metadata(group)
+        if subscribed != group.subscribed:
+            group.subscribed = subscribed
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        self._reconcile(group, member, owned)
+        self._schedule_session(group, member)
+        full = req.member_epoch == 0 or (
+            req.rebalance_timeout_ms != -1
+            and req.subscribed_topic_names is not None
+            and req.topic_partitions is not None
+        )
+        send = full or member.assigned != assigned_before
+
+        def answer(error: int = 0) -> None:
+            if error:
+                respond(HeartbeatResult(store_group_error(error)))
+                return
+            respond(
+                HeartbeatResult(
+                    ErrorCode.NONE,
+                    member_id=member.member_id,
+                    member_epoch=member.member_epoch,
+                    heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
+                    assignment=copy_partitions(member.assigned) if send else None,
+                )
+            )
+
+        if bump or records or before != member.to_json():
+            self._store(group, records, answer)
+        else:
+            answer()
+
+    # -- target assignment and reconciliation -------------------------------------------------
+
+    def _matching(
+        self, member: ConsumerMember, topics: dict[str, tuple[uuid.UUID, int]]
+    ) -> set[str]:
+        names = {t for t in member.subscribed_topic_names if t in topics}
+        if member.subscribed_topic_regex:
+            pattern = re.compile(member.subscribed_topic_regex)
+            names |= {
+                t for t in topics if not t.startswith("__") and pattern.fullmatch(t) is not None
+            }
+        return names
+
+    def _subscribed_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
+        topics = self.topics()
+        names: set[str] = set()
+        for m in group.members.values():
+            names |= self._matching(m, topics)
+        return {n: topics[n] for n in sorted(names)}
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
+        topics = group.subscribed
+        subscriptions = {
+            m.member_id: {topics[n][0] for n in self._matching(m, topics)}
+            for m in group.members.values()
+        }
+        partitions = {tid: count for tid, count in topics.values()}
+        votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        name = votes.most_common(1)[0][0] if votes else DEFAULT_ASSIGNOR
+        group.target = ASSIGNORS[name].assign(subscriptions, partitions, group.target)
+        group.assignment_epoch = group.group_epoch
+
+    def _reconcile(
+        self, group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None
+    ) -> None:
+        """Kafka's CurrentAssignmentBuilder: one step of the member towards its target."""
+        target_epoch = group.assignment_epoch
+        target = group.target.get(member.member_id, {})
+        if member.state == UNREVOKED:
+            still = owned is None or any(
+                ps & member.pending_revocation.get(t, set()) for t, ps in owned.items()
+            )
+            if still:
+                return  # the member has not given the partitions back yet
+            member.pending_revocation = {}
+        elif member.state == STABLE and member.member_epoch == target_epoch:
+            return
+        keep: Partitions = {}
+        revoke: Partitions = {}
+        for t, ps in member.assigned.items():
+            if ps & target.get(t, set()):
+                keep[t] = ps & target.get(t, set())
+            if ps - target.get(t, set()):
+                revoke[t] = ps - target.get(t, set())
+        if revoke:
+            member.assigned, member.pending_revocation = keep, revoke
+            member.state = UNREVOKED
+            self._schedule_rebalance_timeout(group, member)
+            return
+        unreleased = False
+        for t, ps in target.items():
+            for p in ps - keep.get(t, set()):
+                if group.owner(t, p, member.member_id) is None:
+                    keep.setdefault(t, set()).add(p)
+                else:
+                    unreleased = True
+        member.assigned = keep
+        member.pending_revocation = {}
+        if member.member_epoch != target_epoch:
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = target_epoch
+        member.state = UNRELEASED if unreleased else STABLE
+        cancel(member.rebalance_timer)
+        member.rebalance_timer = None
+
+    # -- timers ---------------------------------------------------------------------------------
+
+    def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        cancel(member.session_timer)
+        when = self.host.scheduler.now_ms() + self.session_timeout_ms(group.group_id)
+        member.session_timer = self.host.scheduler.call_at(
+            when, lambda: self._expired(group, member, "session timeout")
+        )
+
+    def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        cancel(member.rebalance_timer)
+        epoch = member.member_epoch
+        when = self.host.scheduler.now_ms() + max(member.rebalance_timeout_ms, 0)
+
+        def expired() -> None:
+            if member.state == UNREVOKED and member.member_epoch == epoch:
+                self._expired(group, member, "rebalance timeout: partitions not revoked")
+
+        member.rebalance_timer = self.host.scheduler.call_at(when, expired)
+
+    def _expired(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
+        if not self.host.live(group) or group.members.get(member.member_id) is not member:
+            return
+        log.info("group %s: member %s removed (%s)", group.group_id, member.member_id, why)
+        self._fence(group, member)
+        self._store(group, [], lambda error: None)
+
+    @staticmethod
+    def _cancel_timers(member: ConsumerMember) -> None:
+        cancel(member.session_timer)
+        cancel(member.rebalance_timer)
+        member.session_timer = member.rebalance_timer = None
+
+    def _fence(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """Remove the member; its partitions are free, the group epoch advances."""
+        self._cancel_timers(member)
+        group.remove(member.member_id)
+        group.group_epoch += 1
+
+    # -- leaving --------------------------------------------------------------------------------
+
+    def _leave(self, req: HeartbeatRequest, respond: Callable[[HeartbeatResult], None]) -> None:
+        group = self.host.groups.get(req.group_id)
+        if not isinstance(group, ConsumerGroup) or group.is_dead:
+            raise _Refused(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found."
+            )
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise _Refused(
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    f"Member {req.member_id} is not a member of group {req.group_id}.",
+                )
+        else:
+            member = group.static_member(req.instance_id)
+            if member is None:
+                raise _Refused(
+                    ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown."
+                )
+            if member.member_id != req.member_id:
+                raise _Refused(
+                    ErrorCode.FENCED_INSTANCE_ID,
+                    f"Static member {req.member_id} with instance id {req.instance_id} was "
+                    f"fenced by member {member.member_id}.",
+                )
+        if req.member_epoch == STATIC_LEAVE_EPOCH:
+            # it keeps its partitions until it is back or its session times out
+            member.member_epoch = STATIC_LEAVE_EPOCH
+            cancel(member.rebalance_timer)
+            member.rebalance_timer = None
+        else:
+            self._fence(group, member)
+
+        def answer(error: int) -> None:
+            if error:
+                respond(HeartbeatResult(store_group_error(error)))
+            else:
+                respond(
+                    HeartbeatResult(
+                        ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch
+                    )
+                )
+
+        self._store(group, [], answer)
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def _store(
+        self, group: ConsumerGroup, records: list[KeyValue], done: Callable[[int], None]
+    ) -> None:
+        value = consumer_group_value(group.to_json())
+        records = [*records, (consumer_group_key(group.group_id), value)]
+        self.host.store.append(group.partition, records, lambda error, _base: done(error))
+
+    # -- ConsumerGroupDescribe ----------------------------------------------------------------
+
+    def describe_consumer_group(
+        self, group_id: str
+    ) -> tuple[int, str | None, ConsumerGroup | None]:
+        error = self.host.check(group_id, "describe")
+        if error:
+            return error, None, None
+        group = self.host.groups.get(group_id)
+        if group is None or group.is_dead:
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
+        if not isinstance(group, ConsumerGroup):
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
+        return ErrorCode.NONE, None, group
+
+    def preferred_assignor(self, group: ConsumerGroup) -> str:
+        votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        return votes.most_common(1)[0][0] if votes else DEFAULT_ASSIGNOR
+
+    # -- offsets of a consumer group (OffsetCommit v9+, OffsetFetch v9+) ----------------------
+
+    def validate_member_epoch(self, group: ConsumerGroup, member_id: str | None, epoch: int) -> int:
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    # -- what the coordinator asks of every group type ----------------------------------------
+
+    def describe(self, group: BaseGroup) -> GroupSummary:
+        """DescribeGroups (the classic API) on a consumer group: Kafka answers it as a group it
+        does not hold as a classic group: Dead, no error."""
+        return GroupSummary("Dead", "", "", [])
+
+    def listed(self, group: BaseGroup) -> ListedGroup:
+        assert isinstance(group, ConsumerGroup)
+        return ListedGroup(group.group_id, "consumer", group.state, self.name)
+
+    def delete_error(self, group: BaseGroup) -> int:
+        assert isinstance(group, ConsumerGroup)
+        return ErrorCode.NONE if group.is_empty else ErrorCode.NON_EMPTY_GROUP
+
+    def deleted(self, group: BaseGroup) -> list[KeyValue]:
+        assert isinstance(group, ConsumerGroup)
+        group.dead = True
+        for m in group.members.values():
+            self._cancel_timers(m)
+        return [(consumer_group_key(group.group_id), None)]
+
+    def validate_commit(
+        self,
+        group: BaseGroup,
+        member_id: str,
+        instance_id: str | None,
+        generation_id: int,
+        *,
+        transactional: bool,
+    ) -> int:
+        """Kafka's ConsumerGroup.validateOffsetCommit: an epoch below 0 commits to a group
+        without members; otherwise the member must exist and its epoch be the one given
+        (STALE_MEMBER_EPOCH)."""
+        assert isinstance(group, ConsumerGroup)
+        if generation_id < 0 and not group.members:
+            return ErrorCode.NONE
+        return self.validate_member_epoch(group, member_id, generation_id)
+
+    def validate_fetch(self, group: BaseGroup, member_id: str | None, member_epoch: int) -> int:
+        assert isinstance(group, ConsumerGroup)
+        return self.validate_member_epoch(group, member_id, member_epoch)
+
+    def committed_by(self, group: BaseGroup, member_id: str) -> None:
+        return None
+
+    def accepts_offset_delete(self, group: BaseGroup) -> int:
+        return ErrorCode.NONE
+
+    def subscribed_topics(self, group: BaseGroup) -> set[str] | None:
+        assert isinstance(group, ConsumerGroup)
+        return set(group.subscribed)
+
+    def owns_record(self, key: object) -> bool:
+        return isinstance(key, ConsumerGroupKey)
+
+    def replay(self, partition: int, key: object, value: bytes | None) -> None:
+        assert isinstance(key, ConsumerGroupKey)
+        state = None if value is None else decode_consumer_group_value(value)
+        self._replaying.setdefault(partition, {})[key.group] = state
+
+    def finish_replay(self, partition: int) -> None:
+        """Groups come back with their members, epochs and assignments, each member with a new
+        session deadline."""
+        for group_id, state in self._replaying.pop(partition, {}).items():
+            if state is None:
+                continue
+            group = self._new(group_id)
+            group.partition = partition
+            group.restore(state)
+            for member in group.members.values():
+                self._schedule_session(group, member)
+
+    def unload(self, group: BaseGroup) -> None:
+        assert isinstance(group, ConsumerGroup)
+        group.dead = True
+        for m in group.members.values():
+            self._cancel_timers(m)

@@ -1,0 +1,211 @@
+"""KIP-848 consumer groups in the group coordinator (library, manual clock, in-memory log):
+epochs, the server-side assignors, incremental reconciliation, the errors, leaving, static
+members, timeouts, subscriptions by name and regex, offsets with member epochs, ListGroups /
+DescribeGroups / DeleteGroups, and a replay of the log."""
+
+from __future__ import annotations
+
+import uuid
+
+from conformance.protocol import ErrorCode as E
+from reference_impl.groups.consumer import HeartbeatRequest, HeartbeatResult
+from reference_impl.groups.coordinator import GroupConfig, GroupCoordinator
+from reference_impl.groups.group_types import OffsetAndMetadata
+from reference_impl.groups.scheduler import ManualScheduler
+from reference_impl.groups.store import MemoryOffsetsStore
+
+T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
+
+
+class World:
+    def __init__(self, store: MemoryOffsetsStore | None = None) -> None:
+        self.clock = ManualScheduler()
+        self.store = store or MemoryOffsetsStore(self.clock.wall_ms)
+        self.topics: dict[str, tuple[uuid.UUID, int]] = {"t": (T1, 3)}
+        cfg = GroupConfig(offsets_topic_partitions=1, consumer_session_timeout_ms=1000)
+        self.c = GroupCoordinator(self.clock, self.store, cfg, topics=lambda: dict(self.topics))
+        self.c.finish_loading(0, self.c.start_loading(0), self.store.read(0))
+
+    def hb(self, member: str, epoch: int, owned=(), **kw) -> HeartbeatResult:
+        fields = dict(rebalance_timeout_ms=500, subscribed_topic_names=["t"]) if epoch == 0 else {}
+        fields.update(kw)
+        req = HeartbeatRequest(
+            "g",
+            member,
+            epoch,
+            topic_partitions=None if owned is None else [(t, sorted(ps)) for t, ps in owned],
+            **fields,
+        )
+        got: list[HeartbeatResult] = []
+        self.c.consumer.heartbeat(req, got.append)
+        assert len(got) == 1
+        return got[0]
+
+    def group(self):
+        return self.c.groups["g"]
+
+
+def owned_of(r: HeartbeatResult) -> list:
+    return sorted((r.assignment or {}).items())
+
+
+def test_join_epochs_and_incremental_reconciliation() -> None:
+    w = World()
+    a = w.hb("a", 0)
+    assert a.error == 0 and a.member_epoch == 1 and a.assignment == {T1: {0, 1, 2}}
+    b = w.hb("b", 0)
+    # b waits: a still owns everything; the group epoch moved to 2
+    assert b.error == 0 and b.member_epoch == 2 and b.assignment == {}
+    assert w.group().state == "Reconciling" and w.group().group_epoch == 2
+    a2 = w.hb("a", 1, owned=owned_of(a))
+    # a must give partitions back first: same epoch, a smaller assignment
+    assert a2.member_epoch == 1 and a2.assignment is not None
+    revoked = {0, 1, 2} - a2.assignment[T1]
+    assert revoked and w.hb("b", 2, owned=[]).assignment in (None, {})  # not released yet
+    a3 = w.hb("a", 1, owned=owned_of(a2))  # acknowledged: a moves to epoch 2
+    assert a3.member_epoch == 2
+    b2 = w.hb("b", 2, owned=[])
+    assert b2.assignment == {T1: revoked}
+    assert w.group().state == "Stable"
+
+
+def test_errors_as_kafka() -> None:
+    w = World()
+    assert w.hb("a", 0).error == 0
+    assert w.hb("a", 5, owned=[]).error == E.FENCED_MEMBER_EPOCH
+    assert w.hb("zz", 1, owned=[]).error == E.UNKNOWN_MEMBER_ID
+    assert w.hb("", 0, version=1).error == E.INVALID_REQUEST
+    assert w.hb("x", 0, rebalance_timeout_ms=-1).error == E.INVALID_REQUEST
+    assert w.hb("x", 0, owned=[(T1, [0])]).error == E.INVALID_REQUEST
+    assert w.hb("x", 0, server_assignor="nope").error == E.UNSUPPORTED_ASSIGNOR
+    assert w.hb("x", 0, subscribed_topic_regex="(").error == E.INVALID_REGULAR_EXPRESSION
+    assert w.hb("x", -3).error == E.INVALID_REQUEST
+    r = HeartbeatRequest("other", "m", 3, topic_partitions=[])
+    got: list = []
+    w.c.consumer.heartbeat(r, got.append)
+    assert got[0].error == E.GROUP_ID_NOT_FOUND
+    v0 = w.hb("", 0, version=0)
+    assert v0.error == 0 and v0.member_id
+
+
+def test_leave_and_static_membership() -> None:
+    w = World()
+    s = w.hb("s1", 0, instance_id="i")
+    assert s.assignment == {T1: {0, 1, 2}}
+    assert w.hb("s2", 0, instance_id="i").error == E.UNRELEASED_INSTANCE_ID
+    assert w.hb("s2", -2, instance_id="i").error == E.FENCED_INSTANCE_ID
+    left = w.hb("s1", -2, instance_id="i")
+    assert left.error == 0 and left.member_epoch == -2
+    back = w.hb("s3", 0, instance_id="i")  # a new member id takes its place and partitions
+    assert back.error == 0 and back.assignment == {T1: {0, 1, 2}}
+    epoch = w.group().group_epoch
+    bye = w.hb("s3", -1, instance_id="i")
+    assert bye.error == 0 and bye.member_epoch == -1
+    assert w.group().group_epoch == epoch + 1 and w.group().state == "Empty"
+    assert w.hb("s3", -1).error == E.UNKNOWN_MEMBER_ID
+
+
+def test_session_and_rebalance_timeouts_move_partitions() -> None:
+    w = World()
+    a = w.hb("a", 0)
+    w.clock.advance(600)
+    b = w.hb("b", 0)
+    w.clock.advance(600)  # a silent for 1200 ms > 1000: removed, its partitions free
+    assert "a" not in w.group().members
+    b2 = w.hb("b", b.member_epoch, owned=[])
+    assert b2.assignment == {T1: {0, 1, 2}} and a.member_epoch < b2.member_epoch
+    # a member that does not revoke within its rebalance timeout (500 ms) is removed
+    w.hb("c", 0)
+    w.hb("b", b2.member_epoch, owned=owned_of(b2))  # told to revoke
+    w.clock.advance(400)
+    w.hb("c", w.group().members["c"].member_epoch, owned=[])
+    w.clock.advance(200)
+    assert "b" not in w.group().members
+
+
+def test_regex_and_new_partitions_are_picked_up() -> None:
+    w = World()
+    r = w.hb("a", 0, subscribed_topic_names=None, subscribed_topic_regex="t.*")
+    assert r.assignment == {T1: {0, 1, 2}}
+    w.topics["t2"] = (T2, 2)
+    w.topics["t"] = (T1, 4)
+    w.topics["other"] = (uuid.UUID(int=3), 1)
+    r2 = w.hb("a", r.member_epoch, owned=owned_of(r))
+    assert r2.member_epoch == r.member_epoch + 1
+    assert r2.assignment == {T1: {0, 1, 2, 3}, T2: {0, 1}}
+
+
+def test_range_assignor() -> None:
+    w = World()
+    w.topics["t"] = (T1, 5)
+    a = w.hb("a", 0, server_assignor="range")
+    b = w.hb("b", 0, server_assignor="range")
+    w.hb("a", a.member_epoch, owned=owned_of(a))
+    w.hb("a", a.member_epoch, owned=[(T1, [0, 1, 2])])
+    b2 = w.hb("b", b.member_epoch, owned=[])
+    assert w.group().target == {"a": {T1: {0, 1, 2}}, "b": {T1: {3, 4}}}
+    assert b2.assignment == {T1: {3, 4}}
+
+
+def test_offsets_with_member_epochs_and_admin_apis() -> None:
+    w = World()
+    a = w.hb("a", 0)
+    got: list = []
+    om = {("t", 0): OffsetAndMetadata(5)}
+    w.c.offsets.commit_offsets("g", "a", None, a.member_epoch + 1, om, got.append)
+    w.c.offsets.commit_offsets("g", "zz", None, 1, om, got.append)
+    w.c.offsets.commit_offsets("g", "a", None, a.member_epoch, om, got.append)
+    assert [g[("t", 0)] for g in got] == [E.STALE_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID, 0]
+    assert w.c.offsets.fetch_offsets("g", None, "a", 9)[0] == E.STALE_MEMBER_EPOCH
+    assert w.c.offsets.fetch_offsets("g", None, "a", a.member_epoch)[1][("t", 0)].offset == 5
+    _, listed = w.c.list_groups(types=["consumer"])
+    assert [(g.group_id, g.group_type, g.state) for g in listed] == [("g", "consumer", "Stable")]
+    assert w.c.list_groups(types=["classic"])[1] == []
+    assert w.c.describe_group("g")[1].state == "Dead"
+    deleted: list = []
+    w.c.delete_groups(["g"], deleted.append)
+    assert deleted == [{"g": E.NON_EMPTY_GROUP}]
+    w.hb("a", -1)
+    w.c.delete_groups(["g"], deleted.append)
+    assert deleted[-1] == {"g": 0} and "g" not in w.c.groups
+
+
+def test_a_replay_brings_the_group_back() -> None:
+    w = World()
+    a = w.hb("a", 0, instance_id="i")
+    b = w.hb("b", 0)
+    again = World(w.store)
+    g = again.group()
+    assert set(g.members) == {"a", "b"} and g.group_epoch == w.group().group_epoch
+    assert g.members["a"].assigned == w.group().members["a"].assigned
+    assert again.hb("a", a.member_epoch, owned=owned_of(a)).error == 0
+    assert b.error == 0
+
+
+def test_classic_and_consumer_groups_do_not_mix() -> None:
+    from reference_impl.groups.group import JoinRequest
+
+    w = World()
+    w.hb("a", 0)
+    joined: list = []
+    req = JoinRequest("g", "", 10_000, 10_000, "consumer", [("range", b"")])
+    w.c.classic.join_group(req, joined.append)
+    assert joined[0].error == E.INCONSISTENT_GROUP_PROTOCOL
+    # an Empty classic group becomes a consumer group; one with members is refused
+    empty = JoinRequest("c", "", 10_000, 10_000, "consumer", [("r", b"")])
+    w.c.classic.join_group(empty, joined.append)
+    assert joined[-1].error == E.MEMBER_ID_REQUIRED and w.c.groups["c"].group_type == "classic"
+    got: list = []
+    for group in ("c", "d"):
+        if group == "d":
+            join = JoinRequest("d", "", 10_000, 10_000, "consumer", [("r", b"")])
+            join.require_known_member_id = False
+            w.c.classic.join_group(join, joined.append)
+            w.clock.advance(3_500)
+            assert joined[-1].error == 0
+        r = HeartbeatRequest(
+            group, "m", 0, rebalance_timeout_ms=1, subscribed_topic_names=[], topic_partitions=[]
+        )
+        w.c.consumer.heartbeat(r, got.append)
+    assert [g.error for g in got] == [0, E.GROUP_ID_NOT_FOUND]
+    assert w.c.groups["c"].group_type == "consumer"
