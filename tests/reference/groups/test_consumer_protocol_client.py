@@ -1,0 +1,123 @@
+"""A real KIP-848 consumer against the reference: confluent-kafka (librdkafka) with
+``group.protocol=consumer`` (ConsumerGroupHeartbeat, OffsetCommit/OffsetFetch v9).
+
+Two members share a 3-partition topic, the second joins while the first consumes and the first
+leaves while the second does: every record is consumed exactly once (each committed
+synchronously), and a third member reads the committed offsets back: nothing left to consume.
+One broker, heartbeats every 300 ms: about 15 s.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reference_impl.launcher import Cluster
+from tests.reference.groups.test_clients import create_offsets_topic, wait_until
+
+TOPIC, GROUP, RECORDS = "kip848", "kip848-group", 300
+SETTINGS = {
+    "settings": {
+        "groups": {
+            "offsets_topic_partitions": 4,
+            "consumer_heartbeat_interval_ms": 300,
+            "consumer_session_timeout_ms": 3000,
+        }
+    }
+}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(
+        tmp_path / "cluster",
+        brokers=1,
+        overrides={"heartbeat_interval_ms": 100, "session_timeout_ms": 2000},
+        broker_overrides=SETTINGS,
+    )
+    c.start(timeout=60)
+    try:
+        create_offsets_topic(c)
+        yield c
+    finally:
+        c.stop()
+
+
+def consumer(bootstrap: str):
+    from confluent_kafka import Consumer
+
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": GROUP,
+            "group.protocol": "consumer",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+
+
+def test_members_joining_and_leaving_consume_every_record_once(cluster: Cluster) -> None:
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 3, 1)], operation_timeout=10)[TOPIC].result(15)
+    wait_until(
+        "the topic has leaders",
+        lambda: all(
+            p.leader >= 0
+            for p in admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions.values()
+        ),
+    )
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(RECORDS):
+        producer.produce(TOPIC, value=str(i).encode(), partition=i % 3)
+    assert producer.flush(30) == 0
+    seen: list[tuple[str, int, str]] = []
+    errors: list[str] = []
+    stop: dict[str, bool] = {}
+
+    def member(name: str) -> None:
+        c = consumer(bootstrap)
+        c.subscribe([TOPIC])
+        deadline = time.monotonic() + 60
+        try:
+            while not stop.get(name) and time.monotonic() < deadline:
+                m = c.poll(0.2)
+                if m is None:
+                    continue
+                if m.error():
+                    errors.append(f"{name}: {m.error()}")
+                    continue
+                seen.append((name, m.partition(), m.value().decode()))
+                c.commit(message=m, asynchronous=False)
+                time.sleep(0.01)
+        finally:
+            c.close()
+
+    first = threading.Thread(target=member, args=("first",))
+    first.start()
+    wait_until("the first member consumes", lambda: len(seen) > 20)
+    second = threading.Thread(target=member, args=("second",))
+    second.start()
+    wait_until("the second member consumes", lambda: any(s[0] == "second" for s in seen), 30)
+    stop["first"] = True
+    first.join()
+    wait_until("every record is consumed", lambda: len({v for *_, v in seen}) >= RECORDS, 40)
+    stop["second"] = True
+    second.join()
+    values = [v for *_, v in seen]
+    assert not errors
+    assert sorted(values, key=int) == [str(i) for i in range(RECORDS)], "lost or duplicated"
+    third = consumer(bootstrap)
+    try:
+        got = third.committed([TopicPartition(TOPIC, p) for p in range(3)], timeout=10)
+        assert sorted(tp.offset for tp in got) == [RECORDS // 3] * 3
+    finally:
+        third.close()
