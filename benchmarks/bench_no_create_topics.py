@@ -5,7 +5,7 @@
 
 One reference cluster (3 brokers, embedded store) is started, not timed; ``kafka-conformance
 run`` then runs the suite against it once per mode, each time through a proxy in front of every
-broker (``tests/suite/faults_log.ProxiedCluster``), as an external target:
+broker (``tests/support/faults_log.ProxiedCluster``), as an external target:
 
 - ``plain``: a transparent proxy, the reference as it is (every ratio is to this run);
 - ``hide``: CreateTopics not advertised (a broker that creates topics on first use);
@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 from conformance.results.summary import SET_UP_MISSING, SET_UP_NEEDS  # noqa: E402
 from conformance.targets.reference import ReferenceTarget  # noqa: E402
-from tests.suite.faults_log import Fault, ProxiedCluster  # noqa: E402
-from tests.suite.faults_topics import (  # noqa: E402
+from tests.support.faults_log import Fault, ProxiedCluster  # noqa: E402
+from tests.support.faults_topics import (  # noqa: E402
     Chain,
     HideCreateTopics,
     NoAutoCreation,

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_unanswered.py [--swallow 15:0,19:3] [--select EXPR]
 
 One reference cluster (embedded store) is started; ``kafka-conformance run`` then runs the suite
-twice against it, each time through a proxy on the client listener (``tests/suite/proxies.py``):
+twice against it, each time through a proxy on the client listener (``tests/support/proxies.py``):
 a transparent one (the clean run), and one that never forwards, so never answers, the requests
 named by ``--swallow`` (``API[:VERSION]``, comma-separated; without a version every version of
 the API), leaving the connection open. Reported: each run's wall time, the ratio, how many
@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from conformance.targets.reference import ReferenceTarget  # noqa: E402
-from tests.suite.faults_silence import Swallow  # noqa: E402
-from tests.suite.proxies import FaultyProxy, passthrough  # noqa: E402
+from tests.support.faults_silence import Swallow  # noqa: E402
+from tests.support.proxies import FaultyProxy, passthrough  # noqa: E402
 
 
 def parse_swallow(text: str) -> dict[int, set[int] | None]:

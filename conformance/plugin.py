@@ -37,8 +37,8 @@ import pytest
 
 from conformance.results.policy import Phase, outcome_shown, requirement_verdicts
 from conformance.results.verdicts import NotApplicable, NotEvaluated, Verdict, verdict_for
-from conformance.suite.credit import Ledger
-from conformance.suite.meta import MARKER, kebab
+from conformance.suite.kit.credit import Ledger
+from conformance.suite.kit.meta import MARKER, kebab
 from conformance.targets import KINDS
 
 #: hypothesis examples per property test of the suite (``--examples``)
@@ -337,7 +337,8 @@ def opt(config: pytest.Config, name: str) -> Any:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(test_id, requirements, api): a conformance suite test (conformance.suite.meta)",
+        f"{MARKER}(test_id, requirements, api): a conformance suite test "
+        "(conformance.suite.kit.meta)",
     )
     if RUN not in config.stash:  # the pytest-only path: the run is what pytest parsed
         config.stash[RUN] = SuiteRun(options_of(config))
@@ -548,7 +549,7 @@ def _disruptive_last(items: list) -> None:
 def _open_run(config: pytest.Config, state: State) -> None:
     from conformance.protocol import Codec
     from conformance.protocol.errors import SpecError
-    from conformance.suite.harness import Harness
+    from conformance.suite.kit.harness import Harness
     from conformance.targets import TargetError
 
     run = config.stash[RUN]
@@ -587,7 +588,7 @@ def _open_run(config: pytest.Config, state: State) -> None:
         )
         state.harness = harness
         harness.open()
-        from conformance.suite.provision import give
+        from conformance.suite.kit.provision import give
 
         give(harness, opt(config, "topics"))
     except TargetError as e:
@@ -620,7 +621,7 @@ def _close_run(state: State) -> None:
 
 @pytest.fixture(scope="session")
 def harness(request: pytest.FixtureRequest):
-    """The run's :class:`conformance.suite.harness.Harness` (target started, versions known)."""
+    """The run's :class:`conformance.suite.kit.harness.Harness` (target started, versions known)."""
     state = request.config.stash[STATE]
     if state.harness is None:
         raise RuntimeError("the conformance harness is not open (no suite test was collected)")
@@ -755,7 +756,7 @@ def _went_down(ti: TestInfo, state: State, found: list) -> str | None:
     bad = any(v in (Verdict.FAIL, Verdict.ERROR, Verdict.NONSTRICT) for _, v, _ in found)
     if not (bad or ti.disruptive):
         return None
-    from conformance.suite.liveness import down
+    from conformance.suite.kit.liveness import down
 
     return down(state.harness)
 
@@ -855,7 +856,7 @@ def _write_manifest(config: pytest.Config, state: State) -> None:
 
     # deferred: hypothesis imported while pytest loads its plugins could not be assert-rewritten
     # (a warning in every run)
-    from conformance.suite import profile
+    from conformance.suite.kit import profile
 
     t, h = state.target, state.harness
     state.recorder.finish(

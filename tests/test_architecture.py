@@ -61,7 +61,7 @@ def test_a_reverse_import_breaks_its_contract(tmp_path: Path) -> None:
     append("reference_impl/controller/lifecycle.py", "from reference_impl.broker import forwarding")
     append("reference_impl/log/segment.py", "from reference_impl.node import Node")
     append("reference_impl/groups/store.py", "from reference_impl.log import PartitionLog")
-    append("conformance/results/verdicts.py", "from tests.suite import proxies")
+    append("conformance/results/verdicts.py", "from tests.support import proxies")
     proc = lint_imports(tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     out = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode != 0, out

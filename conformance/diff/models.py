@@ -25,7 +25,7 @@ from conformance.diff.mask import RefusalRule
 from conformance.protocol import ApiKey, Codec
 from conformance.protocol.jsonform import from_json, to_json
 from conformance.suite.broker_registration.binding import SUITE_IDS
-from conformance.suite.safety import PREFIX
+from conformance.suite.kit.safety import PREFIX
 
 MODEL_TESTS = (
     "broker-registration/lifecycle/state-machine",

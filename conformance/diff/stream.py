@@ -21,8 +21,8 @@ from conformance.protocol.errors import UnknownMessageError
 from conformance.protocol.spec import StructSpec
 from conformance.protocol.versions import Versions
 from conformance.strategies.messages import message_values
-from conformance.suite.edges import edge_requests
-from conformance.suite.safety import CLUSTER_ACTION, PREFIX, inert_request, make_safe
+from conformance.suite.kit.edges import edge_requests
+from conformance.suite.kit.safety import CLUSTER_ACTION, PREFIX, inert_request, make_safe
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def draw(strategy, examples: int, seed: int | None) -> list:
     """``examples`` values of ``strategy`` as the suite's property tests draw them at ``seed``."""
     from hypothesis import given
 
-    from conformance.suite.profile import seeded, suite_settings
+    from conformance.suite.kit.profile import seeded, suite_settings
 
     values: list = []
 

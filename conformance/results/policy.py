@@ -42,7 +42,7 @@ class Phase:
 
 
 class Credits(Protocol):
-    """What a test's checks covered (``conformance.suite.credit.Ledger``)."""
+    """What a test's checks covered (``conformance.suite.kit.credit.Ledger``)."""
 
     def credited(self, req_id: str) -> bool: ...
 

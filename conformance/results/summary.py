@@ -29,7 +29,7 @@ ORDER = (
     "NOT_EVALUATED",
 )
 #: what a SKIP's message says when the test's set-up found no way to get what it needs (a
-#: topic, ``conformance.suite.provision``), though the APIs its requirements judge may be there
+#: topic, ``conformance.suite.kit.provision``), though the APIs its requirements judge may be there
 SET_UP_MISSING = "no way to obtain a topic"
 #: what a SKIP's message starts with when an API the test needs is not advertised and the
 #: requirement does not judge it (``conformance.results.policy``): set-up, not the target's verdict

@@ -14,9 +14,9 @@ a requirement's tests live in its feature's folder (``tests/suite/test_layout.py
 Writing a test:
 
     from conformance.protocol import ApiKey
-    from conformance.suite import verify
-    from conformance.suite.harness import Harness
-    from conformance.suite.meta import conformance
+    from conformance.suite.kit import verify
+    from conformance.suite.kit.harness import Harness
+    from conformance.suite.kit.meta import conformance
 
     @conformance("kip-78/metadata/v2+/cluster-id/format", "KIP-78.R3", api=ApiKey.METADATA)
     def test_format(harness: Harness) -> None:
@@ -32,11 +32,11 @@ Writing a test:
   feature is missing and ``verdicts.MissingPrecondition("no ZooKeeper connect string
   (--zookeeper)")`` where the environment lacks something: never a FAIL, never a vacuous PASS.
 * Every check names its requirement ids: ``verify.check(cond, message, "KIP-78.R3")``. Only a
-  check that ran credits a PASS (see ``conformance.suite.meta``); ``harness.can_check`` records
+  check that ran credits a PASS (see ``conformance.suite.kit.meta``); ``harness.can_check`` records
   why a requirement cannot be checked here and lets the test go on with the others.
 * ``verify.Failed(message, *req_ids)`` fails only the named requirements of the test;
   ``verify.soft`` records a SHOULD failure without stopping the test.
-* Property tests go through ``conformance.suite.harness.run_property(harness, strategy,
+* Property tests go through ``conformance.suite.kit.harness.run_property(harness, strategy,
   check)``: the run's seed (recorded, ``--seed`` replays it), no example database.
 * Names the suite creates start with ``kc-suite-`` (``safety.fresh_name``, and
   ``safety.suite_name`` for generated requests); nothing else is touched but the topics a user

@@ -133,7 +133,7 @@ def _checked_ids(module: ModuleType) -> set[str]:
             given = {kw.arg for kw in node.keywords}
             defaults = zip(ID_KEYWORDS[1:5], RESPONSE_DEFAULTS, strict=True)
             found.update(rid for kw, rid in defaults if kw not in given)
-    if module.__name__ == "conformance.suite.verify":
+    if module.__name__ == "conformance.suite.kit.verify":
         found.update(ERROR_CODE_DEFAULTS)  # check_error_codes' defaults
     return found | _mentioned_ids(ast.parse(source))
 
@@ -170,7 +170,7 @@ def unnamed_checks() -> list[str]:
             if not isinstance(node, ast.Call) or _call_name(node) not in CHECKS:
                 continue
             start = CHECKS[_call_name(node) or ""]
-            if start is None or module.__name__ == "conformance.suite.verify":
+            if start is None or module.__name__ == "conformance.suite.kit.verify":
                 continue  # keyword ids with defaults; verify's own plumbing passes them on
             if isinstance(node.func, ast.Name) and not any(
                 isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args

@@ -2,7 +2,7 @@
 
 They come from the ``"faults"`` section of a broker's ``NodeConfig.settings``, which nothing
 shipped writes: not ``serve``'s options, not the launcher, not the suite's targets. Only a
-project test (``tests/suite/faulty_reference.py``) puts them into a reference cluster's broker
+project test (``tests/support/faulty_reference.py``) puts them into a reference cluster's broker
 configs, to show that each DURABILITY requirement fails against a broker that breaks it:
 
 * ``ack_before_replication``: an acks=all Produce is answered once the leader has appended the

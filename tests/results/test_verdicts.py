@@ -18,9 +18,9 @@ from conformance.results.verdicts import (
     is_target_fault,
     verdict_for,
 )
-from conformance.suite import credit, verify
-from conformance.suite.credit import Ledger
-from conformance.suite.verify import Failed
+from conformance.suite.kit import credit, verify
+from conformance.suite.kit.credit import Ledger
+from conformance.suite.kit.verify import Failed
 
 
 def test_pass_is_pass_at_every_level() -> None:

@@ -16,7 +16,7 @@ from conformance.requirements import (
     requirement_texts,
     requirements,
 )
-from tests.suite.conftest import collect
+from tests.support.runs import collect
 
 FILES = ("protocol", "kip-78", "broker-registration", "kip-42", "kip-536", "kip-590")
 

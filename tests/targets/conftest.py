@@ -11,7 +11,7 @@ import pytest
 
 from conformance.targets.docker import OWNER_LABEL
 from conformance.targets.tansu import tansu_binary
-from tests.suite.conftest import only_run, run_cli
+from tests.support.runs import only_run, run_cli
 
 #: one seed for the runs whose verdicts are compared
 SEED = "20261123"

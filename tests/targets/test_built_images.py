@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.targets import images
-from tests.suite.conftest import verdicts
+from tests.support.runs import verdicts
 from tests.targets.conftest import run_each
 
 KAFKA = "3.9.1"

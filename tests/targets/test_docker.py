@@ -16,7 +16,7 @@ import pytest
 from conformance.targets import TargetError
 from conformance.targets.base import Endpoint, wait_listening
 from conformance.targets.docker import OWNER_LABEL, DockerTarget, remove_orphans
-from tests.suite.conftest import run_cli, verdicts
+from tests.support.runs import run_cli, verdicts
 from tests.targets.conftest import SEED, TANSU_REPOSITORY, containers, run_each
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conformance.matrix.model import ranked_targets
 from conformance.results.schema import find_runs, load_run
-from tests.suite.conftest import run_cli
+from tests.support.runs import run_cli
 from tests.targets.conftest import TANSU_REPOSITORY
 
 #: in the order a maker would release them, given out of order

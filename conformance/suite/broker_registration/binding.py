@@ -25,10 +25,10 @@ from conformance.client.ports import free_port
 from conformance.client.wire import ConnectionClosed
 from conformance.protocol import ApiKey
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite import brokers as cluster
-from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.models import Binding, Model, ModelRunner, load_model
-from conformance.suite.znodes import ZooKeeperReader
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.models import Binding, Model, ModelRunner, load_model
+from conformance.suite.kit.znodes import ZooKeeperReader
 from conformance.targets.base import Endpoint
 
 #: fake broker ids start here (int32 ids; real clusters number brokers far below)

@@ -15,11 +15,11 @@ import time
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite import credit, verify
 from conformance.suite.broker_registration import binding as lb
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.models import (
+from conformance.suite.kit import credit, verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.models import (
     EXPIRED_SHARE,
     EXPIRY_MARGIN,
     POLL_INTERVAL,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from conformance.client.wire import ConnectionClosed
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import brokers as cluster
-from conformance.suite import safety, verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import safety, verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
 
 #: how a listener that does not serve an API may refuse it besides closing the connection
 REFUSALS = {ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST}

@@ -9,12 +9,12 @@ the last, where the transaction log cannot be read here).
 
 from __future__ import annotations
 
-from conformance.suite import verify, znodes
 from conformance.suite.broker_registration import binding as lb
 from conformance.suite.broker_registration.test_lifecycle import walk
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.znodes import zookeeper
+from conformance.suite.kit import verify, znodes
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.znodes import zookeeper
 
 R8 = "BROKER-REGISTRATION.R8"
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
 from conformance.suite.configs.topic_configs import PROPAGATION, TOPIC_CONFIG, describe
-from conformance.suite.harness import Harness
-from conformance.suite.models import Binding
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.models import Binding
 
 #: numeric topic configs every Kafka-compatible broker knows, and none the suite's other
 #: traffic depends on

@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from conformance.protocol import ApiKey, ConfigOperation, ErrorCode
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
 from conformance.suite.configs.topic_configs import (
     TOPIC_CONFIG,
     Configs,
@@ -21,10 +19,12 @@ from conformance.suite.configs.topic_configs import (
     settle,
     source_name,
 )
-from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.meta import conformance
-from conformance.suite.provision import Topics, delete_topics
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.provision import Topics, delete_topics
+from conformance.suite.kit.safety import fresh_name
 
 RETENTION, MAX_BYTES, POLICY = "retention.ms", "max.message.bytes", "cleanup.policy"
 

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey
 from conformance.suite.configs.binding import TopicConfigsBinding
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.models import ModelRunner, Step, load_model, run_machine, state_machine, tour
-from conformance.suite.provision import Topics
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.models import (
+    ModelRunner,
+    Step,
+    load_model,
+    run_machine,
+    state_machine,
+    tour,
+)
+from conformance.suite.kit.provision import Topics
 
 REQS = ("CONFIGS.R1", "CONFIGS.R2", "CONFIGS.R4", "CONFIGS.R7", "CONFIGS.R8", "CONFIGS.R9")
 EXAMPLES, STEPS = 3, 10

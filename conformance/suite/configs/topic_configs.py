@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable, Iterable
 
 from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
-from conformance.suite.harness import Harness, SyncConnection
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
 
 #: ConfigSource values of DescribeConfigs v1+
 TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5

@@ -22,9 +22,9 @@ from typing import Any
 from conformance.client.wire import Connection
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.results.verdicts import MissingPrecondition, Unsupported
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.records_io import admin_call, quiet_version
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.records_io import admin_call, quiet_version
 from conformance.targets.base import CANNOT_STOP, Endpoint, Target, TargetError
 
 #: how long a node may take to serve again after it was started (a JVM broker replays its log)

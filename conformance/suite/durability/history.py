@@ -20,11 +20,11 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.records import CorruptRecordError
-from conformance.suite import verify
 from conformance.suite.durability.faults import SHORT, Faults, Wire
 from conformance.suite.idempotence.test_idempotent_produce import NOT_READY_YET, idempotent
-from conformance.suite.partitions import FETCH_BYTES, PRODUCE_VERSIONS, records_of
-from conformance.suite.records_io import quiet_version
+from conformance.suite.kit import verify
+from conformance.suite.kit.partitions import FETCH_BYTES, PRODUCE_VERSIONS, records_of
+from conformance.suite.kit.records_io import quiet_version
 
 #: records per batch
 BATCH = 5

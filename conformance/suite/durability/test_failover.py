@@ -14,15 +14,15 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import verify
 from conformance.suite.durability.faults import Faults, create_topic
 from conformance.suite.durability.history import History, conclude, judge, read_partition
 from conformance.suite.groups.commits import commit, fetch
 from conformance.suite.groups.members import TRANSIENT, find_coordinator
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import batch_bytes, now_ms
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import batch_bytes, now_ms
+from conformance.suite.kit.safety import fresh_name
 
 HISTORY = ("DURABILITY.R1", "DURABILITY.R2", "DURABILITY.R3", "DURABILITY.R4")
 #: acknowledgements wanted between two faults, and how long they may take (a new leader is

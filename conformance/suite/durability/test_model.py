@@ -17,16 +17,16 @@ from types import SimpleNamespace
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import verify
 from conformance.suite.durability.faults import Faults, create_topic
 from conformance.suite.durability.history import History, conclude, judge, read_partition
 from conformance.suite.durability.test_failover import committed_offsets
 from conformance.suite.groups.commits import commit
 from conformance.suite.groups.members import find_coordinator
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.models import run_machine
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.models import run_machine
+from conformance.suite.kit.safety import fresh_name
 
 REQS = ("DURABILITY.R1", "DURABILITY.R2", "DURABILITY.R3", "DURABILITY.R4", "DURABILITY.R5")
 STEPS = 6

@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import verify
 from conformance.suite.groups.commits import fetch_body
 from conformance.suite.groups.members import Group, Round, coordinator_request, list_groups
-from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.models import Binding, ModelRunner
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.models import Binding, ModelRunner
+from conformance.suite.kit.safety import fresh_name
 from conformance.targets.base import Endpoint
 
 MEMBER = "<member>"

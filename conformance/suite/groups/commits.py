@@ -13,9 +13,9 @@ from typing import Any
 
 from conformance.protocol import ApiKey
 from conformance.protocol.kafka_errors import error_name
-from conformance.suite import verify
 from conformance.suite.groups.members import coordinator_request
-from conformance.suite.harness import Harness, SyncConnection
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
 
 Partition = tuple[str, int]
 Offsets = dict[Partition, tuple[int, str | None]]

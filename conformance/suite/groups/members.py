@@ -22,11 +22,11 @@ from typing import Any
 from conformance.client.wire import ConnectionClosed, Response
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
-from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.records_io import quiet_version
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.records_io import quiet_version
+from conformance.suite.kit.safety import fresh_name
 from conformance.targets.base import Endpoint
 
 #: answers that mean "ask again shortly" while a coordinator is being placed or loaded

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import verify
 from conformance.suite.groups.commits import commit, fetch
 from conformance.suite.groups.members import (
     PROTOCOL_NAME,
@@ -16,10 +15,11 @@ from conformance.suite.groups.members import (
     delete_groups,
     list_everywhere,
 )
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.provision import delete_topics, obtain
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.provision import delete_topics, obtain
+from conformance.suite.kit.safety import fresh_name
 
 SETTLE = 10.0
 

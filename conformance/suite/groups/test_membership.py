@@ -13,12 +13,12 @@ import time
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
 from conformance.suite.groups.members import CLIENT_SESSION_MS, Group, Member, Round, min_session_ms
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.safety import fresh_name
 
 
 def code(c: int | None) -> str:

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey
 from conformance.results.verdicts import NotApplicable
-from conformance.suite import credit
 from conformance.suite.groups.binding import GroupsBinding
-from conformance.suite.harness import Harness
+from conformance.suite.kit import credit
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.models import (
+    ModelRunner,
+    Step,
+    load_model,
+    run_machine,
+    state_machine,
+    tour,
+)
+from conformance.suite.kit.provision import Topics
 from conformance.suite.log.binding import only_when_applicable
-from conformance.suite.meta import conformance
-from conformance.suite.models import ModelRunner, Step, load_model, run_machine, state_machine, tour
-from conformance.suite.provision import Topics
 
 REQS = tuple(f"GROUPS.R{n}" for n in (3, 4, 5, 6, 7, 8, 9, 13, 14, 15, 17, 18, 19, 20, 21))
 #: examples and steps: a join or leave is a whole rebalance round; every example starts with

@@ -11,11 +11,11 @@ from conformance.client.create_topics import create_topics
 from conformance.client.metadata import ClusterMetadata
 from conformance.client.producer import Producer
 from conformance.protocol import ApiKey, Codec
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit.safety import fresh_name
 
 if TYPE_CHECKING:
-    from conformance.suite.harness import Harness
-    from conformance.suite.provision import Topics
+    from conformance.suite.kit.harness import Harness
+    from conformance.suite.kit.provision import Topics
 
 
 #: partitions of every topic a scenario makes
@@ -70,7 +70,7 @@ def suite_topic(harness: Harness) -> Topics:
     """The scenario's topic, obtained as every suite topic is (``provision``): PARTITIONS of
     them where the suite creates it, whatever auto-creation or the user gives otherwise (the
     scenarios read the count from the client's metadata)."""
-    from conformance.suite.provision import Topics
+    from conformance.suite.kit.provision import Topics
 
     return Topics(harness, "kip42", partitions=1, prefer=PARTITIONS)
 

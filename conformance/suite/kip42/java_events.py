@@ -15,7 +15,7 @@ from typing import Any
 
 from conformance.client.partitioner import partition_for_key
 from conformance.results.verdicts import Unsupported
-from conformance.suite.verify import check
+from conformance.suite.kit.verify import check
 
 #: probes in each chain, and the index of the one that raises in every callback
 PROBES = 3

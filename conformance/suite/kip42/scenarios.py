@@ -2,7 +2,7 @@
 
 Each scenario is a coroutine that drives a producer and/or consumer of ``conformance.client``
 through one situation and checks what the interceptors observed, failing with
-:class:`conformance.suite.verify.Failed` naming the requirement broken. The suite's tests run
+:class:`conformance.suite.kit.verify.Failed` naming the requirement broken. The suite's tests run
 them on drawn interceptor chains (``strategies.chains``); the project's tests of the client run
 the same scenarios against tansu and the reference cluster.
 
@@ -29,7 +29,7 @@ from conformance.client.record_types import (
     TopicPartition,
 )
 from conformance.protocol.records import Header
-from conformance.suite.verify import check
+from conformance.suite.kit.verify import check
 
 if TYPE_CHECKING:
     pass

@@ -11,13 +11,13 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from conformance.protocol import ApiKey
-from conformance.suite.harness import Harness, run_property
 from conformance.suite.kip42 import env as client_env
 from conformance.suite.kip42 import probes
 from conformance.suite.kip42 import scenarios as sc
 from conformance.suite.kip42 import strategies as kip42_strategies
-from conformance.suite.meta import conformance
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit.harness import Harness, run_property
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.safety import fresh_name
 
 #: records of the audited round trip
 AUDIT_RECORDS = 2000

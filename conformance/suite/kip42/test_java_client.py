@@ -17,11 +17,11 @@ import pytest
 
 from conformance.protocol import ApiKey
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite.harness import Harness
 from conformance.suite.kip42 import env as client_env
 from conformance.suite.kip42 import java_events
-from conformance.suite.meta import conformance
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.safety import fresh_name
 from conformance.targets import TargetError
 from conformance.targets.java_client import Client, parse_client, run_harness
 

@@ -17,11 +17,11 @@ from functools import cache
 from conformance.protocol import ApiKey
 from conformance.requirements import requirements
 from conformance.results.verdicts import MissingPrecondition, ProposalAbsent
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.znodes import zookeeper
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.znodes import zookeeper
 from conformance.targets.base import Endpoint
 
 UNKNOWN_TAGS = "_unknown_tagged_fields"

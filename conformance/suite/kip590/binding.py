@@ -17,10 +17,10 @@ from conformance.client.wire import ConnectionClosed
 from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode
 from conformance.protocol.errors import DecodeError
 from conformance.protocol.spec import ZERO_UUID
-from conformance.suite import brokers as cluster
-from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.models import Binding, Model, ModelRunner, load_model
-from conformance.suite.records_io import skip_if_refused
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.models import Binding, Model, ModelRunner, load_model
+from conformance.suite.kit.records_io import skip_if_refused
 from conformance.targets.base import Endpoint
 
 #: the topic mutations whose answers say whether the suite may change topics at all

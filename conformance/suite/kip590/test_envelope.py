@@ -22,10 +22,10 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import encode_request
 from conformance.protocol.spec import ZERO_UUID
 from conformance.results.verdicts import MissingPrecondition, NotExposed
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
-from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.meta import conformance
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.meta import conformance
 
 UNADVERTISED_REFUSALS = {
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED,

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from conformance.protocol import ApiKey
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite import brokers as cluster
-from conformance.suite import credit, verify
-from conformance.suite.harness import Harness
 from conformance.suite.kip590 import binding as rb
-from conformance.suite.meta import conformance
-from conformance.suite.models import ModelRunner, run_machine, state_machine, tour
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import credit, verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.models import ModelRunner, run_machine, state_machine, tour
 
 R1, R3 = "KIP-590.R1", "KIP-590.R3"
 RETENTIONS = ["3600000", "7200000", "86400000", "604800000"]

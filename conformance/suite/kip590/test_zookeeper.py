@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite import brokers as cluster
-from conformance.suite import verify, znodes
-from conformance.suite.harness import Harness
 from conformance.suite.kip590 import binding as rb
-from conformance.suite.meta import conformance
-from conformance.suite.znodes import zookeeper
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify, znodes
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.znodes import zookeeper
 
 R4 = "KIP-590.R4"
 

@@ -12,7 +12,7 @@ from typing import Any
 from conformance.client.interceptors import ClusterResource, ProducerInterceptor
 from conformance.client.producer import Producer
 from conformance.suite.kip42.env import ClientEnv, json_serializer
-from conformance.suite.verify import check
+from conformance.suite.kit.verify import check
 
 
 async def cluster_resource(env: ClientEnv, expected_cluster_id: str | None) -> None:

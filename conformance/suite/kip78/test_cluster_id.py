@@ -10,10 +10,10 @@ import pytest
 
 from conformance.protocol import ApiKey
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite import verify
-from conformance.suite.cases import project_codec
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
+from conformance.suite.kit import verify
+from conformance.suite.kit.cases import project_codec
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
 from conformance.targets.base import Endpoint
 
 FORMAT = re.compile(r"^[a-zA-Z0-9_-]+$")

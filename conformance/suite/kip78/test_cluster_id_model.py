@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from conformance.client.wire import ConnectionClosed
 from conformance.protocol import ApiKey
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
-from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.meta import conformance
-from conformance.suite.models import (
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.models import (
     Binding,
     ModelRunner,
     load_model,

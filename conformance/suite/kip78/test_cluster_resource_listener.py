@@ -4,11 +4,11 @@ after the first Metadata response (see ``cluster_resource``)."""
 from __future__ import annotations
 
 from conformance.protocol import ApiKey
-from conformance.suite import verify
-from conformance.suite.harness import Harness
 from conformance.suite.kip42.env import harness_env
 from conformance.suite.kip78.cluster_resource import cluster_resource
-from conformance.suite.meta import conformance
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
 
 
 @conformance("kip-78/client/cluster-resource-listener", "KIP-78.R9", api=ApiKey.METADATA)

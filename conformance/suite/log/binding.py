@@ -5,7 +5,7 @@ a topic; where the suite cannot create and delete topics itself, the entities ar
 obtained once through ``provision`` (auto-created or given), Live from the start. Topic
 mutations go to the bootstrap (the controller where that answers NOT_CONTROLLER); other
 requests go to the partition's leader once the topic exists (the bootstrap before), at the
-highest version both sides know within what ``conformance.suite.partitions`` encodes; the body
+highest version both sides know within what ``conformance.suite.kit.partitions`` encodes; the body
 a template gives is adapted where versions differ (DeleteTopics by name before v6, a
 replication factor of 1 before CreateTopics v4). ``Records`` given as a count becomes a batch
 of that many records, and each fetched partition gains ``FetchedRecords`` and ``FirstOffset``
@@ -19,10 +19,10 @@ from typing import Any
 from conformance.protocol import ApiKey
 from conformance.protocol.records import CorruptRecordError
 from conformance.protocol.spec import ZERO_UUID
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.models import Binding, Model, ModelRunner
-from conformance.suite.partitions import (
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.models import Binding, Model, ModelRunner
+from conformance.suite.kit.partitions import (
     PRODUCE_VERSIONS,
     SuiteTopic,
     batch_bytes,
@@ -30,8 +30,8 @@ from conformance.suite.partitions import (
     now_ms,
     records_of,
 )
-from conformance.suite.records_io import admin_call, quiet_version
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit.records_io import admin_call, quiet_version
+from conformance.suite.kit.safety import fresh_name
 
 #: topic mutations, sent as the admin client sends them (``records_io.admin_call``)
 ADMIN = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.records import Compression, Header
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import PRODUCE_VERSIONS, SuiteTopic, batch_bytes, now_ms
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic, batch_bytes, now_ms
 
 #: the first Produce and Fetch versions that may carry zstd batches (KIP-110)
 ZSTD_PRODUCE, ZSTD_FETCH = 7, 10

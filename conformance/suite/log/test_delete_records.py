@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import EARLIEST, SuiteTopic, now_ms
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import EARLIEST, SuiteTopic, now_ms
 
 #: DeleteRecords: the offset that stands for the high watermark
 TO_HIGH_WATERMARK = -1

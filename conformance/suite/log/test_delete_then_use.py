@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import (
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import (
     LATEST,
     PRODUCE_VERSIONS,
     SuiteTopic,
@@ -21,8 +21,8 @@ from conformance.suite.partitions import (
     create_again,
     now_ms,
 )
-from conformance.suite.provision import auto_create, create_topics_usable, topic_body
-from conformance.suite.records_io import admin_call, quiet_version
+from conformance.suite.kit.provision import auto_create, create_topics_usable, topic_body
+from conformance.suite.kit.records_io import admin_call, quiet_version
 
 #: how long the partition's leader may go on serving a topic after DeleteTopics answered: a
 #: broker learns of the deletion a moment later (Apache Kafka's admin client documents that

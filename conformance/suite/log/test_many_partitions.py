@@ -24,13 +24,11 @@ from hypothesis import strategies as st
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.records import CorruptRecordError, LogRecord
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
-from conformance.suite.harness import Harness, run_property
-from conformance.suite.log.test_delete_records import delete_records
-from conformance.suite.log.test_produce_fetch import BATCHES
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import (
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, run_property
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import (
     PRODUCE_VERSIONS,
     SuiteTopic,
     batch_bytes,
@@ -38,6 +36,8 @@ from conformance.suite.partitions import (
     quiet_version,
     records_of,
 )
+from conformance.suite.log.test_delete_records import delete_records
+from conformance.suite.log.test_produce_fetch import BATCHES
 
 #: (what the topic is for, its partition count): both topics of every request
 LAYOUT = (("log-many-a", 3), ("log-many-b", 2))

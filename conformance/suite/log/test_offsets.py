@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import EARLIEST, LATEST, MAX_TIMESTAMP, SuiteTopic, now_ms
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import EARLIEST, LATEST, MAX_TIMESTAMP, SuiteTopic, now_ms
 
 #: the empty fetch's MaxWaitMs, and the share of it an answer must at least have waited
 MAX_WAIT_MS = 400

@@ -18,13 +18,13 @@ from __future__ import annotations
 from conformance.protocol import ApiKey
 from conformance.results.summary import SET_UP_NEEDS
 from conformance.results.verdicts import MissingPrecondition, NotApplicable
-from conformance.suite import credit
-from conformance.suite.harness import Harness
+from conformance.suite.kit import credit
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.models import ModelRunner, load_model, run_machine, state_machine
+from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic
+from conformance.suite.kit.provision import create_topics_usable
 from conformance.suite.log.binding import TopicsBinding, only_when_applicable
-from conformance.suite.meta import conformance
-from conformance.suite.models import ModelRunner, load_model, run_machine, state_machine
-from conformance.suite.partitions import PRODUCE_VERSIONS, SuiteTopic
-from conformance.suite.provision import create_topics_usable
 
 REQS = ("LOG.R1", "LOG.R2", "LOG.R6", "LOG.R7", "LOG.R10", "LOG.R17")
 #: examples and steps: each step is a round trip, create and delete wait for every broker

@@ -11,12 +11,12 @@ from conformance.client.wire import ConnectionClosed, ProtocolViolation
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.errors import DecodeError
 from conformance.protocol.records import Header, TimestampType
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
-from conformance.suite.harness import Harness, run_property
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import PRODUCE_VERSIONS, SuiteTopic, batch_bytes, now_ms
-from conformance.suite.records_io import quiet_version
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, run_property
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic, batch_bytes, now_ms
+from conformance.suite.kit.records_io import quiet_version
 
 _bytes = st.one_of(st.none(), st.binary(max_size=48))
 _header = st.builds(Header, st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8)))

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite import verify
 from conformance.suite.groups.commits import Offsets, commit, fetch
 from conformance.suite.groups.members import TRANSIENT, Group, find_coordinator
-from conformance.suite.harness import Harness, run_property
-from conformance.suite.meta import conformance
-from conformance.suite.provision import Topics
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, run_property
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.provision import Topics
+from conformance.suite.kit.safety import fresh_name
 
 #: partitions of each topic where the suite creates it (auto-created or given topics have
 #: what they have: the tests use every partition there is)

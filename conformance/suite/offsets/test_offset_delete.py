@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
-from conformance.suite import verify
 from conformance.suite.groups.commits import Partition, commit, fetch
 from conformance.suite.groups.members import Group, consumer_subscription
-from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.meta import conformance
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.safety import fresh_name
 from conformance.suite.offsets.test_commit_fetch import every_partition, two_topics
-from conformance.suite.safety import fresh_name
 
 
 def offset_delete(

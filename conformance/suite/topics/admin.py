@@ -18,11 +18,11 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.spec import ZERO_UUID
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.partitions import create_again
-from conformance.suite.provision import topic_body
-from conformance.suite.records_io import admin_call, quiet_version
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.partitions import create_again
+from conformance.suite.kit.provision import topic_body
+from conformance.suite.kit.records_io import admin_call, quiet_version
 
 
 def create(

@@ -6,7 +6,7 @@ import string
 
 from hypothesis import strategies as st
 
-from conformance.suite.safety import PREFIX
+from conformance.suite.kit.safety import PREFIX
 
 LEGAL = string.ascii_letters + string.digits + "._-"
 MAX_LENGTH = 249

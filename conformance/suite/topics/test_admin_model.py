@@ -8,10 +8,17 @@ test names is judged whatever the seed drew."""
 from __future__ import annotations
 
 from conformance.protocol import ApiKey
-from conformance.suite.harness import Harness
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.models import (
+    ModelRunner,
+    Step,
+    load_model,
+    run_machine,
+    state_machine,
+    tour,
+)
 from conformance.suite.log.binding import only_when_applicable
-from conformance.suite.meta import conformance
-from conformance.suite.models import ModelRunner, Step, load_model, run_machine, state_machine, tour
 from conformance.suite.topics.binding import AdminBinding
 
 REQS = ("TOPICS.R2", "TOPICS.R5", "TOPICS.R6", "TOPICS.R7", "TOPICS.R8")

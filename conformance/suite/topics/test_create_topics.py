@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import brokers as cluster
-from conformance.suite import verify
-from conformance.suite.harness import Harness, run_property
-from conformance.suite.meta import conformance
-from conformance.suite.provision import topic_body
-from conformance.suite.records_io import quiet_version
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import brokers as cluster
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, run_property
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.provision import topic_body
+from conformance.suite.kit.records_io import quiet_version
+from conformance.suite.kit.safety import fresh_name
 from conformance.suite.topics import admin
 from conformance.suite.topics.names import ILLEGAL_NAMES
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import verify
-from conformance.suite.harness import Harness, run_property
-from conformance.suite.meta import conformance
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, run_property
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.safety import fresh_name
 from conformance.suite.topics import admin
 from conformance.suite.topics.names import ILLEGAL_NAMES
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.spec import ZERO_UUID
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.safety import fresh_name
 from conformance.suite.topics import admin
 
 #: the first Metadata version that carries topic ids

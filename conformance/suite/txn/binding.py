@@ -17,12 +17,12 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.records import CorruptRecordError
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.models import Binding
-from conformance.suite.models.binding import RunView
-from conformance.suite.partitions import PRODUCE_VERSIONS, SuiteTopic, records_of
-from conformance.suite.records_io import quiet_version
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.models import Binding
+from conformance.suite.kit.models.binding import RunView
+from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic, records_of
+from conformance.suite.kit.records_io import quiet_version
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import TxnProducer
 

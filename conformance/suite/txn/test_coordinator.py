@@ -5,9 +5,9 @@ asked again, and refuses to end a transaction that never began."""
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
 from conformance.suite.txn.txns import TxnProducer, name
 
 

@@ -6,10 +6,10 @@ partition never added to the transaction is refused."""
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import PRODUCE_VERSIONS, SuiteTopic
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import FENCED, TxnProducer, name
 

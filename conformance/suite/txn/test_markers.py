@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conformance.protocol import ApiKey
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import PRODUCE_VERSIONS, SuiteTopic, now_ms
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic, now_ms
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import ABORT, COMMIT, TxnProducer
 

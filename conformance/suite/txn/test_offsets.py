@@ -10,14 +10,14 @@ import time
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite import verify
 from conformance.suite.groups import commits
 from conformance.suite.groups.members import Group, find_coordinator
-from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import SuiteTopic
-from conformance.suite.records_io import quiet_version
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import SuiteTopic
+from conformance.suite.kit.records_io import quiet_version
+from conformance.suite.kit.safety import fresh_name
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import TxnProducer, name
 

@@ -9,11 +9,11 @@ InitProducerId while a transaction is open (fenced and aborted), reads at each s
 from __future__ import annotations
 
 from conformance.protocol import ApiKey
-from conformance.suite.harness import Harness
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.models import ModelRunner, load_model, run_machine, state_machine, tour
+from conformance.suite.kit.partitions import PRODUCE_VERSIONS
 from conformance.suite.log.binding import only_when_applicable
-from conformance.suite.meta import conformance
-from conformance.suite.models import ModelRunner, load_model, run_machine, state_machine, tour
-from conformance.suite.partitions import PRODUCE_VERSIONS
 from conformance.suite.txn import txns
 from conformance.suite.txn.binding import ProducersBinding
 

@@ -6,10 +6,10 @@ ListOffsets are read at both isolation levels at each stage."""
 from __future__ import annotations
 
 from conformance.protocol import ApiKey
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import PRODUCE_VERSIONS, SuiteTopic, now_ms
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic, now_ms
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import TxnProducer
 

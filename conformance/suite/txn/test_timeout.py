@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 
 from conformance.protocol import ApiKey
-from conformance.suite import verify
-from conformance.suite.harness import Harness
-from conformance.suite.meta import conformance
-from conformance.suite.partitions import PRODUCE_VERSIONS, SuiteTopic
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import FENCED, TxnProducer, name
 

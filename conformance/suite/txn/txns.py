@@ -20,12 +20,12 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
 from conformance.protocol.records import RecordBatch
-from conformance.suite import verify
 from conformance.suite.groups.members import find_coordinator
-from conformance.suite.harness import Harness, SyncConnection
-from conformance.suite.partitions import SuiteTopic, batch_bytes, now_ms, records_of
-from conformance.suite.records_io import quiet_version
-from conformance.suite.safety import fresh_name
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.partitions import SuiteTopic, batch_bytes, now_ms, records_of
+from conformance.suite.kit.records_io import quiet_version
+from conformance.suite.kit.safety import fresh_name
 from conformance.targets.base import Endpoint
 
 TXN_KEY = 1

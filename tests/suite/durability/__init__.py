@@ -1,0 +1,1 @@
+"""Tests of the DURABILITY suite tests (``conformance/suite/durability/``)."""

@@ -1,0 +1,2 @@
+"""Tests of the GROUPS, OFFSETS and CONFIGS suite tests (``conformance/suite/groups/``,
+``offsets/``, ``configs/``)."""

@@ -1,0 +1,1 @@
+"""Tests of the KIP-590 suite tests (``conformance/suite/kip590/``)."""

@@ -1,0 +1,1 @@
+"""Tests of the suite's shared machinery, ``conformance/suite/kit/``."""

@@ -1,0 +1,1 @@
+"""Tests of the TXN suite tests (``conformance/suite/txn/``)."""
