@@ -43,6 +43,7 @@ from reference_impl.groups.group_types import (
     Host,
     ListedGroup,
     MemberSummary,
+    TopicPartition,
     cancel,
 )
 from reference_impl.groups.records import GroupKey, GroupRecord, decode_group_value, group_key
@@ -532,6 +533,11 @@ class ClassicGroups:
         if not transactional and group.is_(COMPLETING):
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
+
+    def partition_errors(
+        self, group: BaseGroup, member_id: str, generation_id: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        return {}
 
     def validate_fetch(self, group: BaseGroup, member_id: str | None, member_epoch: int) -> int:
         """OffsetFetch's member fields are not checked on a classic group."""

@@ -63,6 +63,7 @@ from reference_impl.groups.group_types import (
     GroupSummary,
     Host,
     ListedGroup,
+    TopicPartition,
     cancel,
 )
 from reference_impl.groups.records import (
@@ -81,6 +82,7 @@ TopicsView = Callable[[], dict[str, tuple[uuid.UUID, int]]]
 #: group id -> its configs (IncrementalAlterConfigs on the GROUP resource)
 GroupConfigsView = Callable[[str], dict[str, str]]
 
+ZERO = uuid.UUID(int=0)
 SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL_CONFIG = "consumer.heartbeat.interval.ms"
 
@@ -455,6 +457,7 @@ class ConsumerGroups:
         if revoke:
             member.assigned, member.pending_revocation = keep, revoke
             member.state = UNREVOKED
+            member.note_epochs()
             self._schedule_rebalance_timeout(group, member)
             return
         unreleased = False
@@ -472,6 +475,7 @@ class ConsumerGroups:
         member.state = UNRELEASED if unreleased else STABLE
         cancel(member.rebalance_timer)
         member.rebalance_timer = None
+        member.note_epochs()
 
     # -- timers ---------------------------------------------------------------------------------
 
@@ -634,7 +638,30 @@ class ConsumerGroups:
         assert isinstance(group, ConsumerGroup)
         if generation_id < 0 and not group.members:
             return ErrorCode.NONE
-        return self.validate_member_epoch(group, member_id, generation_id)
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id > member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def partition_errors(
+        self, group: BaseGroup, member_id: str, generation_id: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """KIP-1251 (Kafka 4.3+): a commit with an epoch older than the member's is accepted for
+        the partitions it owns (assigned or pending revocation) since that epoch or before; the
+        others are STALE_MEMBER_EPOCH."""
+        assert isinstance(group, ConsumerGroup)
+        member = group.members.get(member_id)
+        if member is None or generation_id < 0 or generation_id >= member.member_epoch:
+            return {}
+        ids = {name: tid for name, (tid, _) in self.topics().items()}
+        refused: dict[TopicPartition, int] = {}
+        for topic, p in partitions:
+            since = member.epochs.get(ids.get(topic, ZERO), {}).get(p)
+            if since is None or since > generation_id:
+                refused[(topic, p)] = int(ErrorCode.STALE_MEMBER_EPOCH)
+        return refused
 
     def validate_fetch(self, group: BaseGroup, member_id: str | None, member_epoch: int) -> int:
         assert isinstance(group, ConsumerGroup)

@@ -59,8 +59,18 @@ class ConsumerMember:
     state: str = STABLE
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
+    #: topic id -> partition -> the member epoch it was given to the member at (KIP-1251)
+    epochs: dict[uuid.UUID, dict[int, int]] = field(default_factory=dict)
     session_timer: object | None = None
     rebalance_timer: object | None = None
+
+    def note_epochs(self) -> None:
+        """Partitions it newly owns get the member's epoch; those it gave back are forgotten."""
+        owned = self.owns()
+        self.epochs = {
+            t: {p: self.epochs.get(t, {}).get(p, self.member_epoch) for p in ps}
+            for t, ps in owned.items()
+        }
 
     def owns(self) -> Partitions:
         """Assigned and pending revocation: what the member may still be consuming."""
@@ -85,15 +95,21 @@ class ConsumerMember:
             "state": self.state,
             "assigned": partitions_json(self.assigned),
             "pending_revocation": partitions_json(self.pending_revocation),
+            "epochs": {str(t): {str(p): e for p, e in ps.items()} for t, ps in self.epochs.items()},
         }
 
     @classmethod
     def from_json(cls, d: dict) -> ConsumerMember:
-        plain = {k: v for k, v in d.items() if k not in ("assigned", "pending_revocation")}
+        structured = ("assigned", "pending_revocation", "epochs")
+        plain = {k: v for k, v in d.items() if k not in structured}
         return cls(
             **plain,
             assigned=partitions_from_json(d.get("assigned", {})),
             pending_revocation=partitions_from_json(d.get("pending_revocation", {})),
+            epochs={
+                uuid.UUID(t): {int(p): int(e) for p, e in ps.items()}
+                for t, ps in d.get("epochs", {}).items()
+            },
         )
 
 

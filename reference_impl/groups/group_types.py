@@ -172,6 +172,13 @@ class GroupType(Protocol):
         """An offset commit's member fields judged against the group (NONE: accepted)."""
         ...
 
+    def partition_errors(
+        self, group: BaseGroup, member_id: str, generation_id: int, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """After ``validate_commit``: the partitions of the commit refused one by one (a KIP-848
+        member committing with an older epoch, KIP-1251), with their error."""
+        ...
+
     def validate_fetch(self, group: BaseGroup, member_id: str | None, member_epoch: int) -> int:
         """OffsetFetch v9+'s member fields judged against the group (NONE: accepted)."""
         ...

@@ -139,8 +139,13 @@ class OffsetManager:
             respond(dict.fromkeys(offsets, int(error)))
             return
         assert group is not None
-        self.host.types.of(group).committed_by(group, member_id)
-        results, accepted = self._acceptable(offsets)
+        group_type = self.host.types.of(group)
+        group_type.committed_by(group, member_id)
+        refused = group_type.partition_errors(group, member_id, generation_id, list(offsets))
+        results, accepted = self._acceptable(
+            {tp: om for tp, om in offsets.items() if tp not in refused}
+        )
+        results.update(refused)
         if not accepted:
             respond(results)
             return
@@ -197,7 +202,13 @@ class OffsetManager:
         if error or group is None:
             respond(dict.fromkeys(offsets, int(error)))
             return
-        results, accepted = self._acceptable(offsets)
+        refused = self.host.types.of(group).partition_errors(
+            group, req.member_id, req.generation_id, list(offsets)
+        )
+        results, accepted = self._acceptable(
+            {tp: om for tp, om in offsets.items() if tp not in refused}
+        )
+        results.update(refused)
         if not accepted:
             respond(results)
             return

@@ -209,3 +209,22 @@ def test_classic_and_consumer_groups_do_not_mix() -> None:
         w.c.consumer.heartbeat(r, got.append)
     assert [g.error for g in got] == [0, E.GROUP_ID_NOT_FOUND]
     assert w.c.groups["c"].group_type == "consumer"
+
+
+def test_an_older_epoch_commits_the_partitions_owned_since_kip_1251() -> None:
+    w = World()
+    a = w.hb("a", 0)
+    w.hb("b", 0)
+    a2 = w.hb("a", 1, owned=owned_of(a))  # revoke
+    a3 = w.hb("a", 1, owned=owned_of(a2))  # acknowledged: epoch 2
+    assert a3.member_epoch == 2
+    kept, gone = min(a2.assignment[T1]), min({0, 1, 2} - a2.assignment[T1])
+    got: list = []
+    om = OffsetAndMetadata(1)
+    offsets = {("t", kept): om, ("t", gone): om}
+    w.c.offsets.commit_offsets("g", "a", None, 1, offsets, got.append)
+    w.c.offsets.commit_offsets("g", "a", None, 3, {("t", kept): om}, got.append)
+    assert got == [
+        {("t", kept): 0, ("t", gone): E.STALE_MEMBER_EPOCH},
+        {("t", kept): E.STALE_MEMBER_EPOCH},
+    ]

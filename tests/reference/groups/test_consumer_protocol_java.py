@@ -1,0 +1,91 @@
+"""Kafka's Java consumer 4.4.0 with ``group.protocol=consumer`` against the reference: two
+members (``tests/java/Kip848Harness.java``, compiled against the cached kafka-clients 4.4.0 as the
+KIP-42 harness is) share a 3-partition topic, the second joining while the first consumes, the
+first then leaving: every record consumed exactly once (commitSync after each poll). Marked
+``java`` (a JDK and the kafka-clients jar); two JVMs: about 15 s.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reference_impl.launcher import Cluster
+from tests.reference.groups.test_clients import wait_until
+from tests.reference.groups.test_consumer_protocol_client import cluster  # noqa: F401
+
+VERSION = "4.4.0"
+SOURCE = Path(__file__).resolve().parents[2] / "java" / "Kip848Harness.java"
+TOPIC, GROUP, RECORDS = "kip848-java", "kip848-java-group", 300
+
+
+@pytest.mark.java
+def test_java_members_joining_and_leaving_consume_every_record_once(
+    cluster: Cluster,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from conformance.targets.java_client import fetch_client, harness_classes
+
+    try:
+        classes = harness_classes(VERSION, SOURCE)
+        libs = fetch_client(VERSION)
+    except Exception as e:  # no JDK, no network for the jar
+        pytest.skip(f"kafka-clients {VERSION} harness unavailable: {e}")
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 3, 1)], operation_timeout=10)[TOPIC].result(15)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(RECORDS):
+        producer.produce(TOPIC, value=str(i).encode(), partition=i % 3)
+    assert producer.flush(30) == 0
+
+    def start(name: str) -> tuple[subprocess.Popen, Path, Path]:
+        out, stop = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.stop"
+        cmd = ["java", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", f"{classes}:{libs}/*"]
+        cmd += ["Kip848Harness", bootstrap, TOPIC, GROUP, name, str(stop), "60"]
+        log = open(tmp_path / f"{name}.log", "w")
+        with open(out, "w") as sink:
+            proc = subprocess.Popen(cmd, stdout=sink, stderr=log, stdin=subprocess.DEVNULL)
+        return proc, out, stop
+
+    def lines(path: Path) -> list[dict]:
+        text = path.read_text() if path.exists() else ""
+        return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+    first, first_out, first_stop = start("first")
+    try:
+        wait_until("the first member consumes", lambda: len(lines(first_out)) > 20, 40)
+        second, second_out, second_stop = start("second")
+        try:
+            wait_until(
+                "the second member consumes",
+                lambda: any("value" in r for r in lines(second_out)),
+                40,
+            )
+            first_stop.touch()
+            first.wait(30)
+
+            def values() -> list[str]:
+                return [
+                    r["value"] for o in (first_out, second_out) for r in lines(o) if "value" in r
+                ]
+
+            wait_until("every record is consumed", lambda: len(set(values())) >= RECORDS, 40)
+            second_stop.touch()
+            second.wait(30)
+        finally:
+            second.kill()
+    finally:
+        first.kill()
+    consumed = values()
+    assert sorted(consumed, key=int) == [str(i) for i in range(RECORDS)], "lost or duplicated"
+    assert {r["member"] for r in lines(first_out) + lines(second_out) if r.get("closed")} == {
+        "first",
+        "second",
+    }
