@@ -16,6 +16,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.broker_registration import binding as lb
+from conformance.suite.broker_registration.shared import walk
 from conformance.suite.kit import credit, verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
@@ -23,7 +24,6 @@ from conformance.suite.kit.models import (
     EXPIRED_SHARE,
     EXPIRY_MARGIN,
     POLL_INTERVAL,
-    ModelRunner,
     run_machine,
     state_machine,
 )
@@ -46,18 +46,6 @@ TOP_UP: dict[str, list[tuple[str, set[str]]]] = {
     f"{R}7": [("register", {"Fenced"}), ("unregister", {"Offline"}), ("re-register", {"Fenced"})],
     f"{R}10": [("unregister", {"Offline"}), ("heartbeat-caught-up", {"Offline"})],
 }
-
-
-def walk(runner: ModelRunner, index: int, path: list[tuple[str, set[str]]]) -> None:
-    """Send each event; the model checks the answer, then the views must agree with it."""
-    for event, states in path:
-        new = runner.step(event, index)
-        if new is None:
-            raise RuntimeError(f"{event} does not apply to {runner.entities[index].state}")
-        verify.check(
-            new in states, f"{event} led to {new}, expected {states}", *runner.last_requirements
-        )
-        runner.check_invariants()
 
 
 @conformance(

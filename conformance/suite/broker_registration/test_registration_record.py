@@ -10,7 +10,7 @@ the last, where the transaction log cannot be read here).
 from __future__ import annotations
 
 from conformance.suite.broker_registration import binding as lb
-from conformance.suite.broker_registration.test_lifecycle import walk
+from conformance.suite.broker_registration.shared import walk
 from conformance.suite.kit import verify, znodes
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance

@@ -21,7 +21,7 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.records import CorruptRecordError
 from conformance.suite.durability.faults import SHORT, Faults, Wire
-from conformance.suite.idempotence.test_idempotent_produce import NOT_READY_YET, idempotent
+from conformance.suite.idempotence.shared import NOT_READY_YET, idempotent
 from conformance.suite.kit import verify
 from conformance.suite.kit.partitions import FETCH_BYTES, PRODUCE_VERSIONS, records_of
 from conformance.suite.kit.records_io import quiet_version

@@ -14,7 +14,6 @@ suite names); afterwards that topic must not exist. Two places a client can send
 
 from __future__ import annotations
 
-import struct
 import time
 import uuid
 
@@ -22,6 +21,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import encode_request
 from conformance.protocol.spec import ZERO_UUID
 from conformance.results.verdicts import MissingPrecondition, NotExposed
+from conformance.suite.kip590.shared import principal
 from conformance.suite.kit import brokers as cluster
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
@@ -35,17 +35,6 @@ UNADVERTISED_REFUSALS = {
 R2 = "KIP-590.R2"
 #: how long an executed inner request could take to show
 SETTLE = 0.5
-
-
-def principal(name: str) -> bytes:
-    """Kafka's serialised principal: version 0 (int16), then DefaultPrincipalData v0: type and
-    name as compact strings, TokenAuthenticated false, no tagged fields."""
-    kind, _, who = name.partition(":")
-    out = struct.pack(">h", 0)
-    for text in (kind, who):
-        data = text.encode()
-        out += bytes([len(data) + 1]) + data  # lengths below 127 fit one varint byte
-    return out + b"\x00\x00"
 
 
 def envelope(harness: Harness, topic: str) -> dict:

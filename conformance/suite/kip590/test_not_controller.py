@@ -19,7 +19,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.framing import encode_request
 from conformance.protocol.kafka_errors import error_name
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite.kip590.test_envelope import principal
+from conformance.suite.kip590.shared import principal
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance

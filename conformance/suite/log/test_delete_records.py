@@ -4,35 +4,14 @@ start moves to 3 and to the high watermark (-1), each followed by EARLIEST and F
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.partitions import EARLIEST, SuiteTopic, now_ms
+from conformance.suite.log.shared import TO_HIGH_WATERMARK, delete_records
 
-#: DeleteRecords: the offset that stands for the high watermark
-TO_HIGH_WATERMARK = -1
 REQ = "LOG.R19"
-
-
-def delete_records(
-    topic: SuiteTopic, version: int, offset: int, partition: int = 0, req: str = REQ
-) -> dict[str, Any]:
-    """The partition's entry of its leader's DeleteRecords answer for ``offset``."""
-    part = {"PartitionIndex": partition, "Offset": offset}
-    body = {"Topics": [{"Name": topic.name, "Partitions": [part]}], "TimeoutMs": 10000}
-    conn = topic.conn(partition)
-    resp = verify.expect_response(conn, ApiKey.DELETE_RECORDS, version, body, served=req)
-    parts = [p for t in resp.body["Topics"] for p in t["Partitions"]]
-    verify.check(
-        len(parts) == 1 and parts[0]["PartitionIndex"] == partition,
-        f"DeleteRecords v{version} of {topic.name}-{partition}: the answer has partitions "
-        f"{[p['PartitionIndex'] for p in parts]}, expected [{partition}]",
-        req,
-    )
-    return parts[0]
 
 
 def check_start(topic: SuiteTopic, start: int, after: str) -> None:

@@ -36,8 +36,7 @@ from conformance.suite.kit.partitions import (
     quiet_version,
     records_of,
 )
-from conformance.suite.log.test_delete_records import delete_records
-from conformance.suite.log.test_produce_fetch import BATCHES
+from conformance.suite.log.shared import BATCHES, delete_records
 
 #: (what the topic is for, its partition count): both topics of every request
 LAYOUT = (("log-many-a", 3), ("log-many-b", 2))

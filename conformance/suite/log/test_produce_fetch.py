@@ -5,27 +5,17 @@ from __future__ import annotations
 
 import struct
 
-from hypothesis import strategies as st
-
 from conformance.client.wire import ConnectionClosed, ProtocolViolation
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.errors import DecodeError
-from conformance.protocol.records import Header, TimestampType
+from conformance.protocol.records import TimestampType
 from conformance.suite.kit import brokers as cluster
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, run_property
 from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic, batch_bytes, now_ms
 from conformance.suite.kit.records_io import quiet_version
-
-_bytes = st.one_of(st.none(), st.binary(max_size=48))
-_header = st.builds(Header, st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8)))
-#: one batch: (timestamp offset from now, key, value, headers) per record
-BATCHES = st.lists(
-    st.tuples(st.integers(-3_600_000, 0), _bytes, _bytes, st.lists(_header, max_size=3)),
-    min_size=1,
-    max_size=5,
-)
+from conformance.suite.log.shared import BATCHES
 
 
 def shown(r) -> str:

@@ -18,24 +18,13 @@ from conformance.suite.kit.harness import Harness, run_property
 from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.provision import Topics
 from conformance.suite.kit.safety import fresh_name
+from conformance.suite.offsets.shared import every_partition, two_topics
 
-#: partitions of each topic where the suite creates it (auto-created or given topics have
-#: what they have: the tests use every partition there is)
-PARTITIONS = 3
 #: how long a restarted coordinator may take to serve the group's offsets again
 RELOAD = 30.0
 
 offsets_values = st.integers(0, 2**40)
 metadata_values = st.one_of(st.none(), st.text(max_size=12))
-
-
-def two_topics(harness: Harness) -> Topics:
-    """Two topics for the test (``with two_topics(harness) as topics``)."""
-    return Topics(harness, "offsets", count=2, partitions=1, prefer=PARTITIONS)
-
-
-def every_partition(topics: Topics) -> list[tuple[str, int]]:
-    return [(t.name, p) for t in topics.obtained for p in range(t.partitions)]
 
 
 def commits_for(keys: list[tuple[str, int]]) -> st.SearchStrategy[Offsets]:

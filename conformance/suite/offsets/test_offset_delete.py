@@ -12,7 +12,7 @@ from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
 from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.safety import fresh_name
-from conformance.suite.offsets.test_commit_fetch import every_partition, two_topics
+from conformance.suite.offsets.shared import every_partition, two_topics
 
 
 def offset_delete(
