@@ -141,6 +141,8 @@ DYNAMIC_BROKER_CONFIG = 2
 DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
+#: Kafka's ConfigSource for a group's own config (KIP-848)
+DYNAMIC_GROUP_CONFIG = 8
 
 _MAX = str(2**63 - 1)
 
@@ -153,6 +155,7 @@ class ConfigDef:
     doc: str = ""
     choices: tuple[str, ...] = ()
     minimum: float | None = None
+    maximum: float | None = None
 
 
 def _defs(*items: ConfigDef) -> dict[str, ConfigDef]:
@@ -198,6 +201,13 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("segment.jitter.ms", LONG, "0", minimum=0),
     ConfigDef("segment.ms", LONG, "604800000", minimum=1),
     ConfigDef("unclean.leader.election.enable", BOOLEAN, "false"),
+)
+
+#: a group's configs (IncrementalAlterConfigs on a GROUP resource, KIP-848): Kafka's defaults
+#: and bounds (group.consumer.{min,max}.session.timeout.ms, ...heartbeat.interval.ms)
+GROUP_CONFIGS: dict[str, ConfigDef] = _defs(
+    ConfigDef("consumer.session.timeout.ms", INT, "45000", minimum=45000, maximum=60000),
+    ConfigDef("consumer.heartbeat.interval.ms", INT, "5000", minimum=5000, maximum=15000),
 )
 
 #: broker configs that may be set dynamically (per broker or cluster-wide default)
@@ -246,4 +256,6 @@ def validate_config_value(definition: ConfigDef, value: str | None) -> str | Non
         return f"{definition.name}: {value!r} is not a valid number"
     if definition.minimum is not None and number < definition.minimum:
         return f"{definition.name}: {value} is below the minimum {definition.minimum:g}"
+    if definition.maximum is not None and number > definition.maximum:
+        return f"{definition.name}: {value} is above the maximum {definition.maximum:g}"
     return None

@@ -65,6 +65,8 @@ class MetadataCache:
         self.topic_ids: dict[uuid.UUID, str] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.broker_configs: dict[str, dict[str, str]] = {}
+        #: group id -> its configs (KIP-848 group configs)
+        self.group_configs: dict[str, dict[str, str]] = {}
         #: [(entity as ((type, name), ...), {key: value})]
         self.quotas: list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]] = []
         #: ACL bindings (JSON dicts, ``security/acl.py``'s AclBinding.to_dict)
@@ -110,6 +112,7 @@ class MetadataCache:
         if isinstance(configs, dict):
             self.topic_configs = configs.get("topics", {})
             self.broker_configs = configs.get("brokers", {})
+            self.group_configs = configs.get("groups", {})
             self.quotas = [
                 (tuple((t, n) for t, n in entity), values)
                 for entity, values in configs.get("quotas", [])

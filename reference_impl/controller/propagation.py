@@ -41,6 +41,7 @@ def config_image(image: MetadataImage) -> dict[str, Any]:
     return {
         "topics": {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.TOPIC},
         "brokers": {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.BROKER},
+        "groups": {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.GROUP},
         "quotas": [[[list(e) for e in entity], values] for entity, values in image.quotas.items()],
         "acls": image.acls,
     }

@@ -78,6 +78,12 @@ BASE_PATHS = (
     "/kafka-acl-extended/prefixed",
 )
 DEFAULT = "<default>"
+#: the /config folder of each resource type's configs
+_CONFIG_FOLDERS = {
+    ConfigResourceType.TOPIC: "topics",
+    ConfigResourceType.BROKER: "brokers",
+    ConfigResourceType.GROUP: "groups",
+}
 
 
 def _znode_names(enum: type[IntEnum], first: int) -> dict[int, str]:
@@ -307,6 +313,7 @@ class ZooKeeperStore(MetadataStore):
         for rtype, folder in (
             (ConfigResourceType.TOPIC, "topics"),
             (ConfigResourceType.BROKER, "brokers"),
+            (ConfigResourceType.GROUP, "groups"),
         ):
             for child in await self._children(f"/config/{folder}"):
                 found = await self._json(f"/config/{folder}/{child}")
@@ -450,7 +457,7 @@ class ZooKeeperStore(MetadataStore):
                             del puts[k]
             elif kind == "config":
                 rtype, rname = r["resource_type"], r["resource_name"]
-                folder = "topics" if rtype == ConfigResourceType.TOPIC else "brokers"
+                folder = _CONFIG_FOLDERS[rtype]
                 entity = _sanitize(rname) if rname != "" else DEFAULT
                 values = after.configs.get((rtype, rname), {})
                 puts[f"/config/{folder}/{entity}"] = _dumps({"version": 1, "config": values})

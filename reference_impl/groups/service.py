@@ -292,6 +292,7 @@ class BrokerGroups(GroupService):
             topics=lambda: {
                 name: (t.topic_id, len(t.partitions)) for name, t in cache.topics.items()
             },
+            group_configs=lambda group_id: cache.group_configs.get(group_id, {}),
         )
         super().__init__(
             coordinator,

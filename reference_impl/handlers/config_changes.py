@@ -1,8 +1,10 @@
 """Config changes, as AlterConfigs (33) and IncrementalAlterConfigs (44) make them on the
 controller: the two APIs differ only in how the new configs follow from the request.
 
-Resources: topics (must exist; ALTER_CONFIGS on the topic) and brokers (an id, or "" for the
-cluster-wide default; ALTER_CONFIGS on CLUSTER). AlterConfigs' set replaces the resource's
+Resources: topics (must exist; ALTER_CONFIGS on the topic), brokers (an id, or "" for the
+cluster-wide default; ALTER_CONFIGS on CLUSTER) and groups (KIP-848's consumer.session.timeout.ms
+and consumer.heartbeat.interval.ms within the brokers' bounds; ALTER_CONFIGS on the GROUP; the
+group need not exist). AlterConfigs' set replaces the resource's
 dynamic configs (a null value INVALID_REQUEST); IncrementalAlterConfigs applies SET, DELETE,
 APPEND and SUBTRACT (list configs only) to them (a config named twice in one resource, an
 unknown operation or a null SET value INVALID_REQUEST). Unknown names and invalid values are
@@ -44,6 +46,12 @@ def resolve(
         if rname != "" and not (rname.isdigit() and rname.isascii()):
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"broker id must be an integer: {rname!r}")
         return dict(image.configs.get((ConfigResourceType.BROKER, rname), {})), cfg.BROKER_CONFIGS
+    if rtype == ConfigResourceType.GROUP:
+        if not node.authorize(ctx.session, "ALTER_CONFIGS", ("GROUP", rname)):
+            raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        if rname == "":
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name can't be empty.")
+        return dict(image.configs.get((ConfigResourceType.GROUP, rname), {})), cfg.GROUP_CONFIGS
     raise KafkaError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
 
 

@@ -104,7 +104,32 @@ def _resource(node: NodeView, ctx: RequestContext, body: dict, r: dict) -> dict[
             if keys is None or e["Name"] in keys
         ]
         return result
+    if rtype == ConfigResourceType.GROUP:
+        if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", ("GROUP", rname)):
+            return fail(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        own = _group_configs(node).get(rname, {})
+        result["Configs"] = [
+            config_entry(
+                k,
+                own.get(k, d.default),
+                cfg.DYNAMIC_GROUP_CONFIG if k in own else cfg.DEFAULT_CONFIG,
+                d,
+                read_only=False,
+                synonyms=[],
+                doc=doc,
+            )
+            for k, d in sorted(cfg.GROUP_CONFIGS.items())
+            if keys is None or k in keys
+        ]
+        return result
     return fail(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
+
+
+def _group_configs(node: NodeView) -> dict[str, dict[str, str]]:
+    if node.role == "broker":
+        return node.metadata_cache.group_configs
+    image = node.require_active()
+    return {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.GROUP}
 
 
 def _broker_entries(

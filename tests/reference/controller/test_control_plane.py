@@ -386,6 +386,39 @@ def test_forwarded_config_changes_are_described_by_every_broker(shared_cluster: 
         assert _describe_topic_config(address, name, "segment.ms")["Value"] == "60000"
 
 
+def test_group_configs_reach_every_broker_and_the_store(shared_cluster: Cluster) -> None:
+    """KIP-848's group configs (IncrementalAlterConfigs on a GROUP) via a broker: every broker
+    describes them (DYNAMIC_GROUP_CONFIG, 8), ZooKeeper keeps them in /config/groups."""
+    name = unique("grp")
+    b1, b2, b3 = (shared_cluster.broker_address(shared_cluster.nodes[b]) for b in BROKERS)
+    config = {"Name": "consumer.session.timeout.ms", "ConfigOperation": 0, "Value": "50000"}
+    body = {
+        "Resources": [{"ResourceType": 32, "ResourceName": name, "Configs": [config]}],
+        "ValidateOnly": False,
+    }
+    answer = call(b2, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
+    assert answer["Responses"][0]["ErrorCode"] == 0, answer
+    describe = {
+        "Resources": [
+            {
+                "ResourceType": 32,
+                "ResourceName": name,
+                "ConfigurationKeys": ["consumer.session.timeout.ms"],
+            }
+        ],
+        "IncludeSynonyms": False,
+        "IncludeDocumentation": False,
+    }
+    for address in (b1, b2, b3):
+        (entry,) = call(address, ApiKey.DESCRIBE_CONFIGS, 4, describe)["Results"][0]["Configs"]
+        assert (entry["Value"], entry["ConfigSource"]) == ("50000", 8)
+    if zk_mode(shared_cluster):
+        assert zk_get(shared_cluster, f"/config/groups/{name}") == {
+            "version": 1,
+            "config": {"consumer.session.timeout.ms": "50000"},
+        }
+
+
 def test_forwarded_client_quotas_are_described_by_every_broker(shared_cluster: Cluster) -> None:
     user = unique("user")
     entity = [{"EntityType": "user", "EntityName": user}]

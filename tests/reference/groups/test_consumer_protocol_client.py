@@ -121,3 +121,69 @@ def test_members_joining_and_leaving_consume_every_record_once(cluster: Cluster)
         assert sorted(tp.offset for tp in got) == [RECORDS // 3] * 3
     finally:
         third.close()
+
+
+def test_group_configs_bound_and_apply(cluster: Cluster) -> None:
+    """IncrementalAlterConfigs on a GROUP resource (KIP-848's group configs): values outside the
+    brokers' bounds are INVALID_CONFIG; set ones are what DescribeConfigs shows and what the
+    group's next heartbeat uses (HeartbeatIntervalMs)."""
+    from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode
+    from tests.reference.groups.test_clients import ask
+
+    def alter(name: str, value: str) -> int:
+        body = {
+            "Resources": [
+                {
+                    "ResourceType": int(ConfigResourceType.GROUP),
+                    "ResourceName": "configured",
+                    "Configs": [{"Name": name, "ConfigOperation": 0, "Value": value}],
+                }
+            ],
+            "ValidateOnly": False,
+        }
+        r = ask(cluster, "broker-1", ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
+        assert r is not None
+        return r["Responses"][0]["ErrorCode"]
+
+    assert alter("consumer.session.timeout.ms", "1000") == ErrorCode.INVALID_CONFIG
+    assert alter("consumer.heartbeat.interval.ms", "60000") == ErrorCode.INVALID_CONFIG
+    assert alter("consumer.heartbeat.interval.ms", "6000") == 0
+    described = ask(
+        cluster,
+        "broker-1",
+        ApiKey.DESCRIBE_CONFIGS,
+        4,
+        {
+            "Resources": [
+                {
+                    "ResourceType": int(ConfigResourceType.GROUP),
+                    "ResourceName": "configured",
+                    "ConfigurationKeys": None,
+                }
+            ],
+            "IncludeSynonyms": False,
+            "IncludeDocumentation": False,
+        },
+    )
+    assert described is not None
+    values = {c["Name"]: c["Value"] for c in described["Results"][0]["Configs"]}
+    assert values == {
+        "consumer.heartbeat.interval.ms": "6000",
+        "consumer.session.timeout.ms": "45000",
+    }
+    joined = ask(
+        cluster,
+        "broker-1",
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        1,
+        {
+            "GroupId": "configured",
+            "MemberId": "m-1",
+            "MemberEpoch": 0,
+            "RebalanceTimeoutMs": 5000,
+            "SubscribedTopicNames": [],
+            "TopicPartitions": [],
+        },
+    )
+    assert joined is not None and joined["ErrorCode"] == 0, joined
+    assert joined["MemberEpoch"] == 1 and joined["HeartbeatIntervalMs"] == 6000
