@@ -37,7 +37,7 @@ def test_every_contract_is_kept() -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     names = [c["name"] for c in contracts()]
-    assert len(names) == 8
+    assert len(names) == 10
     flat = " ".join(out.split())
     for name in names:
         assert f"{name} KEPT" in flat, (name, out)
@@ -46,7 +46,8 @@ def test_every_contract_is_kept() -> None:
 def test_a_reverse_import_breaks_its_contract(tmp_path: Path) -> None:
     """The same tree with old cycles put back: the launcher using the CLI's error, the report
     calling the matrix job, the authorizer taking the forwarded APIs from the broker package,
-    the log stopping the node through ``node.py``, a product module importing a test helper.
+    the log stopping the node through ``node.py``, a product module importing a test helper, a
+    product module importing a suite test module, the suite's kit importing a feature folder.
     lint-imports fails and names each contract."""
     ignore = shutil.ignore_patterns("__pycache__", "*.json")
     for pkg in ("conformance", "reference_impl", "tests"):
@@ -62,6 +63,8 @@ def test_a_reverse_import_breaks_its_contract(tmp_path: Path) -> None:
     append("reference_impl/log/segment.py", "from reference_impl.node import Node")
     append("reference_impl/groups/store.py", "from reference_impl.log import PartitionLog")
     append("conformance/results/verdicts.py", "from tests.support import proxies")
+    append("conformance/diff/stream.py", "from conformance.suite.kip78 import test_cluster_id")
+    append("conformance/suite/kit/cases.py", "from conformance.suite.log import shared")
     proc = lint_imports(tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     out = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode != 0, out
@@ -73,6 +76,8 @@ def test_a_reverse_import_breaks_its_contract(tmp_path: Path) -> None:
         "reference-leaves",
         "reference-subsystems-apart",
         "product-not-tests",
+        "no-test-module-imports",
+        "kit-not-features",
     ):
         assert f"{by_id[broken]} BROKEN" in out, (broken, out)
     assert f"{by_id['kernel']} KEPT" in out, out
@@ -182,3 +187,22 @@ def test_the_command_line_entry_loads_no_test_machinery() -> None:
     before pytest, hypothesis makes pytest warn that it cannot rewrite its asserts, which a wheel
     install's run refuses (tests/test_wheel.py)."""
     assert fresh_interpreter(CLI_IMPORTS) == "[]"
+
+
+def test_benchmarks_import_no_test_module() -> None:
+    """benchmarks/ takes the project's tests' fault proxies from ``tests.support`` (and the kio
+    adapter from ``tests.protocol.kio_adapter``), modules with no tests in them, never a test
+    module or a conftest."""
+    found = []
+    for path in sorted((ROOT / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            for name in names:
+                last = name.rpartition(".")[2]
+                if last.startswith("test_") or last == "conftest":
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    assert found == []

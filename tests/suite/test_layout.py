@@ -24,6 +24,8 @@ SUITE = Path(conformance.suite.__file__).parent
 RENAMED = {"protocol": "wire_protocol"}
 #: the suite's folders that are no feature: its shared machinery
 SUPPORT = {"kit"}
+#: the folders of the suite's own tests that mirror no folder of the suite: whole runs of it
+WHOLE_RUNS = {"runs"}
 
 
 def folder_of(stem: str) -> str:
@@ -95,3 +97,30 @@ def test_a_suite_test_checks_its_own_feature(module: str) -> None:
         # the id starts with the feature (the requirement file's stem): `kip-78/metadata/...`
         feature = reqs[ids[0]].file
         assert test_id.startswith(feature + "/"), f"{module}.{name}: {test_id!r} not {feature}/..."
+
+
+def packages(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+
+
+def test_the_suite_holds_feature_folders_and_its_kit() -> None:
+    """Support code apart from features: every package of the suite is a feature's folder or the
+    kit, and beside them only the catalog (the ``requirements`` subcommand)."""
+    folders = {folder_of(f.path.stem) for f in requirements().features.values()}
+    assert packages(SUITE) - folders == SUPPORT
+    assert {p.name for p in SUITE.glob("*.py")} == {"__init__.py", "catalog.py"}
+
+
+def test_the_tests_of_the_suite_mirror_it() -> None:
+    """``tests/suite/<folder>/`` tests ``conformance/suite/<folder>/``; ``runs/`` whole runs;
+    beside them only the tests of the suite as a whole (this file, the catalog, the requirement
+    files); the fault proxies and faulty brokers are ``tests/support``."""
+    here = Path(__file__).parent
+    assert packages(here) - packages(SUITE) == WHOLE_RUNS
+    assert {p.name for p in here.glob("*.py")} == {
+        "__init__.py",
+        "conftest.py",
+        "test_catalog.py",
+        "test_layout.py",
+        "test_requirements.py",
+    }

@@ -16,8 +16,9 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite.durability.faults import Faults, create_topic
 from conformance.suite.durability.history import History, conclude, judge, read_partition
-from conformance.suite.groups.commits import commit, fetch
-from conformance.suite.groups.members import TRANSIENT, find_coordinator
+from conformance.suite.durability.shared import committed_offsets
+from conformance.suite.groups.commits import commit
+from conformance.suite.groups.members import find_coordinator
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
@@ -34,8 +35,6 @@ STEP_WITHIN = 60.0
 #: catch up and rejoin it
 ISR_SHRINK = 45.0
 ISR_BACK = 10.0
-#: how long a group's coordinator may take to serve again after the cluster restarted
-COORDINATOR_BACK = 30.0
 #: acks=all batches sent while the leader has not yet applied the smaller ISR
 NOT_YET = 3
 #: SIGSTOP of a leader: longer than the targets' broker session (3 s) and than a lag the
@@ -181,22 +180,6 @@ def test_whole_cluster_kill_and_restart(harness: Harness) -> None:
                 )
             )
         conclude(failed)
-
-
-def committed_offsets(harness: Harness, group: str, topic: str) -> dict:
-    """The group's committed offset of partition 0, once its coordinator answers without a
-    transient error (at most COORDINATOR_BACK seconds)."""
-    deadline = time.monotonic() + COORDINATOR_BACK
-    while True:
-        where = find_coordinator(
-            harness, group, harness.pick_version(ApiKey.FIND_COORDINATOR), "DURABILITY.R5"
-        )
-        got = fetch(
-            harness, harness.connect(where.endpoint), group, [(topic, 0)], req="DURABILITY.R5"
-        )
-        if not {v[2] for v in got.values()} & TRANSIENT or time.monotonic() > deadline:
-            return {tp: (v[0], v[1]) for tp, v in got.items()}
-        time.sleep(0.3)
 
 
 @conformance(

@@ -19,7 +19,7 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite.durability.faults import Faults, create_topic
 from conformance.suite.durability.history import History, conclude, judge, read_partition
-from conformance.suite.durability.test_failover import committed_offsets
+from conformance.suite.durability.shared import committed_offsets
 from conformance.suite.groups.commits import commit
 from conformance.suite.groups.members import find_coordinator
 from conformance.suite.kit import verify
