@@ -105,8 +105,11 @@ case "${1:-}" in
     test)
         setup
         shift
-        # the 30 slowest tests close the output: where the CI budget (20 min) goes
-        exec "$VENV/bin/python" -m pytest --durations=30 "$@"
+        # in parallel (pytest-xdist): KC_TEST_JOBS workers (default 3; 0: one process), whole
+        # modules each, tests sharing a costly fixture or suite run in one worker, the longest
+        # waits handed out first (tests/xdist_groups.py). The 30 slowest tests close the output:
+        # where the CI budget (15 min) goes
+        exec "$VENV/bin/python" -m pytest -n "${KC_TEST_JOBS:-3}" --dist loadfile --durations=30 "$@"
         ;;
     *)
         echo "usage: ./dev.sh main|test|setup [args...]" >&2

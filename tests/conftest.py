@@ -8,6 +8,7 @@ Profiles (choose with HYPOTHESIS_PROFILE=...):
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,53 @@ def kafka_release_dirs() -> list[Path]:
     if not KAFKA_SPECS.is_dir():
         return []
     return sorted(p for p in KAFKA_SPECS.iterdir() if p.is_dir())
+
+
+def _xdist_loadfile(config: pytest.Config) -> bool:
+    """Whether this is a pytest-xdist run handing out whole modules (``./dev.sh test``)."""
+    return getattr(config.option, "dist", "no") == "loadfile"
+
+
+def _scopes_file(config: pytest.Config) -> str:
+    """The controller's file for the workers' map of modules to units (one per session)."""
+    path = getattr(config, "_kc_scopes_file", None)
+    if path is None:
+        fd, path = tempfile.mkstemp(prefix="kc-xdist-scopes-", suffix=".json")
+        os.close(fd)
+        config._kc_scopes_file = path  # type: ignore[attr-defined]
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """Tell the workers of such a run where to write their units (they see ``--dist no``)."""
+    if _xdist_loadfile(node.config):
+        node.workerinput["kc_groups"] = _scopes_file(node.config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    path = getattr(config, "workerinput", {}).get("kc_groups")
+    if path:
+        from tests.xdist_groups import write_scopes
+
+        write_scopes(items, path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Modules, and the groups that share a costly fixture or run, longest waits first
+    (``tests/xdist_groups.py``)."""
+    if _xdist_loadfile(config):
+        from tests.xdist_groups import make_scheduler
+
+        return make_scheduler(config, log, _scopes_file(config))
+    return None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    path = getattr(config, "_kc_scopes_file", None)
+    if path is not None:
+        Path(path).unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,11 @@ from tests.support.runs import only_run, run_cli
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the long, idle suite runs now, so that they overlap the other tests (``early``)."""
-    if not session.config.option.collectonly:
+    """Start the long, idle suite runs now, so that they overlap the other tests (``early``).
+    Not in a pytest-xdist worker: every worker collects every test, and only the one that runs
+    a module judging a run starts it (``early.take``), first thing (``tests/xdist_groups.py``
+    hands those modules out first), while the other workers run the rest."""
+    if not session.config.option.collectonly and not hasattr(session.config, "workerinput"):
         early.start_wanted({item.path.name for item in session.items})
 
 

@@ -110,6 +110,19 @@ SHARED: dict[str, tuple[str, ...]] = {
 }
 
 
+#: test modules that judge a run of this module's (``WANTED``, ``SHARED``), by the group of
+#: them that one pytest-xdist worker runs (``tests/xdist_groups.py``): the worker that starts a
+#: run is the one that judges it, and stops it when its session ends
+JUDGES: dict[str, str] = {
+    "test_against_tansu.py": "tansu-runs",
+    "test_groups_tansu.py": "tansu-runs",
+    "test_against_reference.py": "reference-runs",
+    "test_features_reference.py": "reference-runs",
+    "test_groups_reference.py": "reference-runs",
+    "test_data_plane_reference.py": "reference-runs",
+}
+
+
 def shared(name: str) -> EarlyRun:
     """The shared run ``name`` (``SHARED``), started now if no module asked for it before."""
     key = f"shared:{name}"
