@@ -86,6 +86,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "conformance/specs/messages/MetadataRequest.json",
         "conformance/specs/schema/result.schema.json",
         "conformance/suite/kip78/test_cluster_id.py",
+        "conformance/suite/kit/data/documented_errors.json",  # verify reads it (PROTOCOL.R5)
         "conformance/targets/java/Kip42Harness.java",  # compiled by run --client java:VERSION
         "reference_impl/launcher.py",
     ):

@@ -4,12 +4,20 @@ Run them with ``kafka-conformance run [--target ...]`` or ``pytest --pyargs conf
 --bootstrap-server H:P`` (the plugin, ``conformance.plugin``, takes the same options).
 
 Layout: one folder per requirement file (``specs/requirements/<feature>.json``), named after it
-as a Python name (``kip-78`` -> ``kip78/``, ``broker-registration`` -> ``broker_registration/``);
-a requirement's tests live in its feature's folder (``tests/suite/test_layout.py`` checks it):
+as a Python name (``kip-78`` -> ``kip78/``, ``broker-registration`` -> ``broker_registration/``;
+``protocol`` -> ``wire_protocol/``, which would otherwise shadow the kernel's
+``conformance.protocol``); a requirement's tests live in its feature's folder, and the machinery
+every feature uses in ``kit/`` (``tests/suite/test_layout.py`` checks both):
 
-    protocol/              PROTOCOL.*: framing, versions, headers, robustness for every API
+    wire_protocol/         PROTOCOL.*: framing, versions, headers, robustness for every API
     kip78/ broker_registration/ kip536/ kip590/ kip42/   the seed features
-    log/ idempotence/ topics/ groups/ offsets/ configs/   the broker's semantics
+    log/ idempotence/ topics/ groups/ offsets/ configs/ txn/ durability/   the broker's semantics
+    kit/                   the harness, topic provisioning, checks and crediting, request bodies,
+                           safety rules, the state-machine models' engine (imports no feature)
+    catalog.py             the ``requirements`` subcommand: which test credits which requirement
+
+A helper several test modules of a feature use goes into the feature's ``shared.py``: no module
+imports a ``test_*`` module (an import-linter contract, pyproject.toml).
 
 Writing a test:
 
