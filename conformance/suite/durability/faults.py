@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,9 @@ from conformance.targets.base import CANNOT_STOP, Endpoint, Target, TargetError
 BACK_WITHIN = 90.0
 #: a request to a broker that may be down or paused waits this long
 SHORT = 3.0
+#: how soon a target that does not say (``Target.failure_detection_s``) is assumed to notice a
+#: dead or frozen broker: Kafka's default broker session (9 s)
+DEFAULT_DETECTION = 9.0
 
 
 class Wire:
@@ -113,6 +117,19 @@ class Faults:
     @property
     def brokers(self) -> list[int]:
         return self.target.fault_nodes("broker")
+
+    @property
+    def detection(self) -> float:
+        """Seconds within which the target notices a dead or frozen broker: its own test-run
+        settings' figure, else Kafka's default broker session."""
+        return self.target.failure_detection_s or DEFAULT_DETECTION
+
+    def within(self, factor: float, slack: float, default: float) -> float:
+        """A bound on a wait the target's failure detection paces: ``factor`` times it plus
+        ``slack`` where the target states it, else ``default`` (the bound for Kafka's
+        production defaults). A bound only: the waits poll and end as soon as they can."""
+        known = self.target.failure_detection_s
+        return default if known is None else min(default, factor * known + slack)
 
     def need_brokers(self, n: int) -> None:
         if len(self.brokers) < n:
@@ -199,6 +216,42 @@ class Faults:
         self.target.start_node(node_id)
         self.dead.discard(node_id)
 
+    def start_all(self, nodes: list[int]) -> None:
+        """Start several killed nodes again at once (each start waits for its listener: a JVM
+        takes seconds); the first failure is raised once every start has ended."""
+
+        def start(node: int) -> None:
+            try:
+                self.start(node)
+            except TargetError as e:
+                raise TargetError(f"node {node} did not start again: {e}") from None
+
+        if len(nodes) < 2:
+            for node in nodes:
+                start(node)
+            return
+        with ThreadPoolExecutor(len(nodes), thread_name_prefix="kc-start") as pool:
+            futures = [pool.submit(start, node) for node in nodes]
+        for future in futures:
+            future.result()
+
+    def pause_leader(self, topic: str, leader: int, at_most: float) -> None:
+        """SIGSTOP of ``leader`` until the partition has another leader (the target noticed the
+        frozen broker: its session ended), then a second more, at most ``at_most`` seconds in
+        all; SIGCONT. A target that never moves the leadership is resumed after ``at_most``."""
+        self.pause(leader)
+        deadline = time.monotonic() + at_most
+        try:
+            while time.monotonic() < deadline:
+                view = self.partition(topic)
+                if view is not None and view.leader not in (-1, leader):
+                    self.note(f"leader {view.leader} while {leader} is paused")
+                    time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+                    break
+                time.sleep(0.2)
+        finally:
+            self.resume(leader)
+
     def controllers(self) -> list[int]:
         """The controller processes to kill: the target's own controller nodes, or (ZooKeeper
         mode with brokers as controllers) the broker Metadata names as controller."""
@@ -235,11 +288,15 @@ class Faults:
         for node in sorted(self.paused):
             self.resume(node)
         controllers = set(self.target.fault_nodes("controller"))
-        for node in sorted(self.dead, key=lambda n: n not in controllers):
+        dead = sorted(self.dead)
+        for group in (
+            [n for n in dead if n in controllers],
+            [n for n in dead if n not in controllers],
+        ):
             try:
-                self.start(node)
+                self.start_all(group)
             except TargetError as e:
-                raise verify.Failed(f"node {node} did not start again: {e}") from None
+                raise verify.Failed(str(e)) from None
         deadline = time.monotonic() + BACK_WITHIN
         while not self.serving():
             if time.monotonic() > deadline:

@@ -32,14 +32,22 @@ STEP = 200
 STEP_WITHIN = 60.0
 #: how long a killed follower may stay in the ISR (a ZooKeeper-mode Kafka drops it when its
 #: ZooKeeper session expires, 18 s by default) and how long a follower started again may take to
-#: catch up and rejoin it
+#: catch up and rejoin it; where the target states its failure detection (its test-run
+#: settings), the first is bounded by that instead (``isr_shrink``)
 ISR_SHRINK = 45.0
 ISR_BACK = 10.0
 #: acks=all batches sent while the leader has not yet applied the smaller ISR
 NOT_YET = 3
-#: SIGSTOP of a leader: longer than the targets' broker session (3 s) and than a lag the
-#: suite's targets allow, short enough for a run
+#: SIGSTOP of a leader: until its partition has another leader (its broker session ended)
+#: and a second more, at most this long where the target does not state its failure detection
+#: (else twice that and 2 s, ``Faults.within``)
 PAUSE = 8.0
+
+
+def isr_shrink(faults: Faults) -> float:
+    """How long a killed follower may stay in the ISR: three failure detections and 10 s
+    where the target states its own, else ISR_SHRINK (Kafka's defaults)."""
+    return faults.within(3, 10, ISR_SHRINK)
 
 
 def scenario(harness: Harness, what: str, min_isr: int = 2) -> tuple[Faults, str]:
@@ -104,7 +112,10 @@ def test_follower_kill_and_return(harness: Harness) -> None:
         faults.kill(follower)
         try:
             shrunk = faults.wait_partition(
-                topic, lambda v: follower not in v.isr, f"ISR without {follower}", ISR_SHRINK
+                topic,
+                lambda v: follower not in v.isr,
+                f"ISR without {follower}",
+                isr_shrink(faults),
             )
             verify.check(
                 shrunk.leader == before.leader,
@@ -138,9 +149,7 @@ def test_follower_kill_and_return(harness: Harness) -> None:
 @conformance("durability/leader-pause/sigstop", *HISTORY, api=ApiKey.PRODUCE, disruptive=True)
 def test_leader_paused_longer_than_its_session(harness: Harness) -> None:
     def pause(faults: Faults, h: History, leader: int) -> None:
-        faults.pause(leader)
-        time.sleep(PAUSE)
-        faults.resume(leader)
+        faults.pause_leader(h.topic, leader, faults.within(2, 2, PAUSE))
 
     around_the_leader(harness, "leader-pause", "lp", pause)
 
@@ -225,7 +234,10 @@ def test_not_enough_replicas_appends_nothing(harness: Harness) -> None:
         faults.kill(follower)
         try:
             faults.wait_partition(
-                topic, lambda v: follower not in v.isr, f"ISR without {follower}", ISR_SHRINK
+                topic,
+                lambda v: follower not in v.isr,
+                f"ISR without {follower}",
+                isr_shrink(faults),
             )
         except TimeoutError as e:
             raise verify.Failed(f"{topic}-0: {e}", "DURABILITY.R7") from None
@@ -283,7 +295,9 @@ def refused_produce(faults: Faults, topic: str, leader: Any, value: bytes = b"re
 
 
 #: how long the suite watches a partition whose in-sync replicas are all down while replicas
-#: that left the ISR are back: a clean controller elects none of them
+#: that left the ISR are back: a clean controller elects none of them. Where the target states
+#: its failure detection, the watch ends that long after every such replica is listed among the
+#: brokers again (registered: an unclean controller would elect it then), within this bound
 UNCLEAN_WATCH = 8.0
 
 
@@ -311,22 +325,29 @@ def test_no_unclean_leader_election(harness: Harness) -> None:
                     topic,
                     lambda v, f=follower: f not in v.isr,
                     f"ISR without {follower}",
-                    ISR_SHRINK,
+                    isr_shrink(faults),
                 )
             except TimeoutError as e:
                 raise verify.Failed(f"{topic}-0: {e}", "DURABILITY.R8") from None
             h.more(STEP // 2, STEP_WITHIN, *reqs)  # acknowledged by fewer replicas each time
         h.stop()
         faults.kill(leader)  # the last in-sync replica
-        for follower in gone:
-            faults.start(follower)
+        killed = time.monotonic()
+        faults.start_all(gone)
         faults.note(f"only {gone} (out of sync) running")
         deadline = time.monotonic() + UNCLEAN_WATCH
+        known = faults.target.failure_detection_s
         elected: list[int] = []
         while time.monotonic() < deadline and not elected:
             view = faults.partition(topic)
             if view is not None and view.leader in gone:
                 elected.append(view.leader)
+            elif known is not None and view is not None and set(gone) <= set(view.brokers):
+                # the out-of-sync replicas are registered again: an unclean controller elects
+                # one once it notices the leader dead (one detection after the kill); watched
+                # one detection past both
+                deadline = min(deadline, max(killed + 2 * known, time.monotonic() + known))
+                known = None
             time.sleep(0.2)
         faults.restore()
         log = read_partition(h, reqs)

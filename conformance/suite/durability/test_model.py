@@ -12,7 +12,6 @@ min.insync.replicas 2) always keeps an in-sync replica.
 
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -33,7 +32,9 @@ STEPS = 6
 #: records wanted after each step, and how long they may take
 MORE = 60
 MORE_WITHIN = 60.0
-#: a SIGSTOP of the leader in the model: past the brokers' session (3 s on the suite's targets)
+#: a SIGSTOP of the leader in the model: until the partition has another leader (past the
+#: broker's session) and a second more, at most this long (``Faults.pause_leader``; bounded by
+#: twice the target's failure detection and 2 s where it states one)
 PAUSE = 5.0
 
 
@@ -103,9 +104,7 @@ def durability_machine(harness: Harness) -> type:
         def pause_leader(self) -> None:
             def step() -> None:
                 leader = self._leader()
-                self.faults.pause(leader)
-                time.sleep(PAUSE)
-                self.faults.resume(leader)
+                self.faults.pause_leader(self.topic, leader, self.faults.within(2, 2, PAUSE))
                 self.history.more(MORE, MORE_WITHIN, "DURABILITY.R1")
 
             self._guard(step)
