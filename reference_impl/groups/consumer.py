@@ -364,11 +364,14 @@ class ConsumerGroups:
             member.server_assignor,
         )
         subscribed = self._subscribed_metadata(group)
-        if subscribed != group.subscribed:
-            group.subscribed = subscribed
+        # Kafka 4.4.0 advances the group epoch once for the member's change and once more when
+        # the subscribed topics' metadata changed: a new group's first member subscribing to a
+        # topic gets epoch 2, one subscribing to nothing epoch 1, the next member one more
+        steps = int(bump) + int(subscribed != group.subscribed)
+        group.subscribed = subscribed
+        if steps:
             bump = True
-        if bump:
-            group.group_epoch += 1
+            group.group_epoch += steps
             log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
@@ -417,11 +420,12 @@ class ConsumerGroups:
         topics = self.topics()
         names: set[str] = set()
         for m in group.members.values():
-            names |= self._matching(m, topics)
-        return {n: topics[n] for n in sorted(names)}
+            names |= self._matching(m, topics) | set(m.subscribed_topic_names)
+        # a subscribed name that names no topic counts too (Kafka's metadata hash has it)
+        return {n: topics.get(n, (ZERO, 0)) for n in sorted(names)}
 
     def _compute_target(self, group: ConsumerGroup) -> None:
-        topics = group.subscribed
+        topics = {n: t for n, t in group.subscribed.items() if t[1] > 0}
         subscriptions = {
             m.member_id: {topics[n][0] for n in self._matching(m, topics)}
             for m in group.members.values()

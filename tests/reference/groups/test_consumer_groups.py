@@ -52,19 +52,20 @@ def owned_of(r: HeartbeatResult) -> list:
 def test_join_epochs_and_incremental_reconciliation() -> None:
     w = World()
     a = w.hb("a", 0)
-    assert a.error == 0 and a.member_epoch == 1 and a.assignment == {T1: {0, 1, 2}}
+    # Kafka 4.4.0: one step for the new member, one for the subscribed topics' metadata
+    assert a.error == 0 and a.member_epoch == 2 and a.assignment == {T1: {0, 1, 2}}
     b = w.hb("b", 0)
-    # b waits: a still owns everything; the group epoch moved to 2
-    assert b.error == 0 and b.member_epoch == 2 and b.assignment == {}
-    assert w.group().state == "Reconciling" and w.group().group_epoch == 2
-    a2 = w.hb("a", 1, owned=owned_of(a))
+    # b waits: a still owns everything; the group epoch moved to 3
+    assert b.error == 0 and b.member_epoch == 3 and b.assignment == {}
+    assert w.group().state == "Reconciling" and w.group().group_epoch == 3
+    a2 = w.hb("a", 2, owned=owned_of(a))
     # a must give partitions back first: same epoch, a smaller assignment
-    assert a2.member_epoch == 1 and a2.assignment is not None
+    assert a2.member_epoch == 2 and a2.assignment is not None
     revoked = {0, 1, 2} - a2.assignment[T1]
-    assert revoked and w.hb("b", 2, owned=[]).assignment in (None, {})  # not released yet
-    a3 = w.hb("a", 1, owned=owned_of(a2))  # acknowledged: a moves to epoch 2
-    assert a3.member_epoch == 2
-    b2 = w.hb("b", 2, owned=[])
+    assert revoked and w.hb("b", 3, owned=[]).assignment in (None, {})  # not released yet
+    a3 = w.hb("a", 2, owned=owned_of(a2))  # acknowledged: a moves to epoch 3
+    assert a3.member_epoch == 3
+    b2 = w.hb("b", 3, owned=[])
     assert b2.assignment == {T1: revoked}
     assert w.group().state == "Stable"
 
@@ -215,15 +216,15 @@ def test_an_older_epoch_commits_the_partitions_owned_since_kip_1251() -> None:
     w = World()
     a = w.hb("a", 0)
     w.hb("b", 0)
-    a2 = w.hb("a", 1, owned=owned_of(a))  # revoke
-    a3 = w.hb("a", 1, owned=owned_of(a2))  # acknowledged: epoch 2
-    assert a3.member_epoch == 2
+    a2 = w.hb("a", 2, owned=owned_of(a))  # revoke
+    a3 = w.hb("a", 2, owned=owned_of(a2))  # acknowledged: epoch 3
+    assert a3.member_epoch == 3
     kept, gone = min(a2.assignment[T1]), min({0, 1, 2} - a2.assignment[T1])
     got: list = []
     om = OffsetAndMetadata(1)
     offsets = {("t", kept): om, ("t", gone): om}
-    w.c.offsets.commit_offsets("g", "a", None, 1, offsets, got.append)
-    w.c.offsets.commit_offsets("g", "a", None, 3, {("t", kept): om}, got.append)
+    w.c.offsets.commit_offsets("g", "a", None, 2, offsets, got.append)
+    w.c.offsets.commit_offsets("g", "a", None, 4, {("t", kept): om}, got.append)
     assert got == [
         {("t", kept): 0, ("t", gone): E.STALE_MEMBER_EPOCH},
         {("t", kept): E.STALE_MEMBER_EPOCH},
