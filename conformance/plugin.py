@@ -16,19 +16,26 @@ pytest's own view follows the verdicts: FAIL and ERROR fail, NONSTRICT shows as 
 not fail the session unless ``--strict``), UNSUPPORTED / NOT_EXPOSED / PROPOSAL_ABSENT / SKIP /
 NOT_EVALUATED are skips whose reason starts with the verdict.
 
-A target that goes down: tests marked ``disruptive`` (malformed input) run after all the others.
-After a test that failed, or a disruptive one, the target is probed (``suite.liveness``); when it
-is down, that test keeps its verdicts (a disruptive test's are FAIL) with messages saying the
-target went down during it, and the run either restarts the target (where the suite manages it,
-``Target.recover``) and goes on, or sends nothing more: every later test is NOT_EVALUATED
-("target unreachable since <test>"). The manifest (``outages``), the terminal summary and the
-report say so first.
+Concurrency (``--jobs N``, ``run``'s default 'auto'): the tests run in N pytest-xdist workers
+against the one target this process (xdist's controller) started; the ``disruptive`` ones run
+after them in this process, one at a time, so verdicts are those of a one-process run at the same
+seed (see the section "concurrency" below).
+
+A target that goes down: tests marked ``disruptive`` (malformed input, DURABILITY's faults,
+restarts) run after all the others. After a test that failed, or a disruptive one, the target is
+probed (``suite.kit.liveness``); when it is down, that test keeps its verdicts (a disruptive
+test's are FAIL) with messages saying the target went down during it, and the run either
+restarts the target (where the suite manages it, ``Target.recover``) and goes on, or sends
+nothing more: every later test is NOT_EVALUATED ("target unreachable since <test>"). The
+manifest (``outages``), the terminal summary and the report say so first.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,6 +135,28 @@ class Option:
         return out
 
 
+def jobs_option(text: str) -> int | str:
+    """``--jobs``: a positive integer or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError("a positive integer or 'auto'")
+    return jobs
+
+
+def run_jobs(option: int | str | None) -> int:
+    """The processes a run uses: the number given, or for 'auto' the machine's choice."""
+    if option is None:
+        return 1
+    if option == "auto":
+        return min(4, 2 * (os.cpu_count() or 1))
+    return int(option)
+
+
 def _path(text: str) -> Path:
     return Path(text)
 
@@ -216,6 +245,16 @@ OPTIONS: tuple[Option, ...] = (
         action="store_true",
         default=False,
         exclusive="report",
+    ),
+    Option(
+        "--jobs",
+        "tests run concurrently by N pytest-xdist workers against the one target, the disruptive "
+        "ones (malformed frames, DURABILITY's faults, restarts) after them one by one; "
+        "'auto' (run's default): min(4, 2 x CPUs); 1 (pytest's default): one process",
+        "N|auto",
+        type=jobs_option,
+        default=1,
+        run_default="auto",
     ),
     Option(
         "--junit-xml",
@@ -313,10 +352,7 @@ class SuiteRun:
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[RUN] = self
-        # a suite module that reads an option (kip42's --client) sees the run's value
-        for o in OPTIONS:
-            if not o.pytest_own:
-                setattr(config.option, o.dest, getattr(self.options, o.dest))
+        _mirror(config, self.options)
 
     def report_dir(self) -> Path | None:
         if self.options.no_report or self.run_dir is None:
@@ -327,6 +363,13 @@ class SuiteRun:
 
 
 RUN = pytest.StashKey[SuiteRun]()
+
+
+def _mirror(config: pytest.Config, options: argparse.Namespace) -> None:
+    """A suite module that reads an option (kip42's ``--client``) sees the run's value."""
+    for o in OPTIONS:
+        if not o.pytest_own:
+            setattr(config.option, o.dest, getattr(options, o.dest))
 
 
 def opt(config: pytest.Config, name: str) -> Any:
@@ -340,12 +383,23 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(test_id, requirements, api): a conformance suite test "
         "(conformance.suite.kit.meta)",
     )
-    if RUN not in config.stash:  # the pytest-only path: the run is what pytest parsed
+    given = getattr(config, "workerinput", {}).get(WORKER_INPUT)
+    if given is not None:  # a worker of a concurrent run: the controller's options
+        options = argparse.Namespace(**given["options"])
+        config.stash[RUN] = SuiteRun(options)
+        _mirror(config, options)
+    elif RUN not in config.stash:  # the pytest-only path: the run is what pytest parsed
         config.stash[RUN] = SuiteRun(options_of(config))
     if opt(config, "report") is not None and opt(config, "no_report"):
         raise pytest.UsageError("--report and --no-report: one or the other")
-    config.stash[STATE] = State()
+    state = config.stash[STATE] = State()
     config.pluginmanager.register(_Selection(), "kafka-conformance-selection")
+    if hasattr(config, "workerinput"):
+        state.worker = given if given is not None else {}
+        if given is not None:
+            state.outage_flag = Path(given["flag"])
+    elif (jobs := run_jobs(opt(config, "jobs"))) > 1 and not config.option.collectonly:
+        _distribute(config, jobs)
 
 
 # --- state -----------------------------------------------------------------------------------
@@ -378,6 +432,20 @@ class State:
     outages: list[dict[str, Any]] = field(default_factory=list)
     #: the test since which the target is unreachable (nothing is sent after it), or None
     unreachable_since: str | None = None
+    #: in an xdist worker of a concurrent run: what the controller passed (``WORKER_INPUT``);
+    #: ``{}`` in a worker started some other way (``-n``), which runs no suite test
+    worker: dict[str, Any] | None = None
+    #: a worker that saw the target down defers every later test to the controller
+    deferring: bool = False
+    #: in the controller: the first outage a worker saw, and the tests workers deferred
+    worker_outage: dict[str, Any] | None = None
+    deferred: set[str] = field(default_factory=set)
+    #: a file whose existence tells every worker that the target went down
+    outage_flag: Path | None = None
+    #: the processes running tests (``--jobs``)
+    jobs: int = 1
+    #: a concurrent run's phases: (what, tests, seconds)
+    phases_timed: list[tuple[str, int, float]] = field(default_factory=list)
 
 
 STATE = pytest.StashKey[State]()
@@ -495,8 +563,10 @@ def _select_and_open(config: pytest.Config, items: list) -> None:
         state.select = expr_text
         if not any(info(i) for i in items):
             return
+    if state.worker is not None:
+        _worker_items(config, state, items)
     _disruptive_last(items)
-    if config.option.collectonly:
+    if config.option.collectonly or state.active:  # the controller opened it at its start
         return
     _open_run(config, state)
 
@@ -562,15 +632,20 @@ def _open_run(config: pytest.Config, state: State) -> None:
         state.spec_release = Path(spec_dir).resolve().name
     try:
         seed = opt(config, "seed")
+        if state.worker:  # the controller's seed, drawn once ('random')
+            seed = state.worker["seed"]
         state.seed = run_seed(None if seed is None else parse_seed(str(seed)))
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
     state.strict = bool(opt(config, "strict"))
     examples = opt(config, "examples")
-    results_dir = opt(config, "results_dir")
+    results_dir = opt(config, "results_dir") if not state.worker else None
     run_id = None
     try:
-        target = run.target if run.target is not None else make_run_target(run.options)
+        if state.worker:
+            target = attached_target(state.worker["target"])
+        else:
+            target = run.target if run.target is not None else make_run_target(run.options)
         if results_dir:
             from conformance.results.recorder import new_run_id
 
@@ -601,9 +676,11 @@ def _open_run(config: pytest.Config, state: State) -> None:
         state.recorder = Recorder(Path(results_dir) / run_id, run_id)
         run.run_dir = state.recorder.dir
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
+    if reporter is not None and not state.worker:
+        jobs = state.jobs
         reporter.write_line(
             f"kafka-conformance: {target.describe()}; seed {state.seed}"
+            f"{f'; {jobs} processes' if jobs > 1 else ''}"
             f"{'; strict' if state.strict else ''}"
         )
 
@@ -647,7 +724,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "call":
         _adjust_call_report(item, ti, state, report, exc)
     if call.when == "teardown":
-        _finish_test(item, ti, state)
+        _finish_test(item, ti, state, report)
 
 
 def _message(report: pytest.TestReport, exc: BaseException | None) -> str:
@@ -702,8 +779,14 @@ def _adjust_call_report(item, ti: TestInfo, state: State, report, exc) -> None:
         report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {text}"[:1000])
 
 
-def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
+def _finish_test(item: pytest.Item, ti: TestInfo, state: State, report: pytest.TestReport) -> None:
     phases = state.phases.pop(item.nodeid, [])
+    if state.worker is not None and item.nodeid in state.deferred:  # run by the controller
+        report.kafka_conformance = {"deferred": True}  # type: ignore[attr-defined]
+        if state.harness is not None:
+            state.harness.end_test()
+        return
+    records: list[dict[str, Any]] = []
     harness = state.harness
     notes = harness.notes if harness is not None else None
     ledger = notes.ledger if notes else Ledger()
@@ -719,13 +802,10 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
     if outage is not None:
         found = _blamed(ti, state, found, outage)
     for rid, verdict, message in found:
-        state.counts[verdict.value] = state.counts.get(verdict.value, 0) + 1
-        if state.recorder is None:
-            continue
         api_key = notes.api_key if notes and notes.api_key is not None else ti.api
         version = notes.api_version if notes and notes.api_key is not None else None
         name = harness.api_name(api_key) if api_key is not None and harness else None
-        state.recorder.add(
+        records.append(
             {
                 "test_id": ti.test_id,
                 "requirement_id": rid,
@@ -743,10 +823,21 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State) -> None:
                 **({"subject": subject} if (subject := _subject(item, ti)) else {}),
             }
         )
+    if state.worker is not None:  # the controller records them (``_Controller``)
+        import json  # plain types for execnet (an ApiKey is written as its number)
+
+        sent = {"records": json.loads(json.dumps(records))}
+        report.kafka_conformance = sent  # type: ignore[attr-defined]
+        if outage is not None:
+            sent["outage"] = {"test_id": ti.test_id, "reason": outage}
+            _defer_the_rest(state, ti.test_id)
+    else:
+        for record in records:
+            _record(state, record)
     if harness is not None:
         harness.end_test()
-    if outage is not None:
-        _recover(item.config, ti, state, outage)
+    if outage is not None and state.worker is None:
+        _recover(item.config, ti.test_id, state, outage)
 
 
 def _went_down(ti: TestInfo, state: State, found: list) -> str | None:
@@ -780,9 +871,15 @@ def _blamed(ti: TestInfo, state: State, found: list, why: str) -> list:
     return out
 
 
-def _recover(config: pytest.Config, ti: TestInfo, state: State, why: str) -> None:
+def _record(state: State, record: dict[str, Any]) -> None:
+    state.counts[record["verdict"]] = state.counts.get(record["verdict"], 0) + 1
+    if state.recorder is not None:
+        state.recorder.add(record)
+
+
+def _recover(config: pytest.Config, test_id: str, state: State, why: str) -> None:
     """Restart a target the suite manages and go on; otherwise send nothing more."""
-    outage: dict[str, Any] = {"test_id": ti.test_id, "reason": why, "restarted": False}
+    outage: dict[str, Any] = {"test_id": test_id, "reason": why, "restarted": False}
     state.outages.append(outage)
     target = state.target
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -796,7 +893,7 @@ def _recover(config: pytest.Config, ti: TestInfo, state: State, why: str) -> Non
     elif target.manages_processes:
         outage["restart_error"] = f"not restarted: it had gone down {MAX_RESTARTS} times"
     if not outage["restarted"]:
-        state.unreachable_since = ti.test_id
+        state.unreachable_since = test_id
     if reporter is not None:
         from conformance.results.summary import outage_line
 
@@ -809,8 +906,194 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if info(item) is not None and state.harness is not None:
         state.harness.end_test()
         state.harness.notes.test_id = info(item).test_id  # cited by later tests' evidence
+        if state.worker is not None and (
+            state.deferring or (state.outage_flag is not None and state.outage_flag.exists())
+        ):
+            state.deferring = True
+            state.deferred.add(item.nodeid)
+            pytest.skip("deferred: the target went down; the controller runs this test after")
         if state.unreachable_since is not None:
             raise NotEvaluated(f"not evaluated: target unreachable since {state.unreachable_since}")
+
+
+# --- concurrency (``--jobs N``): pytest-xdist workers against the controller's target ----------
+#
+# The controller (the process ``run`` or pytest runs in) starts the target once, at the session's
+# start, and passes its endpoints, the run's options and seed to N xdist workers
+# (``pytest_configure_node``). Each worker collects the suite, leaves the disruptive tests out,
+# opens its own harness on those endpoints and runs what xdist's load scheduler gives it; a
+# test's result records travel back on its teardown report and the controller records them,
+# so one results.jsonl and one manifest hold the run. When xdist is done, the controller runs the
+# disruptive tests itself, one by one in their collected order, with the target it manages
+# (faults, restarts, recovery), as a one-process run does. A worker that finds the target down
+# after a test says so on its report and creates a flag file: from then on every worker defers
+# its tests (no verdict), and the controller restarts the target (or, for an external one, marks
+# it unreachable) and runs the deferred tests before the disruptive ones.
+
+#: the key of the controller's input in each worker's ``workerinput``
+WORKER_INPUT = "kafka_conformance"
+
+
+def _distribute(config: pytest.Config, jobs: int) -> None:
+    """Make this session xdist's controller with ``jobs`` workers (xdist's own ``-n``)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        raise pytest.UsageError("--jobs N needs pytest-xdist (pip install pytest-xdist)")
+    config.option.dist = "load"
+    config.option.numprocesses = jobs
+    config.option.tx = ["popen"] * jobs
+    config.stash[STATE].jobs = jobs
+    config.pluginmanager.register(_Controller(config), "kafka-conformance-controller")
+
+
+def target_facts(t: Any) -> dict[str, Any]:
+    """What a worker needs of the controller's target, in types execnet carries."""
+
+    def ep(e: Any) -> list | None:
+        return None if e is None else [e.host, e.port]
+
+    return {
+        "kind": t.kind,
+        "name": t.name,
+        "version": t.version,
+        "bootstrap": [ep(e) for e in t.bootstrap],
+        "controller": ep(t.controller),
+        "controllers": [ep(e) for e in t.controllers],
+        "zookeeper": t.zookeeper,
+        "sasl": None if t.sasl is None else [t.sasl.mechanism, t.sasl.username, t.sasl.password],
+        "client_listener_types": list(t.client_listener_types),
+        "controller_client": ep(t.controller_client),
+        "started": {str(k): list(v) for k, v in t.started.items()},
+        "given": sorted(t.given),
+    }
+
+
+def attached_target(facts: dict[str, Any]) -> Any:
+    """A worker's view of the controller's target: its endpoints and facts, nothing to start,
+    stop or restart (no ``restartable`` brokers: tests that restart one are disruptive)."""
+    from conformance.targets.base import Endpoint, Sasl, Target
+
+    def ep(e: list | None) -> Endpoint | None:
+        return None if e is None else Endpoint(e[0], int(e[1]))
+
+    return Target(
+        kind=facts["kind"],
+        name=facts["name"],
+        version=facts["version"],
+        bootstrap=[Endpoint(h, int(p)) for h, p in facts["bootstrap"]],
+        controller=ep(facts["controller"]),
+        controllers=[Endpoint(h, int(p)) for h, p in facts["controllers"]],
+        zookeeper=facts["zookeeper"],
+        sasl=None if facts["sasl"] is None else Sasl(*facts["sasl"]),
+        client_listener_types=tuple(facts["client_listener_types"]),
+        controller_client=ep(facts["controller_client"]),
+        started={int(k): (v[0], v[1]) for k, v in facts["started"].items()},
+        given=frozenset(facts["given"]),
+    )
+
+
+def _worker_items(config: pytest.Config, state: State, items: list) -> None:
+    """A worker runs the suite's tests that cannot disturb the others; the controller the rest."""
+    if not state.worker:
+        raise pytest.UsageError(
+            "run the conformance suite concurrently with --jobs N (its controller starts the "
+            "target once for every worker), not with pytest-xdist's -n"
+        )
+    drop = [i for i in items if (ti := info(i)) is not None and ti.disruptive]
+    if drop:
+        chosen = set(map(id, drop))
+        items[:] = [i for i in items if id(i) not in chosen]
+
+
+def _defer_the_rest(state: State, test_id: str) -> None:
+    state.deferring = True
+    if state.outage_flag is not None:
+        try:
+            with state.outage_flag.open("x", encoding="utf-8") as f:
+                f.write(test_id)
+        except FileExistsError:
+            pass
+
+
+class _Controller:
+    """The hooks of a concurrent run's controller (registered by :func:`_distribute`)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        #: the tests the workers finished
+        self.finished = 0
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """The target, started before xdist starts its workers (they need its endpoints)."""
+        import tempfile
+
+        state = session.config.stash[STATE]
+        _open_run(session.config, state)
+        flags = Path(tempfile.mkdtemp(prefix="kafka-conformance-"))
+        state.outage_flag = flags / "target-down"
+
+    def pytest_configure_node(self, node: Any) -> None:
+        config = node.config
+        state, run = config.stash[STATE], config.stash[RUN]
+        node.workerinput[WORKER_INPUT] = {
+            "options": {
+                o.dest: str(v) if isinstance(v := getattr(run.options, o.dest), Path) else v
+                for o in OPTIONS
+            },
+            "target": target_facts(state.target),
+            "seed": state.seed,
+            "flag": str(state.outage_flag),
+        }
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """A worker's test: its records, and whether it saw the target down or deferred."""
+        sent = getattr(report, "kafka_conformance", None)
+        if not sent:
+            return
+        state = self.config.stash[STATE]
+        self.finished += not sent.get("deferred")
+        for record in sent.get("records", ()):
+            _record(state, record)
+        if sent.get("outage") and state.worker_outage is None:
+            state.worker_outage = sent["outage"]
+        if sent.get("deferred"):
+            state.deferred.add(report.nodeid)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        started = time.monotonic()
+        result = yield  # xdist's workers ran every test that cannot disturb the others
+        state = self.config.stash[STATE]
+        state.phases_timed.append(
+            (f"{state.jobs} processes", self.finished, time.monotonic() - started)
+        )
+        _the_rest(session)
+        return result
+
+
+def _the_rest(session: pytest.Session) -> None:
+    """In the controller, after the workers: the target restarted if a worker saw it down, then
+    the deferred tests and the disruptive ones, one by one, in their collected order."""
+    config = session.config
+    state = config.stash[STATE]
+    if state.worker_outage is not None:
+        _recover(config, state.worker_outage["test_id"], state, state.worker_outage["reason"])
+    if state.outage_flag is not None:
+        state.outage_flag.unlink(missing_ok=True)
+        state.outage_flag.parent.rmdir()
+    started = time.monotonic()
+    items = session.perform_collect()
+    rest = [
+        i
+        for i in items
+        if (ti := info(i)) is not None and (ti.disruptive or i.nodeid in state.deferred)
+    ]
+    for n, item in enumerate(rest):
+        nextitem = rest[n + 1] if n + 1 < len(rest) else None
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        if session.shouldfail or session.shouldstop:
+            break
+    state.phases_timed.append(("one by one", len(rest), time.monotonic() - started))
 
 
 # --- the end -----------------------------------------------------------------------------------
@@ -829,6 +1112,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     for outage in state.outages:  # first: it says how far the verdicts below can be trusted
         terminalreporter.write_line(outage_line(outage), red=True, bold=True)
     terminalreporter.write_line(", ".join(parts))
+    if state.phases_timed:
+        terminalreporter.write_line(
+            "; then ".join(f"{n} tests in {what}: {t:.1f} s" for what, n, t in state.phases_timed)
+        )
     if state.recorder is not None:
         terminalreporter.write_line(f"results: {state.recorder.dir}")
 

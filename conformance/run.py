@@ -19,6 +19,7 @@ import argparse
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 
 from conformance.plugin import SuiteRun, add_run_options, args_for_pytest, make_run_target
@@ -93,6 +94,7 @@ def run_command(args: argparse.Namespace) -> int:
     except RunError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
+    started = time.monotonic()
     args.results_dir.mkdir(parents=True, exist_ok=True)
     _interrupt_on_sigterm()
     run = SuiteRun(args, target=target, report_by_default=True)
@@ -123,6 +125,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"report: {run.report}")
     print(f"results: {run_dir}")
     print(f"verdicts (one per test and requirement): {summary.line()}")
+    wall = time.monotonic() - started  # the target's start, the tests and the report
+    print(f"{summary.total} verdicts in {wall:.1f} s: {summary.total / wall:.1f} verdicts/s")
     judged_not = summary.advertised_not_judged()
     if judged_not:
         print("advertised, not judged (no verdict of this run covers these API versions):")

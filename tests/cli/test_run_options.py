@@ -36,6 +36,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "results_dir": ("/tmp/results", Path("/tmp/results")),
     "report": ("/tmp/report", Path("/tmp/report")),
     "junit_xml": ("/tmp/junit.xml", Path("/tmp/junit.xml")),
+    "jobs": ("2", 2),
 }
 #: flags without a value, and what the run should see when given once
 SWITCHES: dict[str, Any] = {"strict": True, "no_report": True, "verbose": 1}
@@ -118,3 +119,15 @@ def test_every_option_reaches_pytest_from_run() -> None:
                 assert same(o, config.getoption(o.pytest_dest or o.dest)), o.flag
     finally:
         config._ensure_unconfigure()
+
+
+def test_jobs_is_a_positive_number_or_the_machines_choice(monkeypatch) -> None:
+    assert plugin.jobs_option("3") == 3 and plugin.jobs_option("auto") == "auto"
+    for bad in ("0", "-1", "many"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            plugin.jobs_option(bad)
+    monkeypatch.setattr(plugin.os, "cpu_count", lambda: 2)
+    assert plugin.run_jobs("auto") == 4 and plugin.run_jobs(1) == 1 and plugin.run_jobs(None) == 1
+    monkeypatch.setattr(plugin.os, "cpu_count", lambda: 1)
+    assert plugin.run_jobs("auto") == 2
+    assert build_parser().parse_args(["run"]).jobs == "auto"  # run's default; pytest's is 1

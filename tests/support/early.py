@@ -15,6 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
+#: the suite workers of each ``kafka-conformance run`` the project's tests start (``--jobs``; a
+#: test may give its own after): two, not the machine's 'auto', as these runs overlap the other
+#: tests, which ``./dev.sh test`` itself runs in several processes
+RUN_JOBS = ("--jobs", "2")
+
 
 class EarlyRun:
     """``kafka-conformance run ARGS --results-dir DIR/results`` in the background, in DIR."""
@@ -26,7 +31,7 @@ class EarlyRun:
         self._out = open(self.dir / "stdout", "w+")  # kept open until stop()
         self._err = open(self.dir / "stderr", "w+")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "conformance", "run", *self.args],
+            [sys.executable, "-m", "conformance", "run", *RUN_JOBS, *self.args],
             cwd=self.dir,
             stdout=self._out,
             stderr=self._err,

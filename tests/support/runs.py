@@ -14,7 +14,7 @@ from tests.support import early
 
 def run_cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "conformance", "run", *args],
+        [sys.executable, "-m", "conformance", "run", *early.RUN_JOBS, *args],
         cwd=cwd,
         capture_output=True,
         text=True,

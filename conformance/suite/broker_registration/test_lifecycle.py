@@ -52,6 +52,7 @@ TOP_UP: dict[str, list[tuple[str, set[str]]]] = {
     "broker-registration/lifecycle/state-machine",
     *(f"{R}{n}" for n in (1, 2, 3, 4, 6, 7, 10)),
     api=ApiKey.BROKER_HEARTBEAT,
+    disruptive=True,
 )
 def test_state_machine(harness: Harness) -> None:
     facts = lb.learn(harness)
@@ -84,6 +85,7 @@ def test_state_machine(harness: Harness) -> None:
     "broker-registration/lifecycle/register-to-shutdown",
     *(f"{R}{n}" for n in (1, 2, 3, 4, 6)),
     api=ApiKey.BROKER_HEARTBEAT,
+    disruptive=True,
 )
 def test_register_to_shutdown(harness: Harness) -> None:
     facts = lb.learn(harness)
@@ -119,6 +121,7 @@ def test_register_to_shutdown(harness: Harness) -> None:
     f"{R}5",
     f"{R}4",
     api=ApiKey.BROKER_HEARTBEAT,
+    disruptive=True,
 )
 def test_fenced_on_missed_heartbeats(harness: Harness) -> None:
     facts = lb.learn(harness)
@@ -143,7 +146,9 @@ def test_fenced_on_missed_heartbeats(harness: Harness) -> None:
         runner.cleanup()
 
 
-@conformance("broker-registration/lifecycle/epochs", f"{R}7", api=ApiKey.BROKER_REGISTRATION)
+@conformance(
+    "broker-registration/lifecycle/epochs", f"{R}7", api=ApiKey.BROKER_REGISTRATION, disruptive=True
+)
 def test_epochs_grow_and_old_ones_are_refused(harness: Harness) -> None:
     """Registrations again, then after UnregisterBroker; a heartbeat with the epoch before is
     refused wherever the registration gave a new one (a retry by the registered incarnation may
@@ -173,6 +178,7 @@ def test_epochs_grow_and_old_ones_are_refused(harness: Harness) -> None:
     f"{R}4",
     f"{R}3",
     api=ApiKey.METADATA,
+    disruptive=True,
 )
 def test_fenced_brokers_are_absent_from_client_metadata(harness: Harness) -> None:
     facts = lb.learn(harness)
@@ -198,7 +204,12 @@ def test_fenced_brokers_are_absent_from_client_metadata(harness: Harness) -> Non
         runner.cleanup()
 
 
-@conformance("broker-registration/lifecycle/unregister", f"{R}10", api=ApiKey.UNREGISTER_BROKER)
+@conformance(
+    "broker-registration/lifecycle/unregister",
+    f"{R}10",
+    api=ApiKey.UNREGISTER_BROKER,
+    disruptive=True,
+)
 def test_unregister(harness: Harness) -> None:
     facts = lb.learn(harness)
     harness.require(ApiKey.UNREGISTER_BROKER, listener="controller")
@@ -222,7 +233,10 @@ def test_unregister(harness: Harness) -> None:
 
 
 @conformance(
-    "broker-registration/register/other-cluster-refused", f"{R}1", api=ApiKey.BROKER_REGISTRATION
+    "broker-registration/register/other-cluster-refused",
+    f"{R}1",
+    api=ApiKey.BROKER_REGISTRATION,
+    disruptive=True,
 )
 def test_registration_for_another_cluster_is_refused(harness: Harness) -> None:
     facts = lb.learn(harness)

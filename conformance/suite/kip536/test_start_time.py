@@ -152,7 +152,7 @@ def test_every_broker_reports_the_same(harness: Harness) -> None:
     verify.check(not differ, f"the bootstrap's view is {first}, but {differ}", "KIP-536.R3")
 
 
-@conformance("kip-536/restart/later", "KIP-536.R4", api=ApiKey.METADATA)
+@conformance("kip-536/restart/later", "KIP-536.R4", api=ApiKey.METADATA, disruptive=True)
 def test_later_after_a_restart(harness: Harness) -> None:
     version, before = served(harness, "KIP-536.R4")
     target = harness.target

@@ -129,7 +129,12 @@ def test_same_from_every_broker_and_connection(harness: Harness) -> None:
     )
 
 
-@conformance("kip-78/metadata/v2+/cluster-id/survives-restart", "KIP-78.R6", api=ApiKey.METADATA)
+@conformance(
+    "kip-78/metadata/v2+/cluster-id/survives-restart",
+    "KIP-78.R6",
+    api=ApiKey.METADATA,
+    disruptive=True,
+)
 def test_same_after_a_broker_restart(harness: Harness) -> None:
     target = harness.target
     if not target.restartable:

@@ -46,9 +46,11 @@ def conformance(
 ) -> pytest.MarkDecorator:
     """Mark a test with its stable id, the requirement ids it checks and, optionally, its API.
 
-    ``disruptive``: the test sends what may bring a target down (malformed frames, abrupt
-    disconnects); such tests run after all the others, in their usual order, so that a target
-    that goes down costs the fewest verdicts (``conformance.plugin``)."""
+    ``disruptive``: the test may bring a target down or change it under the tests beside it
+    (malformed frames, abrupt disconnects, DURABILITY's faults, a broker restarted, brokers
+    registered into the cluster); such tests run after all the others, one at a time, in their
+    usual order, so that a target that goes down costs the fewest verdicts and a concurrent run
+    (``--jobs``) never runs one beside another test (``conformance.plugin``)."""
     if not requirements:
         raise ValueError(f"{test_id}: a conformance test names at least one requirement id")
     return pytest.mark.conformance(

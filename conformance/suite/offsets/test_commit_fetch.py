@@ -191,7 +191,9 @@ def test_member_commits_and_stale_generation(harness: Harness) -> None:
             g.cleanup()
 
 
-@conformance("offsets/commit-fetch/survive-restart", "OFFSETS.R7", api=ApiKey.OFFSET_FETCH)
+@conformance(
+    "offsets/commit-fetch/survive-restart", "OFFSETS.R7", api=ApiKey.OFFSET_FETCH, disruptive=True
+)
 def test_offsets_survive_coordinator_restart(harness: Harness) -> None:
     target = harness.target
     if not target.restartable:
