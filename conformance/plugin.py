@@ -398,8 +398,22 @@ def pytest_configure(config: pytest.Config) -> None:
         state.worker = given if given is not None else {}
         if given is not None:
             state.outage_flag = Path(given["flag"])
-    elif (jobs := run_jobs(opt(config, "jobs"))) > 1 and not config.option.collectonly:
+    elif (jobs := _jobs(config)) > 1 and not config.option.collectonly:
         _distribute(config, jobs)
+
+
+def _jobs(config: pytest.Config) -> int:
+    """The run's processes. Topics given with ``--topics`` are handed out one test at a time by
+    one process, so such a run has one ('auto' chooses it; a number is refused)."""
+    jobs = run_jobs(opt(config, "jobs"))
+    if jobs > 1 and opt(config, "topics"):
+        if opt(config, "jobs") != "auto":
+            raise pytest.UsageError(
+                f"--jobs {jobs} with --topics: the given topics are handed out to one test at "
+                "a time by one process; use --jobs 1"
+            )
+        return 1
+    return jobs
 
 
 # --- state -----------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "results_dir": ("/tmp/results", Path("/tmp/results")),
     "report": ("/tmp/report", Path("/tmp/report")),
     "junit_xml": ("/tmp/junit.xml", Path("/tmp/junit.xml")),
-    "jobs": ("2", 2),
+    "jobs": ("auto", "auto"),  # (a number with --topics is refused: one process hands them out)
 }
 #: flags without a value, and what the run should see when given once
 SWITCHES: dict[str, Any] = {"strict": True, "no_report": True, "verbose": 1}
@@ -131,3 +131,20 @@ def test_jobs_is_a_positive_number_or_the_machines_choice(monkeypatch) -> None:
     monkeypatch.setattr(plugin.os, "cpu_count", lambda: 1)
     assert plugin.run_jobs("auto") == 2
     assert build_parser().parse_args(["run"]).jobs == "auto"  # run's default; pytest's is 1
+
+
+def test_given_topics_make_a_one_process_run() -> None:
+    """``--topics`` are handed out one test at a time by one process: 'auto' chooses one process,
+    a number of them is refused."""
+    with pytest.raises(pytest.UsageError, match="--jobs 2 with --topics"):
+        _pytest_config(["--topics=given", "--jobs=2"])
+    config = _pytest_config(["--topics=given", "--jobs=auto"])
+    try:
+        assert not config.pluginmanager.has_plugin("kafka-conformance-controller")
+    finally:
+        config._ensure_unconfigure()
+    config = _pytest_config(["--jobs=2"])
+    try:
+        assert config.pluginmanager.has_plugin("kafka-conformance-controller")
+    finally:
+        config._ensure_unconfigure()
