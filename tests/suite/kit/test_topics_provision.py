@@ -25,7 +25,7 @@ from conformance.suite.kit.provision import Obtained, delete_topics, give, obtai
 from conformance.suite.log import test_delete_then_use, test_partition_model, test_produce_fetch
 from conformance.suite.offsets import test_commit_fetch
 from conformance.suite.topics import test_create_topics
-from tests.suite.log import test_log_faults
+from tests.support import in_process
 from tests.support.faults_groups import generation_not_bumped
 from tests.support.faults_log import (
     EveryWriteToPartitionZero,
@@ -65,8 +65,8 @@ def NoGrowth() -> HideApis:
     return HideApis(ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS)
 
 
-#: the LOG faults' fixture: the suite's seed fixed (the module's reference cluster is conftest's)
-fixed_seed = test_log_faults.fixed_seed
+#: the suite's seed fixed, as the LOG faults' tests fix it (the reference cluster is conftest's)
+fixed_seed = in_process.fixed_seed
 
 
 def run(cluster: ProxiedCluster, fn: Callable, topics: str | None = None) -> BaseException | None:

@@ -2,25 +2,20 @@
 implementer's bug and PASSes against the reference cluster.
 
 A 3-broker reference cluster (embedded store) runs behind one proxy per broker
-(``faults_log.ProxiedCluster``). The suite's own test functions that name a requirement run
-against the proxies in-process, as the plugin runs them: through transparent proxies none fails;
-with the requirement's fault (``faults_log.LOG_FAULTS``) they fail with that requirement's id and
-the fault rewrote at least one frame. The verdicts the product records for these failures are
-checked end to end by one CLI run through a faulty proxy.
+(``faults_log.ProxiedCluster``). The suite's own test functions that name a requirement run against
+the proxies in-process, as the plugin runs them (``tests.support.in_process``): through transparent
+proxies none fails; with the requirement's fault (``faults_log.LOG_FAULTS``) they fail with that
+requirement's id and the fault rewrote at least one frame. The verdicts the product records for
+these failures are checked end to end by one CLI run through a faulty proxy.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 
 import pytest
-from hypothesis import core
 
-from conformance.protocol import Codec
 from conformance.suite.idempotence import test_idempotent_produce
-from conformance.suite.kit import verify
-from conformance.suite.kit.harness import Harness
 from conformance.suite.log import (
     test_compression,
     test_delete_records,
@@ -36,6 +31,7 @@ from conformance.suite.topics import (
     test_metadata_names,
     test_topic_lifecycle,
 )
+from tests.support import in_process
 from tests.support.faults_log import (
     IDEMPOTENCE_FAULTS,
     LOG_FAULTS,
@@ -45,12 +41,11 @@ from tests.support.faults_log import (
     ListOffsetsOffByOne,
     ProxiedCluster,
 )
+from tests.support.in_process import SEED, by_requirement, run
 from tests.support.runs import failing, verdicts
 
-CODEC = Codec.from_specs()
 FAULTS = {**LOG_FAULTS, **IDEMPOTENCE_FAULTS, **TOPICS_FAULTS}
 FILES = ("log", "idempotence", "topics")
-SEED = 20261123
 MODULES = (
     test_produce_fetch,
     test_offsets,
@@ -70,35 +65,13 @@ ADMIN_MODEL = test_admin_model.test_topic_admin_state_machine
 
 
 def suite_tests(modules=MODULES) -> dict[str, list[Callable]]:
-    """requirement id -> the suite test functions that name it; the state machine (slower)
-    only for requirements no focused test names."""
-    out: dict[str, list[Callable]] = {}
-    for module in modules:
-        for _, fn in inspect.getmembers(module, inspect.isfunction):
-            for mark in getattr(fn, "pytestmark", []):
-                if mark.name == "conformance":
-                    for req in mark.kwargs["requirements"]:
-                        out.setdefault(req, []).append(fn)
-    models = (MODEL, ADMIN_MODEL)
-    return {req: [f for f in fns if f not in models] or fns for req, fns in out.items()}
+    """requirement id -> the suite test functions that name it (the models only where no
+    focused test does)."""
+    return by_requirement(modules, (MODEL, ADMIN_MODEL))
 
 
-@pytest.fixture(autouse=True)
-def fixed_seed(monkeypatch) -> None:
-    monkeypatch.setattr(core, "global_force_seed", SEED, raising=False)
-
-
-def run(cluster: ProxiedCluster, fn: Callable) -> verify.Failed | None:
-    """One suite test through the proxies: the failure it raised, or None."""
-    harness = Harness(cluster.target(), CODEC, examples=3, seed=SEED)
-    try:
-        harness.open()
-        fn(harness)
-    except verify.Failed as e:
-        return e
-    finally:
-        harness.close()
-    return None
+#: hypothesis draws from SEED in every test of the module
+fixed_seed = in_process.fixed_seed
 
 
 def test_every_requirement_has_a_test_and_a_fault() -> None:

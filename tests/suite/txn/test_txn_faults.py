@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from hypothesis import core
 
-from conformance.protocol import Codec
 from conformance.suite.kit import verify
 from conformance.suite.txn import (
     test_coordinator,
@@ -30,13 +28,12 @@ from conformance.suite.txn import (
     test_timeout,
 )
 from conformance.targets.base import Target
-from tests.suite.log import test_log_faults as log_faults
+from tests.support import in_process
 from tests.support.faults_log import Fault, ProxiedCluster
 from tests.support.faults_txn import TXN_FAULTS, MarkersDropped, StableOffsetIsHighWatermark
+from tests.support.in_process import SEED, by_requirement, run
 from tests.support.runs import failing, verdicts
 
-CODEC = Codec.from_specs()
-SEED = log_faults.SEED
 MODULES = (
     test_coordinator,
     test_fencing,
@@ -51,15 +48,11 @@ MODEL = test_producers_model.test_transactional_producers_state_machine
 
 def suite_tests() -> dict[str, list[Callable]]:
     """requirement id -> the focused suite tests that name it."""
-    return log_faults.suite_tests(MODULES)
+    return by_requirement(MODULES)
 
 
-@pytest.fixture(autouse=True)
-def fixed_seed(monkeypatch) -> None:
-    monkeypatch.setattr(core, "global_force_seed", SEED, raising=False)
-
-
-run = log_faults.run
+#: hypothesis draws from SEED in every test of the module
+fixed_seed = in_process.fixed_seed
 
 
 def judged(target: Target, req: str, fault: Fault) -> list[verify.Failed | None]:
