@@ -124,3 +124,4 @@ def test_the_tests_of_the_suite_mirror_it() -> None:
         "test_layout.py",
         "test_requirements.py",
     }
+    assert not list((here.parent / "support").rglob("test_*.py")), "tests/support holds no tests"
