@@ -338,31 +338,9 @@ class ConsumerGroups:
         new_member = member.member_id not in group.members
         before = None if new_member else member.to_json()
         assigned_before = copy_partitions(member.assigned)
-        subscription = (
-            list(member.subscribed_topic_names),
-            member.subscribed_topic_regex,
-            member.server_assignor,
-        )
-        if req.instance_id is not None:
-            member.instance_id = req.instance_id
-        if req.rack_id is not None:
-            member.rack_id = req.rack_id
-        if req.rebalance_timeout_ms != -1:
-            member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        if req.server_assignor is not None:
-            member.server_assignor = req.server_assignor
-        if req.subscribed_topic_names is not None:
-            member.subscribed_topic_names = list(req.subscribed_topic_names)
-        if req.subscribed_topic_regex is not None:
-            member.subscribed_topic_regex = req.subscribed_topic_regex or None
-        member.client_id, member.client_host = req.client_id, req.client_host
+        changed = self._update(member, req)
         group.add(member)
-        bump = group.group_epoch == 0 or new_member
-        bump |= subscription != (
-            member.subscribed_topic_names,
-            member.subscribed_topic_regex,
-            member.server_assignor,
-        )
+        bump = group.group_epoch == 0 or new_member or changed
         subscribed = self._subscribed_metadata(group)
         # Kafka 4.4.0 advances the group epoch once for the member's change and once more when
         # the subscribed topics' metadata changed: a new group's first member subscribing to a
@@ -402,6 +380,34 @@ class ConsumerGroups:
             self._store(group, records, answer)
         else:
             answer()
+
+    @staticmethod
+    def _update(member: ConsumerMember, req: HeartbeatRequest) -> bool:
+        """The request's fields that are set replace the member's; whether its subscription
+        (topic names, regex, assignor) changed."""
+        subscription = (
+            list(member.subscribed_topic_names),
+            member.subscribed_topic_regex,
+            member.server_assignor,
+        )
+        if req.instance_id is not None:
+            member.instance_id = req.instance_id
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        if req.server_assignor is not None:
+            member.server_assignor = req.server_assignor
+        if req.subscribed_topic_names is not None:
+            member.subscribed_topic_names = list(req.subscribed_topic_names)
+        if req.subscribed_topic_regex is not None:
+            member.subscribed_topic_regex = req.subscribed_topic_regex or None
+        member.client_id, member.client_host = req.client_id, req.client_host
+        return subscription != (
+            member.subscribed_topic_names,
+            member.subscribed_topic_regex,
+            member.server_assignor,
+        )
 
     # -- target assignment and reconciliation -------------------------------------------------
 
