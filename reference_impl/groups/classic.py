@@ -515,6 +515,7 @@ class ClassicGroups:
         generation_id: int,
         *,
         transactional: bool,
+        api_version: int = 9,
     ) -> int:
         """Kafka's validateOffsetCommit for a classic group: a commit with member fields comes
         from a member of this generation; one without (generation below 0, no member id) from

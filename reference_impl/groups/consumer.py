@@ -531,9 +531,7 @@ class ConsumerGroups:
     def _leave(self, req: HeartbeatRequest, respond: Callable[[HeartbeatResult], None]) -> None:
         group = self.host.groups.get(req.group_id)
         if not isinstance(group, ConsumerGroup) or group.is_dead:
-            raise _Refused(
-                ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found."
-            )
+            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
         if req.instance_id is None:
             member = group.members.get(req.member_id)
             if member is None:
@@ -641,6 +639,7 @@ class ConsumerGroups:
         generation_id: int,
         *,
         transactional: bool,
+        api_version: int = 9,
     ) -> int:
         """Kafka's ConsumerGroup.validateOffsetCommit: an epoch below 0 commits to a group
         without members; otherwise the member must exist and its epoch be the one given
@@ -651,6 +650,9 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            # a member of the consumer protocol commits with OffsetCommit v9+ (Kafka 4.4.0)
+            return ErrorCode.UNSUPPORTED_VERSION
         if generation_id > member.member_epoch:
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE

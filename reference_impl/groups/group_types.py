@@ -168,8 +168,10 @@ class GroupType(Protocol):
         generation_id: int,
         *,
         transactional: bool,
+        api_version: int = 9,
     ) -> int:
-        """An offset commit's member fields judged against the group (NONE: accepted)."""
+        """An offset commit's member fields judged against the group (NONE: accepted);
+        ``api_version``: the OffsetCommit's."""
         ...
 
     def partition_errors(

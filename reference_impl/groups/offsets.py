@@ -104,11 +104,17 @@ class OffsetManager:
         generation_id: int,
         *,
         transactional: bool = False,
+        api_version: int = 9,
     ) -> int:
         if group.is_dead:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return self.host.types.of(group).validate_commit(
-            group, member_id, instance_id, generation_id, transactional=transactional
+            group,
+            member_id,
+            instance_id,
+            generation_id,
+            transactional=transactional,
+            api_version=api_version,
         )
 
     def commit_offsets(
@@ -119,6 +125,7 @@ class OffsetManager:
         generation_id: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
         respond: Callable[[dict[TopicPartition, int]], None],
+        api_version: int = 9,
     ) -> None:
         """Store offsets; ``respond`` gets an error code per partition once they are durable.
 
@@ -134,7 +141,9 @@ class OffsetManager:
                 group = self.host.new_simple_group(group_id)
         if not error:
             assert group is not None
-            error = self._validate(group, member_id, group_instance_id, generation_id)
+            error = self._validate(
+                group, member_id, group_instance_id, generation_id, api_version=api_version
+            )
         if error:
             respond(dict.fromkeys(offsets, int(error)))
             return

@@ -137,6 +137,7 @@ class GroupService:
         group_instance_id: str | None,
         generation_id: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
+        api_version: int = 9,
     ) -> dict[TopicPartition, int]:
         unknown = {tp for tp in offsets if not self.partition_exists(*tp)}
         known = {tp: om for tp, om in offsets.items() if tp not in unknown}
@@ -146,7 +147,13 @@ class GroupService:
                 asyncio.get_running_loop().create_future()
             )
             self.coordinator.offsets.commit_offsets(
-                group_id, member_id, group_instance_id, generation_id, known, _resolver(fut)
+                group_id,
+                member_id,
+                group_instance_id,
+                generation_id,
+                known,
+                _resolver(fut),
+                api_version,
             )
             results.update(await fut)
         return results

@@ -52,6 +52,7 @@ def api(node: BrokerView) -> Api:
                         body["GroupInstanceId"] if v >= 7 else None,
                         body["GenerationIdOrMemberEpoch"] if v >= 1 else -1,
                         offsets,
+                        v,
                     )
                 )
         return {"ThrottleTimeMs": 0, "Topics": partition_errors(body["Topics"], results)}

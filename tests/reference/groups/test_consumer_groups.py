@@ -156,7 +156,15 @@ def test_offsets_with_member_epochs_and_admin_apis() -> None:
     w.c.offsets.commit_offsets("g", "a", None, a.member_epoch + 1, om, got.append)
     w.c.offsets.commit_offsets("g", "zz", None, 1, om, got.append)
     w.c.offsets.commit_offsets("g", "a", None, a.member_epoch, om, got.append)
-    assert [g[("t", 0)] for g in got] == [E.STALE_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID, 0]
+    w.c.offsets.commit_offsets("g", "a", None, a.member_epoch, om, got.append, api_version=8)
+    w.c.offsets.commit_offsets("g", "", None, -1, om, got.append)  # an admin's, to a busy group
+    assert [g[("t", 0)] for g in got] == [
+        E.STALE_MEMBER_EPOCH,
+        E.UNKNOWN_MEMBER_ID,
+        0,
+        E.UNSUPPORTED_VERSION,  # a consumer-protocol member commits with v9+ (Kafka 4.4.0)
+        E.UNKNOWN_MEMBER_ID,
+    ]
     assert w.c.offsets.fetch_offsets("g", None, "a", 9)[0] == E.STALE_MEMBER_EPOCH
     assert w.c.offsets.fetch_offsets("g", None, "a", a.member_epoch)[1][("t", 0)].offset == 5
     _, listed = w.c.list_groups(types=["consumer"])
