@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -31,10 +30,11 @@ SETTINGS = {
 }
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One broker for the module's tests (each uses its own topic and group)."""
     c = Cluster(
-        tmp_path / "cluster",
+        tmp_path_factory.mktemp("kip848") / "cluster",
         brokers=1,
         overrides={"heartbeat_interval_ms": 100, "session_timeout_ms": 2000},
         broker_overrides=SETTINGS,
