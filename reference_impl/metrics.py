@@ -25,6 +25,12 @@ class NodeMetrics:
         self.start_time = Gauge(
             "kafka_server_start_time_ms", "KIP-536: process start, ms since the epoch", registry=r
         )
+        self.requests = Counter(
+            "kafka_network_requests",
+            "Requests served, by API and version (Kafka's RequestMetrics RequestsPerSec)",
+            ["request", "version"],
+            registry=r,
+        )
         self.port: int | None = None
         self._server = None
 

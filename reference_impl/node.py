@@ -33,7 +33,7 @@ from reference_impl import handlers as handlers_package
 from reference_impl.config import ConfigError, NodeConfig
 from reference_impl.error_responses import error_response
 from reference_impl.metrics import NodeMetrics
-from reference_impl.net.listener import CLOSE, Api, Listener, RequestContext, Session
+from reference_impl.net.listener import CLOSE, Api, Features, Listener, RequestContext, Session
 from reference_impl.process import LIFELINE_ENV, NodeFatal
 from reference_impl.security.authorize import gated
 from reference_impl.security_hooks import authorizer_for, security_for
@@ -155,7 +155,15 @@ class Node:
         return apis
 
     def _guarded(self, api: Api) -> Callable:
-        return guarded(self.codec, self.wrap_handler(api))
+        inner = guarded(self.codec, self.wrap_handler(api))
+        name = self.codec.message(api.key, "request").name.removesuffix("Request")
+        counter = self.metrics.requests
+
+        async def counted(ctx: RequestContext, body: dict) -> dict | None:
+            counter.labels(name, str(ctx.version)).inc()
+            return await inner(ctx, body)
+
+        return counted
 
     def wrap_handler(self, api: Api) -> Callable:
         """Subclasses may gate handlers (a broker serves clients only once unfenced)."""
@@ -174,6 +182,7 @@ class Node:
                     port=lc.port,
                     security=security_for(self.config, lc),
                     idle_timeout=self.config.connections_max_idle_ms / 1000,
+                    features=features_for(self.config),
                 )
             )
 
@@ -342,3 +351,17 @@ def main(factory: Callable[[NodeConfig], Node], argv: list[str] | None = None) -
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+#: the features this reference supports: transaction.version 2 is KIP-890 part 2
+SUPPORTED_FEATURES = {"transaction.version": (0, 2)}
+#: finalized unless ``settings["features"]`` says otherwise (Kafka 4.x's default for a new cluster)
+DEFAULT_FEATURE_LEVELS = {"transaction.version": 2}
+
+
+def features_for(config: NodeConfig) -> Features:
+    """ApiVersions' features: the levels of ``settings["features"]`` (name -> level; 0 leaves a
+    feature unfinalized), fixed for the cluster's life (no UpdateFeatures)."""
+    levels = {**DEFAULT_FEATURE_LEVELS, **config.settings.get("features", {})}
+    finalized = {n: int(v) for n, v in levels.items() if int(v) > 0}
+    return Features(dict(SUPPORTED_FEATURES), finalized, epoch=1 if finalized else -1)

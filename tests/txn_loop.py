@@ -763,9 +763,48 @@ def main(argv: list[str] | None = None) -> int:
                     result = LoopResult(client, target.kind, problems=[f"loop broke: {e!r}"])
                 print(result.line(), flush=True)
                 failed |= not result.ok()
+            served = versions_served(target)
+            if served:
+                print(f"# transaction requests served (api v version: count): {served}")
         finally:
             target.stop()
     return 1 if failed else 0
+
+
+#: the APIs whose versions show which transaction protocol a client spoke
+TXN_APIS = (
+    "InitProducerId",
+    "AddPartitionsToTxn",
+    "AddOffsetsToTxn",
+    "Produce",
+    "EndTxn",
+    "TxnOffsetCommit",
+)
+
+
+def versions_served(target: Target) -> dict[str, int]:
+    """The reference's brokers' request counters (``kafka_network_requests_total``) for the
+    transaction APIs, summed over the brokers now running (a restarted broker counts from its
+    restart); {} for other targets."""
+    import re
+    import urllib.request
+
+    cluster = getattr(target, "_cluster", None)
+    if cluster is None:
+        return {}
+    out: dict[str, int] = {}
+    line = re.compile(r'kafka_network_requests_total\{request="(\w+)",version="(\d+)"\} (\S+)')
+    for node in cluster.broker_nodes():
+        url = f"http://127.0.0.1:{node.config.metrics_port}/metrics"
+        try:
+            text = urllib.request.urlopen(url, timeout=5).read().decode()
+        except OSError:
+            continue
+        for api, version, count in line.findall(text):
+            if api in TXN_APIS:
+                key = f"{api} v{version}"
+                out[key] = out.get(key, 0) + int(float(count))
+    return dict(sorted(out.items()))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,10 @@ coordinator's handleAddPartitionsToTransaction / handleVerifyPartitionsInTransac
   v0-v1: INVALID_PRODUCER_EPOCH), CONCURRENT_TRANSACTIONS (being prepared or completed),
   NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS; NONE once the partitions are durably in the
   transaction. VerifyOnly adds nothing: NONE for a partition in the ongoing transaction,
-  TRANSACTION_ABORTABLE for one that is not (v4 and v5 answer alike, as Kafka's coordinator does).
+  TRANSACTION_ABORTABLE for one that is not (v4 and v5 answer alike, as Kafka's coordinator does);
+* v5 without VerifyOnly is a partition leader adding a transaction-version-2 client's partition
+  (KIP-890 part 2: Produce v12+, TxnOffsetCommit v5+): the transaction then ends with an epoch
+  bump (``end_txn.py``).
 """
 
 from __future__ import annotations
@@ -64,7 +67,10 @@ def api(node: BrokerView) -> Api:
         if verify:
             verified = service.coordinator.verify_partitions(tid, pid, epoch, partitions)
             return wanted, verified.__getitem__
-        error = await service.coordinator.add_partitions(tid, pid, epoch, partitions)
+        # v5 without VerifyOnly: a broker adding a TV2 client's partition (Kafka's
+        # transactionVersionForAddPartitionsToTxn)
+        tv = 2 if ctx.version >= 5 else 1
+        error = await service.coordinator.add_partitions(tid, pid, epoch, partitions, client_tv=tv)
         if error == ErrorCode.PRODUCER_FENCED and ctx.version < 2:
             error = int(ErrorCode.INVALID_PRODUCER_EPOCH)
         return wanted, lambda tp: error

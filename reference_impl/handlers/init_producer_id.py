@@ -14,6 +14,11 @@ coordinator's handleInitProducerId):
 * v3+ (KIP-360): ProducerId/ProducerEpoch both -1 or both set (one of them -1 alone:
   INVALID_REQUEST, with or without a transactional id); a producer naming a stale epoch is
   PRODUCER_FENCED, which v0-v3 answer as INVALID_PRODUCER_EPOCH (they predate the code);
+* v6 (KIP-939, two-phase commit; unstable in Kafka 4.4.0, so not in its ApiVersions): the
+  reference runs as Kafka does with ``transaction.two.phase.commit.enable`` false (its default):
+  a transactional request with Enable2Pc is INVALID_TXN_STATE, one with KeepPreparedTxn
+  UNSUPPORTED_VERSION (4.4's coordinator has no prepared-transaction recovery); otherwise as v5,
+  OngoingTxnProducerId/Epoch -1;
 * authorisation (``security/authorize.py``): WRITE on the TRANSACTIONAL_ID, or without one
   IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
 """
@@ -24,6 +29,9 @@ from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 from reference_impl.txn.service import service_for
+
+#: v6: KIP-939's fields, with two-phase commit disabled
+MAX_VERSION = 6
 
 
 def api(node: BrokerView) -> Api:
@@ -39,6 +47,10 @@ def api(node: BrokerView) -> Api:
             expected = None if pid == -1 else (pid, epoch)
         if tid is None:
             return answer(0, service.allocator.allocate(), 0)
+        if ctx.version >= 6 and tid and body["Enable2Pc"]:
+            return answer(int(ErrorCode.INVALID_TXN_STATE), -1, -1)
+        if ctx.version >= 6 and tid and body["KeepPreparedTxn"]:
+            return answer(int(ErrorCode.UNSUPPORTED_VERSION), -1, -1)
         error, pid, epoch = await service.coordinator.init_producer_id(
             tid, body["TransactionTimeoutMs"], expected
         )
@@ -46,7 +58,7 @@ def api(node: BrokerView) -> Api:
             error = int(ErrorCode.INVALID_PRODUCER_EPOCH)
         return answer(error, pid, epoch)
 
-    return Api(ApiKey.INIT_PRODUCER_ID, handle)
+    return Api(ApiKey.INIT_PRODUCER_ID, handle, max_version=MAX_VERSION)
 
 
 def answer(error: int, producer_id: int, epoch: int) -> dict:
@@ -55,4 +67,6 @@ def answer(error: int, producer_id: int, epoch: int) -> dict:
         "ErrorCode": error,
         "ProducerId": producer_id,
         "ProducerEpoch": epoch,
+        "OngoingTxnProducerId": -1,
+        "OngoingTxnProducerEpoch": -1,
     }

@@ -18,7 +18,10 @@ open (INVALID_TXN_STATE); the first transactional batch of a producer in a parti
 transaction there, which holds the last stable offset until the coordinator's marker. Before
 that first batch the leader asks the coordinator whether the partition is in the transaction
 (``txn_verification.py``: TRANSACTION_ABORTABLE for v11, INVALID_TXN_STATE before, when it is
-not), as Kafka 3.9 does.
+not), as Kafka 3.9 does. From v12 (transaction version 2, KIP-890 part 2) the leader asks the
+coordinator to add the partition to the transaction instead (the client sends no
+AddPartitionsToTxn); a batch at an epoch older than the partition's (a late write of a transaction
+whose end bumped the epoch) is INVALID_PRODUCER_EPOCH, the hanging-transaction defence.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ from reference_impl.net.listener import CLOSE, Api, RequestContext
 from reference_impl.roles import BrokerView
 
 MIN_VERSION = 3
+#: v12: a transaction-version-2 client's transactional Produce adds its partition to the
+#: transaction (KIP-890 part 2); v13 (topic ids) is not served
+MAX_VERSION = 12
 _NOT_ADDED = (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_TXN_STATE)
 
 
@@ -43,7 +49,7 @@ def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict | None:
         return await produce(node, ctx, body, verifier)
 
-    return Api(ApiKey.PRODUCE, handle, min_version=MIN_VERSION)
+    return Api(ApiKey.PRODUCE, handle, min_version=MIN_VERSION, max_version=MAX_VERSION)
 
 
 async def produce(
@@ -135,7 +141,9 @@ async def _verified(
         if h is None or not h.is_transactional or h.producer_id < 0:
             continue
         p = rm.partitions.get((name, index))
-        if p is None or not p.is_leader or rm.transaction_open(name, index, h.producer_id):
+        if p is None or not p.is_leader:
+            continue
+        if rm.transaction_open(name, index, h.producer_id, h.producer_epoch):
             continue
         producer = producer or (h.producer_id, h.producer_epoch)
         to_verify.append((name, index))

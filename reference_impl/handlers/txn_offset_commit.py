@@ -22,7 +22,9 @@ GroupCoordinator.handleTxnCommitOffsets):
   pending: OffsetFetch does not show them (RequireStable: UNSTABLE_OFFSET_COMMIT) until the
   transaction's COMMIT marker on the group's partition makes them the committed offsets; an
   ABORT drops them. Metadata over offset.metadata.max.bytes: OFFSET_METADATA_TOO_LARGE.
-- Versions 0-4 (Kafka 3.9's); v5-v6 (4.x: KIP-890 part 2, topic ids) are not served.
+- v5 (KIP-890 part 2): a transaction-version-2 client sends no AddOffsetsToTxn; the group's
+  partition is added to the transaction through the coordinator (``txn_verification.py``,
+  ``add=True``). v6 (topic ids, KIP-1319) is not served.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ from reference_impl.handlers.txn_verification import Verifier
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 
-MAX_VERSION = 4
+MAX_VERSION = 5
+#: the first version whose commit adds the group's partition to the transaction (TV2)
+TV2_VERSION = 5
 
 
 def api(node: BrokerView) -> Api:
@@ -112,9 +116,11 @@ async def _verify(
     """0 when the group's partition is in the producer's transaction (or already written in
     it), else the error the commit is answered with (Kafka's maybeConvertOffsetCommitError)."""
     index = service.coordinator.partition_for(group_id)
-    if node.replica_manager.transaction_open(OFFSETS_TOPIC, index, pid):
+    if node.replica_manager.transaction_open(OFFSETS_TOPIC, index, pid, epoch):
         return 0
-    found = await verifier.ask(tid, pid, epoch, [(OFFSETS_TOPIC, index)], generic=version >= 4)
+    found = await verifier.ask(
+        tid, pid, epoch, [(OFFSETS_TOPIC, index)], generic=version >= 4, add=version >= TV2_VERSION
+    )
     code = found.get((OFFSETS_TOPIC, index), 0)
     if code == ErrorCode.NETWORK_EXCEPTION:
         return int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)

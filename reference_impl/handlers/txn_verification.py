@@ -15,6 +15,11 @@ AddPartitionsToTxnManager):
   retry without a metadata refresh;
 - anything else (INVALID_PRODUCER_ID_MAPPING ...) as it is.
 
+Transaction version 2 (KIP-890 part 2, Kafka 4.x: Produce v12+, TxnOffsetCommit v5+): the
+client no longer calls AddPartitionsToTxn; the leader asks the coordinator to *add* the partition
+(AddPartitionsToTxn v5 without VerifyOnly, which the coordinator takes as a transaction-version-2
+client's), and the answers map as above (``add=True``).
+
 The coordinator is the leader of the transactional id's ``__transaction_state`` partition; this
 broker asks it on the inter-broker listener as the broker principal, or calls its own
 coordinator directly when it is that leader (the same answers without the round trip).
@@ -35,6 +40,10 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 #: AddPartitionsToTxn: the first version with VerifyOnly (brokers' form)
 VERIFY_MIN_VERSION = 4
+#: AddPartitionsToTxn: the version whose non-VerifyOnly form is a TV2 client's implicit add
+ADD_MIN_VERSION = 5
+#: Produce: the first version of a transaction-version-2 client (partitions added implicitly)
+TV2_PRODUCE_VERSION = 12
 VERIFY_TIMEOUT_S = 5.0
 _NOT_READY = frozenset(
     {
@@ -86,7 +95,8 @@ class Verifier:
         partitions: list[TopicPartition],
         produce_version: int,
     ) -> dict[TopicPartition, int]:
-        answers = await self._ask(tid, producer_id, epoch, partitions)
+        add = produce_version >= TV2_PRODUCE_VERSION
+        answers = await self._ask(tid, producer_id, epoch, partitions, add=add)
         return {tp: produce_error(code, produce_version) for tp, code in answers.items()}
 
     async def ask(
@@ -97,13 +107,20 @@ class Verifier:
         partitions: list[TopicPartition],
         *,
         generic: bool,
+        add: bool = False,
     ) -> dict[TopicPartition, int]:
         """The coordinator's answers as ``manager_error`` hands them on (TxnOffsetCommit)."""
-        answers = await self._ask(tid, producer_id, epoch, partitions)
+        answers = await self._ask(tid, producer_id, epoch, partitions, add=add)
         return {tp: manager_error(code, generic) for tp, code in answers.items()}
 
     async def _ask(
-        self, tid: str, producer_id: int, epoch: int, partitions: list[TopicPartition]
+        self,
+        tid: str,
+        producer_id: int,
+        epoch: int,
+        partitions: list[TopicPartition],
+        *,
+        add: bool = False,
     ) -> dict[TopicPartition, int]:
         service = service_for(self.node)
         index = service.coordinator.partition_for(tid)
@@ -111,19 +128,30 @@ class Verifier:
         if info is None or info.leader < 0:
             return dict.fromkeys(partitions, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
         if info.leader == self.node.node_id:
+            if add:
+                error = await service.coordinator.add_partitions(
+                    tid, producer_id, epoch, set(partitions), client_tv=2
+                )
+                return dict.fromkeys(partitions, error)
             return service.coordinator.verify_partitions(tid, producer_id, epoch, set(partitions))
         try:
-            return await self._remote(info.leader, tid, producer_id, epoch, partitions)
+            return await self._remote(info.leader, tid, producer_id, epoch, partitions, add)
         except (ConnectionError, OSError, TimeoutError) as e:
             log.info("transaction verification at broker %d failed: %r", info.leader, e)
             await self.peers.drop(info.leader)
             return dict.fromkeys(partitions, int(ErrorCode.NETWORK_EXCEPTION))
 
     async def _remote(
-        self, leader: int, tid: str, producer_id: int, epoch: int, partitions: list[TopicPartition]
+        self,
+        leader: int,
+        tid: str,
+        producer_id: int,
+        epoch: int,
+        partitions: list[TopicPartition],
+        add: bool,
     ) -> dict[TopicPartition, int]:
         conn, version = await self.peers.get(leader)
-        if version is None:
+        if version is None or (add and version < ADD_MIN_VERSION):
             return dict.fromkeys(partitions, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
         topics: dict[str, list[int]] = {}
         for topic, p in partitions:
@@ -134,7 +162,7 @@ class Verifier:
                     "TransactionalId": tid,
                     "ProducerId": producer_id,
                     "ProducerEpoch": epoch,
-                    "VerifyOnly": True,
+                    "VerifyOnly": not add,
                     "Topics": [{"Name": t, "Partitions": ps} for t, ps in topics.items()],
                 }
             ]

@@ -75,6 +75,31 @@ class Api:
     max_version: int | None = None
 
 
+@dataclass(frozen=True)
+class Features:
+    """The feature levels ApiVersions v3+ advertises (KIP-584): what this node supports and the
+    cluster's finalized levels. The reference finalizes them by configuration
+    (``settings["features"]``); it does not serve UpdateFeatures."""
+
+    supported: dict[str, tuple[int, int]] = field(default_factory=dict)
+    finalized: dict[str, int] = field(default_factory=dict)
+    #: Kafka's epoch is the metadata offset of the last feature change; -1: none finalized
+    epoch: int = -1
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "SupportedFeatures": [
+                {"Name": n, "MinVersion": lo, "MaxVersion": hi}
+                for n, (lo, hi) in sorted(self.supported.items())
+            ],
+            "FinalizedFeaturesEpoch": self.epoch if self.finalized else -1,
+            "FinalizedFeatures": [
+                {"Name": n, "MaxVersionLevel": level, "MinVersionLevel": level}
+                for n, level in sorted(self.finalized.items())
+            ],
+        }
+
+
 class Security:
     """The listener's authentication hook; the default authenticates everyone as ANONYMOUS."""
 
@@ -95,6 +120,7 @@ class Listener:
         security: Security | None = None,
         max_request_size: int = 100 * 1024 * 1024,
         idle_timeout: float | None = None,
+        features: Features | None = None,
     ) -> None:
         self.name, self.listener_type, self.codec = name, listener_type, codec
         self.host, self.port = host, port
@@ -102,6 +128,7 @@ class Listener:
         self.max_request_size = max_request_size
         #: Kafka's connections.max.idle.ms, in seconds (None: never)
         self.idle_timeout = idle_timeout
+        self.features = features or Features()
         self.served: dict[int, Api] = {}
         self.ranges: dict[int, tuple[int, int]] = {}
         if not any(api.key == ApiKey.API_VERSIONS for api in apis):
@@ -113,7 +140,9 @@ class Listener:
             lo = max(spec.valid_versions.lo, api.min_version or 0)
             # an explicit max_version may go past Kafka 3.9's (a handler written for 4.x bodies)
             ours = negotiable(api.key, spec.valid_versions)
-            hi = ours.hi if api.max_version is None else min(spec.valid_versions.hi, api.max_version)
+            hi = (
+                ours.hi if api.max_version is None else min(spec.valid_versions.hi, api.max_version)
+            )
             if lo <= hi:
                 self.served[api.key] = api
                 self.ranges[api.key] = (lo, hi)
@@ -127,7 +156,14 @@ class Listener:
             for f in ("ClientSoftwareName", "ClientSoftwareVersion")
         ):  # KIP-511: Kafka refuses a name or version outside its pattern, listing no API
             return {"ErrorCode": int(ErrorCode.INVALID_REQUEST), "ApiKeys": [], "ThrottleTimeMs": 0}
-        return {"ErrorCode": 0, "ApiKeys": self.api_versions_body(), "ThrottleTimeMs": 0}
+        body: dict[str, Any] = {
+            "ErrorCode": 0,
+            "ApiKeys": self.api_versions_body(),
+            "ThrottleTimeMs": 0,
+        }
+        if ctx.version >= 3:
+            body.update(self.features.body())
+        return body
 
     def api_versions_body(self) -> list[dict]:
         return [

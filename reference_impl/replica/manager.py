@@ -415,13 +415,22 @@ class ReplicaManager:
             await self._await_replication(pending, timeout_ms)
         return {key: r.error for key, r in pending.results.items()}
 
-    def transaction_open(self, topic: str, index: int, producer_id: int) -> bool:
-        """Whether the producer has a transaction open in this partition (led here)."""
+    def transaction_open(
+        self, topic: str, index: int, producer_id: int, epoch: int | None = None
+    ) -> bool:
+        """Whether the producer has a transaction open in this partition (led here), at
+        ``epoch`` when given (Kafka 4.x's hasOngoingTransaction(producerId, producerEpoch): with
+        transaction version 2 the next transaction has the next epoch, and its first batch must
+        reach the coordinator even while the previous one's marker is still on its way)."""
         p = self.partitions.get((topic, index))
         if p is None:
             return False
         entry = p.log.producers.producers.get(producer_id)
-        return entry is not None and entry.txn_first_offset is not None
+        return (
+            entry is not None
+            and entry.txn_first_offset is not None
+            and (epoch is None or entry.epoch == epoch)
+        )
 
     # -- fetch -----------------------------------------------------------------------------
 

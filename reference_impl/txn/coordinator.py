@@ -61,6 +61,7 @@ APPEND_ERRORS = {
     int(E.NOT_LEADER_OR_FOLLOWER): int(E.NOT_COORDINATOR),
     int(E.KAFKA_STORAGE_ERROR): int(E.NOT_COORDINATOR),
 }
+COMPLETE_STATES = (TxnState.CompleteCommit, TxnState.CompleteAbort)
 #: marker answers after which the partition needs no marker (written, or never will be)
 MARKER_DONE = {0, int(E.UNSUPPORTED_FOR_MESSAGE_FORMAT), int(E.UNSUPPORTED_VERSION)}
 #: marker answers after which this coordinator stops sending for the transaction
@@ -206,6 +207,9 @@ class TxnCoordinator:
             t.partitions,
             t.update_ms,
             t.start_ms,
+            t.last_producer_id,
+            t.next_producer_id,
+            t.client_tv,
         )
         try:
             error = await self.store.append(
@@ -257,7 +261,7 @@ class TxnCoordinator:
         if md.state is TxnState.Ongoing:
             # fence the current producer and abort its transaction; the caller retries
             fence = md.prepare_fence()
-            error = await self._end(
+            error, _, _ = await self._end(
                 part, md, fence.producer_id, fence.producer_epoch, False, from_client=False
             )
             return error or int(E.CONCURRENT_TRANSACTIONS), NO_PRODUCER_ID, NO_EPOCH
@@ -280,8 +284,17 @@ class TxnCoordinator:
     # -- AddPartitionsToTxn / AddOffsetsToTxn ----------------------------------------------------
 
     async def add_partitions(
-        self, tid: str, producer_id: int, epoch: int, partitions: set[TopicPartition]
+        self,
+        tid: str,
+        producer_id: int,
+        epoch: int,
+        partitions: set[TopicPartition],
+        *,
+        client_tv: int = 1,
     ) -> int:
+        """AddPartitionsToTxn / AddOffsetsToTxn (``client_tv`` 1), or the partition a
+        transaction-version-2 Produce or TxnOffsetCommit adds implicitly (2: the metadata then
+        remembers the client's version, so its EndTxn bumps the epoch)."""
         if not tid:
             return int(E.INVALID_REQUEST)
         error, part, md = self._lookup(tid)
@@ -295,7 +308,8 @@ class TxnCoordinator:
             return int(E.CONCURRENT_TRANSACTIONS)
         if md.state is TxnState.Ongoing and partitions <= md.partitions:
             return 0
-        return await self._write(part, md, md.prepare_add_partitions(partitions, self.now_ms()))
+        transit = md.prepare_add_partitions(partitions, self.now_ms(), client_tv)
+        return await self._write(part, md, transit)
 
     def verify_partitions(
         self, tid: str, producer_id: int, epoch: int, partitions: set[TopicPartition]
@@ -318,14 +332,21 @@ class TxnCoordinator:
     # -- EndTxn -------------------------------------------------------------------------------
 
     async def end_txn(self, tid: str, producer_id: int, epoch: int, commit: bool) -> int:
+        """EndTxn v0-v4 (transaction version 1): the error code."""
+        return (await self.end_transaction(tid, producer_id, epoch, commit))[0]
+
+    async def end_transaction(
+        self, tid: str, producer_id: int, epoch: int, commit: bool, *, tv2: bool = False
+    ) -> tuple[int, int, int]:
+        """EndTxn: (error, producer id, epoch) (the ids EndTxn v5 answers: -1 with an error)."""
         if not tid:
-            return int(E.INVALID_REQUEST)
+            return int(E.INVALID_REQUEST), NO_PRODUCER_ID, NO_EPOCH
         error, part, md = self._lookup(tid)
         if error or part is None:
-            return error
+            return error, NO_PRODUCER_ID, NO_EPOCH
         if md is None:
-            return int(E.INVALID_PRODUCER_ID_MAPPING)
-        return await self._end(part, md, producer_id, epoch, commit, from_client=True)
+            return int(E.INVALID_PRODUCER_ID_MAPPING), NO_PRODUCER_ID, NO_EPOCH
+        return await self._end(part, md, producer_id, epoch, commit, from_client=True, tv2=tv2)
 
     async def _end(
         self,
@@ -336,38 +357,97 @@ class TxnCoordinator:
         commit: bool,
         *,
         from_client: bool,
-    ) -> int:
-        if md.producer_id != producer_id:
-            return int(E.INVALID_PRODUCER_ID_MAPPING)
-        if (from_client and epoch != md.producer_epoch) or epoch < md.producer_epoch:
-            return FENCED
+        tv2: bool = False,
+    ) -> tuple[int, int, int]:
+        """Kafka 4.x's endTransaction. Transaction version 2 (the metadata's client version,
+        the request's ``tv2``): every end bumps the epoch; a retry is recognised by the epoch
+        one below the current (or the exhausted epoch of the previous producer id); an abort
+        from Empty/Complete* is an empty abort; a pending transition is answered
+        CONCURRENT_TRANSACTIONS before the epoch is checked (KAFKA-18464)."""
         fencing = md.pending is TxnState.PrepareEpochFence
-        if md.pending is not None and not fencing:
-            return int(E.CONCURRENT_TRANSACTIONS)
         state = md.state
-        if state is TxnState.Ongoing:
-            if fencing:
-                # the fence's bumped epoch goes into the abort itself (never written alone)
-                md.pending = None
-                md.producer_epoch, md.last_producer_epoch = epoch, NO_EPOCH
-            target = TxnState.PrepareCommit if commit else TxnState.PrepareAbort
-            error = await self._write(part, md, md.prepare_end(target, self.now_ms()))
-            if error:
-                md.failed_epoch_fence = fencing
-                return error
-            self._start_markers(part, md)
-            return 0
+        md_tv2 = not fencing and md.client_tv >= 2
+        retry_overflow = (
+            md_tv2
+            and md.last_producer_id == producer_id
+            and epoch_exhausted(epoch)
+            and md.producer_epoch == 0
+        )
+        retry_bump = md_tv2 and md.producer_epoch == epoch + 1
+        if md_tv2:
+            if state in (TxnState.PrepareCommit, TxnState.PrepareAbort):
+                valid_epoch = retry_bump
+            elif state in (TxnState.CompleteCommit, TxnState.CompleteAbort):
+                valid_epoch = retry_bump or retry_overflow or epoch == md.producer_epoch
+            else:
+                valid_epoch = epoch == md.producer_epoch
+        else:
+            valid_epoch = (not from_client or epoch == md.producer_epoch) and (
+                epoch >= md.producer_epoch
+            )
+        busy = md.pending is not None and not fencing
+        if md.producer_id != producer_id and not retry_overflow:
+            return int(E.INVALID_PRODUCER_ID_MAPPING), NO_PRODUCER_ID, NO_EPOCH
+        if tv2 and busy:
+            return int(E.CONCURRENT_TRANSACTIONS), NO_PRODUCER_ID, NO_EPOCH
+        if not valid_epoch:
+            return FENCED, NO_PRODUCER_ID, NO_EPOCH
+        if busy:
+            return int(E.CONCURRENT_TRANSACTIONS), NO_PRODUCER_ID, NO_EPOCH
+        current = (md.producer_id, md.producer_epoch)
+        is_retry = retry_bump or retry_overflow if md_tv2 else True
+        empty_abort = tv2 and not commit and (state is TxnState.Empty or not is_retry)
+        if state is TxnState.Ongoing or (
+            empty_abort and state in (TxnState.Empty, *COMPLETE_STATES)
+        ):
+            return await self._prepare_end(part, md, epoch, commit, fencing, tv2)
         if fencing:
             md.abort_pending()
-        if state is TxnState.CompleteCommit:
-            return 0 if commit else int(E.INVALID_TXN_STATE)
-        if state is TxnState.CompleteAbort:
-            return 0 if not commit else int(E.INVALID_TXN_STATE)
-        if state is TxnState.PrepareCommit:
-            return int(E.CONCURRENT_TRANSACTIONS) if commit else int(E.INVALID_TXN_STATE)
-        if state is TxnState.PrepareAbort:
-            return int(E.CONCURRENT_TRANSACTIONS) if not commit else int(E.INVALID_TXN_STATE)
-        return int(E.INVALID_TXN_STATE)  # Empty: no transaction to end
+        done = TxnState.CompleteCommit if commit else TxnState.CompleteAbort
+        if state is done and is_retry:
+            return 0, *current
+        if state in (TxnState.PrepareCommit, TxnState.PrepareAbort) and (
+            (state is TxnState.PrepareCommit) == commit
+        ):
+            return int(E.CONCURRENT_TRANSACTIONS), NO_PRODUCER_ID, NO_EPOCH
+        return int(E.INVALID_TXN_STATE), NO_PRODUCER_ID, NO_EPOCH  # Empty: none to end
+
+    async def _prepare_end(
+        self,
+        part: TxnPartition,
+        md: TxnMetadata,
+        epoch: int,
+        commit: bool,
+        fencing: bool,
+        tv2: bool,
+    ) -> tuple[int, int, int]:
+        """Ongoing (or, TV2's empty abort, Empty/Complete*) -> PrepareCommit/PrepareAbort, then
+        the markers; (0, the producer id and epoch the client goes on with)."""
+        if fencing:
+            # the fence's bumped epoch goes into the abort itself (never written alone, and
+            # not bumped again for a TV2 transaction: KAFKA-19367)
+            md.pending = None
+            md.producer_epoch, md.last_producer_epoch = epoch, NO_EPOCH
+        bump = tv2 and not fencing
+        next_id = NO_PRODUCER_ID
+        if bump and md.producer_epoch_exhausted:
+            next_id = self.allocate()
+        target = TxnState.PrepareCommit if commit else TxnState.PrepareAbort
+        transit = md.prepare_end(
+            target,
+            self.now_ms(),
+            bump=bump,
+            next_producer_id=next_id,
+            client_tv=2 if tv2 else None,
+        )
+        error = await self._write(part, md, transit)
+        if error:
+            md.failed_epoch_fence = fencing
+            return error, NO_PRODUCER_ID, NO_EPOCH
+        self._start_markers(part, md)
+        if md.next_producer_id != NO_PRODUCER_ID:
+            return 0, md.next_producer_id, 0
+        return 0, md.producer_id, md.producer_epoch
 
     # -- markers ------------------------------------------------------------------------------
 
@@ -543,7 +623,7 @@ def _metadata(tid: str, r: TxnRecord) -> TxnMetadata:
     return TxnMetadata(
         tid,
         r.producer_id,
-        NO_PRODUCER_ID,
+        r.previous_producer_id,
         r.producer_epoch,
         NO_EPOCH,
         r.timeout_ms,
@@ -551,4 +631,6 @@ def _metadata(tid: str, r: TxnRecord) -> TxnMetadata:
         set(r.partitions),
         r.start_ms,
         r.update_ms,
+        client_tv=r.client_tv,
+        next_producer_id=r.next_producer_id,
     )

@@ -5,6 +5,13 @@ metadata pending, so a concurrent request is answered CONCURRENT_TRANSACTIONS), 
 ``__transaction_state``, and only applied (``complete``) once the write is durable; a failed write
 ``abort_pending``s it. PrepareEpochFence is never written: it only marks the epoch bump that
 fences the previous producer before its ongoing transaction is aborted.
+
+Transaction version 2 (KIP-890 part 2, Kafka 4.x): the metadata remembers the client's version
+(``client_tv``); ``prepare_end`` with ``bump`` gives the transaction's end the next epoch (the
+markers carry it, so a late write at the old epoch is refused), and a producer id whose epoch is
+exhausted gets its successor then (``next_producer_id``, which ``prepare_complete`` makes the id
+at epoch 0); an abort may start from Empty/Complete* (an "empty abort": the client aborts a
+transaction whose partitions the coordinator never saw).
 """
 
 from __future__ import annotations
@@ -44,7 +51,16 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
         {TxnState.Ongoing, TxnState.Empty, TxnState.CompleteCommit, TxnState.CompleteAbort}
     ),
     TxnState.PrepareCommit: frozenset({TxnState.Ongoing}),
-    TxnState.PrepareAbort: frozenset({TxnState.Ongoing, TxnState.PrepareEpochFence}),
+    # TV2's empty abort starts from Empty/Complete* (Kafka 4.x)
+    TxnState.PrepareAbort: frozenset(
+        {
+            TxnState.Ongoing,
+            TxnState.PrepareEpochFence,
+            TxnState.Empty,
+            TxnState.CompleteCommit,
+            TxnState.CompleteAbort,
+        }
+    ),
     TxnState.CompleteCommit: frozenset({TxnState.PrepareCommit}),
     TxnState.CompleteAbort: frozenset({TxnState.PrepareAbort}),
     TxnState.Dead: frozenset({TxnState.Empty, TxnState.CompleteCommit, TxnState.CompleteAbort}),
@@ -74,6 +90,10 @@ class Transit:
     partitions: frozenset[tuple[str, int]]
     start_ms: int
     update_ms: int
+    #: the client's transaction version (TransactionLogValue v1's ClientTransactionVersion)
+    client_tv: int = 0
+    #: TV2: the producer id the client was given because the epoch was exhausted (NextProducerId)
+    next_producer_id: int = NO_PRODUCER_ID
 
 
 @dataclass
@@ -92,6 +112,8 @@ class TxnMetadata:
     pending: TxnState | None = None
     #: an epoch fence whose write failed: the next fence does not bump the epoch again
     failed_epoch_fence: bool = False
+    client_tv: int = 0
+    next_producer_id: int = NO_PRODUCER_ID
 
     @property
     def producer_epoch_exhausted(self) -> bool:
@@ -108,6 +130,8 @@ class TxnMetadata:
             frozenset(self.partitions),
             self.start_ms,
             self.update_ms,
+            self.client_tv,
+            self.next_producer_id,
         )
 
     def _prepare(self, t: Transit) -> Transit:
@@ -181,7 +205,9 @@ class TxnMetadata:
             )
         )
 
-    def prepare_add_partitions(self, added: set[tuple[str, int]], now_ms: int) -> Transit:
+    def prepare_add_partitions(
+        self, added: set[tuple[str, int]], now_ms: int, client_tv: int | None = None
+    ) -> Transit:
         start = (
             now_ms
             if self.state in (TxnState.Empty, TxnState.CompleteCommit, TxnState.CompleteAbort)
@@ -194,23 +220,55 @@ class TxnMetadata:
                 partitions=frozenset(self.partitions | added),
                 start_ms=start,
                 update_ms=now_ms,
+                client_tv=self.client_tv if client_tv is None else client_tv,
             )
         )
 
-    def prepare_end(self, state: TxnState, now_ms: int) -> Transit:
-        """Ongoing -> PrepareCommit / PrepareAbort (the partitions stay: they get the markers)."""
-        return self._prepare(replace(self.snapshot(), state=state, update_ms=now_ms))
+    def prepare_end(
+        self,
+        state: TxnState,
+        now_ms: int,
+        *,
+        bump: bool = False,
+        next_producer_id: int = NO_PRODUCER_ID,
+        client_tv: int | None = None,
+    ) -> Transit:
+        """Ongoing -> PrepareCommit / PrepareAbort (the partitions stay: they get the markers);
+        with ``bump`` (TV2) the epoch goes up by one (``next_producer_id``: the id that follows an
+        exhausted one). An empty abort (TV2, from Empty/Complete*) has no partitions."""
+        t = replace(self.snapshot(), state=state, update_ms=now_ms)
+        if client_tv is not None:
+            t = replace(t, client_tv=client_tv)
+        if bump:
+            t = replace(
+                t,
+                producer_epoch=self.producer_epoch + 1,
+                last_producer_epoch=self.producer_epoch,
+                next_producer_id=next_producer_id,
+            )
+        if self.state is not TxnState.Ongoing:
+            t = replace(t, partitions=frozenset())
+        return self._prepare(t)
 
     def prepare_complete(self, now_ms: int) -> Transit:
-        """PrepareX -> CompleteX once every marker is written (no partitions left)."""
-        return self._prepare(
-            replace(
-                self.snapshot(),
-                state=COMPLETE_OF[self.state],
-                partitions=frozenset(),
-                update_ms=now_ms,
-            )
+        """PrepareX -> CompleteX once every marker is written (no partitions left); a successor
+        producer id (TV2, epoch exhausted) becomes the id, at epoch 0."""
+        t = replace(
+            self.snapshot(),
+            state=COMPLETE_OF[self.state],
+            partitions=frozenset(),
+            update_ms=now_ms,
         )
+        if self.next_producer_id != NO_PRODUCER_ID:
+            t = replace(
+                t,
+                producer_id=self.next_producer_id,
+                last_producer_id=self.producer_id,
+                producer_epoch=0,
+                last_producer_epoch=NO_EPOCH,
+                next_producer_id=NO_PRODUCER_ID,
+            )
+        return self._prepare(t)
 
     # -- applying ---------------------------------------------------------------------------------
 
@@ -221,6 +279,7 @@ class TxnMetadata:
         self.timeout_ms, self.state = t.timeout_ms, t.state
         self.partitions = set(t.partitions)
         self.start_ms, self.update_ms = t.start_ms, t.update_ms
+        self.client_tv, self.next_producer_id = t.client_tv, t.next_producer_id
         self.pending = None
         self.failed_epoch_fence = False
 

@@ -107,7 +107,8 @@ class Reader:
         return (u >> 1) ^ -(u & 1)
 
 
-def _write_uvarint(out: bytearray, u: int) -> None:
+def write_uvarint(out: bytearray, u: int) -> None:
+    """Append ``u`` (>= 0) as an unsigned varint (the compact lengths of flexible versions)."""
     while u > 0x7F:
         out.append((u & 0x7F) | 0x80)
         u >>= 7
@@ -118,14 +119,14 @@ def write_varint(out: bytearray, value: int) -> None:
     """Append ``value`` as a zigzag varint; ValueError when it does not fit in int32."""
     if not -(1 << 31) <= value < (1 << 31):
         raise ValueError(f"{value} does not fit in a varint (int32)")
-    _write_uvarint(out, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+    write_uvarint(out, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
 def write_varlong(out: bytearray, value: int) -> None:
     """Append ``value`` as a zigzag varlong; ValueError when it does not fit in int64."""
     if not -(1 << 63) <= value < (1 << 63):
         raise ValueError(f"{value} does not fit in a varlong (int64)")
-    _write_uvarint(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+    write_uvarint(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def write_varint_bytes(out: bytearray, value: bytes | None) -> None:

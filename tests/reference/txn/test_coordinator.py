@@ -229,7 +229,7 @@ def test_record_layout() -> None:
     assert encode_key("t") == b"\x00\x00\x00\x01t"
     assert encode_value(r)[:2] == b"\x00\x00"
     with pytest.raises(ValueError):
-        decode_value(b"\x00\x01" + encode_value(r)[2:])
+        decode_value(b"\x00\x02" + encode_value(r)[2:])
 
 
 # -- the broker's marker sender: WriteTxnMarkers on the wire ----------------------------------

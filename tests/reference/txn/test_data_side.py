@@ -24,8 +24,8 @@ class Client:
     """Requests that follow the coordinators and the partition's leader wherever they are (on a
     busy machine leaderships can move during the test)."""
 
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
+    def __init__(self, cluster: Cluster, topic: str = TOPIC, tid: str = TID) -> None:
+        self.cluster, self.topic, self.tid = cluster, topic, tid
 
     def any_broker(self) -> tuple[str, int]:
         node = next(n for n in self.cluster.broker_nodes() if n.running)
@@ -49,11 +49,13 @@ class Client:
         return wait_until(attempt, timeout=60)
 
     def leader(self) -> tuple[str, int] | None:
-        md = call(self.any_broker(), ApiKey.METADATA, 9, {"Topics": [{"Name": TOPIC}]})
+        md = call(self.any_broker(), ApiKey.METADATA, 9, {"Topics": [{"Name": self.topic}]})
         brokers = {b["NodeId"]: (b["Host"], b["Port"]) for b in md["Brokers"]}
         return brokers.get(md["Topics"][0]["Partitions"][0]["LeaderId"])
 
-    def produce(self, pid: int, epoch: int, seq: int) -> dict:
+    def produce(self, pid: int, epoch: int, seq: int, version: int = 11) -> dict:
+        """A transactional batch of one record to partition 0 at its leader (Produce
+        ``version``; NOT_ENOUGH_REPLICAS, a coordinator not ready, is asked again)."""
         records = encode_batch(
             build_batch(
                 [(int(time.time() * 1000), b"k", b"v")],
@@ -64,17 +66,20 @@ class Client:
             )
         )
         body = {
-            "TransactionalId": TID,
+            "TransactionalId": self.tid,
             "Acks": -1,
             "TimeoutMs": 5000,
-            "TopicData": [{"Name": TOPIC, "PartitionData": [{"Index": 0, "Records": records}]}],
+            "TopicData": [
+                {"Name": self.topic, "PartitionData": [{"Index": 0, "Records": records}]}
+            ],
         }
 
         def attempt() -> dict | None:
             address = self.leader()
             if address is None:
                 return None
-            r = call(address, ApiKey.PRODUCE, 11, body)["Responses"][0]["PartitionResponses"][0]
+            r = call(address, ApiKey.PRODUCE, version, body)
+            r = r["Responses"][0]["PartitionResponses"][0]
             return (
                 None if r["ErrorCode"] in (E.NOT_LEADER_OR_FOLLOWER, E.NOT_ENOUGH_REPLICAS) else r
             )
@@ -95,7 +100,9 @@ class Client:
             "IsolationLevel": 1,
             "SessionId": 0,
             "SessionEpoch": -1,
-            "Topics": [{"Topic": TOPIC, "Partitions": [{**part, "PartitionMaxBytes": 1 << 20}]}],
+            "Topics": [
+                {"Topic": self.topic, "Partitions": [{**part, "PartitionMaxBytes": 1 << 20}]}
+            ],
             "ForgottenTopicsData": [],
             "RackId": "",
         }
