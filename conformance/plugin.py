@@ -1139,6 +1139,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not state.active:
         return
     try:
+        if state.recorder is not None and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            # a concurrent run's controller opened the run before the workers' selection came
+            # out empty: nothing ran, nothing is recorded (as a one-process run, which does not
+            # open it)
+            import shutil
+
+            state.recorder._out.close()
+            shutil.rmtree(state.recorder.dir, ignore_errors=True)
+            session.config.stash[RUN].run_dir = state.recorder = None
         if state.recorder is not None:
             _write_manifest(session.config, state)
             run = session.config.stash[RUN]
