@@ -218,6 +218,13 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout (s)")
     parser.add_argument(
+        "--release",
+        default=None,
+        metavar="V",
+        help="the brokers advertise and serve the API ranges of Apache Kafka release V (the "
+        "release table) where the reference implements them",
+    )
+    parser.add_argument(
         "--client-controller-listener",
         action="store_true",
         help="also a client listener on each controller, at port base+50+k (as the reference "
@@ -230,6 +237,14 @@ def serve_command(args: argparse.Namespace) -> int:
     # imported here: the other commands never load the reference cluster
     from reference_impl.launcher import ClusterError, serve
 
+    broker_settings = None
+    if args.release is not None:
+        from conformance.matrix.kafka_releases import broker_settings as release_settings
+
+        try:
+            broker_settings = release_settings(args.release)
+        except ValueError as e:
+            raise CliError(str(e)) from None
     try:
         return serve(
             brokers=args.brokers,
@@ -242,6 +257,7 @@ def serve_command(args: argparse.Namespace) -> int:
             restart_failed=args.restart_failed,
             timeout=args.timeout,
             client_controller_listener=args.client_controller_listener,
+            broker_settings=broker_settings,
         )
     except ClusterError as e:
         raise CliError(str(e)) from None

@@ -418,14 +418,16 @@ def serve(
     restart_failed: bool = False,
     timeout: float = 60.0,
     client_controller_listener: bool = False,
+    broker_settings: dict[str, Any] | None = None,
 ) -> int:
-    """Run the cluster until SIGINT/SIGTERM; returns the exit code. The ready file exists only
-    while the cluster is ready: a stale one is removed first, the new one appears whole (rename)
-    once every broker is Online and is removed before the cluster stops. A signal during start-up
-    stops the nodes spawned so far and returns 128 + the signal's number, without writing the
-    ready file. With ``restart_failed`` a node that dies is started again (``supervise``). Bad
-    arguments and a cluster that does not start raise ClusterError (the command line,
-    ``kafka-conformance serve``, prints it as one line)."""
+    """Run the cluster until SIGINT/SIGTERM (``broker_settings``: sections of every broker's
+    ``settings``, e.g. a release's ``api_ranges``); returns the exit code. The ready file
+    exists only while the cluster is ready: a stale one is removed first, the new one appears
+    whole (rename) once every broker is Online and is removed before the cluster stops. A signal
+    during start-up stops the nodes spawned so far and returns 128 + the signal's number, without
+    writing the ready file. With ``restart_failed`` a node that dies is started again
+    (``supervise``). Bad arguments and a cluster that does not start raise ClusterError (the
+    command line, ``kafka-conformance serve``, prints it as one line)."""
     if brokers < 1:
         raise ClusterError("--brokers must be at least 1")
     if host not in ("127.0.0.1", "localhost", "::1"):
@@ -455,6 +457,7 @@ def serve(
             host=host,
             port_base=port_base,
             client_controller_listener=client_controller_listener,
+            broker_overrides={"settings": dict(broker_settings)} if broker_settings else {},
         )
         try:
             cluster.start(timeout=timeout, abort=stop)

@@ -171,7 +171,9 @@ class Node:
 
     def build_listeners(self) -> None:
         apis = self.handler_apis()
+        limits = release_limits(self.config)
         for lc in self.config.listeners:
+            client = lc.name != self.config.inter_broker_listener
             self.listeners.append(
                 Listener(
                     lc.name,
@@ -183,6 +185,7 @@ class Node:
                     security=security_for(self.config, lc),
                     idle_timeout=self.config.connections_max_idle_ms / 1000,
                     features=features_for(self.config),
+                    limits=limits if client else None,
                 )
             )
 
@@ -365,3 +368,14 @@ def features_for(config: NodeConfig) -> Features:
     levels = {**DEFAULT_FEATURE_LEVELS, **config.settings.get("features", {})}
     finalized = {n: int(v) for n, v in levels.items() if int(v) > 0}
     return Features(dict(SUPPORTED_FEATURES), finalized, epoch=1 if finalized else -1)
+
+
+def release_limits(config: NodeConfig) -> dict[int, tuple[int, int]] | None:
+    """``settings["api_ranges"]`` (api key -> [lowest, highest]): the ranges of the Apache Kafka
+    release this node stands for on its client listeners (``--target 'reference?release=V'``,
+    ``serve --release V``: the release table's, written into the config by the caller). The
+    inter-broker listener keeps everything the cluster itself speaks."""
+    ranges = config.settings.get("api_ranges")
+    if ranges is None:
+        return None
+    return {int(k): (int(v[0]), int(v[1])) for k, v in ranges.items()}

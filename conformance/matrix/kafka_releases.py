@@ -276,3 +276,45 @@ def table_check(
         if table.get(k) != advertised.get(k)
     ]
     return {"release": release, "listener": listener, "differences": differences}
+
+
+#: the first release whose new clusters finalize transaction.version 2 (KIP-890 part 2)
+TV2_RELEASE = (4, 0)
+
+
+def resolve_release(name: str, releases: dict[str, dict[int, ReleaseApi]] | None = None) -> str:
+    """The table's release for ``name``: itself, else the table's release of the same major and
+    minor (patch releases do not change the protocol: 3.9.1 speaks 3.9.0's); ValueError naming
+    the known ones otherwise."""
+    releases = load() if releases is None else releases
+    if name in releases:
+        return name
+    minor = _minor(name)
+    same = [r for r in releases if not r.startswith("trunk") and _minor(r) == minor]
+    if minor is None or not same:
+        known = ", ".join(releases)
+        raise ValueError(f"no Apache Kafka release {name!r} in the release table: {known}")
+    return same[-1]
+
+
+def _minor(name: str) -> tuple[int, int] | None:
+    """(major, minor) of a release name, None for another kind of name."""
+    parts = name.split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def broker_settings(name: str) -> dict[str, Any]:
+    """What a reference broker needs to behave as release ``name`` on its client listeners
+    (``settings`` sections of its node config, which the reference reads without importing the
+    table): ``api_ranges``, each API the release's broker advertises to clients by default and
+    its range (KIP-896's removals in 4.0 included, the latest unstable version left out), and the
+    finalized ``features`` (transaction.version 2 from 4.0 on, unfinalized before)."""
+    release = resolve_release(name)
+    apis = load()[release]
+    ranges = {
+        str(key): [api.min, api.advertised_max] for key, api in apis.items() if api.advertised
+    }
+    tv = 2 if (_minor(release) or (0, 0)) >= TV2_RELEASE else 0
+    return {"api_ranges": ranges, "features": {"transaction.version": tv}, "release": release}

@@ -1,7 +1,10 @@
 """The bundled reference cluster (``reference_impl``): one controller and three brokers as OS
 processes on loopback, with either metadata store (embedded, or a ZooKeeper the target starts).
 ``reference:zookeeper?controllers=3`` runs two standby controllers beside the active one (only
-the ZooKeeper store elects among several).
+the ZooKeeper store elects among several). ``reference?release=3.9.1`` makes the brokers' client
+listeners advertise and serve exactly the API ranges of that Apache Kafka release (the release
+table, ``conformance/matrix/kafka_releases.json``; a patch release speaks its minor's protocol)
+where the reference implements them, with its transaction.version (2 from 4.0 on).
 
 Started with ``reference_impl.launcher.Cluster`` in a temporary data dir and stopped gracefully
 (brokers through Stopping, then the controller); a broker can be restarted for the suite's
@@ -103,7 +106,7 @@ class ReferenceTarget(Target):
         kind, _, query = spec.partition("?")
         store = "zookeeper" if kind == "reference:zookeeper" else "embedded"
         params = parse_qs(query, keep_blank_values=True)
-        unknown = set(params) - {"controllers"}
+        unknown = set(params) - {"controllers", "release"}
         if unknown:
             raise TargetError(f"reference target: unknown option(s) {', '.join(sorted(unknown))}")
         text = params.get("controllers", ["1"])[-1]
@@ -114,7 +117,22 @@ class ReferenceTarget(Target):
                 "reference target: several controllers need the ZooKeeper store "
                 "(--target reference:zookeeper?controllers=N)"
             )
-        return cls(kind=spec, metadata_store=store, controller_count=int(text))
+        target = cls(kind=spec, metadata_store=store, controller_count=int(text))
+        if "release" in params:
+            target.act_as_release(params["release"][-1])
+        return target
+
+    def act_as_release(self, release: str) -> None:
+        """The brokers' client listeners as Apache Kafka ``release``'s (its API ranges, its
+        transaction.version) from the release table."""
+        from conformance.matrix.kafka_releases import broker_settings
+
+        try:
+            extra = broker_settings(release)
+        except ValueError as e:
+            raise TargetError(f"reference target: {e}") from None
+        settings = self.broker_overrides.setdefault("settings", {})
+        settings.update(extra)
 
     def start(self) -> None:
         from reference_impl.launcher import Cluster, ClusterError

@@ -121,7 +121,11 @@ class Listener:
         max_request_size: int = 100 * 1024 * 1024,
         idle_timeout: float | None = None,
         features: Features | None = None,
+        limits: dict[int, tuple[int, int]] | None = None,
     ) -> None:
+        """``limits``: the API ranges of the Kafka release this listener stands for (an API
+        absent from them is not served, the others only where both ranges meet); None: all
+        that the handlers serve."""
         self.name, self.listener_type, self.codec = name, listener_type, codec
         self.host, self.port = host, port
         self.security = security or Security()
@@ -143,6 +147,10 @@ class Listener:
             hi = (
                 ours.hi if api.max_version is None else min(spec.valid_versions.hi, api.max_version)
             )
+            if limits is not None:
+                if api.key not in limits:
+                    continue
+                lo, hi = max(lo, limits[api.key][0]), min(hi, limits[api.key][1])
             if lo <= hi:
                 self.served[api.key] = api
                 self.ranges[api.key] = (lo, hi)
