@@ -5,11 +5,11 @@ Run them with ``kafka-conformance run [--target ...]`` or ``pytest --pyargs conf
 
 Layout: one folder per requirement file (``specs/requirements/<feature>.json``), named after it
 as a Python name (``kip-78`` -> ``kip78/``, ``broker-registration`` -> ``broker_registration/``;
-``protocol`` -> ``wire_protocol/``, which would otherwise shadow the kernel's
+``protocol`` -> ``protocol_basics/``, which would otherwise shadow the kernel's
 ``conformance.protocol``); a requirement's tests live in its feature's folder, and the machinery
 every feature uses in ``kit/`` (``tests/suite/test_layout.py`` checks both):
 
-    wire_protocol/         PROTOCOL.*: framing, versions, headers, robustness for every API
+    protocol_basics/       PROTOCOL.*: framing, versions, headers, robustness for every API
     kip78/ broker_registration/ kip536/ kip590/ kip42/   the seed features
     log/ idempotence/ topics/ groups/ offsets/ configs/ txn/ durability/   the broker's semantics
     kit/                   the harness, topic provisioning, checks and crediting, request bodies,

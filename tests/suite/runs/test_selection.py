@@ -23,9 +23,9 @@ def test_by_test_id_prefix_and_component() -> None:
     assert ids and all("kip78/test_cluster_id.py" in i for i in ids)
     _, ids, _ = collect("--select", "spec and describe-cluster")
     assert sorted(ids) == [
-        "conformance/suite/wire_protocol/test_spec_derived.py::test_valid_requests_are_answered[describe-cluster/v0]",
-        "conformance/suite/wire_protocol/test_spec_derived.py::test_valid_requests_are_answered[describe-cluster/v1]",
-        "conformance/suite/wire_protocol/test_spec_derived.py::test_valid_requests_are_answered[describe-cluster/v2]",
+        "conformance/suite/protocol_basics/test_spec_derived.py::test_valid_requests_are_answered[describe-cluster/v0]",
+        "conformance/suite/protocol_basics/test_spec_derived.py::test_valid_requests_are_answered[describe-cluster/v1]",
+        "conformance/suite/protocol_basics/test_spec_derived.py::test_valid_requests_are_answered[describe-cluster/v2]",
     ]  # v2: Kafka 4.x
 
 

@@ -1,1 +1,0 @@
-"""Tests of the PROTOCOL feature's suite tests (``conformance/suite/wire_protocol/``)."""
