@@ -39,7 +39,9 @@ def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return await fetch(node, ctx, body)
 
-    return Api(ApiKey.FETCH, handle, min_version=MIN_VERSION)
+    # v18 (KIP-1166) adds a follower's high watermark to the partition request: a hint for
+    # Kafka's follower-fetch wake-up, not read here (the reference's followers send v12)
+    return Api(ApiKey.FETCH, handle, min_version=MIN_VERSION, max_version=18)
 
 
 async def fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict:

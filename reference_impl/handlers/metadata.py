@@ -36,7 +36,9 @@ def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return answer(node, ctx, body)
 
-    return Api(ApiKey.METADATA, handle)
+    # v13 (KIP-1102) only adds the top-level ErrorCode: 0 here (the REBOOTSTRAP_REQUIRED it can
+    # carry is for a broker that no longer belongs to the client's cluster)
+    return Api(ApiKey.METADATA, handle, max_version=13)
 
 
 def answer(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
@@ -75,6 +77,7 @@ def answer(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
             )
     response: dict[str, Any] = {
         "ThrottleTimeMs": 0,
+        "ErrorCode": 0,
         "Brokers": brokers,
         "ClusterId": cache.cluster_id or node.cluster_id,
         "ControllerId": min(cache.brokers) if cache.brokers else -1,

@@ -38,8 +38,10 @@ from reference_impl.roles import BrokerView
 
 MIN_VERSION = 3
 #: v12: a transaction-version-2 client's transactional Produce adds its partition to the
-#: transaction (KIP-890 part 2); v13 (topic ids) is not served
-MAX_VERSION = 12
+#: transaction (KIP-890 part 2); v13: topics named by id (KIP-516; an unknown id is
+#: UNKNOWN_TOPIC_ID), answered by id
+MAX_VERSION = 13
+TOPIC_IDS_VERSION = 13
 _NOT_ADDED = (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_TXN_STATE)
 
 
@@ -59,13 +61,15 @@ async def produce(
     acks = body["Acks"]
     answers: dict[tuple[str, int], tuple[int, int, int, str | None, int]] = {}
     entries = []
-    for t in body["TopicData"]:
-        name = t["Name"]
-        allowed = node.authorize(ctx.session, "WRITE", ("TOPIC", name))
+    names = [_name(node, t, v) for t in body["TopicData"]]
+    for t, name in zip(body["TopicData"], names, strict=True):
+        allowed = name is not None and node.authorize(ctx.session, "WRITE", ("TOPIC", name))
         for p in t["PartitionData"]:
-            key = (name, p["Index"])
+            key = (name if name is not None else str(t["TopicId"]), p["Index"])
             records = p["Records"]
-            if acks not in (-1, 0, 1):
+            if name is None:
+                answers[key] = (int(ErrorCode.UNKNOWN_TOPIC_ID), -1, -1, None, -1)
+            elif acks not in (-1, 0, 1):
                 answers[key] = (int(ErrorCode.INVALID_REQUIRED_ACKS), -1, -1, None, -1)
             elif not allowed:
                 answers[key] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, None, -1)
@@ -91,10 +95,10 @@ async def produce(
         return CLOSE if any(a[0] for a in answers.values()) else None
     leaders: set[int] = set()
     topics = []
-    for t in body["TopicData"]:
+    for t, name in zip(body["TopicData"], names, strict=True):
         parts = []
         for p in t["PartitionData"]:
-            key = (t["Name"], p["Index"])
+            key = (name if name is not None else str(t["TopicId"]), p["Index"])
             code, base, start, message, append_time = answers[key]
             entry: dict[str, Any] = {
                 "Index": p["Index"],
@@ -112,7 +116,8 @@ async def produce(
                     leaders.add(leader["LeaderId"])
             parts.append(entry)
         if parts:  # Kafka answers per partition: a topic listed with none is not answered
-            topics.append({"Name": t["Name"], "PartitionResponses": parts})
+            ident = {"TopicId": t["TopicId"]} if v >= TOPIC_IDS_VERSION else {"Name": t["Name"]}
+            topics.append({**ident, "PartitionResponses": parts})
     response: dict[str, Any] = {"Responses": topics, "ThrottleTimeMs": 0}
     if v >= 10 and leaders:
         response["NodeEndpoints"] = node_endpoints(node, ctx, leaders)
@@ -160,6 +165,13 @@ async def _verified(
         else:
             kept.append(entry)
     return kept
+
+
+def _name(node: BrokerView, topic: dict, version: int) -> str | None:
+    """The topic a TopicData entry names (v13+: by id; None for an id the broker does not know)."""
+    if version < TOPIC_IDS_VERSION:
+        return topic["Name"]
+    return node.metadata_cache.topic_ids.get(topic["TopicId"])
 
 
 def _header(records: Any) -> BatchHeader | None:

@@ -128,6 +128,35 @@ def test_fetch_v13_addresses_topics_by_id(tmp_path: Path) -> None:
     run(main())
 
 
+def test_produce_v13_and_fetch_v18_address_topics_by_id(tmp_path: Path) -> None:
+    """Kafka 4.4's newest: Produce v13 names topics by id (an unknown one UNKNOWN_TOPIC_ID) and
+    answers by id; Fetch v18 reads what it wrote."""
+
+    async def main():
+        c = await single(tmp_path)
+        try:
+            topic_id = c.topics["t"].topic_id
+            body = produce_body("t", batch(b"by-id"))
+            body["TopicData"][0]["TopicId"] = topic_id
+            unknown = dict(body["TopicData"][0], TopicId=__import__("uuid").uuid4())
+            body["TopicData"].append(unknown)
+            conn = await c.connect(1)
+            resp = await conn.request(ApiKey.PRODUCE, 13, body)
+            known, missing = resp.body["Responses"]
+            assert known["TopicId"] == topic_id
+            assert known["PartitionResponses"][0]["ErrorCode"] == 0
+            assert missing["PartitionResponses"][0]["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_ID
+            fetch = fetch_body("t", 0)
+            fetch["Topics"][0]["TopicId"] = topic_id
+            got = (await conn.request(ApiKey.FETCH, 18, fetch)).body["Responses"][0]
+            assert decode_batches(got["Partitions"][0]["Records"])[0].records[0].value == b"by-id"
+            await conn.close()
+        finally:
+            await c.stop()
+
+    run(main())
+
+
 def test_old_versions_are_not_served_as_in_kafka_4(tmp_path: Path) -> None:
     async def main():
         c = await single(tmp_path)

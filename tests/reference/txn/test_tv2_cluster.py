@@ -39,6 +39,9 @@ def test_transaction_version_2_on_the_wire(shared_cluster: Cluster) -> None:
 
     created = call(c.any_broker(), ApiKey.CREATE_TOPICS, 5, topic_body(TOPIC, 1, 3))
     assert created["Topics"][0]["ErrorCode"] == 0
+    # Metadata v13 (Kafka 4.4's newest): a top-level ErrorCode
+    md = call(c.any_broker(), ApiKey.METADATA, 13, {"Topics": [{"Name": TOPIC}]})
+    assert md["ErrorCode"] == 0 and md["Topics"][0]["Name"] == TOPIC
     init = {"TransactionalId": TID, "TransactionTimeoutMs": 60000, "ProducerId": -1}
     # InitProducerId v6: two-phase commit is not enabled on the broker
     r = c.ask(
