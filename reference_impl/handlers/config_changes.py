@@ -50,7 +50,7 @@ def resolve(
         if not node.authorize(ctx.session, "ALTER_CONFIGS", ("GROUP", rname)):
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if rname == "":
-            raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name can't be empty.")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
         return dict(image.configs.get((ConfigResourceType.GROUP, rname), {})), cfg.GROUP_CONFIGS
     raise KafkaError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
 

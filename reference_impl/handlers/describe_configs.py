@@ -1,11 +1,14 @@
-"""DescribeConfigs (32): a topic's or a broker's configs, with their sources.
+"""DescribeConfigs (32): a topic's, a broker's or a group's configs, with their sources.
 
 Topics list every topic config: the dynamic value (DYNAMIC_TOPIC_CONFIG) or Kafka's default
 (DEFAULT_CONFIG). A broker lists its static settings (read-only) and the dynamic broker
 configs: per-broker value, cluster-wide default ("" resource), or built-in default. A broker
 answers for itself only (another id is INVALID_REQUEST, as in Kafka); the controller answers for
-any broker id from its image. BROKER_LOGGER lists the root logger. Served by brokers from their
-metadata cache, by the controller from its image.
+any broker id from its image. BROKER_LOGGER lists the root logger. A GROUP lists KIP-848's
+consumer.session.timeout.ms and consumer.heartbeat.interval.ms (DYNAMIC_GROUP_CONFIG when set, an
+empty name INVALID_REQUEST). A request naming an unknown resource type is INVALID_REQUEST for every
+resource, as Kafka answers it. Served by brokers from their metadata cache, by the controller
+from its image.
 """
 
 from __future__ import annotations
@@ -24,8 +27,31 @@ ROLES = ("broker", "controller")
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
+#: Kafka's answer to every resource of a request naming an unknown resource type
+_MALFORMED = (
+    "This most likely occurs because of a request being malformed by the client library or the "
+    "message was sent to an incompatible broker. See the broker logs for more details."
+)
+
+
 def api(node: NodeView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
+        known = {int(t) for t in ConfigResourceType if t != ConfigResourceType.UNKNOWN}
+        if any(r["ResourceType"] not in known for r in body["Resources"]):
+            # Kafka fails the whole request (its authorisation step throws on the unknown type)
+            return {
+                "ThrottleTimeMs": 0,
+                "Results": [
+                    {
+                        "ErrorCode": int(ErrorCode.INVALID_REQUEST),
+                        "ErrorMessage": _MALFORMED,
+                        "ResourceType": r["ResourceType"],
+                        "ResourceName": r["ResourceName"],
+                        "Configs": [],
+                    }
+                    for r in body["Resources"]
+                ],
+            }
         return {
             "ThrottleTimeMs": 0,
             "Results": [_resource(node, ctx, body, r) for r in body["Resources"]],
@@ -107,6 +133,8 @@ def _resource(node: NodeView, ctx: RequestContext, body: dict, r: dict) -> dict[
     if rtype == ConfigResourceType.GROUP:
         if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", ("GROUP", rname)):
             return fail(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        if rname == "":
+            return fail(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
         own = _group_configs(node).get(rname, {})
         result["Configs"] = [
             config_entry(
