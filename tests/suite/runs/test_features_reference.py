@@ -12,10 +12,6 @@ import pytest
 from conformance.requirements import requirements
 from tests.support.runs import shared_run, unreached
 
-# "broker-registration" is also the BrokerRegistration API's name, which the PROTOCOL tests of that
-# API carry: select the three features' own tests only (test_features_tansu runs this selection;
-# here the shared runs of early.SHARED give the verdicts)
-SELECT = "(BROKER-REGISTRATION or KIP-536 or KIP-590) and not PROTOCOL"
 FILES = ("broker-registration", "kip-536", "kip-590")
 NEEDS_ZOOKEEPER = {"BROKER-REGISTRATION.R8", "KIP-536.R5", "KIP-590.R4"}
 NEEDS_STANDBY = {"KIP-590.R5"}

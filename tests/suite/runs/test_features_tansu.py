@@ -7,7 +7,10 @@ NONE is a configuration failure, CONFIGS.R12: ``test_groups_tansu.py``.)"""
 
 from __future__ import annotations
 
-from tests.suite.runs.test_features_reference import SELECT
+# "broker-registration" is also the BrokerRegistration API's name, which the PROTOCOL tests of that
+# API carry: select the three features' own tests only (against the reference, the shared runs of
+# early.SHARED give their verdicts: test_features_reference)
+SELECT = "(BROKER-REGISTRATION or KIP-536 or KIP-590) and not PROTOCOL"
 
 
 def test_tansu_features_report_what_it_lacks(cli) -> None:
