@@ -21,7 +21,6 @@ from tests.support.runs import verdicts
 #: into the cluster, malformed frames
 SUBSET = (
     "kip-78 or kip-536 or offsets/commit-fetch or broker-registration/lifecycle/epochs or "
-    "broker-registration/lifecycle/unregister or protocol/robustness/invalid-varint or "
     "protocol/robustness/negative-size"
 )
 DISRUPTIVE = (
