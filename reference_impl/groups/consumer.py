@@ -351,8 +351,15 @@ class ConsumerGroups:
             bump = True
             group.group_epoch += steps
             log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
-        if group.group_epoch > group.assignment_epoch:
+        now = self.host.scheduler.now_ms()
+        interval = self.host.config.consumer_assignment_interval_ms
+        if group.group_epoch > group.assignment_epoch and (
+            group.assignment_epoch == 0 or now - group.assigned_at_ms >= interval
+        ):
+            # Kafka 4.4.0 computes a group's target at most every consumer.assignment.interval.ms
+            # (1 s): meanwhile members reconcile to the previous one (the group is Assigning)
             self._compute_target(group)
+            group.assigned_at_ms = now
         self._reconcile(group, member, owned)
         self._schedule_session(group, member)
         full = req.member_epoch == 0 or (

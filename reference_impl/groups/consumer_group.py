@@ -125,6 +125,8 @@ class ConsumerGroup(BaseGroup):
     #: topic name -> (topic id, partition count) of every subscribed topic, as last seen
     subscribed: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     dead: bool = False
+    #: when the target was last computed (scheduler ms; not stored: a reload computes at once)
+    assigned_at_ms: int = -(2**62)
 
     group_type = "consumer"
 

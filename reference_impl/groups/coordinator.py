@@ -70,6 +70,8 @@ class GroupConfig:
     consumer_min_heartbeat_interval_ms: int = 5_000
     consumer_max_heartbeat_interval_ms: int = 15_000
     consumer_max_size: int = 2**31 - 1
+    #: Kafka 4.4.0's consumer.assignment.interval.ms: a target assignment at most this often
+    consumer_assignment_interval_ms: int = 1_000
 
 
 @dataclass

@@ -4,7 +4,7 @@ what it owns is what it was last given), change subscriptions, leave, crash, and
 (session 1 s, rebalance timeout 0.5 s) while topics grow. After every step:
 
 * no partition is owned by two members, on the coordinator (assigned or pending revocation)
-  nor among the live members (heartbeated within the session timeout);
+  nor among the live members (heartbeated within the session timeout, not removed meanwhile);
 * a member's epoch never goes back while it stays in the group;
 * after the live members heartbeat for a while (crashed ones' sessions end meanwhile), the group
   is Stable and every partition of the subscribed topics is owned by exactly one member
@@ -43,11 +43,18 @@ class Client:
 
 
 class ConsumerGroupMachine(RuleBasedStateMachine):
-    @initialize(assignor=st.sampled_from([None, "uniform", "range"]))
-    def start(self, assignor: str | None) -> None:
+    @initialize(
+        assignor=st.sampled_from([None, "uniform", "range"]),
+        interval=st.sampled_from([0, 1000]),
+    )
+    def start(self, assignor: str | None, interval: int) -> None:
         self.clock = ManualScheduler()
         self.topics = {"t": (uuid.UUID(int=1), 3), "u": (uuid.UUID(int=2), 2)}
-        cfg = GroupConfig(offsets_topic_partitions=1, consumer_session_timeout_ms=SESSION_MS)
+        cfg = GroupConfig(
+            offsets_topic_partitions=1,
+            consumer_session_timeout_ms=SESSION_MS,
+            consumer_assignment_interval_ms=interval,
+        )
         store = MemoryOffsetsStore(self.clock.wall_ms)
         self.c = GroupCoordinator(self.clock, store, cfg, topics=lambda: dict(self.topics))
         self.c.finish_loading(0, self.c.start_loading(0), [])
@@ -171,9 +178,12 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         if not hasattr(self, "clients"):
             return
         now = self.clock.now_ms()
+        members = self.c.groups["g"].members if "g" in self.c.groups else {}
         seen: set = set()
         for c in self.clients.values():
-            if not c.joined or now - c.last_ok_ms > SESSION_MS:
+            # a member the coordinator removed (session or rebalance timeout) is a zombie until
+            # its next heartbeat tells it so; Kafka's clients stop fetching on their own timers
+            if not c.joined or now - c.last_ok_ms > SESSION_MS or c.member_id not in members:
                 continue
             for t, ps in c.owned.items():
                 for p in ps:

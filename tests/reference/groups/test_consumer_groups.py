@@ -18,11 +18,15 @@ T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 
 
 class World:
-    def __init__(self, store: MemoryOffsetsStore | None = None) -> None:
+    def __init__(self, store: MemoryOffsetsStore | None = None, interval: int = 0) -> None:
         self.clock = ManualScheduler()
         self.store = store or MemoryOffsetsStore(self.clock.wall_ms)
         self.topics: dict[str, tuple[uuid.UUID, int]] = {"t": (T1, 3)}
-        cfg = GroupConfig(offsets_topic_partitions=1, consumer_session_timeout_ms=1000)
+        cfg = GroupConfig(
+            offsets_topic_partitions=1,
+            consumer_session_timeout_ms=1000,
+            consumer_assignment_interval_ms=interval,
+        )
         self.c = GroupCoordinator(self.clock, self.store, cfg, topics=lambda: dict(self.topics))
         self.c.finish_loading(0, self.c.start_loading(0), self.store.read(0))
 
@@ -237,3 +241,23 @@ def test_an_older_epoch_commits_the_partitions_owned_since_kip_1251() -> None:
         {("t", kept): 0, ("t", gone): E.STALE_MEMBER_EPOCH},
         {("t", kept): E.STALE_MEMBER_EPOCH},
     ]
+
+
+def test_the_target_is_computed_at_most_every_assignment_interval() -> None:
+    """Kafka 4.4.0 (consumer.assignment.interval.ms, 1 s; 0.5 s here): a member joining within
+    the interval after the last target reconciles to that target first (the group is
+    Assigning); a heartbeat after the interval computes the new one."""
+    w = World(interval=500)
+    a = w.hb("a", 0)
+    assert a.member_epoch == 2 and a.assignment == {T1: {0, 1, 2}}  # the first at once
+    b = w.hb("b", 0)
+    assert (b.member_epoch, b.assignment) == (2, {})
+    assert (w.group().state, w.group().group_epoch, w.group().assignment_epoch) == (
+        "Assigning",
+        3,
+        2,
+    )
+    w.clock.advance(500)
+    a2 = w.hb("a", 2, owned=owned_of(a))
+    assert w.group().assignment_epoch == 3 and a2.member_epoch == 2  # revoking first
+    assert a2.assignment is not None and len(a2.assignment[T1]) < 3
