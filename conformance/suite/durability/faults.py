@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import signal
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,23 +216,14 @@ class Faults:
         self.dead.discard(node_id)
 
     def start_all(self, nodes: list[int]) -> None:
-        """Start several killed nodes again at once (each start waits for its listener: a JVM
-        takes seconds); the first failure is raised once every start has ended."""
-
-        def start(node: int) -> None:
+        """Start several killed nodes again, one after the other, from this thread: a target's
+        processes may be tied to the thread that started them (Kafka's die with it,
+        ``PR_SET_PDEATHSIG``), so never from a pool's short-lived threads."""
+        for node in nodes:
             try:
                 self.start(node)
             except TargetError as e:
                 raise TargetError(f"node {node} did not start again: {e}") from None
-
-        if len(nodes) < 2:
-            for node in nodes:
-                start(node)
-            return
-        with ThreadPoolExecutor(len(nodes), thread_name_prefix="kc-start") as pool:
-            futures = [pool.submit(start, node) for node in nodes]
-        for future in futures:
-            future.result()
 
     def pause_leader(self, topic: str, leader: int, at_most: float) -> None:
         """SIGSTOP of ``leader`` until the partition has another leader (the target noticed the
