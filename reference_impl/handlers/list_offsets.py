@@ -1,6 +1,9 @@
 """ListOffsets (2), v1+: earliest (-2), latest (-1), max timestamp (-3, v7+), earliest local
-(-4, v8+: the log start, there being no tiered storage), earliest pending upload (-5, v9+:
-none, -1), or the first record at or after a timestamp (from the time index).
+(-4, v8+: the log start, there being no tiered storage), latest tiered (-5, v9+, KIP-1005:
+none, -1), or the first record at or after a timestamp (from the time index). v10 (KIP-1075)
+adds TimeoutMs for Kafka's asynchronous remote-storage lookups: every lookup here is local and
+immediate. v11 (KIP-1023's earliest pending upload, -6) is not served: what Kafka answers for it
+without tiered storage is still to be checked.
 
 Consumers see up to the high watermark (read_uncommitted) or the last stable offset; a
 replica id >= 0 sees the log end. v0 (a list of segment offsets) is not served, as in Kafka
@@ -19,6 +22,7 @@ from reference_impl.roles import BrokerView
 MIN_VERSION = 1
 #: the negative timestamps with a meaning, and the first version that has each
 SPECIAL_TIMESTAMPS = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
+MAX_VERSION = 10
 
 
 def _special(version: int) -> set[int]:
@@ -29,7 +33,7 @@ def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         return list_offsets(node, ctx, body)
 
-    return Api(ApiKey.LIST_OFFSETS, handle, min_version=MIN_VERSION)
+    return Api(ApiKey.LIST_OFFSETS, handle, min_version=MIN_VERSION, max_version=MAX_VERSION)
 
 
 def list_offsets(node: BrokerView, ctx: RequestContext, body: dict) -> dict:

@@ -130,7 +130,7 @@ def test_fetch_v13_addresses_topics_by_id(tmp_path: Path) -> None:
 
 def test_produce_v13_and_fetch_v18_address_topics_by_id(tmp_path: Path) -> None:
     """Kafka 4.4's newest: Produce v13 names topics by id (an unknown one UNKNOWN_TOPIC_ID) and
-    answers by id; Fetch v18 reads what it wrote."""
+    answers by id; Fetch v18 reads what it wrote; ListOffsets v10 finds its end."""
 
     async def main():
         c = await single(tmp_path)
@@ -150,6 +150,16 @@ def test_produce_v13_and_fetch_v18_address_topics_by_id(tmp_path: Path) -> None:
             fetch["Topics"][0]["TopicId"] = topic_id
             got = (await conn.request(ApiKey.FETCH, 18, fetch)).body["Responses"][0]
             assert decode_batches(got["Partitions"][0]["Records"])[0].records[0].value == b"by-id"
+            # ListOffsets v10 (KIP-1075's TimeoutMs): the latest offset, at once
+            part = {"PartitionIndex": 0, "CurrentLeaderEpoch": -1, "Timestamp": -1}
+            body = {
+                "ReplicaId": -1,
+                "IsolationLevel": 0,
+                "Topics": [{"Name": "t", "Partitions": [part]}],
+                "TimeoutMs": 1000,
+            }
+            listed = (await conn.request(ApiKey.LIST_OFFSETS, 10, body)).body
+            assert listed["Topics"][0]["Partitions"][0]["Offset"] == 1
             await conn.close()
         finally:
             await c.stop()
