@@ -1107,7 +1107,8 @@ def _the_rest(session: pytest.Session) -> None:
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         if session.shouldfail or session.shouldstop:
             break
-    state.phases_timed.append(("one by one", len(rest), time.monotonic() - started))
+    took = time.monotonic() - started
+    state.phases_timed.append(("this process, one at a time", len(rest), took))
 
 
 # --- the end -----------------------------------------------------------------------------------
