@@ -943,6 +943,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # after a test says so on its report and creates a flag file: from then on every worker defers
 # its tests (no verdict), and the controller restarts the target (or, for an external one, marks
 # it unreachable) and runs the deferred tests before the disruptive ones.
+# What a harness remembers for the run is its process's: a request the target leaves unanswered
+# is waited for once per worker (the verdicts are the same; a one-process run waits once).
 
 #: the key of the controller's input in each worker's ``workerinput``
 WORKER_INPUT = "kafka_conformance"

@@ -19,6 +19,10 @@ from conformance.protocol import ApiKey
 from tests.support.faults_silence import Swallow
 from tests.support.proxies import FaultyProxy, passthrough
 
+#: the run's memory of unanswered requests is its process's: in a concurrent run (``--jobs``)
+#: each worker waits once for what the target leaves unanswered; these tests count the waits and
+#: the requests of one process
+ONE_PROCESS = ("--jobs", "1")
 SELECT = (
     "protocol/spec/describe-groups/v0 or protocol/spec/create-topics/v7"
     " or topics/create/existing-refused"
@@ -36,7 +40,7 @@ def test_an_unanswered_request_is_reported_once_and_not_sent_again(cli, referenc
     boot = reference.bootstrap[0]
     silence = Swallow({ApiKey.DESCRIBE_GROUPS: {0}, ApiKey.CREATE_TOPICS: {7}})
     with FaultyProxy((boot.host, boot.port), passthrough, silence.request) as proxy:
-        proc, run = cli("--bootstrap-server", proxy.address, "--select", SELECT)
+        proc, run = cli("--bootstrap-server", proxy.address, "--select", SELECT, *ONE_PROCESS)
     assert run is not None, proc.stderr[-2000:]
     # each test sent each request once: the replay of a failing example sent nothing
     assert dict(silence.swallowed) == {
@@ -69,7 +73,7 @@ def test_an_edge_left_unanswered_is_waited_for_briefly_at_the_next_version(cli, 
         "protocol/spec/offset-fetch/v8/well-formed or protocol/spec/offset-fetch/v9/well-formed"
     )
     with FaultyProxy((boot.host, boot.port), passthrough, silence.request) as proxy:
-        proc, run = cli("--bootstrap-server", proxy.address, "--select", select)
+        proc, run = cli("--bootstrap-server", proxy.address, "--select", select, *ONE_PROCESS)
     assert run is not None, proc.stderr[-2000:]
     assert dict(silence.swallowed) == {(ApiKey.OFFSET_FETCH, 8): 1, (ApiKey.OFFSET_FETCH, 9): 1}
     failed = {r["test_id"]: r["message"] for r in run.records if r["verdict"] == "FAIL"}
@@ -86,7 +90,11 @@ def test_an_api_a_node_never_answers_is_not_sent_after_two_waits(cli, reference)
     silence = Swallow({ApiKey.DESCRIBE_GROUPS: None})
     with FaultyProxy((boot.host, boot.port), passthrough, silence.request) as proxy:
         proc, run = cli(
-            "--bootstrap-server", proxy.address, "--select", "protocol/spec/describe-groups"
+            "--bootstrap-server",
+            proxy.address,
+            "--select",
+            "protocol/spec/describe-groups",
+            *ONE_PROCESS,
         )
     assert run is not None, proc.stderr[-2000:]
     assert dict(silence.swallowed) == {
