@@ -39,17 +39,23 @@ import base64
 import logging
 import re
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from conformance.protocol import ErrorCode
-from reference_impl.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR
+from reference_impl.groups.assignors import ASSIGNORS
+from reference_impl.groups.consumer_assignment import (
+    RECONCILED,
+    REVOKING,
+    ZERO,
+    compute_target,
+    preferred_assignor,
+    reconcile,
+    subscribed_metadata,
+)
 from reference_impl.groups.consumer_group import (
     LEAVE_EPOCH,
-    STABLE,
     STATIC_LEAVE_EPOCH,
-    UNRELEASED,
     UNREVOKED,
     ConsumerGroup,
     ConsumerMember,
@@ -82,7 +88,6 @@ TopicsView = Callable[[], dict[str, tuple[uuid.UUID, int]]]
 #: group id -> its configs (IncrementalAlterConfigs on the GROUP resource)
 GroupConfigsView = Callable[[str], dict[str, str]]
 
-ZERO = uuid.UUID(int=0)
 SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL_CONFIG = "consumer.heartbeat.interval.ms"
 
@@ -340,27 +345,7 @@ class ConsumerGroups:
         assigned_before = copy_partitions(member.assigned)
         changed = self._update(member, req)
         group.add(member)
-        bump = group.group_epoch == 0 or new_member or changed
-        subscribed = self._subscribed_metadata(group)
-        # Kafka 4.4.0 advances the group epoch once for the member's change and once more when
-        # the subscribed topics' metadata changed: a new group's first member subscribing to a
-        # topic gets epoch 2, one subscribing to nothing epoch 1, the next member one more
-        steps = int(bump) + int(subscribed != group.subscribed)
-        group.subscribed = subscribed
-        if steps:
-            bump = True
-            group.group_epoch += steps
-            log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
-        now = self.host.scheduler.now_ms()
-        interval = self.host.config.consumer_assignment_interval_ms
-        if group.group_epoch > group.assignment_epoch and (
-            group.assignment_epoch == 0 or now - group.assigned_at_ms >= interval
-        ):
-            # Kafka 4.4.0 computes a group's target at most every consumer.assignment.interval.ms
-            # (1 s): meanwhile members reconcile to the previous one (the group is Assigning)
-            self._compute_target(group)
-            group.assigned_at_ms = now
-        self._reconcile(group, member, owned)
+        bump = self._advance(group, member, owned, group.group_epoch == 0 or new_member or changed)
         self._schedule_session(group, member)
         full = req.member_epoch == 0 or (
             req.rebalance_timeout_ms != -1
@@ -387,6 +372,38 @@ class ConsumerGroups:
             self._store(group, records, answer)
         else:
             answer()
+
+    def _advance(
+        self, group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None, bump: bool
+    ) -> bool:
+        """The group epoch (``bump``: the member joined or changed its subscription), the target
+        assignment when it is stale, and one reconciliation step of the member; whether the
+        group epoch moved."""
+        subscribed = subscribed_metadata(group, self.topics())
+        # Kafka 4.4.0 advances the group epoch once for the member's change and once more when
+        # the subscribed topics' metadata changed: a new group's first member subscribing to a
+        # topic gets epoch 2, one subscribing to nothing epoch 1, the next member one more
+        steps = int(bump) + int(subscribed != group.subscribed)
+        group.subscribed = subscribed
+        if steps:
+            group.group_epoch += steps
+            log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
+        now = self.host.scheduler.now_ms()
+        interval = self.host.config.consumer_assignment_interval_ms
+        if group.group_epoch > group.assignment_epoch and (
+            group.assignment_epoch == 0 or now - group.assigned_at_ms >= interval
+        ):
+            # Kafka 4.4.0 computes a group's target at most every consumer.assignment.interval.ms
+            # (1 s): meanwhile members reconcile to the previous one (the group is Assigning)
+            compute_target(group)
+            group.assigned_at_ms = now
+        step = reconcile(group, member, owned)
+        if step == REVOKING:
+            self._schedule_rebalance_timeout(group, member)
+        elif step == RECONCILED:
+            cancel(member.rebalance_timer)
+            member.rebalance_timer = None
+        return steps > 0
 
     @staticmethod
     def _update(member: ConsumerMember, req: HeartbeatRequest) -> bool:
@@ -415,84 +432,6 @@ class ConsumerGroups:
             member.subscribed_topic_regex,
             member.server_assignor,
         )
-
-    # -- target assignment and reconciliation -------------------------------------------------
-
-    def _matching(
-        self, member: ConsumerMember, topics: dict[str, tuple[uuid.UUID, int]]
-    ) -> set[str]:
-        names = {t for t in member.subscribed_topic_names if t in topics}
-        if member.subscribed_topic_regex:
-            pattern = re.compile(member.subscribed_topic_regex)
-            names |= {
-                t for t in topics if not t.startswith("__") and pattern.fullmatch(t) is not None
-            }
-        return names
-
-    def _subscribed_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
-        topics = self.topics()
-        names: set[str] = set()
-        for m in group.members.values():
-            names |= self._matching(m, topics) | set(m.subscribed_topic_names)
-        # a subscribed name that names no topic counts too (Kafka's metadata hash has it)
-        return {n: topics.get(n, (ZERO, 0)) for n in sorted(names)}
-
-    def _compute_target(self, group: ConsumerGroup) -> None:
-        topics = {n: t for n, t in group.subscribed.items() if t[1] > 0}
-        subscriptions = {
-            m.member_id: {topics[n][0] for n in self._matching(m, topics)}
-            for m in group.members.values()
-        }
-        partitions = {tid: count for tid, count in topics.values()}
-        votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
-        name = votes.most_common(1)[0][0] if votes else DEFAULT_ASSIGNOR
-        group.target = ASSIGNORS[name].assign(subscriptions, partitions, group.target)
-        group.assignment_epoch = group.group_epoch
-
-    def _reconcile(
-        self, group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None
-    ) -> None:
-        """Kafka's CurrentAssignmentBuilder: one step of the member towards its target."""
-        target_epoch = group.assignment_epoch
-        target = group.target.get(member.member_id, {})
-        if member.state == UNREVOKED:
-            still = owned is None or any(
-                ps & member.pending_revocation.get(t, set()) for t, ps in owned.items()
-            )
-            if still:
-                return  # the member has not given the partitions back yet
-            member.pending_revocation = {}
-        elif member.state == STABLE and member.member_epoch == target_epoch:
-            return
-        keep: Partitions = {}
-        revoke: Partitions = {}
-        for t, ps in member.assigned.items():
-            if ps & target.get(t, set()):
-                keep[t] = ps & target.get(t, set())
-            if ps - target.get(t, set()):
-                revoke[t] = ps - target.get(t, set())
-        if revoke:
-            member.assigned, member.pending_revocation = keep, revoke
-            member.state = UNREVOKED
-            member.note_epochs()
-            self._schedule_rebalance_timeout(group, member)
-            return
-        unreleased = False
-        for t, ps in target.items():
-            for p in ps - keep.get(t, set()):
-                if group.owner(t, p, member.member_id) is None:
-                    keep.setdefault(t, set()).add(p)
-                else:
-                    unreleased = True
-        member.assigned = keep
-        member.pending_revocation = {}
-        if member.member_epoch != target_epoch:
-            member.previous_member_epoch = member.member_epoch
-            member.member_epoch = target_epoch
-        member.state = UNRELEASED if unreleased else STABLE
-        cancel(member.rebalance_timer)
-        member.rebalance_timer = None
-        member.note_epochs()
 
     # -- timers ---------------------------------------------------------------------------------
 
@@ -603,8 +542,7 @@ class ConsumerGroups:
         return ErrorCode.NONE, None, group
 
     def preferred_assignor(self, group: ConsumerGroup) -> str:
-        votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
-        return votes.most_common(1)[0][0] if votes else DEFAULT_ASSIGNOR
+        return preferred_assignor(group)
 
     # -- offsets of a consumer group (OffsetCommit v9+, OffsetFetch v9+) ----------------------
 

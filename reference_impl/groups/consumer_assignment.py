@@ -1,0 +1,108 @@
+"""KIP-848 consumer groups: the subscribed topics, the target assignment and one member's
+reconciliation towards it (Kafka's ``TargetAssignmentBuilder`` and ``CurrentAssignmentBuilder``),
+as functions of the group's bookkeeping (``consumer_group.py``). ``consumer.py`` calls them from
+the heartbeat and keeps the timers.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import Counter
+
+from reference_impl.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR
+from reference_impl.groups.consumer_group import (
+    STABLE,
+    UNRELEASED,
+    UNREVOKED,
+    ConsumerGroup,
+    ConsumerMember,
+    Partitions,
+)
+
+ZERO = uuid.UUID(int=0)
+#: topic name -> (topic id, partition count)
+Topics = dict[str, tuple[uuid.UUID, int]]
+
+#: what a reconciliation step left the member doing
+REVOKING, WAITING, RECONCILED = "revoking", "waiting", "reconciled"
+
+
+def matching(member: ConsumerMember, topics: Topics) -> set[str]:
+    """The topics the member subscribes to by name or by regex (internal topics aside)."""
+    names = {t for t in member.subscribed_topic_names if t in topics}
+    if member.subscribed_topic_regex:
+        pattern = re.compile(member.subscribed_topic_regex)
+        names |= {t for t in topics if not t.startswith("__") and pattern.fullmatch(t) is not None}
+    return names
+
+
+def subscribed_metadata(group: ConsumerGroup, topics: Topics) -> Topics:
+    """Every topic some member subscribes to, with its id and partition count; a subscribed name
+    that names no topic counts too (Kafka's metadata hash has it), as (nil id, 0)."""
+    names: set[str] = set()
+    for m in group.members.values():
+        names |= matching(m, topics) | set(m.subscribed_topic_names)
+    return {n: topics.get(n, (ZERO, 0)) for n in sorted(names)}
+
+
+def preferred_assignor(group: ConsumerGroup) -> str:
+    """The ServerAssignor most members name, else the default (uniform)."""
+    votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+    return votes.most_common(1)[0][0] if votes else DEFAULT_ASSIGNOR
+
+
+def compute_target(group: ConsumerGroup) -> None:
+    """The target assignment for the group epoch, by the group's assignor."""
+    topics = {n: t for n, t in group.subscribed.items() if t[1] > 0}
+    subscriptions = {
+        m.member_id: {topics[n][0] for n in matching(m, topics)} for m in group.members.values()
+    }
+    partitions = {tid: count for tid, count in topics.values()}
+    assignor = ASSIGNORS[preferred_assignor(group)]
+    group.target = assignor.assign(subscriptions, partitions, group.target)
+    group.assignment_epoch = group.group_epoch
+
+
+def reconcile(group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None) -> str:
+    """One step of the member towards its target (Kafka's CurrentAssignmentBuilder): REVOKING
+    (partitions to give back first, epoch unchanged), WAITING (it has not given them back yet)
+    or RECONCILED (at the assignment epoch; partitions another member still owns come later)."""
+    target_epoch = group.assignment_epoch
+    target = group.target.get(member.member_id, {})
+    if member.state == UNREVOKED:
+        still = owned is None or any(
+            ps & member.pending_revocation.get(t, set()) for t, ps in owned.items()
+        )
+        if still:
+            return WAITING
+        member.pending_revocation = {}
+    elif member.state == STABLE and member.member_epoch == target_epoch:
+        return RECONCILED
+    keep: Partitions = {}
+    revoke: Partitions = {}
+    for t, ps in member.assigned.items():
+        if ps & target.get(t, set()):
+            keep[t] = ps & target.get(t, set())
+        if ps - target.get(t, set()):
+            revoke[t] = ps - target.get(t, set())
+    if revoke:
+        member.assigned, member.pending_revocation = keep, revoke
+        member.state = UNREVOKED
+        member.note_epochs()
+        return REVOKING
+    unreleased = False
+    for t, ps in target.items():
+        for p in ps - keep.get(t, set()):
+            if group.owner(t, p, member.member_id) is None:
+                keep.setdefault(t, set()).add(p)
+            else:
+                unreleased = True
+    member.assigned = keep
+    member.pending_revocation = {}
+    if member.member_epoch != target_epoch:
+        member.previous_member_epoch = member.member_epoch
+        member.member_epoch = target_epoch
+    member.state = UNRELEASED if unreleased else STABLE
+    member.note_epochs()
+    return RECONCILED
