@@ -58,7 +58,7 @@ find reports/runs -path '*/kafka/*.log' -delete
 "$KC" matrix reports/runs --out reports/latest \
     --title "Kafka protocol conformance: Apache Kafka releases, the reference cluster (embedded and ZooKeeper stores) and tansu"
 rm -rf reports/latest/results.parquet  # rebuilt from reports/runs by the command above
-.venv/bin/python reports/truth_table.py reports/runs > reports/latest/kafka-truth-table.md ||
+.venv/bin/python -m conformance.matrix.explain_kafka reports/runs > reports/latest/kafka-truth-table.md ||
     echo "publish: some of Apache Kafka's verdicts are not explained yet (reports/latest/kafka-truth-table.md)" >&2
 # the codec's speed as ratios to kio and kafka-python, appended to benchmarks/history.jsonl with
 # the date and commit; a round below a target, or a fall beyond the last record's noise, is said

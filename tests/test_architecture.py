@@ -37,7 +37,7 @@ def test_every_contract_is_kept() -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     names = [c["name"] for c in contracts()]
-    assert len(names) == 10
+    assert len(names) == 12
     flat = " ".join(out.split())
     for name in names:
         assert f"{name} KEPT" in flat, (name, out)
@@ -47,10 +47,11 @@ def test_a_reverse_import_breaks_its_contract(tmp_path: Path) -> None:
     """The same tree with old cycles put back: the launcher using the CLI's error, the report
     calling the matrix job, the authorizer taking the forwarded APIs from the broker package,
     the log stopping the node through ``node.py``, a product module importing a test helper, a
-    product module importing a suite test module, the suite's kit importing a feature folder.
+    product module importing a suite test module, the suite's kit importing a feature folder, a
+    target importing a confirmation, a confirmation importing the suite.
     lint-imports fails and names each contract."""
     ignore = shutil.ignore_patterns("__pycache__", "*.json")
-    for pkg in ("conformance", "reference_impl", "tests"):
+    for pkg in ("conformance", "reference_impl", "tests", "confirmations"):
         shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=ignore)
 
     def append(rel: str, line: str) -> None:
@@ -65,6 +66,8 @@ def test_a_reverse_import_breaks_its_contract(tmp_path: Path) -> None:
     append("conformance/results/verdicts.py", "from tests.support import proxies")
     append("conformance/diff/stream.py", "from conformance.suite.kip78 import test_cluster_id")
     append("conformance/suite/kit/cases.py", "from conformance.suite.log import shared")
+    append("conformance/targets/tansu.py", "from confirmations import launch")
+    append("confirmations/launch.py", "from conformance.suite.kit import harness")
     proc = lint_imports(tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     out = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode != 0, out
@@ -78,6 +81,8 @@ def test_a_reverse_import_breaks_its_contract(tmp_path: Path) -> None:
         "product-not-tests",
         "no-test-module-imports",
         "kit-not-features",
+        "confirmations-apart",
+        "confirmations-no-suite",
     ):
         assert f"{by_id[broken]} BROKEN" in out, (broken, out)
     assert f"{by_id['kernel']} KEPT" in out, out

@@ -62,7 +62,7 @@ def consumer_subscription(topics: list[str], user_data: bytes | None = None) -> 
     ConsumerProtocolSubscription v0 (int16 version, the topic names, nullable user data).
     Kafka's coordinator reads it to learn a group's subscribed topics (OffsetDelete, offset
     expiry); Apache Kafka 3.9 and 4.0 leave the round unanswered when it cannot
-    (reports/confirmations/kafka_groups.py), so the suite sends nothing else under that type."""
+    (confirmations/kafka_groups.py), so the suite sends nothing else under that type."""
     out = struct.pack(">hi", 0, len(topics))
     for t in topics:
         name = t.encode()

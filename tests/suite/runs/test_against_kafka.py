@@ -61,7 +61,7 @@ def test_every_verdict_that_is_not_pass_is_explained(kafka_run) -> None:
 
 def test_no_row_of_a_judged_test_is_stale(kafka_run) -> None:
     """Rows that name one test exactly (a subset cannot judge the wider patterns: the whole-suite
-    runs of reports/truth_table.py list those)."""
+    runs of conformance/matrix/explain_kafka.py list those)."""
     _, run = kafka_run
     rows = [r for r in truth_table.load(TABLE) if not set("*?[") & set(r.tests)]
     stale = truth_table.unused(run.records, TARGET, rows)

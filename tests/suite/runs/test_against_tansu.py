@@ -202,7 +202,7 @@ def test_tansu_group_verdicts(tansu_run, test_id, requirement, verdict, why) -> 
 
 
 #: transactions: tansu's verdict on each TXN requirement's focused test, every one confirmed on
-#: the wire by reports/confirmations/txn_wire.py (txn_wire_tansu.out)
+#: the wire by confirmations/txn_wire.py (txn_wire_tansu.out)
 TANSU_TXN = [
     ("txn/coordinator/init-producer-id", "TXN.R1", "PASS", None),
     ("txn/coordinator/epoch-bump", "TXN.R2", "PASS", None),

@@ -10,8 +10,8 @@ broker and controller is killed (SIGKILL), the controllers started again, then t
 DescribeTopicPartitions (4.x: the eligible leader replicas of KIP-966) and a Fetch from the
 leader, if there is one, of what was acknowledged.
 
-Usage: python reports/confirmations/kafka_durability.py 3.9.1 4.4.0
-       GAP=6 python reports/confirmations/kafka_durability.py 3.9.1 4.4.0
+Usage: python -m confirmations.kafka_durability 3.9.1 4.4.0
+       GAP=6 python -m confirmations.kafka_durability 3.9.1 4.4.0
 """
 
 import asyncio
@@ -20,8 +20,7 @@ import signal
 import time
 import uuid
 
-from kafka_versions import each_target
-
+from confirmations.launch import each_target
 from conformance.client.wire import Connection
 from conformance.protocol.codec import Codec
 from conformance.protocol.records import build_batch, decode_batches, encode_batch

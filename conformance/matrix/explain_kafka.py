@@ -1,14 +1,19 @@
-"""Apache Kafka's truth table: every verdict other than PASS of the published Kafka runs, with its
-explanation from ``reports/kafka-truth-table/``.
+"""The page ``reports/latest/kafka-truth-table.md``: every verdict other than PASS that Apache
+Kafka's published runs got, each with the truth-table row that explains it (the rows, their
+format and their matching are ``conformance.results.truth_table``; this module only renders them
+against runs):
 
-    .venv/bin/python reports/truth_table.py reports/runs > reports/latest/kafka-truth-table.md
+    python -m conformance.matrix.explain_kafka reports/runs > reports/latest/kafka-truth-table.md
 
 One line per (requirement, verdict, explanation) with the Kafka targets that got it and how many
 result records; a verdict no row explains is listed first as UNEXPLAINED, and the exit code is 1.
+The rows are read from ``reports/kafka-truth-table`` of the checkout (``KAFKA_TRUTH_TABLE`` names
+another folder).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import defaultdict
 from fnmatch import fnmatchcase
@@ -18,7 +23,8 @@ from conformance.matrix.versions import version_key
 from conformance.results import truth_table
 from conformance.results.schema import find_runs, load_run
 
-TABLE = Path(__file__).resolve().parent / "kafka-truth-table"
+#: the rows, in the checkout (reports/ is not shipped in the wheel)
+TABLE = Path(os.environ.get("KAFKA_TRUTH_TABLE", "reports/kafka-truth-table"))
 KAFKA = ("apache-kafka", "apache-kafka-zookeeper")
 
 

@@ -11,7 +11,7 @@ Before that, the first JoinGroup right after the first FindCoordinator shows the
 KRaft broker named coordinator still answers NOT_COORDINATOR (16) or COORDINATOR_LOAD_IN_PROGRESS (14).
 Last, DescribeGroups of a group that does not exist at every version both sides know (GROUPS.R13).
 
-Usage: python reports/confirmations/kafka_groups.py 3.9.1 '3.9.1?store=zookeeper' 4.0.2 4.4.0
+Usage: python -m confirmations.kafka_groups 3.9.1 '3.9.1?store=zookeeper' 4.0.2 4.4.0
 """
 
 import asyncio
@@ -19,8 +19,7 @@ import struct
 import time
 import uuid
 
-from kafka_versions import each_target
-
+from confirmations.launch import each_target
 from conformance.client.wire import Connection
 from conformance.protocol.codec import Codec
 

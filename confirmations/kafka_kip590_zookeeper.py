@@ -6,14 +6,13 @@ A broker that is not the controller (Metadata's ControllerId) answers CreateTopi
 CreatePartitions and DeleteTopics NOT_CONTROLLER itself, and applies IncrementalAlterConfigs
 itself; an Envelope makes it close the connection. The controller broker serves them.
 
-    .venv/bin/python reports/confirmations/kafka_kip590_zookeeper.py 3.9.1
+    .venv/bin/python -m confirmations.kafka_kip590_zookeeper 3.9.1
 """
 
 import asyncio
 import uuid
 
-from kafka_versions import each_version
-
+from confirmations.launch import each_version
 from conformance.client.wire import Connection, ConnectionClosed
 from conformance.protocol.codec import Codec
 from conformance.protocol.framing import encode_request

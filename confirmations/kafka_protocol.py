@@ -2,13 +2,12 @@
 are not PASS (not the suite: raw requests with the project's codec and wire client, against
 released brokers started as the kafka target starts them).
 
-Usage: python reports/confirmations/kafka_protocol.py 3.9.1 '3.9.1?store=zookeeper' 4.0.2 4.4.0
+Usage: python -m confirmations.kafka_protocol 3.9.1 '3.9.1?store=zookeeper' 4.0.2 4.4.0
 """
 
 import uuid
 
-from kafka_versions import each_target
-
+from confirmations.launch import each_target
 from conformance.client.wire import Connection, ConnectionClosed
 from conformance.protocol.codec import Codec
 

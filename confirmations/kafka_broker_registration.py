@@ -6,14 +6,13 @@ R4, R7, R9, R10), apart from the suite: the project's codec and wire client only
 Fake broker ids far above the real ones register on the controller listener with the listener
 name the real brokers use, at a port nobody listens on; every one is unregistered at the end.
 
-    .venv/bin/python reports/confirmations/kafka_broker_registration.py 3.9.1 4.0.2 4.4.0
+    .venv/bin/python -m confirmations.kafka_broker_registration 3.9.1 4.0.2 4.4.0
 """
 
 import asyncio
 import uuid
 
-from kafka_versions import each_version
-
+from confirmations.launch import each_version
 from conformance.client.wire import Connection
 from conformance.protocol.codec import Codec
 from conformance.protocol.kafka_errors import error_name

