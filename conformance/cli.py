@@ -239,7 +239,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
     broker_settings = None
     if args.release is not None:
-        from conformance.matrix.kafka_releases import broker_settings as release_settings
+        from conformance.protocol.releases import broker_settings as release_settings
 
         try:
             broker_settings = release_settings(args.release)

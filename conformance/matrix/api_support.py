@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any
 
 from conformance.matrix import kafka_releases
+from conformance.protocol import releases as release_table
 from conformance.protocol.spec import SPEC_DIR, read_spec_json
 from conformance.results.schema import started
 
@@ -56,7 +57,7 @@ def api_matrix(
     tested_counts: dict[tuple[str, str], dict[int, dict[str, int]]],
 ) -> dict[str, Any]:
     """The API support part of the report model (targets in ``targets`` order)."""
-    releases = kafka_releases.load()
+    releases = release_table.load()
     scope = scope_apis()
     names: dict[int, str] = dict(scope)
     for apis in releases.values():

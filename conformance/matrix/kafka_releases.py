@@ -23,21 +23,17 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from conformance.matrix.versions import version_key
+from conformance.protocol.releases import DATA_FILE, ReleaseApi, load, release_of
 from conformance.protocol.spec import read_spec_json
 from conformance.protocol.versions import Versions
 
-DATA_FILE = Path(__file__).with_name("kafka_releases.json")
 DEFAULT_SPECS_ROOT = Path(__file__).resolve().parents[3] / "shared" / "kafka-specs"
 #: Releases whose facts come from their kafka-clients jar (the shared spec folders end at 3.9).
 JAR_RELEASES = ("4.0.2", "4.4.0")
-#: Listeners on which a broker answers clients (KRaft broker, ZooKeeper-mode broker).
-BROKER_LISTENERS = frozenset({"broker", "zkBroker"})
 
 
 def _release_key(name: str) -> tuple[Any, ...]:
@@ -91,53 +87,6 @@ def derive(specs_root: Path, extra: Iterable[Path] = ()) -> dict[str, Any]:
         "specs do not name them.",
         "releases": releases,
     }
-
-
-@dataclass(frozen=True)
-class ReleaseApi:
-    api_key: int
-    name: str
-    min: int
-    max: int
-    listeners: tuple[str, ...] | None
-    latest_unstable: bool
-
-    @property
-    def broker_facing(self) -> bool:
-        """Whether a broker advertises it to clients (releases without listeners: all APIs)."""
-        return self.listeners is None or bool(BROKER_LISTENERS & set(self.listeners))
-
-    @property
-    def advertised(self) -> bool:
-        """Whether a broker advertises it to clients by default: broker-facing, with a stable
-        version (an API whose every version is still unstable needs unstable.api.versions.enable,
-        as KIP-932's share-group APIs in 3.9)."""
-        return self.broker_facing and not (self.latest_unstable and self.max == self.min)
-
-    @property
-    def advertised_max(self) -> int:
-        """The highest version a broker of this release advertises by default."""
-        return self.max - 1 if self.latest_unstable and self.max > self.min else self.max
-
-
-@cache
-def load(path: Path = DATA_FILE) -> dict[str, dict[int, ReleaseApi]]:
-    """release -> api key -> facts, releases in release order."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    out: dict[str, dict[int, ReleaseApi]] = {}
-    for release in data["releases"]:
-        out[release["release"]] = {
-            a["api_key"]: ReleaseApi(
-                a["api_key"],
-                a["name"],
-                a["min"],
-                a["max"],
-                tuple(a["listeners"]) if a["listeners"] is not None else None,
-                a["latest_unstable"],
-            )
-            for a in release["apis"]
-        }
-    return out
 
 
 def similarity(
@@ -237,16 +186,6 @@ if __name__ == "__main__":
 KAFKA_IMPLEMENTATIONS = {"apache-kafka": "broker", "apache-kafka-zookeeper": "zkBroker"}
 
 
-def release_of(version: str, releases: dict[str, dict[int, ReleaseApi]]) -> str | None:
-    """The release of the table that stands for a Kafka ``version``: the same one, else the
-    newest of the same major.minor line (patch releases keep their line's API versions)."""
-    if version in releases:
-        return version
-    line = version.split(".")[:2]
-    same = [r for r in releases if r.split(".")[:2] == line]
-    return max(same, key=version_key) if same else None
-
-
 def table_check(
     implementation: str, version: str, advertised: dict[int, tuple[int, int]]
 ) -> dict[str, Any] | None:
@@ -276,45 +215,3 @@ def table_check(
         if table.get(k) != advertised.get(k)
     ]
     return {"release": release, "listener": listener, "differences": differences}
-
-
-#: the first release whose new clusters finalize transaction.version 2 (KIP-890 part 2)
-TV2_RELEASE = (4, 0)
-
-
-def resolve_release(name: str, releases: dict[str, dict[int, ReleaseApi]] | None = None) -> str:
-    """The table's release for ``name``: itself, else the table's release of the same major and
-    minor (patch releases do not change the protocol: 3.9.1 speaks 3.9.0's); ValueError naming
-    the known ones otherwise."""
-    releases = load() if releases is None else releases
-    if name in releases:
-        return name
-    minor = _minor(name)
-    same = [r for r in releases if not r.startswith("trunk") and _minor(r) == minor]
-    if minor is None or not same:
-        known = ", ".join(releases)
-        raise ValueError(f"no Apache Kafka release {name!r} in the release table: {known}")
-    return same[-1]
-
-
-def _minor(name: str) -> tuple[int, int] | None:
-    """(major, minor) of a release name, None for another kind of name."""
-    parts = name.split(".")
-    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
-        return None
-    return int(parts[0]), int(parts[1])
-
-
-def broker_settings(name: str) -> dict[str, Any]:
-    """What a reference broker needs to behave as release ``name`` on its client listeners
-    (``settings`` sections of its node config, which the reference reads without importing the
-    table): ``api_ranges``, each API the release's broker advertises to clients by default and
-    its range (KIP-896's removals in 4.0 included, the latest unstable version left out), and the
-    finalized ``features`` (transaction.version 2 from 4.0 on, unfinalized before)."""
-    release = resolve_release(name)
-    apis = load()[release]
-    ranges = {
-        str(key): [api.min, api.advertised_max] for key, api in apis.items() if api.advertised
-    }
-    tv = 2 if (_minor(release) or (0, 0)) >= TV2_RELEASE else 0
-    return {"api_ranges": ranges, "features": {"transaction.version": tv}, "release": release}

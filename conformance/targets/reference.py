@@ -125,7 +125,7 @@ class ReferenceTarget(Target):
     def act_as_release(self, release: str) -> None:
         """The brokers' client listeners as Apache Kafka ``release``'s (its API ranges, its
         transaction.version) from the release table."""
-        from conformance.matrix.kafka_releases import broker_settings
+        from conformance.protocol.releases import broker_settings
 
         try:
             extra = broker_settings(release)

@@ -9,6 +9,7 @@ import pytest
 
 from conformance.matrix import kafka_releases
 from conformance.matrix.versions import order_versions, version_key
+from conformance.protocol import releases as release_table
 
 
 def test_data_file_is_what_the_release_specs_say(kafka_specs: Path, tmp_path: Path) -> None:
@@ -19,11 +20,11 @@ def test_data_file_is_what_the_release_specs_say(kafka_specs: Path, tmp_path: Pa
     folders = [kafka_releases.jar_specs(jar, tmp_path) for jar in jars]
     assert [f.name for f in folders] == list(kafka_releases.JAR_RELEASES)
     derived = kafka_releases.derive(kafka_specs, folders)
-    assert kafka_releases.dumps(derived) == kafka_releases.DATA_FILE.read_text(encoding="utf-8")
+    assert kafka_releases.dumps(derived) == release_table.DATA_FILE.read_text(encoding="utf-8")
 
 
 def test_known_facts():
-    releases = kafka_releases.load()
+    releases = release_table.load()
     names = list(releases)
     assert (names[0], names[-1]) == ("2.3.1", "trunk-2024-10")
     assert (releases["3.9.0"][3].min, releases["3.9.0"][3].max) == (0, 12)
@@ -33,7 +34,7 @@ def test_known_facts():
     assert 4 in releases["3.9.0"] and 4 not in releases["4.0.2"]  # LeaderAndIsr: gone in 4.0
     assert (releases["4.0.2"][0].min, releases["4.4.0"][0].max) == (3, 13)  # Produce
     assert 88 not in releases["4.0.2"] and 88 in releases["4.4.0"]  # StreamsGroupHeartbeat
-    data = json.loads(kafka_releases.DATA_FILE.read_text())
+    data = json.loads(release_table.DATA_FILE.read_text())
     assert set(data["releases"][0]["apis"][0]) == {
         "api_key", "name", "min", "max", "listeners", "latest_unstable",
     }  # fmt: skip
@@ -42,7 +43,7 @@ def test_known_facts():
 def advertised_by(release: str) -> dict[int, tuple[int, int]]:
     return {
         k: (a.min, a.advertised_max)
-        for k, a in kafka_releases.load()[release].items()
+        for k, a in release_table.load()[release].items()
         if a.advertised
     }
 
@@ -77,16 +78,16 @@ def test_version_order():
 
 
 def test_a_patch_release_stands_for_its_line() -> None:
-    releases = kafka_releases.load()
-    assert kafka_releases.release_of("3.9.0", releases) == "3.9.0"
-    assert kafka_releases.release_of("3.9.1", releases) == "3.9.0"
-    assert kafka_releases.release_of("1.0.0", releases) is None
+    releases = release_table.load()
+    assert release_table.release_of("3.9.0", releases) == "3.9.0"
+    assert release_table.release_of("3.9.1", releases) == "3.9.0"
+    assert release_table.release_of("1.0.0", releases) is None
 
 
 def test_table_check_names_each_api_whose_range_differs() -> None:
     """What a KRaft broker of 3.9 advertises by default, as the table has it, agrees; an API
     advertised beyond the table, or missing, is a difference naming both sides."""
-    releases = kafka_releases.load()
+    releases = release_table.load()
     table = {
         k: (a.min, a.advertised_max)
         for k, a in releases["3.9.0"].items()
@@ -113,5 +114,5 @@ def test_the_negotiation_cap_is_kafka_3_9s_highest_version_of_each_api() -> None
     the release table); they must be the table's own."""
     from conformance.protocol.versions import KAFKA_3_9_MAX
 
-    release = kafka_releases.load()["3.9.0"]
+    release = release_table.load()["3.9.0"]
     assert KAFKA_3_9_MAX == {k: a.max for k, a in release.items()}

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.matrix.kafka_releases import broker_settings, resolve_release
 from conformance.protocol import ApiKey, Codec
+from conformance.protocol.releases import broker_settings, load, release_of
 from conformance.targets.base import TargetError
 from conformance.targets.reference import ReferenceTarget
 from reference_impl.net.listener import Api, Listener
@@ -36,9 +36,9 @@ def test_limits_drop_and_narrow_the_served_ranges() -> None:
 
 
 def test_release_settings_from_the_table() -> None:
-    assert resolve_release("3.9.1") == "3.9.0"  # a patch release speaks its minor's protocol
+    assert release_of("3.9.1", load()) == "3.9.0"  # a patch release speaks its line's protocol
     with pytest.raises(ValueError, match="no Apache Kafka release"):
-        resolve_release("1.0.0")
+        broker_settings("1.0.0")
     old, new = broker_settings("3.9.1"), broker_settings("4.4.0")
     assert old["features"] == {"transaction.version": 0}
     assert new["features"] == {"transaction.version": 2}
