@@ -109,7 +109,7 @@ SHARED: dict[str, tuple[str, ...]] = {
         "7",
         "--select",
         "((BROKER-REGISTRATION or KIP-536 or KIP-590 or GROUPS or OFFSETS or CONFIGS) and not "
-        "PROTOCOL) or LOG or IDEMPOTENCE or TOPICS",
+        "PROTOCOL) or LOG or IDEMPOTENCE or TOPICS or CONSUMER-GROUPS",
         "--no-report",
     ),
 }
@@ -124,6 +124,7 @@ JUDGES: dict[str, str] = {
     "test_against_reference.py": "reference-runs",
     "test_features_reference.py": "reference-runs",
     "test_groups_reference.py": "reference-runs",
+    "test_consumer_groups_reference.py": "reference-runs",
     "test_data_plane_reference.py": "reference-runs",
 }
 

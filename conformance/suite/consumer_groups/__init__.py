@@ -1,0 +1,1 @@
+"""CONSUMER-GROUPS: KIP-848 consumer groups on the wire."""

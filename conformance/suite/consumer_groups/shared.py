@@ -1,0 +1,127 @@
+"""KIP-848 consumer groups as the suite drives them: members that heartbeat on their own
+connection to the group's coordinator, the topic ids of a subscription, ConsumerGroupDescribe.
+Nothing here judges the answers: the tests do, naming their requirements."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.protocol import ApiKey, ErrorCode
+from conformance.suite.groups.members import TRANSIENT, find_coordinator
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.safety import fresh_name
+
+REBALANCE_MS = 10_000
+#: how long the group may take to converge (Kafka computes targets at most every second)
+SETTLE = 15.0
+
+
+@dataclass
+class Member:
+    conn: SyncConnection
+    member_id: str = ""
+    epoch: int = 0
+    instance_id: str | None = None
+    #: topic id -> owned partitions, as the last assignment said
+    owned: dict[Any, set[int]] = field(default_factory=dict)
+    #: every member epoch the answers carried, in order
+    epochs: list[int] = field(default_factory=list)
+
+    def owned_pairs(self) -> set[tuple[Any, int]]:
+        return {(t, p) for t, ps in self.owned.items() for p in ps}
+
+
+class ConsumerGroup:
+    def __init__(self, harness: Harness, topics: list[str], name: str | None = None) -> None:
+        self.harness = harness
+        self.name = name or fresh_name("cgroup")
+        self.topics = topics
+        self.version = harness.pick_version(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+        fc = harness.pick_version(ApiKey.FIND_COORDINATOR)
+        self.coordinator = find_coordinator(harness, self.name, fc)
+        self._admin: SyncConnection | None = None
+
+    @property
+    def admin(self) -> SyncConnection:
+        if self._admin is None or self._admin.closed:
+            self._admin = self.harness.connect(self.coordinator.endpoint, client_id="kc-admin")
+        return self._admin
+
+    def new_member(self, instance_id: str | None = None) -> Member:
+        conn = self.harness.connect(self.coordinator.endpoint, client_id="kc-consumer")
+        m = Member(conn, instance_id=instance_id)
+        if self.version >= 1:
+            m.member_id = str(uuid.uuid4())
+        return m
+
+    def heartbeat(self, m: Member, *, full: bool = False, **override: Any) -> dict:
+        """One heartbeat of ``m`` (its owned partitions acknowledged); its state follows a NONE
+        answer. ``full`` (or epoch 0) sends the subscription and rebalance timeout too."""
+        epoch = override.pop("MemberEpoch", m.epoch)
+        full = full or epoch == 0
+        body: dict[str, Any] = {
+            "GroupId": self.name,
+            "MemberId": m.member_id,
+            "MemberEpoch": epoch,
+            "InstanceId": m.instance_id,
+            "RackId": None,
+            "RebalanceTimeoutMs": REBALANCE_MS if full else -1,
+            "SubscribedTopicNames": list(self.topics) if full else None,
+            "ServerAssignor": None,
+            "TopicPartitions": (
+                [{"TopicId": t, "Partitions": sorted(ps)} for t, ps in m.owned.items()]
+                if full or epoch > 0
+                else None
+            ),
+        }
+        if epoch == 0:
+            body["TopicPartitions"] = []
+        if self.version >= 1:
+            body["SubscribedTopicRegex"] = None
+        body.update(override)
+        deadline = time.monotonic() + 30
+        while True:
+            got = verify.expect_response(
+                m.conn, ApiKey.CONSUMER_GROUP_HEARTBEAT, self.version, body
+            ).body
+            if got["ErrorCode"] not in TRANSIENT or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        if got["ErrorCode"] == ErrorCode.NONE and "MemberId" not in override:
+            if got.get("MemberId"):
+                m.member_id = got["MemberId"]
+            m.epoch = got["MemberEpoch"]
+            m.epochs.append(m.epoch)
+            if got.get("Assignment") is not None:
+                m.owned = {
+                    tp["TopicId"]: set(tp["Partitions"])
+                    for tp in got["Assignment"]["TopicPartitions"]
+                    if tp["Partitions"]
+                }
+        return got
+
+    def describe(self) -> dict:
+        v = self.harness.pick_version(ApiKey.CONSUMER_GROUP_DESCRIBE)
+        body = {"GroupIds": [self.name], "IncludeAuthorizedOperations": False}
+        (g,) = verify.expect_response(self.admin, ApiKey.CONSUMER_GROUP_DESCRIBE, v, body).body[
+            "Groups"
+        ]
+        return g
+
+
+def topic_ids(harness: Harness, names: list[str]) -> dict[str, Any]:
+    """Topic name -> id from Metadata (v10 or later, where topics carry their ids)."""
+    v = harness.pick_version(ApiKey.METADATA)
+    body: dict[str, Any] = {
+        "Topics": [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names],
+        "AllowAutoTopicCreation": False,
+        "IncludeTopicAuthorizedOperations": False,
+    }
+    if v < 10:
+        body["Topics"] = [{"Name": n} for n in names]
+    got = verify.expect_response(harness.connect(), ApiKey.METADATA, v, body).body
+    return {t["Name"]: t.get("TopicId") for t in got["Topics"]}

@@ -1,0 +1,310 @@
+"""KIP-848 consumer groups on the wire: joining with epoch 0, the member id of each version,
+epochs, the server-side assignment and its incremental reconciliation, fencing, leaving, static
+membership, ConsumerGroupDescribe, ListGroups' type filter and offsets with member epochs."""
+
+from __future__ import annotations
+
+import time
+
+from conformance.protocol import ApiKey, ErrorCode
+from conformance.suite.consumer_groups.shared import SETTLE, ConsumerGroup, Member, topic_ids
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.provision import obtain
+from conformance.suite.kit.safety import fresh_name
+
+PARTITIONS = 4
+
+
+def joined(harness: Harness, g: ConsumerGroup, m: Member, what: str) -> dict:
+    got = g.heartbeat(m)
+    verify.check(
+        got["ErrorCode"] == ErrorCode.NONE,
+        f"{what}: ConsumerGroupHeartbeat v{g.version} epoch 0 answered {got['ErrorCode']} "
+        f"({got.get('ErrorMessage')})",
+        "CONSUMER-GROUPS.R1",
+    )
+    return got
+
+
+def converge(
+    harness: Harness, g: ConsumerGroup, members: list[Member], want: set, test: str
+) -> dict:
+    """Heartbeat every member in turn until their assignments cover ``want`` once each and every
+    member is at the assignment epoch; at every step no partition is owned by two members."""
+    deadline = time.monotonic() + SETTLE
+    described: dict = {}
+    while True:
+        for m in members:
+            got = g.heartbeat(m)
+            verify.check(
+                got["ErrorCode"] == ErrorCode.NONE,
+                f"{test}: heartbeat at epoch {m.epoch} answered {got['ErrorCode']} "
+                f"({got.get('ErrorMessage')})",
+                "CONSUMER-GROUPS.R2",
+            )
+            verify.check(
+                m.epochs == sorted(m.epochs),
+                f"{test}: a member's epochs went back: {m.epochs}",
+                "CONSUMER-GROUPS.R2",
+            )
+            seen: dict = {}
+            for other in members:
+                for tp in other.owned_pairs():
+                    verify.check(
+                        tp not in seen,
+                        f"{test}: partition {tp[1]} of topic {tp[0]} owned by two members at once "
+                        f"(epochs {seen.get(tp)} and {other.epoch})",
+                        "CONSUMER-GROUPS.R3",
+                    )
+                    seen[tp] = other.epoch
+        described = g.describe()
+        owned = [tp for m in members for tp in m.owned_pairs()]
+        at = {m.epoch for m in members}
+        # the target of the current group epoch computed (Kafka: at most every second)
+        current = described.get("AssignmentEpoch") == described.get("GroupEpoch")
+        if (
+            set(owned) == want
+            and len(owned) == len(want)
+            and at == {described.get("AssignmentEpoch")}
+            and current
+        ):
+            return described
+        if time.monotonic() > deadline:
+            verify.check(
+                set(owned) == want and len(owned) == len(want),
+                f"{test}: after {SETTLE:.0f} s the members own {sorted(owned)}, "
+                f"not each of the {len(want)} subscribed partitions once",
+                "CONSUMER-GROUPS.R3",
+            )
+            verify.check(
+                at == {described.get("AssignmentEpoch")},
+                f"{test}: after {SETTLE:.0f} s member epochs {sorted(at)}, assignment epoch "
+                f"{described.get('AssignmentEpoch')}",
+                "CONSUMER-GROUPS.R2",
+            )
+            return described
+        time.sleep(0.2)
+
+
+@conformance(
+    "consumer-groups/heartbeat/join-reconcile-leave",
+    "CONSUMER-GROUPS.R1",
+    "CONSUMER-GROUPS.R2",
+    "CONSUMER-GROUPS.R3",
+    "CONSUMER-GROUPS.R5",
+    api=ApiKey.CONSUMER_GROUP_HEARTBEAT,
+)
+def test_join_reconcile_leave(harness: Harness) -> None:
+    topic = obtain(harness, "cgroup", PARTITIONS, exact=True)
+    tid = topic_ids(harness, [topic.name])[topic.name]
+    want = {(tid, p) for p in range(topic.partitions)}
+    g = ConsumerGroup(harness, [topic.name])
+    test = "join-reconcile-leave"
+    a = g.new_member()
+    sent_id = a.member_id
+    got = joined(harness, g, a, "first member")
+    verify.soft(
+        harness,
+        got["MemberEpoch"] > 0 and got["HeartbeatIntervalMs"] > 0,
+        f"join: member epoch {got['MemberEpoch']}, heartbeat interval {got['HeartbeatIntervalMs']}",
+        "CONSUMER-GROUPS.R1",
+    )
+    if g.version == 0:
+        ok, what = bool(got["MemberId"]), "a non-empty member id given by the coordinator"
+    else:
+        ok, what = got["MemberId"] == sent_id, f"the member id the client sent ({sent_id})"
+    verify.soft(
+        harness,
+        ok,
+        f"ConsumerGroupHeartbeat v{g.version} join answered member id {got['MemberId']!r}; "
+        f"expected {what}",
+        "CONSUMER-GROUPS.R1",
+    )
+    first = converge(harness, g, [a], want, test)
+    b = g.new_member()
+    joined(harness, g, b, "second member")
+    second = converge(harness, g, [a, b], want, test)
+    verify.soft(
+        harness,
+        second["GroupEpoch"] > first["GroupEpoch"],
+        f"group epoch {first['GroupEpoch']} before a second member joined, "
+        f"{second['GroupEpoch']} after",
+        "CONSUMER-GROUPS.R2",
+    )
+    verify.soft(
+        harness,
+        bool(a.owned) and bool(b.owned),
+        f"two members on {PARTITIONS} partitions: one owns nothing ({a.owned}, {b.owned})",
+        "CONSUMER-GROUPS.R3",
+    )
+    # b leaves: a takes everything back
+    left = g.heartbeat(b, MemberEpoch=-1)
+    verify.soft(
+        harness,
+        left["ErrorCode"] == ErrorCode.NONE and left["MemberEpoch"] == -1,
+        f"leave (epoch -1): error {left['ErrorCode']}, member epoch {left['MemberEpoch']}",
+        "CONSUMER-GROUPS.R5",
+    )
+    b.owned = {}
+    third = converge(harness, g, [a], want, test)
+    listed = [x["MemberId"] for x in third.get("Members") or []]
+    verify.soft(
+        harness,
+        listed == [a.member_id],
+        f"ConsumerGroupDescribe after a member left lists {listed}",
+        "CONSUMER-GROUPS.R5",
+    )
+    verify.soft(
+        harness,
+        third["GroupEpoch"] > second["GroupEpoch"],
+        f"group epoch {second['GroupEpoch']} before a member left, {third['GroupEpoch']} after",
+        "CONSUMER-GROUPS.R2",
+    )
+    g.heartbeat(a, MemberEpoch=-1)
+
+
+@conformance(
+    "consumer-groups/heartbeat/fencing-and-static",
+    "CONSUMER-GROUPS.R4",
+    "CONSUMER-GROUPS.R6",
+    api=ApiKey.CONSUMER_GROUP_HEARTBEAT,
+)
+def test_fencing_and_static(harness: Harness) -> None:
+    g = ConsumerGroup(harness, [fresh_name("cg-topic")])
+    a = g.new_member()
+    joined(harness, g, a, "member")
+    ahead = g.heartbeat(a, MemberEpoch=a.epoch + 5)
+    verify.soft(
+        harness,
+        ahead["ErrorCode"] == ErrorCode.FENCED_MEMBER_EPOCH,
+        f"heartbeat with epoch {a.epoch + 5} (member at {a.epoch}): error {ahead['ErrorCode']}",
+        "CONSUMER-GROUPS.R4",
+    )
+    stranger = g.heartbeat(a, MemberId=fresh_name("nobody"), MemberEpoch=1)
+    verify.soft(
+        harness,
+        stranger["ErrorCode"] == ErrorCode.UNKNOWN_MEMBER_ID,
+        f"heartbeat of an unknown member id at epoch 1: error {stranger['ErrorCode']}",
+        "CONSUMER-GROUPS.R4",
+    )
+    g.heartbeat(a, MemberEpoch=-1)
+    instance = fresh_name("instance")
+    s1 = g.new_member(instance)
+    joined(harness, g, s1, "static member")
+    s2 = g.new_member(instance)
+    taken = g.heartbeat(s2)
+    verify.soft(
+        harness,
+        taken["ErrorCode"] == ErrorCode.UNRELEASED_INSTANCE_ID,
+        f"join with instance id {instance} held by another member: error {taken['ErrorCode']}",
+        "CONSUMER-GROUPS.R6",
+    )
+    gone = g.heartbeat(s1, MemberEpoch=-2)
+    verify.soft(
+        harness,
+        gone["ErrorCode"] == ErrorCode.NONE and gone["MemberEpoch"] == -2,
+        f"static leave (epoch -2): error {gone['ErrorCode']}, member epoch {gone['MemberEpoch']}",
+        "CONSUMER-GROUPS.R6",
+    )
+    s3 = g.new_member(instance)
+    back = g.heartbeat(s3)
+    verify.soft(
+        harness,
+        back["ErrorCode"] == ErrorCode.NONE,
+        f"join with instance id {instance} after its holder left with -2: error "
+        f"{back['ErrorCode']}",
+        "CONSUMER-GROUPS.R6",
+    )
+    g.heartbeat(s3, MemberEpoch=-1)
+
+
+@conformance(
+    "consumer-groups/describe-list-commit",
+    "CONSUMER-GROUPS.R7",
+    "CONSUMER-GROUPS.R8",
+    api=ApiKey.CONSUMER_GROUP_DESCRIBE,
+)
+def test_describe_list_commit(harness: Harness) -> None:
+    topic = obtain(harness, "cgroup", 1)
+    g = ConsumerGroup(harness, [topic.name])
+    none = g.describe()
+    verify.soft(
+        harness,
+        none["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND,
+        f"ConsumerGroupDescribe of a group that does not exist: error {none['ErrorCode']}",
+        "CONSUMER-GROUPS.R7",
+    )
+    a = g.new_member()
+    joined(harness, g, a, "member")
+    deadline = time.monotonic() + 5
+    while a.epoch and not a.owned and time.monotonic() < deadline:
+        time.sleep(0.2)
+        g.heartbeat(a)
+    got = g.describe()
+    members = got.get("Members") or []
+    verify.soft(
+        harness,
+        got["ErrorCode"] == ErrorCode.NONE
+        and [(x["MemberId"], x["MemberEpoch"]) for x in members] == [(a.member_id, a.epoch)],
+        f"ConsumerGroupDescribe of a one-member group: error {got['ErrorCode']}, members "
+        f"{[(x['MemberId'], x['MemberEpoch']) for x in members]}; expected "
+        f"{[(a.member_id, a.epoch)]}",
+        "CONSUMER-GROUPS.R7",
+    )
+    lv = harness.pick_version(ApiKey.LIST_GROUPS)
+    if lv >= 5:
+        for kind, listed_there in (("consumer", True), ("classic", False)):
+            body = {"StatesFilter": [], "TypesFilter": [kind]}
+            got = verify.expect_response(g.admin, ApiKey.LIST_GROUPS, lv, body).body
+            rows = [x for x in got["Groups"] if x["GroupId"] == g.name]
+            ok = [x.get("GroupType") for x in rows] == ["consumer"] if listed_there else rows == []
+            verify.soft(
+                harness,
+                ok,
+                f"ListGroups v{lv} with type filter {kind!r}: the consumer group listed as {rows}",
+                "CONSUMER-GROUPS.R7",
+            )
+    ov = harness.pick_version(ApiKey.OFFSET_COMMIT)
+    if ov < 9:
+        return
+
+    def commit(epoch: int) -> int:
+        body = {
+            "GroupId": g.name,
+            "GenerationIdOrMemberEpoch": epoch,
+            "MemberId": a.member_id,
+            "GroupInstanceId": None,
+            "Topics": [
+                {
+                    "Name": topic.name,
+                    "Partitions": [
+                        {
+                            "PartitionIndex": 0,
+                            "CommittedOffset": 0,
+                            "CommittedLeaderEpoch": -1,
+                            "CommittedMetadata": None,
+                        }
+                    ],
+                }
+            ],
+        }
+        got = verify.expect_response(g.admin, ApiKey.OFFSET_COMMIT, ov, body).body
+        return got["Topics"][0]["Partitions"][0]["ErrorCode"]
+
+    stale = commit(a.epoch + 1)
+    verify.soft(
+        harness,
+        stale == ErrorCode.STALE_MEMBER_EPOCH,
+        f"OffsetCommit v{ov} with member epoch {a.epoch + 1} (member at {a.epoch}): error {stale}",
+        "CONSUMER-GROUPS.R8",
+    )
+    ok = commit(a.epoch)
+    verify.soft(
+        harness,
+        ok == ErrorCode.NONE,
+        f"OffsetCommit v{ov} with the member's epoch {a.epoch}: error {ok}",
+        "CONSUMER-GROUPS.R8",
+    )
+    g.heartbeat(a, MemberEpoch=-1)

@@ -1,0 +1,75 @@
+"""KIP-848 coordinator bugs make the CONSUMER-GROUPS requirements they break FAIL.
+
+A reference cluster (embedded store) runs behind one proxy per broker
+(``tests.support.faults_groups.ProxiedCluster``); each case injects a few bugs
+(``faults_consumer_groups`` and refusals turned into acceptances), runs only the tests that meet
+them and expects each bug's requirement to FAIL. The requirements PASS against the reference in
+both stores (``test_consumer_groups_reference.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.protocol import ApiKey, ErrorCode
+from tests.support.faults_consumer_groups import (
+    EpochGoesBack,
+    leave_keeps_epoch,
+    no_heartbeat_interval,
+    partition_zero_to_everyone,
+)
+from tests.support.faults_groups import Faults, replace_code, run_through
+from tests.support.runs import failing, verdicts
+
+SEED = "20261128"
+JOIN = "consumer-groups/heartbeat/join-reconcile-leave"
+FENCING = "consumer-groups/heartbeat/fencing-and-static"
+DESCRIBE = "consumer-groups/describe-list-commit"
+HEARTBEAT = {ApiKey.CONSUMER_GROUP_HEARTBEAT}
+
+#: case -> (answer faults (made afresh per run), tests run, (test, requirement) pairs that FAIL)
+CASES = {
+    "two-owners-fencing-ignored-describe-finds-all": (
+        lambda: (
+            partition_zero_to_everyone,
+            replace_code(HEARTBEAT, ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.NONE),
+            replace_code(
+                {ApiKey.CONSUMER_GROUP_DESCRIBE}, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NONE
+            ),
+        ),
+        (JOIN, FENCING, DESCRIBE),
+        {
+            (JOIN, "CONSUMER-GROUPS.R3"),
+            (FENCING, "CONSUMER-GROUPS.R4"),
+            (DESCRIBE, "CONSUMER-GROUPS.R7"),
+        },
+    ),
+    "no-interval-leave-kept-instance-taken-stale-commit": (
+        lambda: (
+            no_heartbeat_interval,
+            leave_keeps_epoch,
+            replace_code(HEARTBEAT, ErrorCode.UNRELEASED_INSTANCE_ID, ErrorCode.NONE),
+            replace_code({ApiKey.OFFSET_COMMIT}, ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.NONE),
+        ),
+        (JOIN, FENCING, DESCRIBE),
+        {
+            (JOIN, "CONSUMER-GROUPS.R1"),
+            (JOIN, "CONSUMER-GROUPS.R5"),
+            (FENCING, "CONSUMER-GROUPS.R6"),
+            (DESCRIBE, "CONSUMER-GROUPS.R8"),
+        },
+    ),
+    "epoch-goes-back": (
+        lambda: (EpochGoesBack(),),
+        (JOIN,),
+        {(JOIN, "CONSUMER-GROUPS.R2")},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_bug_fails_its_requirement(cli, reference, case: str) -> None:
+    make, select, expected = CASES[case]
+    faults = Faults(make())
+    run = run_through(cli, reference, " or ".join(select), faults, SEED)
+    assert faults.hits, f"{case}: no answer was rewritten"
+    assert expected <= failing(run), sorted(verdicts(run).items())

@@ -1,0 +1,53 @@
+"""KIP-848 group-coordinator bugs, as answer rewrites for ``faults_groups.ProxiedCluster``: each
+breaks one CONSUMER-GROUPS requirement the way a real coordinator's bug would (a partition handed
+to two members, an epoch that goes back, a refusal turned into an acceptance, ...)."""
+
+from __future__ import annotations
+
+from conformance.protocol import ApiKey
+
+HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT
+
+
+def no_heartbeat_interval(api: int, version: int, body: dict) -> bool:
+    """CONSUMER-GROUPS.R1: a join answered without a heartbeat interval."""
+    if api != HEARTBEAT or body.get("ErrorCode") or not body.get("HeartbeatIntervalMs"):
+        return False
+    body["HeartbeatIntervalMs"] = 0
+    return True
+
+
+class EpochGoesBack:
+    """CONSUMER-GROUPS.R2: every third answer carrying a member epoch above 1 carries one less."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def __call__(self, api: int, version: int, body: dict) -> bool:
+        if api != HEARTBEAT or body.get("ErrorCode") or body.get("MemberEpoch", 0) <= 1:
+            return False
+        self.seen += 1
+        if self.seen % 3:
+            return False
+        body["MemberEpoch"] -= 1
+        return True
+
+
+def partition_zero_to_everyone(api: int, version: int, body: dict) -> bool:
+    """CONSUMER-GROUPS.R3: every assignment also holds partition 0 of its first topic, so two
+    members own it at once."""
+    if api != HEARTBEAT or not body.get("Assignment"):
+        return False
+    tps = body["Assignment"]["TopicPartitions"]
+    if not tps or 0 in tps[0]["Partitions"]:
+        return False
+    tps[0]["Partitions"] = [0, *tps[0]["Partitions"]]
+    return True
+
+
+def leave_keeps_epoch(api: int, version: int, body: dict) -> bool:
+    """CONSUMER-GROUPS.R5: a leave (-1) answered with member epoch 0."""
+    if api != HEARTBEAT or body.get("MemberEpoch") != -1:
+        return False
+    body["MemberEpoch"] = 0
+    return True
