@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -91,6 +91,42 @@ class Silence:
         where = [f"v{v} in {t or 'the run set-up'}" for _, v, t in seen[:3]]
         more = f" and {len(seen) - 3} more" if len(seen) > 3 else ""
         return f"{', '.join(where)}{more}"
+
+
+@dataclass
+class SetupDefect:
+    """An API version whose answers a set-up step (a topic's leaders, a coordinator, ...) could
+    not use on one node: recorded once per run and node (issue 42), on the requirement that
+    judges that API and version, with the test that met it; later set-up uses another
+    advertised version. ``tests`` are the tests whose set-up it touched."""
+
+    api_name: str
+    api_key: int
+    version: int
+    node: Endpoint
+    test_id: str | None
+    reason: str
+    requirement: str = "PROTOCOL.R3"
+    tests: set[str] = field(default_factory=set)
+
+    def line(self) -> str:
+        return (
+            f"set-up defect: {self.api_name} v{self.version} from {self.node} "
+            f"({self.reason}; {self.requirement}, met in {self.test_id or 'the run set-up'}); "
+            f"{len(self.tests)} test(s) used another version or were SKIP"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "api_key": self.api_key,
+            "api": self.api_name,
+            "version": self.version,
+            "node": str(self.node),
+            "requirement": self.requirement,
+            "test_id": self.test_id,
+            "reason": self.reason,
+            "tests": len(self.tests),
+        }
 
 
 class SyncConnection:
@@ -223,6 +259,8 @@ class Harness:
         #: per api key, where nodes that never answered it left it unanswered
         #: (SyncConnection.request)
         self.silent: dict[int, Silence] = {}
+        #: (api key, version, node) whose answers set-up steps could not use (setup_request)
+        self.setup_defects: dict[tuple[int, int, Endpoint], SetupDefect] = {}
         self.controller_advertised: dict[int, tuple[int, int]] | None = None
 
     # --- plumbing ---------------------------------------------------------------------------
@@ -432,6 +470,60 @@ class Harness:
             credit.cannot_check(why, *req_ids)
             return False
         return True
+
+    def setup_request(
+        self,
+        conn: SyncConnection,
+        api_key: int,
+        body: dict | Callable[[int], dict],
+        within: Versions | str | None = None,
+        usable: Callable[[Response], str | None] | None = None,
+    ) -> Response:
+        """A set-up request (issue 42): at the highest version the target advertises within
+        ``within`` that has not been found unusable on ``conn``'s node in this run. An answer
+        that does not decode, or that ``usable`` says a set-up step cannot proceed with (it
+        returns the reason), is recorded once per run and node as a :class:`SetupDefect` on
+        the requirement judging that API version (PROTOCOL.R3: the answer's schema), and the
+        next lower advertised version is tried; when none is usable, MissingPrecondition (SKIP
+        naming the defect), never the tested requirements' FAIL. Does not note the API."""
+        kept = (self.notes.api_key, self.notes.api_version, self.notes.listener)
+        try:
+            top = self.pick_version(api_key, within)
+        finally:
+            self.notes.api_key, self.notes.api_version, self.notes.listener = kept
+        lo = self.advertised_on("client")[api_key][0]
+        if within is not None:
+            lo = max(lo, (Versions.parse(within) if isinstance(within, str) else within).lo)
+        node, name, test = conn.endpoint, self.api_name(api_key), self.test_name()
+        met: list[SetupDefect] = []
+        for version in range(top, lo - 1, -1):
+            known = self.setup_defects.get((api_key, version, node))
+            if known is not None:
+                known.tests.add(test or "")
+                met.append(known)
+                continue
+            if conn.closed:
+                conn = self.connect(node)
+            reason: str | None
+            try:
+                response = conn.request(api_key, version, body(version) if callable(body) else body)
+                reason = usable(response) if usable is not None else None
+            except DecodeError as e:
+                response, reason = None, f"its answer does not decode: {e}"[:300]
+            if reason is None and response is not None:
+                return response
+            defect = SetupDefect(name, api_key, version, node, test, reason or "")
+            defect.tests.add(test or "")
+            self.setup_defects[(api_key, version, node)] = defect
+            met.append(defect)
+        if not met:
+            raise MissingPrecondition(f"set-up needs {name}: no version of it is advertised")
+        cite = "; ".join(f"v{d.version}: {d.reason}" for d in met[:3])
+        raise MissingPrecondition(
+            f"set-up needs {name}, whose answers "
+            f"{'do not decode' if 'decode' in met[0].reason else 'it cannot use'}: "
+            f"see {met[0].requirement} ({cite})"
+        )
 
     def note(self, api_key: int, version: int | None, listener: str | None = None) -> None:
         """Record the API and version a test exercised (kept in its result records)."""

@@ -114,12 +114,12 @@ class SuiteTopic:
         return topic
 
     def learn_leaders(self, timeout: float = 15.0) -> None:
-        version = quiet_version(self.harness, ApiKey.METADATA, "1-12")
         deadline = time.monotonic() + timeout
         conn = self.harness.connect()
         while True:
             body = {"Topics": [{"Name": self.name}], "AllowAutoTopicCreation": False}
-            resp = conn.request(ApiKey.METADATA, version, body)
+            # set-up: an answer that does not decode costs one finding, then another version
+            resp = self.harness.setup_request(conn, ApiKey.METADATA, body, "1-12")
             brokers = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in resp.body["Brokers"]}
             self.leaders = {
                 p["PartitionIndex"]: brokers[p["LeaderId"]]

@@ -187,9 +187,8 @@ def obtain(
 
 def _placed(harness: Harness, got: Obtained, broker: int) -> str | bool:
     """True where every partition of ``got`` is led by ``broker``; else where they are."""
-    version = quiet_version(harness, ApiKey.METADATA, "1-12")
     body = {"Topics": [{"Name": got.name}], "AllowAutoTopicCreation": False}
-    topics = harness.connect().request(ApiKey.METADATA, version, body).body["Topics"]
+    topics = harness.setup_request(harness.connect(), ApiKey.METADATA, body, "1-12").body["Topics"]
     leaders = {
         p["PartitionIndex"]: p["LeaderId"]
         for t in topics
@@ -353,7 +352,8 @@ def _auto_create(harness: Harness, name: str, version: int) -> tuple[int, str]:
     code = ErrorCode.NONE
     while True:
         try:
-            topics = conn.request(ApiKey.METADATA, version, body).body["Topics"]
+            got = harness.setup_request(conn, ApiKey.METADATA, body, f"1-{version}")
+            topics = got.body["Topics"]
         except (TimeoutError, ConnectionClosed) as e:
             return 0, f"not answered ({e})"
         mine = [t for t in topics if t["Name"] == name]
@@ -394,9 +394,8 @@ def _given(
 
 def _resolve(harness: Harness, spec: tuple[str, ...]) -> dict[str, int]:
     """Every given topic that Metadata lists: name -> its partition count."""
-    version = quiet_version(harness, ApiKey.METADATA, "1-12")
     body = {"Topics": None, "AllowAutoTopicCreation": False}
-    topics = harness.connect().request(ApiKey.METADATA, version, body).body["Topics"]
+    topics = harness.setup_request(harness.connect(), ApiKey.METADATA, body, "1-12").body["Topics"]
     listed = {t["Name"]: len(t["Partitions"]) for t in topics if t["ErrorCode"] == 0}
     out: dict[str, int] = {}
     for item in spec:

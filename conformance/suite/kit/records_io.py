@@ -33,7 +33,7 @@ def controller_endpoint(harness: Harness) -> Endpoint:
     body = {"Topics": [], "AllowAutoTopicCreation": False}
     conn = harness.connect()
     try:
-        answer = conn.request(ApiKey.METADATA, min(hi, 12), body).body
+        answer = harness.setup_request(conn, ApiKey.METADATA, body, "1-12").body
     finally:
         conn.close()
     brokers = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in answer["Brokers"]}
@@ -114,17 +114,17 @@ def known_everywhere(harness: Harness, topic: str, partitions: int, timeout: flo
     waits for that set-up to settle (at most ``timeout``) rather than judging it; past the
     deadline the test goes on and its own checks say what the target does.
     """
-    version = quiet_version(harness, ApiKey.METADATA, "1+")
     body = {"Topics": [{"Name": topic}], "AllowAutoTopicCreation": False}
     deadline = time.monotonic() + timeout
-    listed = harness.connect().request(ApiKey.METADATA, version, body).body["Brokers"]
+    listed = harness.setup_request(harness.connect(), ApiKey.METADATA, body, "1+").body["Brokers"]
     nodes = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in listed}
     leaders: dict[int, int] = {}
     for ep in nodes.values():
         conn = harness.connect(ep)
         try:
             while time.monotonic() < deadline:
-                answer = conn.request(ApiKey.METADATA, version, body).body["Topics"]
+                got = harness.setup_request(conn, ApiKey.METADATA, body, "1+")
+                answer = got.body["Topics"]
                 leaders = {
                     p["PartitionIndex"]: p["LeaderId"]
                     for t in answer
@@ -169,12 +169,11 @@ NOT_LEADER_YET = (ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOW
 
 def leader(harness: Harness, topic: str, partition: int = 0, timeout: float = 15.0) -> Endpoint:
     """The client endpoint of the partition's leader, once Metadata names one."""
-    version = harness.pick_version(ApiKey.METADATA, "1+")
     deadline = time.monotonic() + timeout
     conn = harness.connect()
     while True:
         body = {"Topics": [{"Name": topic}], "AllowAutoTopicCreation": False}
-        resp = conn.request(ApiKey.METADATA, version, body)
+        resp = harness.setup_request(conn, ApiKey.METADATA, body, "1+")
         brokers = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in resp.body["Brokers"]}
         for t in resp.body["Topics"]:
             for p in t["Partitions"]:
