@@ -444,6 +444,8 @@ class State:
     active: bool = False
     #: each time the target went down: {test_id, reason, restarted[, restart_error]}
     outages: list[dict[str, Any]] = field(default_factory=list)
+    #: (api key, version, node) -> the manifest's setup_defects entry (issue 42)
+    setup_defects: dict[tuple, dict[str, Any]] = field(default_factory=dict)
     #: the test since which the target is unreachable (nothing is sent after it), or None
     unreachable_since: str | None = None
     #: in an xdist worker of a concurrent run: what the controller passed (``WORKER_INPUT``);
@@ -841,6 +843,8 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State, report: pytest.T
         import json  # plain types for execnet (an ApiKey is written as its number)
 
         sent = {"records": json.loads(json.dumps(records))}
+        if defects := _setup_defects_met(harness, ti.test_id):  # issue 42
+            sent["setup_defects"] = defects
         report.kafka_conformance = sent  # type: ignore[attr-defined]
         if outage is not None:
             sent["outage"] = {"test_id": ti.test_id, "reason": outage}
@@ -848,10 +852,27 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State, report: pytest.T
     else:
         for record in records:
             _record(state, record)
+        _merge_setup_defects(state, _setup_defects_met(harness, ti.test_id))
     if harness is not None:
         harness.end_test()
     if outage is not None and state.worker is None:
         _recover(item.config, ti.test_id, state, outage)
+
+
+def _setup_defects_met(harness: Any, test_id: str) -> list[dict]:
+    """The set-up defects (``Harness.setup_defects``, issue 42) this test's set-up met."""
+    if harness is None:
+        return []
+    return [d.as_dict() for d in harness.setup_defects.values() if test_id in d.tests]
+
+
+def _merge_setup_defects(state: State, met: list[dict]) -> None:
+    """Count each test once per defect it met; the same API version and node met in several
+    workers (each remembers its own) is one defect, first met where the run met it first."""
+    for d in met:
+        key = (d["api_key"], d["version"], d["node"])
+        kept = state.setup_defects.setdefault(key, {**d, "tests": 0})
+        kept["tests"] += 1
 
 
 def _went_down(ti: TestInfo, state: State, found: list) -> str | None:
@@ -1070,6 +1091,7 @@ class _Controller:
         self.finished += not sent.get("deferred")
         for record in sent.get("records", ()):
             _record(state, record)
+        _merge_setup_defects(state, sent.get("setup_defects", ()))
         if sent.get("outage") and state.worker_outage is None:
             state.worker_outage = sent["outage"]
         if sent.get("deferred"):
@@ -1124,10 +1146,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     parts = [f"{state.counts[v]} {v}" for v in order if state.counts.get(v)]
     # pytest's own line counts tests; these count result records (test x requirement)
     terminalreporter.write_sep("=", "conformance verdicts, one per test and requirement")
-    from conformance.results.summary import outage_line
+    from conformance.results.summary import outage_line, setup_defect_line
 
     for outage in state.outages:  # first: it says how far the verdicts below can be trusted
         terminalreporter.write_line(outage_line(outage), red=True, bold=True)
+    for defect in state.setup_defects.values():  # beside them: one finding each (issue 42)
+        terminalreporter.write_line(setup_defect_line(defect), red=True)
     terminalreporter.write_line(", ".join(parts))
     if state.phases_timed:
         terminalreporter.write_line(
@@ -1187,6 +1211,7 @@ def _write_manifest(config: pytest.Config, state: State) -> None:
         strict=state.strict,
         select=state.select,
         **({"outages": state.outages} if state.outages else {}),
+        **({"setup_defects": list(state.setup_defects.values())} if state.setup_defects else {}),
         not_judged=_not_judged(h, state.recorder.judged),
     )
 

@@ -47,6 +47,8 @@ class Summary:
     problems: int = 0
     #: the manifest's ``outages``: each time the target went down
     outages: list[dict] = field(default_factory=list)
+    #: the manifest's ``setup_defects``: API versions set-up steps could not use (issue 42)
+    setup_defects: list[dict] = field(default_factory=list)
     #: the manifest's ``not_judged``: API versions advertised that no verdict covers
     not_judged: list[dict] = field(default_factory=list)
     #: requirements no record judged because their set-up could not be had (SET_UP_MISSING)
@@ -69,8 +71,11 @@ class Summary:
         return not_judged_lines(self.not_judged)
 
     def headlines(self) -> list[str]:
-        """One :func:`outage_line` per time the target went down."""
-        return [outage_line(o) for o in self.outages]
+        """One :func:`outage_line` per time the target went down, then one
+        :func:`setup_defect_line` per API version set-up steps could not use."""
+        return [outage_line(o) for o in self.outages] + [
+            setup_defect_line(d) for d in self.setup_defects
+        ]
 
     @property
     def incomplete(self) -> bool:
@@ -96,12 +101,24 @@ def outage_line(outage: dict) -> str:
     return f"the target went down during {outage['test_id']} ({outage['reason']}); {then}"
 
 
+def setup_defect_line(defect: dict) -> str:
+    """``set-up defect: Metadata v12 from <node> (...; PROTOCOL.R3, met in <test>); N tests``:
+    one entry of a manifest's ``setup_defects``, put first beside the outages (issue 42)."""
+    return (
+        f"set-up defect: {defect['api']} v{defect['version']} from {defect['node']} "
+        f"({defect['reason']}; {defect['requirement']}, met in "
+        f"{defect['test_id'] or 'the run set-up'}); {defect['tests']} test(s) touched, their "
+        "set-up used another version (or they are SKIP where none worked)"
+    )
+
+
 def summarise(run_dir: Path | str) -> Summary:
     run = load_run(run_dir)
     s = Summary(
         run.run_id,
         problems=len(run.problems),
         outages=list(run.manifest.get("outages", [])),
+        setup_defects=list(run.manifest.get("setup_defects", [])),
         not_judged=list(run.manifest.get("not_judged", [])),
     )
     judged: set[str] = set()

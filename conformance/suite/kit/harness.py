@@ -109,13 +109,6 @@ class SetupDefect:
     requirement: str = "PROTOCOL.R3"
     tests: set[str] = field(default_factory=set)
 
-    def line(self) -> str:
-        return (
-            f"set-up defect: {self.api_name} v{self.version} from {self.node} "
-            f"({self.reason}; {self.requirement}, met in {self.test_id or 'the run set-up'}); "
-            f"{len(self.tests)} test(s) used another version or were SKIP"
-        )
-
     def as_dict(self) -> dict[str, Any]:
         return {
             "api_key": self.api_key,
