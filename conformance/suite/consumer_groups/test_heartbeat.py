@@ -308,3 +308,83 @@ def test_describe_list_commit(harness: Harness) -> None:
         "CONSUMER-GROUPS.R8",
     )
     g.heartbeat(a, MemberEpoch=-1)
+
+
+GROUP_RESOURCE = 32
+INVALID_CONFIG = 40
+
+
+@conformance(
+    "consumer-groups/configs/bounds-and-interval",
+    "CONSUMER-GROUPS.R9",
+    api=ApiKey.INCREMENTAL_ALTER_CONFIGS,
+)
+def test_group_configs(harness: Harness) -> None:
+    g = ConsumerGroup(harness, [fresh_name("cg-topic")])
+    v = harness.pick_version(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+    conn = harness.connect()
+
+    def alter(name: str, value: str) -> dict:
+        body = {
+            "Resources": [
+                {
+                    "ResourceType": GROUP_RESOURCE,
+                    "ResourceName": g.name,
+                    "Configs": [{"Name": name, "ConfigOperation": 0, "Value": value}],
+                }
+            ],
+            "ValidateOnly": False,
+        }
+        got = verify.expect_response(conn, ApiKey.INCREMENTAL_ALTER_CONFIGS, v, body).body
+        return got["Responses"][0]
+
+    for name, value in (
+        ("consumer.session.timeout.ms", "1000"),
+        ("consumer.heartbeat.interval.ms", "60000"),
+    ):
+        got = alter(name, value)
+        verify.soft(
+            harness,
+            got["ErrorCode"] == INVALID_CONFIG,
+            f"IncrementalAlterConfigs v{v} GROUP {name}={value}: error {got['ErrorCode']} "
+            f"({got.get('ErrorMessage')}); expected INVALID_CONFIG",
+            "CONSUMER-GROUPS.R9",
+        )
+    got = alter("consumer.heartbeat.interval.ms", "6000")
+    verify.check(
+        got["ErrorCode"] == ErrorCode.NONE,
+        f"IncrementalAlterConfigs v{v} GROUP consumer.heartbeat.interval.ms=6000: error "
+        f"{got['ErrorCode']} ({got.get('ErrorMessage')})",
+        "CONSUMER-GROUPS.R9",
+    )
+    dv = harness.pick_version(ApiKey.DESCRIBE_CONFIGS)
+    body = {
+        "Resources": [
+            {
+                "ResourceType": GROUP_RESOURCE,
+                "ResourceName": g.name,
+                "ConfigurationKeys": ["consumer.heartbeat.interval.ms"],
+            }
+        ],
+        "IncludeSynonyms": False,
+        "IncludeDocumentation": False,
+    }
+    (res,) = verify.expect_response(conn, ApiKey.DESCRIBE_CONFIGS, dv, body).body["Results"]
+    values = [c["Value"] for c in res.get("Configs") or []]
+    verify.soft(
+        harness,
+        res["ErrorCode"] == ErrorCode.NONE and values == ["6000"],
+        f"DescribeConfigs v{dv} of the group after setting consumer.heartbeat.interval.ms=6000: "
+        f"error {res['ErrorCode']}, values {values}",
+        "CONSUMER-GROUPS.R9",
+    )
+    m = g.new_member()
+    got = joined(harness, g, m, "member after the group's heartbeat interval was set")
+    verify.soft(
+        harness,
+        got["HeartbeatIntervalMs"] == 6000,
+        f"heartbeat interval in the join answer {got['HeartbeatIntervalMs']}; the group's config "
+        "says 6000",
+        "CONSUMER-GROUPS.R9",
+    )
+    g.heartbeat(m, MemberEpoch=-1)

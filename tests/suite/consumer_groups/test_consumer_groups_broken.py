@@ -24,7 +24,9 @@ SEED = "20261128"
 JOIN = "consumer-groups/heartbeat/join-reconcile-leave"
 FENCING = "consumer-groups/heartbeat/fencing-and-static"
 DESCRIBE = "consumer-groups/describe-list-commit"
+CONFIGS = "consumer-groups/configs/bounds-and-interval"
 HEARTBEAT = {ApiKey.CONSUMER_GROUP_HEARTBEAT}
+INVALID_CONFIG = 40
 
 #: case -> (answer faults (made afresh per run), tests run, (test, requirement) pairs that FAIL)
 CASES = {
@@ -49,13 +51,15 @@ CASES = {
             leave_keeps_epoch,
             replace_code(HEARTBEAT, ErrorCode.UNRELEASED_INSTANCE_ID, ErrorCode.NONE),
             replace_code({ApiKey.OFFSET_COMMIT}, ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.NONE),
+            replace_code({ApiKey.INCREMENTAL_ALTER_CONFIGS}, INVALID_CONFIG, ErrorCode.NONE),
         ),
-        (JOIN, FENCING, DESCRIBE),
+        (JOIN, FENCING, DESCRIBE, CONFIGS),
         {
             (JOIN, "CONSUMER-GROUPS.R1"),
             (JOIN, "CONSUMER-GROUPS.R5"),
             (FENCING, "CONSUMER-GROUPS.R6"),
             (DESCRIBE, "CONSUMER-GROUPS.R8"),
+            (CONFIGS, "CONSUMER-GROUPS.R9"),
         },
     ),
     "epoch-goes-back": (
