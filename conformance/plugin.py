@@ -844,7 +844,7 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State, report: pytest.T
 
         sent = {"records": json.loads(json.dumps(records))}
         if defects := _setup_defects_met(harness, ti.test_id):  # issue 42
-            sent["setup_defects"] = defects
+            sent["setup_defects"] = json.loads(json.dumps(defects))
         report.kafka_conformance = sent  # type: ignore[attr-defined]
         if outage is not None:
             sent["outage"] = {"test_id": ti.test_id, "reason": outage}

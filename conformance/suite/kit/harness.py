@@ -111,9 +111,9 @@ class SetupDefect:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "api_key": self.api_key,
+            "api_key": int(self.api_key),
             "api": self.api_name,
-            "version": self.version,
+            "version": int(self.version),
             "node": str(self.node),
             "requirement": self.requirement,
             "test_id": self.test_id,
@@ -471,12 +471,14 @@ class Harness:
         body: dict | Callable[[int], dict],
         within: Versions | str | None = None,
         usable: Callable[[Response], str | None] | None = None,
+        judged_by: str = "PROTOCOL.R9",
     ) -> Response:
         """A set-up request (issue 42): at the highest version the target advertises within
         ``within`` that has not been found unusable on ``conn``'s node in this run. An answer
         that does not decode, or that ``usable`` says a set-up step cannot proceed with (it
         returns the reason), is recorded once per run and node as a :class:`SetupDefect` on
-        the requirement judging that API version (PROTOCOL.R3: the answer's schema), and the
+        the requirement judging that API version (PROTOCOL.R3: the answer's schema; for an
+        answer ``usable`` refuses, ``judged_by``, e.g. GROUPS.R1 for FindCoordinator), and the
         next lower advertised version is tried; when none is usable, MissingPrecondition (SKIP
         naming the defect), never the tested requirements' FAIL. Does not note the API."""
         kept = (self.notes.api_key, self.notes.api_version, self.notes.listener)
@@ -506,6 +508,8 @@ class Harness:
             if reason is None and response is not None:
                 return response
             defect = SetupDefect(name, api_key, version, node, test, reason or "")
+            if response is not None:  # it decoded: an answer the step cannot proceed with
+                defect.requirement = judged_by
             defect.tests.add(test or "")
             self.setup_defects[(api_key, version, node)] = defect
             met.append(defect)
