@@ -374,7 +374,7 @@ def find_coordinator(
         if reqs:
             got = verify.expect_response(conn, ApiKey.FIND_COORDINATOR, version, body_at(version))
         else:  # set-up (issue 42): a version whose answers do not decode costs one finding
-            got = harness.setup_request(
+            got = verify.setup_response(
                 conn, ApiKey.FIND_COORDINATOR, body_at, f"0-{version}", judged_by="GROUPS.R1"
             )
         version, got = used[0], got.body

@@ -51,7 +51,7 @@ def metadata(
 def brokers(harness: Harness, version: int | None = None) -> list[Broker]:
     """The brokers the bootstrap's Metadata lists (advertised endpoints), by node id."""
     if version is None:  # set-up: another version where this one's answers do not decode
-        body = harness.setup_request(
+        body = verify.setup_response(
             harness.connect(), ApiKey.METADATA, lambda v: metadata_body(v, None), "1+"
         ).body
     else:

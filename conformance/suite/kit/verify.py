@@ -131,6 +131,29 @@ def expect_response(
     return resp
 
 
+def setup_response(
+    conn: SyncConnection, api_key: int, body: Any, within: str | None = None, **kw: Any
+) -> Response:
+    """``Harness.setup_request`` (a version whose answers do not decode: one set-up defect,
+    then another version; issue 42), its other failures worded and filed as
+    :func:`expect_response` words them (closed, unanswered: PROTOCOL.R9; a bad frame)."""
+    what = conn.harness.api_name(api_key)
+    try:
+        return conn.harness.setup_request(conn, api_key, body, within, **kw)
+    except ConnectionClosed as e:
+        raise Failed(
+            f"{what}: the target closed the connection instead of answering ({e})", "PROTOCOL.R9"
+        ) from None
+    except Unanswered as e:
+        raise Failed(f"{what}: {e}", "PROTOCOL.R9") from None
+    except TimeoutError as e:
+        why = f" ({e})" if str(e) else ""
+        raise Failed(f"{what}: no answer within the timeout{why}", "PROTOCOL.R9") from None
+    except ProtocolViolation as e:
+        req = "PROTOCOL.R2" if "correlation" in str(e) else "PROTOCOL.R1"
+        raise Failed(f"{what}: {e}", req) from None
+
+
 def expect_disconnect(conn: SyncConnection, timeout: float, message: str, *req_ids: str) -> None:
     closed = conn.closed_by_peer(timeout)
     check(closed, message, *req_ids, saw=f"closed within {timeout} s: {closed}")
