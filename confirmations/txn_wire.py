@@ -88,46 +88,33 @@ class Wire:
             return "no answer within the timeout"
 
 
-async def scenario(w: Wire) -> None:
-    await w.conn()
-    print("versions used:", {k: w.v.get(k) for k in CAP})
-    topic = f"kc-wire-txn-{uuid.uuid4().hex[:8]}"
-    created = await w.ask(
-        CREATE,
-        dict(
-            Topics=[
-                dict(Name=topic, NumPartitions=1, ReplicationFactor=-1, Assignments=[], Configs=[])
-            ],
-            timeoutMs=10000,
-            validateOnly=False,
-        ),
-    )
-    show("CreateTopics", [(t["Name"], t["ErrorCode"]) for t in created["Topics"]])
-    await asyncio.sleep(1)
-    meta = await w.ask(META, dict(Topics=[dict(Name=topic)], AllowAutoTopicCreation=False))
-    brokers = {b["NodeId"]: (b["Host"], b["Port"]) for b in meta["Brokers"]}
-    leader = brokers[meta["Topics"][0]["Partitions"][0]["LeaderId"]]
+class Txn:
+    """The transactions' topic (one partition) on one target, its leader and the requests the
+    steps send."""
 
-    async def coordinator(tid, key_type=1):
+    def __init__(self, w: Wire, topic: str, leader: tuple[str, int]) -> None:
+        self.w, self.topic, self.leader = w, topic, leader
+
+    async def coordinator(self, tid, key_type=1):
         for _ in range(100):
-            got = await w.ask(FC, dict(KeyType=key_type, CoordinatorKeys=[tid]))
+            got = await self.w.ask(FC, dict(KeyType=key_type, CoordinatorKeys=[tid]))
             e = got["Coordinators"][0]
             if e["ErrorCode"] == 0:
                 return (e["Host"], e["Port"])
             await asyncio.sleep(0.2)
-        return w.boot
+        return self.w.boot
 
-    async def retried(api, body, ep, code):
+    async def retried(self, api, body, ep, code):
         for _ in range(200):
-            got = await w.ask(api, body, ep)
+            got = await self.w.ask(api, body, ep)
             if isinstance(got, str) or code(got) not in (14, 15, 16, 51):
                 return got
             await asyncio.sleep(0.1)
         return got
 
-    async def init(tid, timeout_ms=60000):
-        ep = await coordinator(tid)
-        got = await retried(
+    async def init(self, tid, timeout_ms=60000):
+        ep = await self.coordinator(tid)
+        got = await self.retried(
             INIT,
             dict(
                 TransactionalId=tid,
@@ -140,7 +127,7 @@ async def scenario(w: Wire) -> None:
         )
         return ep, got
 
-    def batch(pid, epoch, seq, values):
+    def batch(self, pid, epoch, seq, values):
         ts = int(time.time() * 1000)
         return encode_batch(
             build_batch(
@@ -152,30 +139,30 @@ async def scenario(w: Wire) -> None:
             )
         )
 
-    async def produce(tid, records):
-        got = await w.ask(
+    async def produce(self, tid, records):
+        got = await self.w.ask(
             PRODUCE,
             dict(
                 TransactionalId=tid,
                 Acks=-1,
                 TimeoutMs=10000,
-                TopicData=[dict(Name=topic, PartitionData=[dict(Index=0, Records=records)])],
+                TopicData=[dict(Name=self.topic, PartitionData=[dict(Index=0, Records=records)])],
             ),
-            leader,
+            self.leader,
         )
         if isinstance(got, str):
             return got
         p = got["Responses"][0]["PartitionResponses"][0]
         return {"ErrorCode": p["ErrorCode"], "BaseOffset": p["BaseOffset"]}
 
-    async def add(tid, ep, pid, epoch):
-        got = await retried(
+    async def add(self, tid, ep, pid, epoch):
+        got = await self.retried(
             ADDP,
             dict(
                 V3AndBelowTransactionalId=tid,
                 V3AndBelowProducerId=pid,
                 V3AndBelowProducerEpoch=epoch,
-                V3AndBelowTopics=[dict(Name=topic, Partitions=[0])],
+                V3AndBelowTopics=[dict(Name=self.topic, Partitions=[0])],
             ),
             ep,
             lambda a: a["ResultsByTopicV3AndBelow"][0]["ResultsByPartition"][0][
@@ -188,8 +175,8 @@ async def scenario(w: Wire) -> None:
             else got["ResultsByTopicV3AndBelow"][0]["ResultsByPartition"][0]["PartitionErrorCode"]
         )
 
-    async def end(tid, ep, pid, epoch, commit):
-        got = await retried(
+    async def end(self, tid, ep, pid, epoch, commit):
+        got = await self.retried(
             END,
             dict(TransactionalId=tid, ProducerId=pid, ProducerEpoch=epoch, Committed=commit),
             ep,
@@ -197,7 +184,7 @@ async def scenario(w: Wire) -> None:
         )
         return got if isinstance(got, str) else got["ErrorCode"]
 
-    async def txn_offset_commit(tid, pid, epoch, group, ep, offset, member):
+    async def txn_offset_commit(self, tid, pid, epoch, group, ep, offset, member):
         """TxnOffsetCommit of one offset for partition 0; ``member``: (member id, generation)."""
         part = dict(
             PartitionIndex=0, CommittedOffset=offset, CommittedLeaderEpoch=-1, CommittedMetadata=""
@@ -210,11 +197,13 @@ async def scenario(w: Wire) -> None:
             GenerationIdOrMemberEpoch=member[1],
             MemberId=member[0],
             GroupInstanceId=None,
-            Topics=[dict(Name=topic, Partitions=[part])],
+            Topics=[dict(Name=self.topic, Partitions=[part])],
         )
-        return await retried(TXOC, body, ep, lambda a: a["Topics"][0]["Partitions"][0]["ErrorCode"])
+        return await self.retried(
+            TXOC, body, ep, lambda a: a["Topics"][0]["Partitions"][0]["ErrorCode"]
+        )
 
-    async def fetch(isolation):
+    async def fetch(self, isolation):
         part = dict(
             Partition=0,
             FetchOffset=0,
@@ -223,7 +212,7 @@ async def scenario(w: Wire) -> None:
             LogStartOffset=-1,
             LastFetchedEpoch=-1,
         )
-        got = await w.ask(
+        got = await self.w.ask(
             FETCH,
             dict(
                 ReplicaId=-1,
@@ -233,11 +222,11 @@ async def scenario(w: Wire) -> None:
                 IsolationLevel=isolation,
                 SessionId=0,
                 SessionEpoch=-1,
-                Topics=[dict(Topic=topic, Partitions=[part])],
+                Topics=[dict(Topic=self.topic, Partitions=[part])],
                 ForgottenTopicsData=[],
                 RackId="",
             ),
-            leader,
+            self.leader,
         )
         p = got["Responses"][0]["Partitions"][0]
         batches = decode_batches(p["Records"] or b"", allow_partial=True)
@@ -258,37 +247,64 @@ async def scenario(w: Wire) -> None:
             "batches (base offset, records, producer)": shown,
         }
 
-    async def latest(isolation):
-        got = await w.ask(
+    async def latest(self, isolation):
+        got = await self.w.ask(
             LIST,
             dict(
                 ReplicaId=-1,
                 IsolationLevel=isolation,
                 Topics=[
                     dict(
-                        Name=topic,
+                        Name=self.topic,
                         Partitions=[dict(PartitionIndex=0, CurrentLeaderEpoch=-1, Timestamp=-1)],
                     )
                 ],
                 TimeoutMs=10000,
             ),
-            leader,
+            self.leader,
         )
         return got["Topics"][0]["Partitions"][0]["Offset"]
 
+
+async def setup(w: Wire) -> Txn:
+    """The versions both sides speak, a fresh one-partition topic and its leader."""
+    await w.conn()
+    print("versions used:", {k: w.v.get(k) for k in CAP})
+    topic = f"kc-wire-txn-{uuid.uuid4().hex[:8]}"
+    created = await w.ask(
+        CREATE,
+        dict(
+            Topics=[
+                dict(Name=topic, NumPartitions=1, ReplicationFactor=-1, Assignments=[], Configs=[])
+            ],
+            timeoutMs=10000,
+            validateOnly=False,
+        ),
+    )
+    show("CreateTopics", [(t["Name"], t["ErrorCode"]) for t in created["Topics"]])
+    await asyncio.sleep(1)
+    meta = await w.ask(META, dict(Topics=[dict(Name=topic)], AllowAutoTopicCreation=False))
+    brokers = {b["NodeId"]: (b["Host"], b["Port"]) for b in meta["Brokers"]}
+    leader = brokers[meta["Topics"][0]["Partitions"][0]["LeaderId"]]
+    return Txn(w, topic, leader)
+
+
+async def aborted_and_fenced(t: Txn) -> None:
+    """TXN.R1-R7: t1 produces inside a transaction, aborts, then is fenced by a new
+    InitProducerId of its id (a zombie's late writes refused); what each isolation level reads."""
     t1 = f"kc-wire-t1-{uuid.uuid4().hex[:6]}"
-    ep1, got = await init(t1)
+    ep1, got = await t.init(t1)
     pid1, e1 = got["ProducerId"], got["ProducerEpoch"]
     show(f"TXN.R1 InitProducerId of {t1} at its coordinator {ep1} (Kafka: 0 and an id)", got)
     show(
         "TXN.R12 EndTxn commit with nothing added (Kafka: 48 INVALID_TXN_STATE)",
-        await end(t1, ep1, pid1, e1, True),
+        await t.end(t1, ep1, pid1, e1, True),
     )
     t0 = f"kc-wire-t0-{uuid.uuid4().hex[:6]}"
-    _, got = await init(t0)
+    _, got = await t.init(t0)
     show(
         "TXN.R11 transactional Produce of another id, partition never added (Kafka: 120 TRANSACTION_ABORTABLE on Produce v11)",
-        await produce(t0, batch(got["ProducerId"], got["ProducerEpoch"], 0, [b"stray"])),
+        await t.produce(t0, t.batch(got["ProducerId"], got["ProducerEpoch"], 0, [b"stray"])),
     )
     plain = encode_batch(
         build_batch(
@@ -298,85 +314,89 @@ async def scenario(w: Wire) -> None:
             ]
         )
     )
-    got = await w.ask(
+    got = await t.w.ask(
         PRODUCE,
         dict(
             TransactionalId=None,
             Acks=-1,
             TimeoutMs=10000,
-            TopicData=[dict(Name=topic, PartitionData=[dict(Index=0, Records=plain)])],
+            TopicData=[dict(Name=t.topic, PartitionData=[dict(Index=0, Records=plain)])],
         ),
-        leader,
+        t.leader,
     )
     show("plain Produce of 2 records", got["Responses"][0]["PartitionResponses"][0]["BaseOffset"])
     show(
         "TXN.R6 ListOffsets LATEST read_committed / read_uncommitted, no transaction (Kafka: the high watermark twice)",
-        (await latest(1), await latest(0)),
+        (await t.latest(1), await t.latest(0)),
     )
-    show("  Fetch read_uncommitted", await fetch(0))
-    show("AddPartitionsToTxn t1", await add(t1, ep1, pid1, e1))
+    show("  Fetch read_uncommitted", await t.fetch(0))
+    show("AddPartitionsToTxn t1", await t.add(t1, ep1, pid1, e1))
     show(
         "Produce t1 [aborted-0, aborted-1]",
-        await produce(t1, batch(pid1, e1, 0, [b"aborted-0", b"aborted-1"])),
+        await t.produce(t1, t.batch(pid1, e1, 0, [b"aborted-0", b"aborted-1"])),
     )
     show(
         "TXN.R6 Fetch read_committed, t1 open (Kafka: LastStableOffset at t1's first offset, no record from there)",
-        await fetch(1),
+        await t.fetch(1),
     )
     show(
         "TXN.R6 ListOffsets LATEST read_committed / read_uncommitted, t1 open (Kafka: the LSO, then the HW)",
-        (await latest(1), await latest(0)),
+        (await t.latest(1), await t.latest(0)),
     )
-    show("EndTxn abort t1", await end(t1, ep1, pid1, e1, False))
+    show("EndTxn abort t1", await t.end(t1, ep1, pid1, e1, False))
     await asyncio.sleep(1)
     show(
         "TXN.R4/R5/R7 Fetch read_committed after the abort (Kafka: an ABORT control batch, t1 listed in AbortedTransactions from its first offset)",
-        await fetch(1),
+        await t.fetch(1),
     )
     show(
         "TXN.R7 Fetch read_uncommitted (Kafka: every record, AbortedTransactions empty or null)",
-        await fetch(0),
+        await t.fetch(0),
     )
 
-    show("AddPartitionsToTxn t1 again", await add(t1, ep1, pid1, e1))
-    show("Produce t1 [zombie-0]", await produce(t1, batch(pid1, e1, 2, [b"zombie-0"])))
-    _, got = await init(t1)
+    show("AddPartitionsToTxn t1 again", await t.add(t1, ep1, pid1, e1))
+    show("Produce t1 [zombie-0]", await t.produce(t1, t.batch(pid1, e1, 2, [b"zombie-0"])))
+    _, got = await t.init(t1)
     show(
         "TXN.R3 InitProducerId of t1 by a second instance (Kafka: NONE, epoch bumped by 2; t1's open transaction aborted)",
         got,
     )
     show(
         "TXN.R3 the fenced epoch's Produce (Kafka: 47 INVALID_PRODUCER_EPOCH)",
-        await produce(t1, batch(pid1, e1, 3, [b"zombie-1"])),
+        await t.produce(t1, t.batch(pid1, e1, 3, [b"zombie-1"])),
     )
     show(
         "TXN.R3 the fenced epoch's AddPartitionsToTxn v3 (Kafka: 90 PRODUCER_FENCED)",
-        await add(t1, ep1, pid1, e1),
+        await t.add(t1, ep1, pid1, e1),
     )
     show(
         "TXN.R3 the fenced epoch's EndTxn commit (Kafka: 90 PRODUCER_FENCED)",
-        await end(t1, ep1, pid1, e1, True),
+        await t.end(t1, ep1, pid1, e1, True),
     )
     await asyncio.sleep(1)
-    show("  Fetch read_committed after the fence", await fetch(1))
+    show("  Fetch read_committed after the fence", await t.fetch(1))
 
+
+async def offsets_committed(t: Txn) -> None:
+    """TXN.R8, R9: t2 commits an offset inside its transaction; OffsetFetch before
+    (with and without RequireStable) and after the commit."""
     t2 = f"kc-wire-t2-{uuid.uuid4().hex[:6]}"
-    ep2, got = await init(t2)
+    ep2, got = await t.init(t2)
     pid2, e2 = got["ProducerId"], got["ProducerEpoch"]
     group = f"kc-wire-group-{uuid.uuid4().hex[:6]}"
-    show("AddPartitionsToTxn t2", await add(t2, ep2, pid2, e2))
-    got = await retried(
+    show("AddPartitionsToTxn t2", await t.add(t2, ep2, pid2, e2))
+    got = await t.retried(
         ADDO,
         dict(TransactionalId=t2, ProducerId=pid2, ProducerEpoch=e2, GroupId=group),
         ep2,
         lambda a: a["ErrorCode"],
     )
     show("AddOffsetsToTxn t2", got)
-    gep = await coordinator(group, key_type=0)
-    got = await txn_offset_commit(t2, pid2, e2, group, gep, 5, ("", -1))
+    gep = await t.coordinator(group, key_type=0)
+    got = await t.txn_offset_commit(t2, pid2, e2, group, gep, 5, ("", -1))
     show("TxnOffsetCommit offset 5", got)
     for stable in (False, True):
-        got = await w.ask(
+        got = await t.w.ask(
             OFETCH,
             dict(
                 Groups=[
@@ -384,7 +404,7 @@ async def scenario(w: Wire) -> None:
                         GroupId=group,
                         MemberId=None,
                         MemberEpoch=-1,
-                        Topics=[dict(Name=topic, PartitionIndexes=[0])],
+                        Topics=[dict(Name=t.topic, PartitionIndexes=[0])],
                     )
                 ],
                 RequireStable=stable,
@@ -400,9 +420,9 @@ async def scenario(w: Wire) -> None:
             f"TXN.R8/R9 OffsetFetch RequireStable={stable} while pending (Kafka: -1 and 0; with RequireStable error 88)",
             (p.get("CommittedOffset"), p["ErrorCode"]),
         )
-    show("EndTxn commit t2", await end(t2, ep2, pid2, e2, True))
+    show("EndTxn commit t2", await t.end(t2, ep2, pid2, e2, True))
     await asyncio.sleep(1)
-    got = await w.ask(
+    got = await t.w.ask(
         OFETCH,
         dict(
             Groups=[
@@ -410,7 +430,7 @@ async def scenario(w: Wire) -> None:
                     GroupId=group,
                     MemberId=None,
                     MemberEpoch=-1,
-                    Topics=[dict(Name=topic, PartitionIndexes=[0])],
+                    Topics=[dict(Name=t.topic, PartitionIndexes=[0])],
                 )
             ],
             RequireStable=True,
@@ -420,28 +440,36 @@ async def scenario(w: Wire) -> None:
     p = got["Groups"][0]["Topics"][0]["Partitions"][0]
     show("TXN.R8 OffsetFetch after the commit (Kafka: 5)", (p["CommittedOffset"], p["ErrorCode"]))
 
+
+async def timed_out(t: Txn) -> None:
+    """TXN.R10: t3 (timeout 1000 ms) is left open; the coordinator aborts it and fences its
+    producer."""
     t3 = f"kc-wire-t3-{uuid.uuid4().hex[:6]}"
-    ep3, got = await init(t3, timeout_ms=1000)
+    ep3, got = await t.init(t3, timeout_ms=1000)
     pid3, e3 = got["ProducerId"], got["ProducerEpoch"]
-    show("AddPartitionsToTxn t3 (timeout 1000 ms)", await add(t3, ep3, pid3, e3))
-    show("Produce t3 [left-open]", await produce(t3, batch(pid3, e3, 0, [b"left-open"])))
+    show("AddPartitionsToTxn t3 (timeout 1000 ms)", await t.add(t3, ep3, pid3, e3))
+    show("Produce t3 [left-open]", await t.produce(t3, t.batch(pid3, e3, 0, [b"left-open"])))
     start = time.monotonic()
     while time.monotonic() - start < 30:
-        f = await fetch(1)
+        f = await t.fetch(1)
         if f["LastStableOffset"] >= f["HighWatermark"]:
             break
         await asyncio.sleep(0.5)
     show(
         f"TXN.R10 Fetch read_committed {time.monotonic() - start:.1f} s later (Kafka: an ABORT marker within ~10 s, LSO = HW)",
-        await fetch(1),
+        await t.fetch(1),
     )
     show(
         "TXN.R10 EndTxn commit of t3 afterwards (Kafka: 90 PRODUCER_FENCED)",
-        await end(t3, ep3, pid3, e3, True),
+        await t.end(t3, ep3, pid3, e3, True),
     )
 
+
+async def group_generation(t: Txn) -> None:
+    """TXN.R14: a TxnOffsetCommit naming a group member and generation the group does or
+    does not have."""
     group4 = f"kc-wire-group-{uuid.uuid4().hex[:6]}"
-    gep4 = await coordinator(group4, key_type=0)
+    gep4 = await t.coordinator(group4, key_type=0)
     join = dict(
         GroupId=group4,
         SessionTimeoutMs=10000,
@@ -452,11 +480,11 @@ async def scenario(w: Wire) -> None:
         Protocols=[dict(Name="range", Metadata=b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff")],
         Reason=None,
     )
-    joined = await w.ask(JOIN, join, gep4, timeout=30)
+    joined = await t.w.ask(JOIN, join, gep4, timeout=30)
     if joined["ErrorCode"] == 79:
-        joined = await w.ask(JOIN, {**join, "MemberId": joined["MemberId"]}, gep4, timeout=30)
+        joined = await t.w.ask(JOIN, {**join, "MemberId": joined["MemberId"]}, gep4, timeout=30)
     member, generation = joined["MemberId"], joined["GenerationId"]
-    synced = await w.ask(
+    synced = await t.w.ask(
         SYNC,
         dict(
             GroupId=group4,
@@ -475,9 +503,9 @@ async def scenario(w: Wire) -> None:
         (joined["ErrorCode"], generation, synced["ErrorCode"]),
     )
     t4 = f"kc-wire-t4-{uuid.uuid4().hex[:6]}"
-    ep4, got = await init(t4)
+    ep4, got = await t.init(t4)
     pid4, e4 = got["ProducerId"], got["ProducerEpoch"]
-    got = await retried(
+    got = await t.retried(
         ADDO,
         dict(TransactionalId=t4, ProducerId=pid4, ProducerEpoch=e4, GroupId=group4),
         ep4,
@@ -489,12 +517,22 @@ async def scenario(w: Wire) -> None:
         ("a member the group does not have", "kc-not-a-member", generation, "25 UNKNOWN_MEMBER_ID"),
         ("the member at its generation", member, generation, "0"),
     ):
-        got = await txn_offset_commit(t4, pid4, e4, group4, gep4, 7, (who, gen))
+        got = await t.txn_offset_commit(t4, pid4, e4, group4, gep4, 7, (who, gen))
         show(
-            f"TXN.R14 TxnOffsetCommit v{w.v[TXOC]} naming {what} (Kafka: {kafka})",
+            f"TXN.R14 TxnOffsetCommit v{t.w.v[TXOC]} naming {what} (Kafka: {kafka})",
             got["Topics"][0]["Partitions"][0]["ErrorCode"],
         )
-    show("EndTxn abort t4", await end(t4, ep4, pid4, e4, False))
+    show("EndTxn abort t4", await t.end(t4, ep4, pid4, e4, False))
+
+
+#: the scenario's steps, in order (each its own transactional ids and groups)
+STEPS = (aborted_and_fenced, offsets_committed, timed_out, group_generation)
+
+
+async def scenario(w: Wire) -> None:
+    t = await setup(w)
+    for step in STEPS:
+        await step(t)
 
 
 def main(args: list[str]) -> None:
