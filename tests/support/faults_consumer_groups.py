@@ -51,3 +51,28 @@ def leave_keeps_epoch(api: int, version: int, body: dict) -> bool:
         return False
     body["MemberEpoch"] = 0
     return True
+
+
+def partitions_beyond_one_withheld(api: int, version: int, body: dict) -> bool:
+    """CONSUMER-GROUPS.R10: partitions added to a topic (index 2 on) are never assigned."""
+    if api != HEARTBEAT or not body.get("Assignment"):
+        return False
+    hit = False
+    for tp in body["Assignment"]["TopicPartitions"]:
+        kept = [p for p in tp["Partitions"] if p < 2]
+        hit = hit or kept != tp["Partitions"]
+        tp["Partitions"] = kept
+    return hit
+
+
+def regex_not_described(api: int, version: int, body: dict) -> bool:
+    """CONSUMER-GROUPS.R11: ConsumerGroupDescribe forgets the members' regular expressions."""
+    if api != ApiKey.CONSUMER_GROUP_DESCRIBE:
+        return False
+    hit = False
+    for g in body.get("Groups") or []:
+        for m in g.get("Members") or []:
+            if m.get("SubscribedTopicRegex"):
+                m["SubscribedTopicRegex"] = ""
+                hit = True
+    return hit

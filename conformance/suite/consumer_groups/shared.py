@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.versions import Versions
+from conformance.results.verdicts import Unsupported
 from conformance.suite.groups.members import TRANSIENT, find_coordinator
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
@@ -26,6 +28,7 @@ class Member:
     member_id: str = ""
     epoch: int = 0
     instance_id: str | None = None
+    version: int = 0
     #: topic id -> owned partitions, as the last assignment said
     owned: dict[Any, set[int]] = field(default_factory=dict)
     #: every member epoch the answers carried, in order
@@ -36,11 +39,18 @@ class Member:
 
 
 class ConsumerGroup:
-    def __init__(self, harness: Harness, topics: list[str], name: str | None = None) -> None:
+    def __init__(
+        self,
+        harness: Harness,
+        topics: list[str],
+        name: str | None = None,
+        *,
+        versions: str | None = None,
+    ) -> None:
         self.harness = harness
         self.name = name or fresh_name("cgroup")
         self.topics = topics
-        self.version = harness.pick_version(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+        self.version = newest(harness, ApiKey.CONSUMER_GROUP_HEARTBEAT, versions)
         fc = harness.pick_version(ApiKey.FIND_COORDINATOR)
         self.coordinator = find_coordinator(harness, self.name, fc)
         self._admin: SyncConnection | None = None
@@ -51,10 +61,11 @@ class ConsumerGroup:
             self._admin = self.harness.connect(self.coordinator.endpoint, client_id="kc-admin")
         return self._admin
 
-    def new_member(self, instance_id: str | None = None) -> Member:
+    def new_member(self, instance_id: str | None = None, version: int | None = None) -> Member:
         conn = self.harness.connect(self.coordinator.endpoint, client_id="kc-consumer")
         m = Member(conn, instance_id=instance_id)
-        if self.version >= 1:
+        m.version = self.version if version is None else version
+        if m.version >= 1:
             m.member_id = str(uuid.uuid4())
         return m
 
@@ -80,13 +91,13 @@ class ConsumerGroup:
         }
         if epoch == 0:
             body["TopicPartitions"] = []
-        if self.version >= 1:
+        if m.version >= 1:
             body["SubscribedTopicRegex"] = None
         body.update(override)
         deadline = time.monotonic() + 30
         while True:
             got = verify.expect_response(
-                m.conn, ApiKey.CONSUMER_GROUP_HEARTBEAT, self.version, body
+                m.conn, ApiKey.CONSUMER_GROUP_HEARTBEAT, m.version, body
             ).body
             if got["ErrorCode"] not in TRANSIENT or time.monotonic() > deadline:
                 break
@@ -105,12 +116,34 @@ class ConsumerGroup:
         return got
 
     def describe(self) -> dict:
-        v = self.harness.pick_version(ApiKey.CONSUMER_GROUP_DESCRIBE)
+        v = newest(self.harness, ApiKey.CONSUMER_GROUP_DESCRIBE)
         body = {"GroupIds": [self.name], "IncludeAuthorizedOperations": False}
         (g,) = verify.expect_response(self.admin, ApiKey.CONSUMER_GROUP_DESCRIBE, v, body).body[
             "Groups"
         ]
         return g
+
+
+def advertised(harness: Harness, api: int) -> list[int]:
+    """Every version of ``api`` both the target advertises and our specs define. KIP-848's APIs
+    are Kafka 4.x's: the 3.9 cap of the suite's negotiation (``negotiable``) does not apply,
+    the bodies here are written for every version."""
+    harness.require(api)
+    lo, hi = harness.advertised_on("client")[api]
+    ours = harness.codec.message(api, "request").valid_versions
+    return [v for v in range(max(lo, ours.lo), min(hi, ours.hi) + 1)]
+
+
+def newest(harness: Harness, api: int, within: str | None = None) -> int:
+    """The highest of ``advertised`` (within ``within``, e.g. "1+"), or Unsupported."""
+    versions = advertised(harness, api)
+    if within is not None:
+        allowed = Versions.parse(within)
+        versions = [v for v in versions if allowed.lo <= v <= allowed.hi]
+    if not versions:
+        raise Unsupported(f"{harness.api_name(api)}: no version in {within} is advertised", api)
+    harness.note(api, versions[-1], "client")
+    return versions[-1]
 
 
 def topic_ids(harness: Harness, names: list[str]) -> dict[str, Any]:

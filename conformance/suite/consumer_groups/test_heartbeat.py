@@ -7,14 +7,24 @@ from __future__ import annotations
 import time
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite.consumer_groups.shared import SETTLE, ConsumerGroup, Member, topic_ids
+from conformance.suite.consumer_groups.shared import (
+    SETTLE,
+    ConsumerGroup,
+    Member,
+    advertised,
+    newest,
+    topic_ids,
+)
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.provision import obtain
+from conformance.suite.kit.records_io import admin_call
 from conformance.suite.kit.safety import fresh_name
 
 PARTITIONS = 4
+#: how long new partitions may take to be assigned (Kafka 4.4.0: about a second)
+GROWN_WAIT = 10.0
 
 
 def joined(harness: Harness, g: ConsumerGroup, m: Member, what: str) -> dict:
@@ -123,6 +133,25 @@ def test_join_reconcile_leave(harness: Harness) -> None:
         "CONSUMER-GROUPS.R1",
     )
     first = converge(harness, g, [a], want, test)
+    # the member id rule of every other advertised version (v0: given; v1+: the client's)
+    for version in advertised(harness, ApiKey.CONSUMER_GROUP_HEARTBEAT):
+        if version == g.version:
+            continue
+        other = ConsumerGroup(harness, [topic.name])
+        x = other.new_member(version=version)
+        sent = x.member_id
+        got = other.heartbeat(x)
+        ok = got["ErrorCode"] == ErrorCode.NONE and (
+            bool(got["MemberId"]) if version == 0 else got["MemberId"] == sent
+        )
+        verify.soft(
+            harness,
+            ok,
+            f"ConsumerGroupHeartbeat v{version} join (member id sent {sent!r}): error "
+            f"{got['ErrorCode']}, member id {got['MemberId']!r}",
+            "CONSUMER-GROUPS.R1",
+        )
+        other.heartbeat(x, MemberEpoch=-1)
     b = g.new_member()
     joined(harness, g, b, "second member")
     second = converge(harness, g, [a, b], want, test)
@@ -386,5 +415,98 @@ def test_group_configs(harness: Harness) -> None:
         f"heartbeat interval in the join answer {got['HeartbeatIntervalMs']}; the group's config "
         "says 6000",
         "CONSUMER-GROUPS.R9",
+    )
+    g.heartbeat(m, MemberEpoch=-1)
+
+
+def owns_eventually(g: ConsumerGroup, m: Member, want: set, wait: float) -> bool:
+    """Heartbeat ``m`` until it owns ``want`` (at most ``wait`` seconds)."""
+    deadline = time.monotonic() + wait
+    while not want <= m.owned_pairs():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.25)
+        g.heartbeat(m)
+    return True
+
+
+@conformance(
+    "consumer-groups/heartbeat/new-partitions",
+    "CONSUMER-GROUPS.R10",
+    api=ApiKey.CONSUMER_GROUP_HEARTBEAT,
+)
+def test_new_partitions(harness: Harness) -> None:
+    harness.require(ApiKey.CREATE_PARTITIONS)
+    topic = obtain(harness, "cgrow", 2, exact=True, given=False)
+    tid = topic_ids(harness, [topic.name])[topic.name]
+    g = ConsumerGroup(harness, [topic.name])
+    m = g.new_member()
+    joined(harness, g, m, "member")
+    verify.check(
+        owns_eventually(g, m, {(tid, 0), (tid, 1)}, SETTLE),
+        f"the only member owns {sorted(m.owned_pairs())}, not both partitions of {topic.name}",
+        "CONSUMER-GROUPS.R10",
+    )
+    version = harness.pick_version(ApiKey.CREATE_PARTITIONS)
+    body = {
+        "Topics": [{"Name": topic.name, "Count": 4, "Assignments": None}],
+        "TimeoutMs": 10000,
+        "ValidateOnly": False,
+    }
+    got = admin_call(harness, ApiKey.CREATE_PARTITIONS, version, body)
+    verify.check(
+        got["Results"][0]["ErrorCode"] == ErrorCode.NONE,
+        f"CreatePartitions v{version} of {topic.name} to 4: {got['Results'][0]}",
+        "CONSUMER-GROUPS.R10",
+    )
+    want = {(tid, p) for p in range(4)}
+    verify.soft(
+        harness,
+        owns_eventually(g, m, want, GROWN_WAIT),
+        f"{GROWN_WAIT:.0f} s after {topic.name} grew from 2 to 4 partitions its only consumer "
+        f"owns {sorted(p for _, p in m.owned_pairs())}",
+        "CONSUMER-GROUPS.R10",
+    )
+    g.heartbeat(m, MemberEpoch=-1)
+
+
+@conformance(
+    "consumer-groups/heartbeat/regex-new-topic",
+    "CONSUMER-GROUPS.R11",
+    api=ApiKey.CONSUMER_GROUP_HEARTBEAT,
+)
+def test_regex_picks_up_new_topic(harness: Harness) -> None:
+    newest(harness, ApiKey.CONSUMER_GROUP_HEARTBEAT, "1+")
+    what = fresh_name("cgre").removeprefix("kc-suite-").replace("-", "")
+    g = ConsumerGroup(harness, [], versions="1+")
+    regex = f"kc-suite-{what}.*"
+    m = g.new_member()
+    got = g.heartbeat(m, SubscribedTopicNames=None, SubscribedTopicRegex=regex)
+    verify.check(
+        got["ErrorCode"] == ErrorCode.NONE,
+        f"join subscribed by regex {regex!r}: error {got['ErrorCode']} ({got.get('ErrorMessage')})",
+        "CONSUMER-GROUPS.R11",
+    )
+    topic = obtain(harness, what, 2, exact=True, given=False)
+    verify.check(
+        topic.name.startswith(f"kc-suite-{what}"),
+        f"the suite's topic {topic.name} does not match {regex!r}",
+        "CONSUMER-GROUPS.R11",
+    )
+    tid = topic_ids(harness, [topic.name])[topic.name]
+    want = {(tid, 0), (tid, 1)}
+    verify.soft(
+        harness,
+        owns_eventually(g, m, want, 2 * SETTLE),
+        f"{2 * SETTLE:.0f} s after {topic.name} (matching {regex!r}) was created the member "
+        f"subscribed by that regex owns {sorted(m.owned_pairs())}",
+        "CONSUMER-GROUPS.R11",
+    )
+    described = [x.get("SubscribedTopicRegex") for x in g.describe().get("Members") or []]
+    verify.soft(
+        harness,
+        described == [regex],
+        f"ConsumerGroupDescribe lists the member's SubscribedTopicRegex as {described}",
+        "CONSUMER-GROUPS.R11",
     )
     g.heartbeat(m, MemberEpoch=-1)

@@ -16,6 +16,8 @@ from tests.support.faults_consumer_groups import (
     leave_keeps_epoch,
     no_heartbeat_interval,
     partition_zero_to_everyone,
+    partitions_beyond_one_withheld,
+    regex_not_described,
 )
 from tests.support.faults_groups import Faults, replace_code, run_through
 from tests.support.runs import failing, verdicts
@@ -25,6 +27,8 @@ JOIN = "consumer-groups/heartbeat/join-reconcile-leave"
 FENCING = "consumer-groups/heartbeat/fencing-and-static"
 DESCRIBE = "consumer-groups/describe-list-commit"
 CONFIGS = "consumer-groups/configs/bounds-and-interval"
+GROWN = "consumer-groups/heartbeat/new-partitions"
+REGEX = "consumer-groups/heartbeat/regex-new-topic"
 HEARTBEAT = {ApiKey.CONSUMER_GROUP_HEARTBEAT}
 INVALID_CONFIG = 40
 
@@ -61,6 +65,11 @@ CASES = {
             (DESCRIBE, "CONSUMER-GROUPS.R8"),
             (CONFIGS, "CONSUMER-GROUPS.R9"),
         },
+    ),
+    "new-partitions-withheld-regex-forgotten": (
+        lambda: (partitions_beyond_one_withheld, regex_not_described),
+        (GROWN, REGEX),
+        {(GROWN, "CONSUMER-GROUPS.R10"), (REGEX, "CONSUMER-GROUPS.R11")},
     ),
     "epoch-goes-back": (
         lambda: (EpochGoesBack(),),
