@@ -14,6 +14,13 @@ second checkout never reads another's specs.
 import sys
 from importlib.util import module_from_spec, spec_from_file_location
 from pathlib import Path
+from types import ModuleType
+
+# Not a package mapping: setup.py's maps specs/ for the wheel and the editable install, but with
+# PYTHONPATH=<clone> (any venv) nothing maps it, and no ordinary import finds specs/ by this name.
+
+#: the package ``conformance.specs`` (declared for type checkers, which cannot see the mapping)
+specs: ModuleType
 
 
 def _checkout_specs() -> None:

@@ -2,9 +2,10 @@
 
 A leaf: it imports only the kernel and other leaves, so the security, log and groups packages
 can name the node they are given without importing ``node.py`` or the broker and controller
-packages. The broker's and the controller's own objects (metadata cache, replica manager,
-lifecycle, image …) are typed ``Any`` here for that reason; what matters is which names a role
-offers. ``tests/reference/test_roles.py`` checks that ``BrokerNode`` and ``ControllerNode``
+packages. The broker's and the controller's own objects are therefore typed by Protocols of
+what is used of them (authorizer, forwarder, controller channel, propagator); the larger ones
+(metadata cache, replica manager, lifecycles, image, the groups' and transactions' services) are
+still ``Any``. mypy checks this module (pyproject's ``[tool.mypy]``). ``tests/reference/test_roles.py`` checks that ``BrokerNode`` and ``ControllerNode``
 have every member their view declares, and that a function typed with a view uses no other.
 """
 
@@ -13,12 +14,48 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
+from conformance.client.wire import Response
 from conformance.protocol import Codec
 from reference_impl.config import NodeConfig
-from reference_impl.metrics import NodeMetrics
-from reference_impl.net.listener import Session
+from reference_impl.metrics import BrokerMetrics, ControllerMetrics, NodeMetrics
+from reference_impl.net.listener import RequestContext, Session
+
+#: metadata records to commit, or a function of the current image that makes them (called under
+#: the controller's write lock)
+Records = list[dict[str, Any]] | Callable[[Any], list[dict[str, Any]]]
+
+
+class Authorizer(Protocol):
+    """``security_hooks.Authorizer``: the default one, or the ACL authorizer."""
+
+    def authorize(self, session: Session, operation: str, resource: tuple[str, str]) -> bool: ...
+
+
+class Forwarder(Protocol):
+    """``broker.forwarding.Forwarder``: a mutation sent on to the active controller (KIP-590)."""
+
+    async def forward(self, ctx: RequestContext, body: dict) -> dict: ...
+
+
+class ControllerChannel(Protocol):
+    """``broker.controller_channel.ControllerChannel``: requests to the active controller."""
+
+    async def request(
+        self,
+        api_key: int,
+        body: dict[str, Any],
+        *,
+        version: int | None = None,
+        timeout: float = 30.0,
+    ) -> Response: ...
+
+
+class Propagator(Protocol):
+    """``controller.propagation.Propagator``: pushes metadata to the brokers."""
+
+    def endpoint_of(self, reg: Any) -> dict[str, Any]: ...
 
 
 class NodeView(Protocol):
@@ -31,8 +68,7 @@ class NodeView(Protocol):
     metrics: NodeMetrics
     data_dir: Path
     cluster_id: str | None
-    #: the node's authorizer (``security_hooks.Authorizer``; ACLs or the default one)
-    authorizer: Any
+    authorizer: Authorizer
 
     def authorize(self, session: Session, operation: str, resource: tuple[str, str]) -> bool: ...
 
@@ -43,14 +79,13 @@ class BrokerView(NodeView, Protocol):
     """A broker: what UpdateMetadata told it, its replicas and groups, its way to the
     controller."""
 
+    metrics: BrokerMetrics
     #: ``broker.metadata_cache.MetadataCache``
     metadata_cache: Any
     #: ``replica.api.ReplicaManager``
     replica_manager: Any
-    #: ``broker.forwarding.Forwarder`` (``forward(ctx, body)``)
-    forwarder: Any
-    #: requests to the active controller (``broker.controller_channel.ControllerChannel``)
-    controller_channel: Any
+    forwarder: Forwarder
+    controller_channel: ControllerChannel
     #: the broker's registration and heartbeats (``broker.lifecycle.BrokerLifecycle``)
     lifecycle: Any
     broker_epoch: int
@@ -69,16 +104,34 @@ class BrokerView(NodeView, Protocol):
 class ControllerView(NodeView, Protocol):
     """The controller: the metadata image it writes, whether it is the active one."""
 
+    metrics: ControllerMetrics
     #: ``metadata.image.MetadataImage`` once loaded
     image: Any
     active: bool
-    #: pushes metadata to the brokers (``controller.propagation.Propagator``)
-    propagator: Any
+    propagator: Propagator
     #: broker registrations, heartbeats, fencing (``controller.lifecycle.Lifecycle``)
     lifecycle: Any
 
     def require_active(self) -> Any: ...
 
-    async def commit(self, records: list[dict[str, Any]], *, rebalance: bool = False) -> int: ...
+    async def commit(self, records: Records, *, rebalance: bool = False) -> int: ...
 
     async def wait_propagated(self, offset: int, timeout_ms: int) -> bool: ...
+
+
+def is_broker(node: NodeView) -> TypeGuard[BrokerView]:
+    """``node`` serves as a broker (its ``role``): what a handler checks before broker members."""
+    return node.role == "broker"
+
+
+def is_controller(node: NodeView) -> TypeGuard[ControllerView]:
+    """``node`` serves as the controller (its ``role``)."""
+    return node.role == "controller"
+
+
+def either_role(node: NodeView) -> BrokerView | ControllerView:
+    """``node`` as the view of its role, for code that serves both."""
+    if is_broker(node):
+        return node
+    assert is_controller(node), node.role
+    return node

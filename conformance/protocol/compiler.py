@@ -619,7 +619,7 @@ class _Unit:
                         "+ ' bytes, ' + str(end - off) + ' remain')"
                     )
                 kw = "if"
-                for f in sorted(tagged, key=lambda f: f.tag):
+                for f in sorted(tagged, key=lambda f: f.tag if f.tag is not None else -1):
                     s(f"{kw} {tag} == {f.tag}:")
                     kw = "elif"
                     with s.indent():

@@ -13,7 +13,7 @@ from conformance.protocol._generated.error_codes import ErrorCode
 def error_code(code: int) -> ErrorCode | int:
     """``code`` as an ErrorCode when Kafka defines it, else the bare int."""
     try:
-        return ErrorCode(code)
+        return ErrorCode(code)  # type: ignore[call-arg]  # the lookup by value, not __new__
     except ValueError:
         return int(code)
 

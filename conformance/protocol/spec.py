@@ -125,7 +125,9 @@ class FieldSpec:
     zero_copy: bool = False
     flexible_versions: Versions | None = None
     about: str | None = None
-    struct: StructSpec | None = None
+    #: the struct of a struct field (or of an array's elements); the loader sets it before the spec
+    #: is returned, and only struct fields read it
+    struct: StructSpec = None  # type: ignore[assignment]
     json_path: str = ""
 
     @property
@@ -270,10 +272,10 @@ class _Builder:
             commons[cs["name"]].fields = self._fields(cs.get("fields", []), f"$.commonStructs[{i}]")
         fields = self._fields(obj["fields"], "$")
         for fs, path in self.pending:
-            st = self.structs.get(fs.element_type)
-            if st is None:
+            found = self.structs.get(fs.element_type)
+            if found is None:
                 raise SpecError(file, f"{path}.type", f"unknown type {fs.type!r}")
-            fs.struct = st
+            fs.struct = found
         for fs, _ in self.pending:
             fs.default = _parse_default(self.raw_defaults[id(fs)], fs, file)
         listeners = obj.get("listeners", ())

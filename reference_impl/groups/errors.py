@@ -5,7 +5,7 @@ from __future__ import annotations
 from conformance.protocol import ErrorCode
 
 #: How an append failure on ``__consumer_offsets`` is reported to a SyncGroup (Kafka's mapping).
-_STORE_GROUP = {
+_STORE_GROUP: dict[int, ErrorCode] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,

@@ -109,7 +109,14 @@ class _Writer:
         return self
 
 
-def _string(r: Reader, field: str, nullable: bool = False) -> str | None:
+def _string(r: Reader, field: str) -> str:
+    """A non-null string: a null (length -1) is as invalid here as any other negative length."""
+    value = _nullable_string(r, field, nullable=False)
+    assert value is not None
+    return value
+
+
+def _nullable_string(r: Reader, field: str, nullable: bool = True) -> str | None:
     n = r.int16(field)
     if n < 0:
         if nullable and n == -1:
@@ -219,8 +226,8 @@ def decode_group_value(data: bytes) -> GroupRecord:
         raise r.fail(f"unknown group metadata value version {version}", at=0)
     protocol_type = _string(r, "protocol_type") or ""
     generation = r.int32("generation")
-    protocol = _string(r, "protocol", nullable=True)
-    leader = _string(r, "leader", nullable=True)
+    protocol = _nullable_string(r, "protocol")
+    leader = _nullable_string(r, "leader")
     ts = r.int64("current_state_timestamp") if version >= 2 else -1
     count = r.int32("members")
     if count < 0:
@@ -228,7 +235,7 @@ def decode_group_value(data: bytes) -> GroupRecord:
     members = []
     for _ in range(count):
         member_id = _string(r, "member_id") or ""
-        instance = _string(r, "group_instance_id", nullable=True) if version >= 3 else None
+        instance = _nullable_string(r, "group_instance_id") if version >= 3 else None
         client_id = _string(r, "client_id") or ""
         client_host = _string(r, "client_host") or ""
         rebalance = r.int32("rebalance_timeout") if version >= 1 else -1

@@ -8,7 +8,7 @@ from typing import Any
 from conformance.protocol import AclOperation, ErrorCode
 from reference_impl import config as cfg
 from reference_impl.net.listener import Session
-from reference_impl.roles import BrokerView
+from reference_impl.roles import BrokerView, NodeView
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
@@ -55,7 +55,7 @@ def topic_name_error(name: str | None) -> str | None:
 
 
 def authorized_operations(
-    node: BrokerView, session: Session, resource: tuple[str, str], operations: tuple[str, ...]
+    node: NodeView, session: Session, resource: tuple[str, str], operations: tuple[str, ...]
 ) -> int:
     bits = 0
     for op in operations:

@@ -15,7 +15,7 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.forwarded import forwarded_api
 from reference_impl.net.listener import Api, RequestContext
-from reference_impl.roles import ControllerView, NodeView
+from reference_impl.roles import ControllerView, NodeView, is_broker
 from reference_impl.security import acl
 from reference_impl.security.authorizer import NodeAclAuthorizer
 
@@ -61,7 +61,7 @@ async def create(node: ControllerView, body: dict) -> dict[str, Any]:
 def mutation_api(node: NodeView, key: int, serve: Any, disabled: Any) -> Api:
     """A broker forwards the ACL mutation ``key``; the controller ``serve``s it, or answers
     ``disabled(body)`` without the ACL authorizer."""
-    if node.role == "broker":
+    if is_broker(node):
         return forwarded_api(node, key)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:

@@ -33,7 +33,7 @@ def api(node: NodeView) -> Api:
     return mutation_api(node, ApiKey.CREATE_TOPICS, create)
 
 
-def _fail(name: str, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+def _fail(name: str, code: int, message: str | None = None) -> dict[str, Any]:
     return {"Name": name, "ErrorCode": int(code), "ErrorMessage": message, "Configs": None}
 
 

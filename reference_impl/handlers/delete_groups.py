@@ -17,7 +17,7 @@ def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         names = list(dict.fromkeys(body["GroupsNames"]))
         denied = {g for g in names if not group_allowed(node, ctx, "DELETE", g)}
-        results = dict.fromkeys(denied, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        results: dict[str, int] = dict.fromkeys(denied, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         permitted = [g for g in names if g not in denied]
         if permitted:
             results.update(await service.delete(permitted))

@@ -16,7 +16,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import extensions
 from reference_impl.handlers.common import CLUSTER_OPERATIONS, authorized_operations
 from reference_impl.net.listener import Api, RequestContext
-from reference_impl.roles import BrokerView, ControllerView, NodeView
+from reference_impl.roles import BrokerView, ControllerView, NodeView, is_broker, is_controller
 from reference_impl.security_hooks import CLUSTER
 
 ROLES = ("broker", "controller")
@@ -24,9 +24,12 @@ BROKERS, CONTROLLERS = 1, 2
 
 
 def api(node: NodeView) -> Api:
-    if node.role == "broker":
-        return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _broker(node, ctx, body))
-    return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _controller(node, ctx, body))
+    if is_broker(node):
+        broker = node
+        return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _broker(broker, ctx, body))
+    assert is_controller(node)
+    controller = node
+    return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _controller(controller, ctx, body))
 
 
 def _error(node: NodeView, code: int, message: str, endpoint_type: int) -> dict[str, Any]:

@@ -20,7 +20,14 @@ from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode
 from reference_impl import config as cfg
 from reference_impl.handlers.common import config_entry, topic_config_entries
 from reference_impl.net.listener import Api, RequestContext
-from reference_impl.roles import BrokerView, ControllerView, NodeView
+from reference_impl.roles import (
+    BrokerView,
+    ControllerView,
+    NodeView,
+    either_role,
+    is_broker,
+    is_controller,
+)
 from reference_impl.security_hooks import CLUSTER
 
 ROLES = ("broker", "controller")
@@ -64,9 +71,10 @@ def _view(
     node: BrokerView | ControllerView,
 ) -> tuple[set[str], dict[str, dict[str, str]], dict[str, dict[str, str]]]:
     """(topic names, topic configs, broker configs) as this node knows them."""
-    if node.role == "broker":
+    if is_broker(node):
         cache = node.metadata_cache
         return set(cache.topics), cache.topic_configs, cache.broker_configs
+    assert is_controller(node)
     image = node.require_active()
     topics = {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.TOPIC}
     brokers = {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.BROKER}
@@ -89,7 +97,7 @@ def _resource(node: NodeView, ctx: RequestContext, body: dict, r: dict) -> dict[
         result.update(ErrorCode=int(code), ErrorMessage=message)
         return result
 
-    topics, topic_configs, broker_configs = _view(node)
+    topics, topic_configs, broker_configs = _view(either_role(node))
     if rtype == ConfigResourceType.TOPIC:
         if not node.authorize(ctx.session, "DESCRIBE_CONFIGS", ("TOPIC", rname)):
             return fail(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -135,7 +143,7 @@ def _resource(node: NodeView, ctx: RequestContext, body: dict, r: dict) -> dict[
             return fail(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if rname == "":
             return fail(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
-        own = _group_configs(node).get(rname, {})
+        own = _group_configs(either_role(node)).get(rname, {})
         result["Configs"] = [
             config_entry(
                 k,
@@ -153,9 +161,10 @@ def _resource(node: NodeView, ctx: RequestContext, body: dict, r: dict) -> dict[
     return fail(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
 
 
-def _group_configs(node: NodeView) -> dict[str, dict[str, str]]:
-    if node.role == "broker":
+def _group_configs(node: BrokerView | ControllerView) -> dict[str, dict[str, str]]:
+    if is_broker(node):
         return node.metadata_cache.group_configs
+    assert is_controller(node)
     image = node.require_active()
     return {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.GROUP}
 

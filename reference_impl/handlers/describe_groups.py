@@ -21,6 +21,7 @@ def api(node: BrokerView) -> Api:
 
     def describe(ctx: RequestContext, group_id: str, with_operations: bool) -> dict:
         entry: dict = {"GroupId": group_id, "AuthorizedOperations": AUTHORIZED_OPERATIONS_UNSET}
+        error: int
         if not group_allowed(node, ctx, "DESCRIBE", group_id):
             error, summary = ErrorCode.GROUP_AUTHORIZATION_FAILED, NO_SUMMARY
         else:

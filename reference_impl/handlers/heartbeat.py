@@ -12,6 +12,7 @@ def api(node: BrokerView) -> Api:
     service = groups(node)
 
     async def handle(ctx: RequestContext, body: dict) -> dict:
+        error: int
         if not group_allowed(node, ctx, "READ", body["GroupId"]):
             error = ErrorCode.GROUP_AUTHORIZATION_FAILED
         else:

@@ -20,6 +20,8 @@ def api(node: BrokerView) -> Api:
             leaving = [(m["MemberId"], m["GroupInstanceId"]) for m in body["Members"]]
         else:
             leaving = [(body["MemberId"], None)]
+        top: int
+        errors: list[int]
         if not group_allowed(node, ctx, "READ", body["GroupId"]):
             top, errors = ErrorCode.GROUP_AUTHORIZATION_FAILED, []
         else:

@@ -222,7 +222,7 @@ def build_batch(
             timestamp_delta=item[0] - base_ts,
             key=item[1],
             value=item[2],
-            headers=tuple(item[3]) if len(item) > 3 else (),  # type: ignore[misc]
+            headers=tuple(item[3]) if len(item) > 3 else (),
         )
         for i, item in enumerate(items)
     )

@@ -190,7 +190,7 @@ def _raw_snappy(block: bytes, max_size: int, already: int) -> bytes:
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
 
-def _lz4_header_checksum_pos(frame: bytes) -> int:
+def _lz4_header_checksum_pos(frame: bytes | bytearray) -> int:
     """Index of the header-checksum byte (HC) of an LZ4 frame."""
     if len(frame) < 7 or not frame.startswith(_LZ4_MAGIC):
         raise CorruptRecordError("LZ4 payload does not start with an LZ4 frame header")

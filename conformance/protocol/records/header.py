@@ -117,7 +117,7 @@ def last_offset_delta(buf: bytes | memoryview, pos: int) -> int:
     return _I32.unpack_from(buf, pos + LAST_OFFSET_DELTA_OFFSET)[0]
 
 
-def attributes_at(buf: bytes | memoryview, pos: int) -> int:
+def attributes_at(buf: bytes | bytearray | memoryview, pos: int) -> int:
     """The attributes of the v2 batch at ``pos`` (needs ATTRIBUTES_OFFSET + 2 bytes)."""
     return _U16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0]
 

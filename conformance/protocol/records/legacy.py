@@ -275,14 +275,14 @@ def _decode_inner(plain: bytes, magic: int, path: str) -> tuple[LegacyMessage, .
     if not spans:
         raise CorruptRecordError("compressed message holds no messages", path=path)
     messages = []
-    for i, (s, e, m) in enumerate(spans):
+    for i, (s, stop, m) in enumerate(spans):
         if m != magic:
             raise CorruptRecordError(
                 f"inner message magic {m} differs from its wrapper's {magic}",
                 offset=s + MAGIC_OFFSET,
                 path=f"{path}[{i}](decompressed)",
             )
-        messages.append(decode_message_at(plain, s, e, path=f"{path}[{i}]", nested=True))
+        messages.append(decode_message_at(plain, s, stop, path=f"{path}[{i}]", nested=True))
     return tuple(messages)
 
 
