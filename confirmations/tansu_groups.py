@@ -17,54 +17,62 @@ def show(what, body):
     print(f"  {what}: {body}")
 
 
+async def join(c, group, member="", session=6000, ptype="consumer", instance=None):
+    """A JoinGroup on connection ``c``: the answer and how long it took."""
+    body = dict(
+        GroupId=group,
+        SessionTimeoutMs=session,
+        RebalanceTimeoutMs=4000,
+        MemberId=member,
+        GroupInstanceId=instance,
+        ProtocolType=ptype,
+        Protocols=[dict(Name="range", Metadata=b"m")],
+        Reason=None,
+    )
+    t = time.monotonic()
+    r = (await c.request(JG, V[JG], body, timeout=60)).body
+    return r, time.monotonic() - t
+
+
+async def full_join(c, group, **kw):
+    """A JoinGroup, repeated with the member id a MEMBER_ID_REQUIRED answer gives."""
+    r, _ = await join(c, group, **kw)
+    if r["ErrorCode"] == 79:
+        r, _ = await join(c, group, member=r["MemberId"], **kw)
+    return r
+
+
+async def sync(c, group, gen, member, assign=None, instance=None):
+    """A SyncGroup; ``assign``: member id -> assignment (the leader's)."""
+    body = dict(
+        GroupId=group,
+        GenerationId=gen,
+        MemberId=member,
+        GroupInstanceId=instance,
+        ProtocolType="consumer",
+        ProtocolName="range",
+        Assignments=[dict(MemberId=m, Assignment=a) for m, a in (assign or {}).items()],
+    )
+    return (await c.request(SG, V[SG], body, timeout=30)).body
+
+
+async def hb(c, group, gen, member, instance=None):
+    """A Heartbeat."""
+    return (
+        await c.request(
+            HB,
+            V[HB],
+            dict(GroupId=group, GenerationId=gen, MemberId=member, GroupInstanceId=instance),
+            timeout=30,
+        )
+    ).body
+
+
 async def main(host: str, port: int) -> None:
     codec = Codec.from_specs()
 
     async def conn():
         return await connect(host, port, codec)
-
-    async def join(c, group, member="", session=6000, ptype="consumer", instance=None):
-        body = dict(
-            GroupId=group,
-            SessionTimeoutMs=session,
-            RebalanceTimeoutMs=4000,
-            MemberId=member,
-            GroupInstanceId=instance,
-            ProtocolType=ptype,
-            Protocols=[dict(Name="range", Metadata=b"m")],
-            Reason=None,
-        )
-        t = time.monotonic()
-        r = (await c.request(JG, V[JG], body, timeout=60)).body
-        return r, time.monotonic() - t
-
-    async def full_join(c, group, **kw):
-        r, _ = await join(c, group, **kw)
-        if r["ErrorCode"] == 79:
-            r, _ = await join(c, group, member=r["MemberId"], **kw)
-        return r
-
-    async def sync(c, group, gen, member, assign=None, instance=None):
-        body = dict(
-            GroupId=group,
-            GenerationId=gen,
-            MemberId=member,
-            GroupInstanceId=instance,
-            ProtocolType="consumer",
-            ProtocolName="range",
-            Assignments=[dict(MemberId=m, Assignment=a) for m, a in (assign or {}).items()],
-        )
-        return (await c.request(SG, V[SG], body, timeout=30)).body
-
-    async def hb(c, group, gen, member, instance=None):
-        return (
-            await c.request(
-                HB,
-                V[HB],
-                dict(GroupId=group, GenerationId=gen, MemberId=member, GroupInstanceId=instance),
-                timeout=30,
-            )
-        ).body
 
     print("GROUPS.R21: one new member, session 45000 ms, rebalance timeout 4000 ms")
     c = await conn()
