@@ -74,8 +74,7 @@ def forwarding_brokers(harness: Harness, brokers: list[cluster.Broker]) -> list[
     node is its own controller: it forwards nothing."""
     if len(brokers) < 2:
         return []
-    version = harness.pick_version(ApiKey.METADATA, "1+")
-    controller = cluster.metadata(harness, harness.connect(), version).get("ControllerId", -1)
+    controller = cluster.controller_id(harness)
     return [b for b in brokers if b.node_id != controller and not refuses_itself(harness, b)]
 
 
@@ -83,8 +82,7 @@ def setup_broker(harness: Harness, brokers: list[cluster.Broker]) -> int:
     """The broker (an index into ``brokers``) to create a test's topic through before the
     mutation under test: the one Metadata names as the controller where it is listed (in
     ZooKeeper mode the only broker that creates topics), else the first."""
-    version = harness.pick_version(ApiKey.METADATA, "1+")
-    controller = cluster.metadata(harness, harness.connect(), version).get("ControllerId", -1)
+    controller = cluster.controller_id(harness)
     return next((i for i, b in enumerate(brokers) if b.node_id == controller), 0)
 
 

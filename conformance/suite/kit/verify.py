@@ -132,7 +132,13 @@ def expect_response(
 
 
 def setup_response(
-    conn: SyncConnection, api_key: int, body: Any, within: str | None = None, **kw: Any
+    conn: SyncConnection,
+    api_key: int,
+    body: Any,
+    within: str | None = None,
+    *,
+    served: str = "PROTOCOL.R9",
+    **kw: Any,
 ) -> Response:
     """``Harness.setup_request`` (a version whose answers do not decode: one set-up defect,
     then another version; issue 42), its other failures worded and filed as
@@ -142,13 +148,13 @@ def setup_response(
         return conn.harness.setup_request(conn, api_key, body, within, **kw)
     except ConnectionClosed as e:
         raise Failed(
-            f"{what}: the target closed the connection instead of answering ({e})", "PROTOCOL.R9"
+            f"{what}: the target closed the connection instead of answering ({e})", served
         ) from None
     except Unanswered as e:
-        raise Failed(f"{what}: {e}", "PROTOCOL.R9") from None
+        raise Failed(f"{what}: {e}", served) from None
     except TimeoutError as e:
         why = f" ({e})" if str(e) else ""
-        raise Failed(f"{what}: no answer within the timeout{why}", "PROTOCOL.R9") from None
+        raise Failed(f"{what}: no answer within the timeout{why}", served) from None
     except ProtocolViolation as e:
         req = "PROTOCOL.R2" if "correlation" in str(e) else "PROTOCOL.R1"
         raise Failed(f"{what}: {e}", req) from None

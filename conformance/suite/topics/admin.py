@@ -89,13 +89,14 @@ def metadata(
     harness: Harness, name: str, req: str, *, within: str = "1+", allow_create: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Metadata of one topic: (its entry, the whole answer)."""
-    v = quiet_version(harness, ApiKey.METADATA, within)
     body = {"Topics": [{"Name": name}], "AllowAutoTopicCreation": allow_create}
     conn = harness.connect()
-    try:
-        answer = verify.expect_response(conn, ApiKey.METADATA, v, body, served=req).body
+    try:  # a version whose answers do not decode: one set-up defect, then another (issue 42)
+        got = verify.setup_response(conn, ApiKey.METADATA, body, within, served=req)
     finally:
         conn.close()
+    answer = got.body
+    v = quiet_version(harness, ApiKey.METADATA, within)
     entries = [t for t in answer["Topics"] if t["Name"] == name]
     verify.check(
         len(entries) == 1,
