@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.results.verdicts import Unsupported
 from conformance.suite.consumer_groups.shared import (
     SETTLE,
     ConsumerGroup,
@@ -29,6 +30,14 @@ GROWN_WAIT = 10.0
 
 def joined(harness: Harness, g: ConsumerGroup, m: Member, what: str) -> dict:
     got = g.heartbeat(m)
+    if got["ErrorCode"] == ErrorCode.UNSUPPORTED_VERSION and m.epoch == 0:
+        # Kafka 3.9 advertises ConsumerGroupHeartbeat v0 (early access) but refuses every join
+        # unless the consumer protocol is enabled (group.coordinator.rebalance.protocols)
+        raise Unsupported(
+            f"ConsumerGroupHeartbeat v{m.version} is advertised but a join is answered "
+            "UNSUPPORTED_VERSION: the target does not serve the consumer group protocol",
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        )
     verify.check(
         got["ErrorCode"] == ErrorCode.NONE,
         f"{what}: ConsumerGroupHeartbeat v{g.version} epoch 0 answered {got['ErrorCode']} "
@@ -350,6 +359,10 @@ INVALID_CONFIG = 40
 )
 def test_group_configs(harness: Harness) -> None:
     g = ConsumerGroup(harness, [fresh_name("cg-topic")])
+    probe = ConsumerGroup(harness, [fresh_name("cg-topic")])
+    x = probe.new_member()
+    joined(harness, probe, x, "probe member")  # the consumer protocol is served at all
+    probe.heartbeat(x, MemberEpoch=-1)
     v = harness.pick_version(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     conn = harness.connect()
 
