@@ -523,3 +523,43 @@ def test_regex_picks_up_new_topic(harness: Harness) -> None:
         "CONSUMER-GROUPS.R11",
     )
     g.heartbeat(m, MemberEpoch=-1)
+
+
+@conformance(
+    "consumer-groups/delete",
+    "CONSUMER-GROUPS.R12",
+    api=ApiKey.DELETE_GROUPS,
+)
+def test_delete(harness: Harness) -> None:
+    g = ConsumerGroup(harness, [fresh_name("cg-topic")])
+    m = g.new_member()
+    joined(harness, g, m, "member")
+    v = harness.pick_version(ApiKey.DELETE_GROUPS)
+
+    def delete() -> int:
+        body = {"GroupsNames": [g.name]}
+        got = verify.expect_response(g.admin, ApiKey.DELETE_GROUPS, v, body).body
+        return got["Results"][0]["ErrorCode"]
+
+    busy = delete()
+    verify.soft(
+        harness,
+        busy == ErrorCode.NON_EMPTY_GROUP,
+        f"DeleteGroups v{v} of a consumer group with a member: error {busy}",
+        "CONSUMER-GROUPS.R12",
+    )
+    g.heartbeat(m, MemberEpoch=-1)
+    done = delete()
+    verify.soft(
+        harness,
+        done == ErrorCode.NONE,
+        f"DeleteGroups v{v} of the consumer group once its member left: error {done}",
+        "CONSUMER-GROUPS.R12",
+    )
+    gone = g.describe()["ErrorCode"]
+    verify.soft(
+        harness,
+        gone == ErrorCode.GROUP_ID_NOT_FOUND,
+        f"ConsumerGroupDescribe of the deleted group: error {gone}",
+        "CONSUMER-GROUPS.R12",
+    )

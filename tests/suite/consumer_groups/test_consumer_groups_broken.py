@@ -29,6 +29,7 @@ DESCRIBE = "consumer-groups/describe-list-commit"
 CONFIGS = "consumer-groups/configs/bounds-and-interval"
 GROWN = "consumer-groups/heartbeat/new-partitions"
 REGEX = "consumer-groups/heartbeat/regex-new-topic"
+DELETE = "consumer-groups/delete"
 HEARTBEAT = {ApiKey.CONSUMER_GROUP_HEARTBEAT}
 INVALID_CONFIG = 40
 
@@ -41,12 +42,14 @@ CASES = {
             replace_code(
                 {ApiKey.CONSUMER_GROUP_DESCRIBE}, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NONE
             ),
+            replace_code({ApiKey.DELETE_GROUPS}, ErrorCode.NON_EMPTY_GROUP, ErrorCode.NONE),
         ),
-        (JOIN, FENCING, DESCRIBE),
+        (JOIN, FENCING, DESCRIBE, DELETE),
         {
             (JOIN, "CONSUMER-GROUPS.R3"),
             (FENCING, "CONSUMER-GROUPS.R4"),
             (DESCRIBE, "CONSUMER-GROUPS.R7"),
+            (DELETE, "CONSUMER-GROUPS.R12"),
         },
     ),
     "no-interval-leave-kept-instance-taken-stale-commit": (
