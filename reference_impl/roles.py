@@ -3,10 +3,12 @@
 A leaf: it imports only the kernel and other leaves, so the security, log and groups packages
 can name the node they are given without importing ``node.py`` or the broker and controller
 packages. The broker's and the controller's own objects are therefore typed by Protocols of
-what is used of them (authorizer, forwarder, controller channel, propagator); the larger ones
-(metadata cache, replica manager, lifecycles, image, the groups' and transactions' services) are
-still ``Any``. mypy checks this module (pyproject's ``[tool.mypy]``). ``tests/reference/test_roles.py`` checks that ``BrokerNode`` and ``ControllerNode``
-have every member their view declares, and that a function typed with a view uses no other.
+what is used of them (authorizer, forwarder, controller channel, propagator, the controller's
+lifecycle); the larger ones (metadata cache, replica manager, the broker's lifecycle, image, the
+groups' and transactions' services) are still ``Any``. mypy checks this module (pyproject's
+``[tool.mypy]``); ``tests/reference/test_roles.py`` checks that ``BrokerNode`` and
+``ControllerNode`` have every member their view declares, and that a function typed with a view
+uses no other.
 """
 
 from __future__ import annotations
@@ -56,6 +58,28 @@ class Propagator(Protocol):
     """``controller.propagation.Propagator``: pushes metadata to the brokers."""
 
     def endpoint_of(self, reg: Any) -> dict[str, Any]: ...
+
+
+class ControllerLifecycle(Protocol):
+    """``controller.lifecycle.Lifecycle``: broker registrations, heartbeats, fencing."""
+
+    async def register(
+        self,
+        broker_id: int,
+        cluster_id: str,
+        incarnation_id: str,
+        listeners: list[dict[str, Any]],
+        rack: str | None,
+        start_time_ms: int,
+    ) -> int: ...
+
+    async def heartbeat(
+        self, broker_id: int, epoch: int, offset: int, want_fence: bool, want_shutdown: bool
+    ) -> dict[str, Any]: ...
+
+    async def controlled_shutdown(self, broker_id: int, epoch: int) -> list[tuple[str, int]]: ...
+
+    async def unregister(self, broker_id: int) -> None: ...
 
 
 class NodeView(Protocol):
@@ -109,8 +133,7 @@ class ControllerView(NodeView, Protocol):
     image: Any
     active: bool
     propagator: Propagator
-    #: broker registrations, heartbeats, fencing (``controller.lifecycle.Lifecycle``)
-    lifecycle: Any
+    lifecycle: ControllerLifecycle
 
     def require_active(self) -> Any: ...
 

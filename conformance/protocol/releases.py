@@ -80,7 +80,7 @@ def release_of(version: str, releases: dict[str, dict[int, ReleaseApi]]) -> str 
         return version
     line = version.split(".")[:2]
     same = [r for r in releases if r.split(".")[:2] == line and _line(r) is not None]
-    return max(same, key=_line) if same else None
+    return max(same, key=lambda r: _line(r) or ()) if same else None  # every one numbered
 
 
 def broker_settings(name: str) -> dict[str, Any]:
