@@ -338,11 +338,11 @@ def test_describe_list_commit(harness: Harness) -> None:
         f"OffsetCommit v{ov} with member epoch {a.epoch + 1} (member at {a.epoch}): error {stale}",
         "CONSUMER-GROUPS.R8",
     )
-    ok = commit(a.epoch)
+    accepted = commit(a.epoch)
     verify.soft(
         harness,
-        ok == ErrorCode.NONE,
-        f"OffsetCommit v{ov} with the member's epoch {a.epoch}: error {ok}",
+        accepted == ErrorCode.NONE,
+        f"OffsetCommit v{ov} with the member's epoch {a.epoch}: error {accepted}",
         "CONSUMER-GROUPS.R8",
     )
     g.heartbeat(a, MemberEpoch=-1)

@@ -8,6 +8,8 @@ both stores (``test_consumer_groups_reference.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from conformance.protocol import ApiKey, ErrorCode
@@ -19,7 +21,7 @@ from tests.support.faults_consumer_groups import (
     partitions_beyond_one_withheld,
     regex_not_described,
 )
-from tests.support.faults_groups import Faults, replace_code, run_through
+from tests.support.faults_groups import BodyFault, Faults, replace_code, run_through
 from tests.support.runs import failing, verdicts
 
 SEED = "20261128"
@@ -30,19 +32,27 @@ CONFIGS = "consumer-groups/configs/bounds-and-interval"
 GROWN = "consumer-groups/heartbeat/new-partitions"
 REGEX = "consumer-groups/heartbeat/regex-new-topic"
 DELETE = "consumer-groups/delete"
-HEARTBEAT = {ApiKey.CONSUMER_GROUP_HEARTBEAT}
+
+
+def only(api: int) -> set[int]:
+    return {api}
+
+
+HEARTBEAT = only(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 INVALID_CONFIG = 40
 
 #: case -> (answer faults (made afresh per run), tests run, (test, requirement) pairs that FAIL)
-CASES = {
+CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set]] = {
     "two-owners-fencing-ignored-describe-finds-all": (
         lambda: (
             partition_zero_to_everyone,
             replace_code(HEARTBEAT, ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.NONE),
             replace_code(
-                {ApiKey.CONSUMER_GROUP_DESCRIBE}, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NONE
+                only(ApiKey.CONSUMER_GROUP_DESCRIBE),
+                ErrorCode.GROUP_ID_NOT_FOUND,
+                ErrorCode.NONE,
             ),
-            replace_code({ApiKey.DELETE_GROUPS}, ErrorCode.NON_EMPTY_GROUP, ErrorCode.NONE),
+            replace_code(only(ApiKey.DELETE_GROUPS), ErrorCode.NON_EMPTY_GROUP, ErrorCode.NONE),
         ),
         (JOIN, FENCING, DESCRIBE, DELETE),
         {
@@ -57,8 +67,8 @@ CASES = {
             no_heartbeat_interval,
             leave_keeps_epoch,
             replace_code(HEARTBEAT, ErrorCode.UNRELEASED_INSTANCE_ID, ErrorCode.NONE),
-            replace_code({ApiKey.OFFSET_COMMIT}, ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.NONE),
-            replace_code({ApiKey.INCREMENTAL_ALTER_CONFIGS}, INVALID_CONFIG, ErrorCode.NONE),
+            replace_code(only(ApiKey.OFFSET_COMMIT), ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.NONE),
+            replace_code(only(ApiKey.INCREMENTAL_ALTER_CONFIGS), INVALID_CONFIG, ErrorCode.NONE),
         ),
         (JOIN, FENCING, DESCRIBE, CONFIGS),
         {
