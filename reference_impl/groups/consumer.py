@@ -43,11 +43,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from conformance.protocol import ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 from reference_impl.groups.assignors import ASSIGNORS
 from reference_impl.groups.consumer_assignment import (
     RECONCILED,
     REVOKING,
-    ZERO,
     compute_target,
     preferred_assignor,
     reconcile,
@@ -615,7 +615,7 @@ class ConsumerGroups:
         ids = {name: tid for name, (tid, _) in self.topics().items()}
         refused: dict[TopicPartition, int] = {}
         for topic, p in partitions:
-            since = member.epochs.get(ids.get(topic, ZERO), {}).get(p)
+            since = member.epochs.get(ids.get(topic, ZERO_UUID), {}).get(p)
             if since is None or since > generation_id:
                 refused[(topic, p)] = int(ErrorCode.STALE_MEMBER_EPOCH)
         return refused

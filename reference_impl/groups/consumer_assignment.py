@@ -10,6 +10,7 @@ import re
 import uuid
 from collections import Counter
 
+from conformance.protocol.spec import ZERO_UUID
 from reference_impl.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from reference_impl.groups.consumer_group import (
     STABLE,
@@ -20,7 +21,6 @@ from reference_impl.groups.consumer_group import (
     Partitions,
 )
 
-ZERO = uuid.UUID(int=0)
 #: topic name -> (topic id, partition count)
 Topics = dict[str, tuple[uuid.UUID, int]]
 
@@ -43,7 +43,7 @@ def subscribed_metadata(group: ConsumerGroup, topics: Topics) -> Topics:
     names: set[str] = set()
     for m in group.members.values():
         names |= matching(m, topics) | set(m.subscribed_topic_names)
-    return {n: topics.get(n, (ZERO, 0)) for n in sorted(names)}
+    return {n: topics.get(n, (ZERO_UUID, 0)) for n in sorted(names)}
 
 
 def preferred_assignor(group: ConsumerGroup) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 from conformance.protocol.versions import Versions
 from conformance.results.verdicts import Unsupported
 from conformance.suite.groups.members import TRANSIENT, find_coordinator
@@ -150,7 +151,7 @@ def topic_ids(harness: Harness, names: list[str]) -> dict[str, Any]:
     """Topic name -> id from Metadata (v10 or later, where topics carry their ids)."""
     v = harness.pick_version(ApiKey.METADATA)
     body: dict[str, Any] = {
-        "Topics": [{"Name": n, "TopicId": uuid.UUID(int=0)} for n in names],
+        "Topics": [{"Name": n, "TopicId": ZERO_UUID} for n in names],
         "AllowAutoTopicCreation": False,
         "IncludeTopicAuthorizedOperations": False,
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
 from conformance.results.verdicts import Unsupported
 from conformance.suite.consumer_groups.shared import (
     SETTLE,
@@ -348,10 +348,6 @@ def test_describe_list_commit(harness: Harness) -> None:
     g.heartbeat(a, MemberEpoch=-1)
 
 
-GROUP_RESOURCE = 32
-INVALID_CONFIG = 40
-
-
 @conformance(
     "consumer-groups/configs/bounds-and-interval",
     "CONSUMER-GROUPS.R9",
@@ -370,9 +366,11 @@ def test_group_configs(harness: Harness) -> None:
         body = {
             "Resources": [
                 {
-                    "ResourceType": GROUP_RESOURCE,
+                    "ResourceType": ConfigResourceType.GROUP,
                     "ResourceName": g.name,
-                    "Configs": [{"Name": name, "ConfigOperation": 0, "Value": value}],
+                    "Configs": [
+                        {"Name": name, "ConfigOperation": ConfigOperation.SET, "Value": value}
+                    ],
                 }
             ],
             "ValidateOnly": False,
@@ -387,7 +385,7 @@ def test_group_configs(harness: Harness) -> None:
         got = alter(name, value)
         verify.soft(
             harness,
-            got["ErrorCode"] == INVALID_CONFIG,
+            got["ErrorCode"] == ErrorCode.INVALID_CONFIG,
             f"IncrementalAlterConfigs v{v} GROUP {name}={value}: error {got['ErrorCode']} "
             f"({got.get('ErrorMessage')}); expected INVALID_CONFIG",
             "CONSUMER-GROUPS.R9",
@@ -403,7 +401,7 @@ def test_group_configs(harness: Harness) -> None:
     body = {
         "Resources": [
             {
-                "ResourceType": GROUP_RESOURCE,
+                "ResourceType": ConfigResourceType.GROUP,
                 "ResourceName": g.name,
                 "ConfigurationKeys": ["consumer.heartbeat.interval.ms"],
             }

@@ -39,7 +39,6 @@ def only(api: int) -> set[int]:
 
 
 HEARTBEAT = only(ApiKey.CONSUMER_GROUP_HEARTBEAT)
-INVALID_CONFIG = 40
 
 #: case -> (answer faults (made afresh per run), tests run, (test, requirement) pairs that FAIL)
 CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set]] = {
@@ -68,7 +67,9 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             leave_keeps_epoch,
             replace_code(HEARTBEAT, ErrorCode.UNRELEASED_INSTANCE_ID, ErrorCode.NONE),
             replace_code(only(ApiKey.OFFSET_COMMIT), ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.NONE),
-            replace_code(only(ApiKey.INCREMENTAL_ALTER_CONFIGS), INVALID_CONFIG, ErrorCode.NONE),
+            replace_code(
+                only(ApiKey.INCREMENTAL_ALTER_CONFIGS), ErrorCode.INVALID_CONFIG, ErrorCode.NONE
+            ),
         ),
         (JOIN, FENCING, DESCRIBE, CONFIGS),
         {
