@@ -76,3 +76,15 @@ def regex_not_described(api: int, version: int, body: dict) -> bool:
                 m["SubscribedTopicRegex"] = ""
                 hit = True
     return hit
+
+
+def second_topic_withheld(api: int, version: int, body: dict) -> bool:
+    """CONSUMER-GROUPS.R14: an assignment holds the partitions of its first topic only, so a
+    member that subscribes to a second topic never gets that topic's partitions."""
+    if api != HEARTBEAT or not body.get("Assignment"):
+        return False
+    tps = body["Assignment"]["TopicPartitions"]
+    if len([tp for tp in tps if tp["Partitions"]]) < 2:
+        return False
+    body["Assignment"]["TopicPartitions"] = tps[:1]
+    return True

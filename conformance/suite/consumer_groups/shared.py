@@ -34,6 +34,10 @@ class Member:
     owned: dict[Any, set[int]] = field(default_factory=dict)
     #: every member epoch the answers carried, in order
     epochs: list[int] = field(default_factory=list)
+    #: its own subscription (None: the group's topics)
+    topics: list[str] | None = None
+    #: the partitions its last heartbeat said it owned (topic id, partition)
+    acked: set[tuple[Any, int]] = field(default_factory=set)
 
     def owned_pairs(self) -> set[tuple[Any, int]]:
         return {(t, p) for t, ps in self.owned.items() for p in ps}
@@ -82,7 +86,9 @@ class ConsumerGroup:
             "InstanceId": m.instance_id,
             "RackId": None,
             "RebalanceTimeoutMs": REBALANCE_MS if full else -1,
-            "SubscribedTopicNames": list(self.topics) if full else None,
+            "SubscribedTopicNames": (
+                list(self.topics if m.topics is None else m.topics) if full else None
+            ),
             "ServerAssignor": None,
             "TopicPartitions": (
                 [{"TopicId": t, "Partitions": sorted(ps)} for t, ps in m.owned.items()]
@@ -95,6 +101,8 @@ class ConsumerGroup:
         if m.version >= 1:
             body["SubscribedTopicRegex"] = None
         body.update(override)
+        if body["TopicPartitions"] is not None:
+            m.acked = {(t["TopicId"], p) for t in body["TopicPartitions"] for p in t["Partitions"]}
         deadline = time.monotonic() + 30
         while True:
             got = verify.expect_response(
@@ -159,3 +167,22 @@ def topic_ids(harness: Harness, names: list[str]) -> dict[str, Any]:
         body["Topics"] = [{"Name": n} for n in names]
     got = verify.expect_response(harness.connect(), ApiKey.METADATA, v, body).body
     return {t["Name"]: t.get("TopicId") for t in got["Topics"]}
+
+
+def joined(harness: Harness, g: ConsumerGroup, m: Member, what: str) -> dict:
+    got = g.heartbeat(m)
+    if got["ErrorCode"] == ErrorCode.UNSUPPORTED_VERSION and m.epoch == 0:
+        # Kafka 3.9 advertises ConsumerGroupHeartbeat v0 (early access) but refuses every join
+        # unless the consumer protocol is enabled (group.coordinator.rebalance.protocols)
+        raise Unsupported(
+            f"ConsumerGroupHeartbeat v{m.version} is advertised but a join is answered "
+            "UNSUPPORTED_VERSION: the target does not serve the consumer group protocol",
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        )
+    verify.check(
+        got["ErrorCode"] == ErrorCode.NONE,
+        f"{what}: ConsumerGroupHeartbeat v{g.version} epoch 0 answered {got['ErrorCode']} "
+        f"({got.get('ErrorMessage')})",
+        "CONSUMER-GROUPS.R1",
+    )
+    return got

@@ -7,12 +7,12 @@ from __future__ import annotations
 import time
 
 from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
-from conformance.results.verdicts import Unsupported
 from conformance.suite.consumer_groups.shared import (
     SETTLE,
     ConsumerGroup,
     Member,
     advertised,
+    joined,
     newest,
     topic_ids,
 )
@@ -26,25 +26,6 @@ from conformance.suite.kit.safety import fresh_name
 PARTITIONS = 4
 #: how long new partitions may take to be assigned (Kafka 4.4.0: about a second)
 GROWN_WAIT = 10.0
-
-
-def joined(harness: Harness, g: ConsumerGroup, m: Member, what: str) -> dict:
-    got = g.heartbeat(m)
-    if got["ErrorCode"] == ErrorCode.UNSUPPORTED_VERSION and m.epoch == 0:
-        # Kafka 3.9 advertises ConsumerGroupHeartbeat v0 (early access) but refuses every join
-        # unless the consumer protocol is enabled (group.coordinator.rebalance.protocols)
-        raise Unsupported(
-            f"ConsumerGroupHeartbeat v{m.version} is advertised but a join is answered "
-            "UNSUPPORTED_VERSION: the target does not serve the consumer group protocol",
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        )
-    verify.check(
-        got["ErrorCode"] == ErrorCode.NONE,
-        f"{what}: ConsumerGroupHeartbeat v{g.version} epoch 0 answered {got['ErrorCode']} "
-        f"({got.get('ErrorMessage')})",
-        "CONSUMER-GROUPS.R1",
-    )
-    return got
 
 
 def converge(

@@ -20,6 +20,7 @@ from tests.support.faults_consumer_groups import (
     partition_zero_to_everyone,
     partitions_beyond_one_withheld,
     regex_not_described,
+    second_topic_withheld,
 )
 from tests.support.faults_groups import BodyFault, Faults, replace_code, run_through
 from tests.support.runs import failing, verdicts
@@ -32,6 +33,7 @@ CONFIGS = "consumer-groups/configs/bounds-and-interval"
 GROWN = "consumer-groups/heartbeat/new-partitions"
 REGEX = "consumer-groups/heartbeat/regex-new-topic"
 DELETE = "consumer-groups/delete"
+MODEL = "consumer-groups/members/state-machine"
 
 
 def only(api: int) -> set[int]:
@@ -80,15 +82,19 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             (CONFIGS, "CONSUMER-GROUPS.R9"),
         },
     ),
-    "new-partitions-withheld-regex-forgotten": (
-        lambda: (partitions_beyond_one_withheld, regex_not_described),
-        (GROWN, REGEX),
-        {(GROWN, "CONSUMER-GROUPS.R10"), (REGEX, "CONSUMER-GROUPS.R11")},
+    "new-partitions-regex-second-topic-withheld": (
+        lambda: (partitions_beyond_one_withheld, regex_not_described, second_topic_withheld),
+        (GROWN, REGEX, MODEL),
+        {
+            (GROWN, "CONSUMER-GROUPS.R10"),
+            (REGEX, "CONSUMER-GROUPS.R11"),
+            (MODEL, "CONSUMER-GROUPS.R14"),
+        },
     ),
     "epoch-goes-back": (
         lambda: (EpochGoesBack(),),
-        (JOIN,),
-        {(JOIN, "CONSUMER-GROUPS.R2")},
+        (JOIN, MODEL),
+        {(JOIN, "CONSUMER-GROUPS.R2"), (MODEL, "CONSUMER-GROUPS.R13")},
     ),
 }
 
