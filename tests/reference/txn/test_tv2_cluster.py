@@ -23,6 +23,18 @@ def produce(c: Client, pid: int, epoch: int, seq: int) -> dict:
     return c.produce(pid, epoch, seq, version=12)
 
 
+def described(c: Client) -> dict:
+    """The transaction's state as DescribeTransactions v0 gives it."""
+    return c.ask(
+        TID,
+        1,
+        ApiKey.DESCRIBE_TRANSACTIONS,
+        0,
+        {"TransactionalIds": [TID]},
+        lambda r: r["TransactionStates"][0]["ErrorCode"],
+    )["TransactionStates"][0]
+
+
 def test_transaction_version_2_on_the_wire(shared_cluster: Cluster) -> None:
     c = Client(shared_cluster, TOPIC, TID)
     versions = call(
@@ -54,14 +66,7 @@ def test_transaction_version_2_on_the_wire(shared_cluster: Cluster) -> None:
 
     # the Produce adds its partition to the transaction
     assert produce(c, pid, epoch, 0)["ErrorCode"] == 0
-    d = c.ask(
-        TID,
-        1,
-        ApiKey.DESCRIBE_TRANSACTIONS,
-        0,
-        {"TransactionalIds": [TID]},
-        lambda r: r["TransactionStates"][0]["ErrorCode"],
-    )["TransactionStates"][0]
+    d = described(c)
     assert d["TransactionState"] == "Ongoing"
     assert d["Topics"] == [{"Topic": TOPIC, "Partitions": [0]}]
 
@@ -69,7 +74,11 @@ def test_transaction_version_2_on_the_wire(shared_cluster: Cluster) -> None:
     end = {"TransactionalId": TID, "ProducerId": pid, "ProducerEpoch": epoch, "Committed": False}
     r = c.ask(TID, 1, ApiKey.END_TXN, 5, end, _top)
     assert (r["ErrorCode"], r["ProducerId"], r["ProducerEpoch"]) == (0, pid, epoch + 1)
-    # a late write of the aborted transaction (its old epoch) is refused, not a new transaction
+    # a late write of the aborted transaction (its old epoch) is refused, not a new transaction.
+    # Once the abort markers are written: EndTxn answers when PrepareAbort is logged, and until a
+    # marker reaches the partition a write at the old epoch still belongs to the transaction
+    # being aborted (and is aborted with it), in Kafka as here
+    wait_until(lambda: described(c)["TransactionState"] == "CompleteAbort", 30)
     assert produce(c, pid, epoch, 1)["ErrorCode"] == E.INVALID_PRODUCER_EPOCH
     # a retried EndTxn (the old epoch) is NONE with the new ids
     r = c.ask(TID, 1, ApiKey.END_TXN, 5, end, _top)
