@@ -4,7 +4,7 @@ to two members, an epoch that goes back, a refusal turned into an acceptance, ..
 
 from __future__ import annotations
 
-from conformance.protocol import ApiKey
+from conformance.protocol import ApiKey, ErrorCode
 
 HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT
 
@@ -88,3 +88,16 @@ def second_topic_withheld(api: int, version: int, body: dict) -> bool:
         return False
     body["Assignment"]["TopicPartitions"] = tps[:1]
     return True
+
+
+def consumer_group_described_as_classic(api: int, version: int, body: dict) -> bool:
+    """CONSUMER-GROUPS.R17: DescribeGroups (the classic API) describes a consumer group it does
+    not hold as a classic group as Stable, without error."""
+    if api != ApiKey.DESCRIBE_GROUPS:
+        return False
+    hit = False
+    for g in body.get("Groups") or []:
+        if g.get("GroupState") == "Dead" or g.get("ErrorCode") == ErrorCode.GROUP_ID_NOT_FOUND:
+            g["GroupState"], g["ErrorCode"] = "Stable", ErrorCode.NONE
+            hit = True
+    return hit

@@ -186,3 +186,70 @@ def joined(harness: Harness, g: ConsumerGroup, m: Member, what: str) -> dict:
         "CONSUMER-GROUPS.R1",
     )
     return got
+
+
+def converge(
+    harness: Harness,
+    g: ConsumerGroup,
+    members: list[Member],
+    want: set,
+    test: str,
+    req: str | None = None,
+) -> dict:
+    """Heartbeat every member in turn until their assignments cover ``want`` once each and every
+    member is at the assignment epoch; at every step no partition is owned by two members. The
+    checks name ``req`` where given (a test judging something else), else R2 and R3."""
+    r2, r3 = (req, req) if req else ("CONSUMER-GROUPS.R2", "CONSUMER-GROUPS.R3")
+    deadline = time.monotonic() + SETTLE
+    described: dict = {}
+    while True:
+        for m in members:
+            got = g.heartbeat(m)
+            verify.check(
+                got["ErrorCode"] == ErrorCode.NONE,
+                f"{test}: heartbeat at epoch {m.epoch} answered {got['ErrorCode']} "
+                f"({got.get('ErrorMessage')})",
+                r2,
+            )
+            verify.check(
+                m.epochs == sorted(m.epochs),
+                f"{test}: a member's epochs went back: {m.epochs}",
+                r2,
+            )
+            seen: dict = {}
+            for other in members:
+                for tp in other.owned_pairs():
+                    verify.check(
+                        tp not in seen,
+                        f"{test}: partition {tp[1]} of topic {tp[0]} owned by two members at once "
+                        f"(epochs {seen.get(tp)} and {other.epoch})",
+                        r3,
+                    )
+                    seen[tp] = other.epoch
+        described = g.describe()
+        owned = [tp for m in members for tp in m.owned_pairs()]
+        at = {m.epoch for m in members}
+        # the target of the current group epoch computed (Kafka: at most every second)
+        current = described.get("AssignmentEpoch") == described.get("GroupEpoch")
+        if (
+            set(owned) == want
+            and len(owned) == len(want)
+            and at == {described.get("AssignmentEpoch")}
+            and current
+        ):
+            return described
+        if time.monotonic() > deadline:
+            verify.check(
+                set(owned) == want and len(owned) == len(want),
+                f"{test}: after {SETTLE:.0f} s the members own {sorted(owned)}, "
+                f"not each of the {len(want)} subscribed partitions once",
+                r3,
+            )
+            verify.check(
+                at == {described.get("AssignmentEpoch")},
+                f"{test}: after {SETTLE:.0f} s member epochs {sorted(at)}, assignment epoch "
+                f"{described.get('AssignmentEpoch')}",
+                r2,
+            )
+            return described
+        time.sleep(0.2)

@@ -15,6 +15,7 @@ import pytest
 from conformance.protocol import ApiKey, ErrorCode
 from tests.support.faults_consumer_groups import (
     EpochGoesBack,
+    consumer_group_described_as_classic,
     leave_keeps_epoch,
     no_heartbeat_interval,
     partition_zero_to_everyone,
@@ -34,6 +35,9 @@ GROWN = "consumer-groups/heartbeat/new-partitions"
 REGEX = "consumer-groups/heartbeat/regex-new-topic"
 DELETE = "consumer-groups/delete"
 MODEL = "consumer-groups/members/state-machine"
+ASSIGNOR = "consumer-groups/heartbeat/server-assignor"
+OFFSETS = "consumer-groups/offsets/member-checks"
+CLASSIC = "consumer-groups/describe-groups/classic-api"
 
 
 def only(api: int) -> set[int]:
@@ -63,7 +67,7 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             (DELETE, "CONSUMER-GROUPS.R12"),
         },
     ),
-    "no-interval-leave-kept-instance-taken-stale-commit": (
+    "no-interval-leave-kept-instance-taken-stale-commit-assignor-fetch-describe": (
         lambda: (
             no_heartbeat_interval,
             leave_keeps_epoch,
@@ -72,14 +76,20 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             replace_code(
                 only(ApiKey.INCREMENTAL_ALTER_CONFIGS), ErrorCode.INVALID_CONFIG, ErrorCode.NONE
             ),
+            replace_code(HEARTBEAT, ErrorCode.UNSUPPORTED_ASSIGNOR, ErrorCode.NONE),
+            replace_code(only(ApiKey.OFFSET_FETCH), ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.NONE),
+            consumer_group_described_as_classic,
         ),
-        (JOIN, FENCING, DESCRIBE, CONFIGS),
+        (JOIN, FENCING, DESCRIBE, CONFIGS, ASSIGNOR, OFFSETS, CLASSIC),
         {
             (JOIN, "CONSUMER-GROUPS.R1"),
             (JOIN, "CONSUMER-GROUPS.R5"),
             (FENCING, "CONSUMER-GROUPS.R6"),
             (DESCRIBE, "CONSUMER-GROUPS.R8"),
             (CONFIGS, "CONSUMER-GROUPS.R9"),
+            (ASSIGNOR, "CONSUMER-GROUPS.R15"),
+            (OFFSETS, "CONSUMER-GROUPS.R16"),
+            (CLASSIC, "CONSUMER-GROUPS.R17"),
         },
     ),
     "new-partitions-regex-second-topic-withheld": (
