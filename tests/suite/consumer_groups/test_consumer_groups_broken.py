@@ -38,6 +38,7 @@ MODEL = "consumer-groups/members/state-machine"
 ASSIGNOR = "consumer-groups/heartbeat/server-assignor"
 OFFSETS = "consumer-groups/offsets/member-checks"
 CLASSIC = "consumer-groups/describe-groups/classic-api"
+STUCK = "consumer-groups/heartbeat/rebalance-timeout"
 
 
 def only(api: int) -> set[int]:
@@ -92,13 +93,19 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             (CLASSIC, "CONSUMER-GROUPS.R17"),
         },
     ),
-    "new-partitions-regex-second-topic-withheld": (
-        lambda: (partitions_beyond_one_withheld, regex_not_described, second_topic_withheld),
-        (GROWN, REGEX, MODEL),
+    "new-partitions-regex-second-topic-withheld-removed-member-kept": (
+        lambda: (
+            partitions_beyond_one_withheld,
+            regex_not_described,
+            second_topic_withheld,
+            replace_code(HEARTBEAT, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.NONE),
+        ),
+        (GROWN, REGEX, MODEL, STUCK),
         {
             (GROWN, "CONSUMER-GROUPS.R10"),
             (REGEX, "CONSUMER-GROUPS.R11"),
             (MODEL, "CONSUMER-GROUPS.R14"),
+            (STUCK, "CONSUMER-GROUPS.R18"),
         },
     ),
     "epoch-goes-back": (
