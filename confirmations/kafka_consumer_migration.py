@@ -19,11 +19,12 @@ import asyncio
 import struct
 import uuid
 
+from confirmations.kafka_groups import coordinator as find_coordinator
 from confirmations.launch import each_target
 from conformance.client.wire import Connection
 from conformance.protocol.codec import Codec
 
-FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = 10, 11, 14, 15, 16
+JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = 11, 14, 15, 16
 CREATE_TOPICS, HEARTBEAT_CG, DESCRIBE_CG = 19, 68, 69
 TRANSIENT = (14, 15, 16)
 
@@ -39,18 +40,9 @@ ASSIGNMENT_V0_EMPTY = struct.pack(">hii", 0, 0, -1)
 
 
 async def coordinator(codec, ep, group):
-    conn = await Connection.open(ep.host, ep.port, codec=codec)
-    try:
-        for _ in range(150):
-            got = (
-                await conn.request(FIND_COORDINATOR, 4, {"KeyType": 0, "CoordinatorKeys": [group]})
-            ).body["Coordinators"][0]
-            if got["ErrorCode"] == 0:
-                return await Connection.open(got["Host"], got["Port"], codec=codec)
-            await asyncio.sleep(0.2)
-        raise RuntimeError(f"no coordinator for {group}: {got}")
-    finally:
-        await conn.close()
+    """A connection to the group's coordinator (kafka_groups' FindCoordinator look-up)."""
+    where = await find_coordinator(codec, ep, group)
+    return await Connection.open(where["Host"], where["Port"], codec=codec)
 
 
 async def classic_join(conn, group, protocol_type, metadata):
