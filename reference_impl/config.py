@@ -11,7 +11,7 @@ names, types and defaults; Alter(Incremental)Configs accepts only these.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +209,26 @@ GROUP_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("consumer.session.timeout.ms", INT, "45000", minimum=45000, maximum=60000),
     ConfigDef("consumer.heartbeat.interval.ms", INT, "5000", minimum=5000, maximum=15000),
 )
+
+
+def group_configs(groups: dict[str, Any] | None) -> dict[str, ConfigDef]:
+    """GROUP_CONFIGS bounded by a node's ``settings["groups"]`` where it says
+    (``consumer_{min,max}_session_timeout_ms``, ``consumer_{min,max}_heartbeat_interval_ms``), as
+    Kafka bounds a group's configs by its group.consumer.* settings (a test run lowers them)."""
+    g = groups or {}
+    out = {}
+    for name, key in (
+        ("consumer.session.timeout.ms", "session_timeout_ms"),
+        ("consumer.heartbeat.interval.ms", "heartbeat_interval_ms"),
+    ):
+        d = GROUP_CONFIGS[name]
+        out[name] = replace(
+            d,
+            minimum=g.get(f"consumer_min_{key}", d.minimum),
+            maximum=g.get(f"consumer_max_{key}", d.maximum),
+        )
+    return out
+
 
 #: broker configs that may be set dynamically (per broker or cluster-wide default)
 BROKER_CONFIGS: dict[str, ConfigDef] = _defs(

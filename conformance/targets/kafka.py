@@ -64,6 +64,13 @@ FAST_FAILURES = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 }
 KRAFT_SETTINGS = {"broker.heartbeat.interval.ms": "250", "broker.session.timeout.ms": "3000"}
+#: KIP-848 groups (4.x; older releases ignore them): a group's consumer.session.timeout.ms may
+#: be set as low as 1 s and its consumer.heartbeat.interval.ms to 0.5 s (Kafka: 45 s and 5 s);
+#: the controllers check a group's configs against their own, the brokers apply them
+GROUP_CONFIG_BOUNDS = {
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+}
 #: ZooKeeper mode: a broker's session (its /brokers/ids znode) ends 6 s after it stopped
 #: (Kafka's default before KIP-537; the suite's ZooKeeper allows 1-10 s: tickTime 500 ms)
 ZOOKEEPER_SETTINGS = {"zookeeper.session.timeout.ms": "6000"}
@@ -202,6 +209,7 @@ class KafkaTarget(Target):
                 "advertised.listeners": f"PLAINTEXT://{listen}",
                 **self._replication(),
                 **SUITE_SETTINGS,
+                **GROUP_CONFIG_BOUNDS,
                 **FAST_FAILURES,
                 **ZOOKEEPER_SETTINGS,
             }
@@ -211,6 +219,7 @@ class KafkaTarget(Target):
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             **KRAFT_SETTINGS,
+            **GROUP_CONFIG_BOUNDS,
         }
         if node.role == "controller":
             return {**out, "process.roles": "controller", "listeners": f"CONTROLLER://{listen}"}

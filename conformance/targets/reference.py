@@ -46,7 +46,14 @@ SUITE_TIMINGS = {
 #: rebalance and a 1 s minimum member session, so that the suite's group checks (session
 #: expiry included) wait about a second rather than Kafka's 3 s delay and 6 s minimum; the
 #: brokers report them (group.initial.rebalance.delay.ms, group.min.session.timeout.ms)
-SUITE_GROUP_TIMINGS = {"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 1000}
+SUITE_GROUP_TIMINGS = {
+    "initial_rebalance_delay_ms": 0,
+    "min_session_timeout_ms": 1000,
+    # KIP-848 groups: a group's consumer.session.timeout.ms may be set as low as 1 s and its
+    # consumer.heartbeat.interval.ms to 0.5 s (Kafka: 45 s and 5 s; the controller checks them)
+    "consumer_min_session_timeout_ms": 1000,
+    "consumer_min_heartbeat_interval_ms": 500,
+}
 #: replication (a broker's ``replication`` section, ``replica.lag.time.max.ms``): a follower that
 #: has not caught up for 10 s leaves the ISR (Kafka's default before KIP-537 raised it to 30 s)
 SUITE_REPLICATION = {"replica_lag_time_max_ms": 10_000}
@@ -152,6 +159,7 @@ class ReferenceTarget(Target):
             client_controller_listener=True,
             overrides=dict(self.overrides),
             broker_overrides=dict(self.broker_overrides),
+            controller_overrides={"settings": {"groups": dict(SUITE_GROUP_TIMINGS)}},
         )
         spawned = _now_ms()
         try:

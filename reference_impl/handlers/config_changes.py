@@ -51,7 +51,10 @@ def resolve(
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if rname == "":
             raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
-        return dict(image.configs.get((ConfigResourceType.GROUP, rname), {})), cfg.GROUP_CONFIGS
+        groups = (node.config.settings or {}).get("groups")
+        return dict(image.configs.get((ConfigResourceType.GROUP, rname), {})), cfg.group_configs(
+            groups
+        )
     raise KafkaError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
 
 

@@ -301,7 +301,7 @@ def test_group_configs(harness: Harness) -> None:
         return got["Responses"][0]
 
     for name, value in (
-        ("consumer.session.timeout.ms", "1000"),
+        ("consumer.session.timeout.ms", "500"),
         ("consumer.heartbeat.interval.ms", "60000"),
     ):
         got = alter(name, value)

@@ -261,3 +261,22 @@ def test_the_target_is_computed_at_most_every_assignment_interval() -> None:
     a2 = w.hb("a", 2, owned=owned_of(a))
     assert w.group().assignment_epoch == 3 and a2.member_epoch == 2  # revoking first
     assert a2.assignment is not None and len(a2.assignment[T1]) < 3
+
+
+def test_group_config_bounds_follow_the_node_settings() -> None:
+    """A group's consumer.session.timeout.ms and consumer.heartbeat.interval.ms are bounded by
+    the node's settings["groups"] where given (a test run lowers them), else by Kafka's
+    defaults (45-60 s and 5-15 s)."""
+    from reference_impl import config as cfg
+
+    default = cfg.group_configs(None)
+    lowered = cfg.group_configs(
+        {"consumer_min_session_timeout_ms": 1000, "consumer_min_heartbeat_interval_ms": 500}
+    )
+    session, interval = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+    assert cfg.validate_config_value(default[session], "1500") is not None
+    assert cfg.validate_config_value(default[interval], "500") is not None
+    assert cfg.validate_config_value(lowered[session], "1500") is None
+    assert cfg.validate_config_value(lowered[interval], "500") is None
+    assert cfg.validate_config_value(lowered[session], "500") is not None
+    assert cfg.validate_config_value(lowered[session], "60001") is not None

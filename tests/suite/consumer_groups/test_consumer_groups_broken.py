@@ -39,6 +39,7 @@ ASSIGNOR = "consumer-groups/heartbeat/server-assignor"
 OFFSETS = "consumer-groups/offsets/member-checks"
 CLASSIC = "consumer-groups/describe-groups/classic-api"
 STUCK = "consumer-groups/heartbeat/rebalance-timeout"
+SILENT = "consumer-groups/heartbeat/session-timeout"
 
 
 def only(api: int) -> set[int]:
@@ -100,12 +101,13 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             second_topic_withheld,
             replace_code(HEARTBEAT, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.NONE),
         ),
-        (GROWN, REGEX, MODEL, STUCK),
+        (GROWN, REGEX, MODEL, STUCK, SILENT),
         {
             (GROWN, "CONSUMER-GROUPS.R10"),
             (REGEX, "CONSUMER-GROUPS.R11"),
             (MODEL, "CONSUMER-GROUPS.R14"),
             (STUCK, "CONSUMER-GROUPS.R18"),
+            (SILENT, "CONSUMER-GROUPS.R19"),
         },
     ),
     "epoch-goes-back": (
