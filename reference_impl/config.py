@@ -216,7 +216,7 @@ def group_configs(groups: dict[str, Any] | None) -> dict[str, ConfigDef]:
     (``consumer_{min,max}_session_timeout_ms``, ``consumer_{min,max}_heartbeat_interval_ms``), as
     Kafka bounds a group's configs by its group.consumer.* settings (a test run lowers them)."""
     g = groups or {}
-    out = {}
+    out = dict(GROUP_CONFIGS)
     for name, key in (
         ("consumer.session.timeout.ms", "session_timeout_ms"),
         ("consumer.heartbeat.interval.ms", "heartbeat_interval_ms"),

@@ -280,3 +280,13 @@ def test_group_config_bounds_follow_the_node_settings() -> None:
     assert cfg.validate_config_value(lowered[interval], "500") is None
     assert cfg.validate_config_value(lowered[session], "500") is not None
     assert cfg.validate_config_value(lowered[session], "60001") is not None
+
+
+def test_group_config_bounds_keep_every_group_config() -> None:
+    """Bounding by the settings changes the two consumer bounds only: every other group config
+    (another group type's, say) is kept as defined."""
+    from reference_impl import config as cfg
+
+    assert set(cfg.group_configs({"consumer_min_session_timeout_ms": 1000})) == set(
+        cfg.GROUP_CONFIGS
+    )
