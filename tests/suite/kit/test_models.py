@@ -116,8 +116,13 @@ class FakeController(Binding):
         return {"client": listed}
 
 
+#: the suite profile draws at random unless the run gives a seed: these tests give one, so
+#: every fault is met the same way each time (at random the reuse-epoch fault went unmet once)
+SEED = 20261128
+
+
 def harness() -> Any:
-    return SimpleNamespace(notes=SimpleNamespace(seeded=False), examples=25)
+    return SimpleNamespace(notes=SimpleNamespace(seeded=False), examples=25, seed=SEED)
 
 
 def machine(*faults: str):
