@@ -253,3 +253,12 @@ def converge(
             )
             return described
         time.sleep(0.2)
+
+
+def served(harness: Harness) -> None:
+    """Unsupported where the consumer group protocol is not served: a probe member of a fresh
+    group joins (and leaves), ``joined`` telling an UNSUPPORTED_VERSION join apart."""
+    probe = ConsumerGroup(harness, [fresh_name("cg-topic")])
+    x = probe.new_member()
+    joined(harness, probe, x, "probe member")
+    probe.heartbeat(x, MemberEpoch=-1)

@@ -1,13 +1,15 @@
 """The older group APIs meeting a KIP-848 consumer group: OffsetFetch and OffsetCommit judge the
-member id and member epoch they carry, and DescribeGroups (the classic API) answers for a
-consumer group as Kafka does."""
+member id and member epoch they carry, DescribeGroups (the classic API) answers for a consumer
+group as Kafka does, and a consumer-protocol join never takes over a classic group of another
+protocol type."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite.consumer_groups.shared import ConsumerGroup, advertised, joined
+from conformance.suite.consumer_groups.shared import ConsumerGroup, advertised, joined, served
+from conformance.suite.groups.members import Group
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
@@ -122,3 +124,59 @@ def test_describe_groups_of_a_consumer_group(harness: Harness) -> None:
             "CONSUMER-GROUPS.R17",
         )
     g.heartbeat(m, MemberEpoch=-1)
+
+
+@conformance(
+    "consumer-groups/heartbeat/classic-group-not-consumer",
+    "CONSUMER-GROUPS.R20",
+    api=ApiKey.CONSUMER_GROUP_HEARTBEAT,
+)
+def test_join_of_a_classic_group_of_another_protocol(harness: Harness) -> None:
+    served(harness)
+    classic = Group(harness)
+    try:
+        m = classic.new_member()
+        jv = classic.versions[ApiKey.JOIN_GROUP]
+        got = classic.request(ApiKey.JOIN_GROUP, jv, classic.join_body(m, protocol_type="connect"))
+        if got.body["ErrorCode"] == ErrorCode.MEMBER_ID_REQUIRED:
+            m.member_id = got.body["MemberId"]
+            body = classic.join_body(m, protocol_type="connect")
+            got = classic.request(ApiKey.JOIN_GROUP, jv, body)
+        verify.check(
+            got.body["ErrorCode"] == ErrorCode.NONE,
+            f"JoinGroup v{jv} of a classic group of protocol type 'connect': error "
+            f"{got.body['ErrorCode']}",
+            "CONSUMER-GROUPS.R20",
+        )
+        m.generation = got.body["GenerationId"]
+        sync = {**classic.sync_body(m, {m.member_id: b""}), "ProtocolType": "connect"}
+        classic.request(ApiKey.SYNC_GROUP, classic.versions[ApiKey.SYNC_GROUP], sync)
+        g = ConsumerGroup(harness, [fresh_name("cg-topic")], classic.name)
+        c = g.new_member()
+        refused = g.heartbeat(c)
+        verify.soft(
+            harness,
+            refused["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND,
+            f"ConsumerGroupHeartbeat join (epoch 0) to a classic group of protocol type "
+            f"'connect' with a member: error {refused['ErrorCode']} "
+            f"({refused.get('ErrorMessage')}); expected GROUP_ID_NOT_FOUND",
+            "CONSUMER-GROUPS.R20",
+        )
+        if refused["ErrorCode"] == ErrorCode.NONE:
+            g.heartbeat(c, MemberEpoch=-1)
+        dv = harness.pick_version(ApiKey.DESCRIBE_GROUPS)
+        body = {"Groups": [classic.name], "IncludeAuthorizedOperations": False}
+        (d,) = verify.expect_response(classic.admin, ApiKey.DESCRIBE_GROUPS, dv, body).body[
+            "Groups"
+        ]
+        seen = (d["ErrorCode"], d["ProtocolType"], [x["MemberId"] for x in d["Members"]])
+        verify.soft(
+            harness,
+            seen == (ErrorCode.NONE, "connect", [m.member_id]),
+            f"DescribeGroups v{dv} of the classic group after the refused join: (error, "
+            f"protocol type, members) {seen}; expected it unchanged, with its one member",
+            "CONSUMER-GROUPS.R20",
+        )
+        classic.members = [m]
+    finally:
+        classic.cleanup()

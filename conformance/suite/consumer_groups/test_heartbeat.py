@@ -15,6 +15,7 @@ from conformance.suite.consumer_groups.shared import (
     converge,
     joined,
     newest,
+    served,
     topic_ids,
 )
 from conformance.suite.kit import verify
@@ -277,10 +278,7 @@ def test_describe_list_commit(harness: Harness) -> None:
 )
 def test_group_configs(harness: Harness) -> None:
     g = ConsumerGroup(harness, [fresh_name("cg-topic")])
-    probe = ConsumerGroup(harness, [fresh_name("cg-topic")])
-    x = probe.new_member()
-    joined(harness, probe, x, "probe member")  # the consumer protocol is served at all
-    probe.heartbeat(x, MemberEpoch=-1)
+    served(harness)
     v = harness.pick_version(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     conn = harness.connect()
 

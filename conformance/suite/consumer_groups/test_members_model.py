@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey
 from conformance.suite.consumer_groups.binding import ConsumerGroupBinding
-from conformance.suite.consumer_groups.shared import ConsumerGroup, joined, newest
+from conformance.suite.consumer_groups.shared import newest, served
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.models import (
@@ -24,7 +24,6 @@ from conformance.suite.kit.models import (
     tour,
 )
 from conformance.suite.kit.provision import Topics
-from conformance.suite.kit.safety import fresh_name
 from conformance.suite.log.binding import only_when_applicable
 
 REQS = ("CONSUMER-GROUPS.R13", "CONSUMER-GROUPS.R14")
@@ -57,10 +56,7 @@ TOUR: tuple[Step, ...] = (
 )
 def test_members_state_machine(harness: Harness) -> None:
     newest(harness, ApiKey.CONSUMER_GROUP_DESCRIBE)
-    probe = ConsumerGroup(harness, [fresh_name("cg-topic")])
-    x = probe.new_member()
-    joined(harness, probe, x, "probe member")  # the consumer protocol is served at all
-    probe.heartbeat(x, MemberEpoch=-1)
+    served(harness)
     model = load_model("consumer-groups-members")
     with Topics(harness, "cg-model", 2, PARTITIONS, exact=True) as topics:
         counts = {t.name: t.partitions for t in topics.obtained}

@@ -40,6 +40,7 @@ OFFSETS = "consumer-groups/offsets/member-checks"
 CLASSIC = "consumer-groups/describe-groups/classic-api"
 STUCK = "consumer-groups/heartbeat/rebalance-timeout"
 SILENT = "consumer-groups/heartbeat/session-timeout"
+NOT_CONSUMER = "consumer-groups/heartbeat/classic-group-not-consumer"
 
 
 def only(api: int) -> set[int]:
@@ -50,7 +51,7 @@ HEARTBEAT = only(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 
 #: case -> (answer faults (made afresh per run), tests run, (test, requirement) pairs that FAIL)
 CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set]] = {
-    "two-owners-fencing-ignored-describe-finds-all": (
+    "two-owners-fencing-ignored-describe-finds-all-classic-taken": (
         lambda: (
             partition_zero_to_everyone,
             replace_code(HEARTBEAT, ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.NONE),
@@ -60,13 +61,15 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
                 ErrorCode.NONE,
             ),
             replace_code(only(ApiKey.DELETE_GROUPS), ErrorCode.NON_EMPTY_GROUP, ErrorCode.NONE),
+            replace_code(HEARTBEAT, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NONE),
         ),
-        (JOIN, FENCING, DESCRIBE, DELETE),
+        (JOIN, FENCING, DESCRIBE, DELETE, NOT_CONSUMER),
         {
             (JOIN, "CONSUMER-GROUPS.R3"),
             (FENCING, "CONSUMER-GROUPS.R4"),
             (DESCRIBE, "CONSUMER-GROUPS.R7"),
             (DELETE, "CONSUMER-GROUPS.R12"),
+            (NOT_CONSUMER, "CONSUMER-GROUPS.R20"),
         },
     ),
     "no-interval-leave-kept-instance-taken-stale-commit-assignor-fetch-describe": (
