@@ -125,12 +125,18 @@ class ConsumerGroup:
         return got
 
     def describe(self) -> dict:
+        """ConsumerGroupDescribe of the group from its coordinator (a coordinator still loading,
+        or not yet the group's, asked again for a while, as for a heartbeat)."""
         v = newest(self.harness, ApiKey.CONSUMER_GROUP_DESCRIBE)
         body = {"GroupIds": [self.name], "IncludeAuthorizedOperations": False}
-        (g,) = verify.expect_response(self.admin, ApiKey.CONSUMER_GROUP_DESCRIBE, v, body).body[
-            "Groups"
-        ]
-        return g
+        deadline = time.monotonic() + 30
+        while True:
+            (g,) = verify.expect_response(self.admin, ApiKey.CONSUMER_GROUP_DESCRIBE, v, body).body[
+                "Groups"
+            ]
+            if g["ErrorCode"] not in TRANSIENT or time.monotonic() > deadline:
+                return g
+            time.sleep(0.1)
 
 
 def advertised(harness: Harness, api: int) -> list[int]:
