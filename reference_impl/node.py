@@ -151,7 +151,9 @@ class Node:
                 continue
             api = gated(self, make(self))
             if api is not None:
-                apis.append(Api(api.key, self._guarded(api), api.min_version, api.max_version))
+                apis.append(
+                    Api(api.key, self._guarded(api), api.min_version, api.max_version, api.also_on)
+                )
         return apis
 
     def _guarded(self, api: Api) -> Callable:

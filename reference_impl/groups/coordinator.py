@@ -6,7 +6,8 @@ As Kafka's (``GroupCoordinatorShard`` routing to ``GroupMetadataManager`` and
 * membership and rebalancing per group type, behind one interface (``group_types.GroupType``),
   the types in a registry keyed by Kafka's group type name: ``classic`` (``classic.py``, the
   JoinGroup/SyncGroup protocol; ``coordinator.classic``) and ``consumer`` (``consumer.py``,
-  KIP-848's ConsumerGroupHeartbeat; ``coordinator.consumer``);
+  KIP-848's ConsumerGroupHeartbeat; ``coordinator.consumer``) and ``share`` (``share.py``,
+  KIP-932's ShareGroupHeartbeat; ``coordinator.share``);
 * offsets (commit, fetch, delete, transactional commits and their markers) in ``offsets.py``
   (``coordinator.offsets``), the same for every group type;
 * here: which partitions it holds (loading them from the log, unloading them when leadership
@@ -45,6 +46,7 @@ from reference_impl.groups.offsets import OffsetManager, OffsetReplay
 from reference_impl.groups.placement import DEFAULT_OFFSETS_PARTITIONS, partition_for
 from reference_impl.groups.records import OffsetKey, decode_key
 from reference_impl.groups.scheduler import Scheduler
+from reference_impl.groups.share import ShareGroups
 from reference_impl.groups.store import KeyValue, LoadedRecord, OffsetsStore
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,12 @@ class GroupConfig:
     consumer_max_size: int = 2**31 - 1
     #: Kafka 4.4.0's consumer.assignment.interval.ms: a target assignment at most this often
     consumer_assignment_interval_ms: int = 1_000
+    #: KIP-932 share groups (Kafka 4.4.0's group.share.* broker configs)
+    share_session_timeout_ms: int = 45_000
+    share_heartbeat_interval_ms: int = 5_000
+    share_max_size: int = 200
+    #: share.assignment.interval.ms: a target assignment at most this often
+    share_assignment_interval_ms: int = 1_000
 
 
 @dataclass
@@ -102,7 +110,8 @@ class GroupCoordinator:
         self._tokens = itertools.count(1)
         self.classic = ClassicGroups(self, member_id_factory)
         self.consumer = ConsumerGroups(self, topics, group_configs)
-        self.types = GroupTypes([self.classic, self.consumer])
+        self.share = ShareGroups(self, topics, group_configs)
+        self.types = GroupTypes([self.classic, self.consumer, self.share])
         self.offsets = OffsetManager(self)
 
     # -- what group types and the offsets manager share ---------------------------------------

@@ -14,6 +14,7 @@ Each record of a RecordBatch v2 on the internal topic is one of:
   reference's own layout, not Kafka's six consumer-group record types: value version 0 then the
   group's whole state as UTF-8 JSON (epochs, members, their subscriptions, current and target
   assignments), rewritten at each change; Kafka's tooling skips a key version it does not know.
+* a KIP-932 share group (``share.py``): key version 1001 ``(group string)``, value as the above.
 
 A null value (tombstone) deletes the key: a committed offset, or the whole group.
 Strings are int16 length + UTF-8 (-1 for null), bytes int32 length + data, all big-endian,
@@ -36,6 +37,8 @@ OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
 #: the reference's own record of a KIP-848 consumer group (Kafka uses versions up to ~20)
 CONSUMER_GROUP_KEY_VERSION = 1000
+#: the reference's own record of a KIP-932 share group (``share.py``), laid out as the above
+SHARE_GROUP_KEY_VERSION = 1001
 OFFSET_VALUE_VERSION = 3
 GROUP_VALUE_VERSION = 3
 
@@ -54,6 +57,11 @@ class GroupKey:
 
 @dataclass(frozen=True)
 class ConsumerGroupKey:
+    group: str
+
+
+@dataclass(frozen=True)
+class ShareGroupKey:
     group: str
 
 
@@ -174,6 +182,14 @@ def consumer_group_value(state: dict) -> bytes:
     return bytes(_Writer().int16(0).out) + data
 
 
+def share_group_key(group: str) -> bytes:
+    return bytes(_Writer().int16(SHARE_GROUP_KEY_VERSION).string(group).out)
+
+
+#: a share group's state is JSON as a consumer group's (read back by decode_consumer_group_value)
+share_group_value = consumer_group_value
+
+
 def decode_consumer_group_value(data: bytes) -> dict:
     r = Reader(data, path="consumer_group_value")
     version = r.int16("version")
@@ -188,16 +204,18 @@ def decode_consumer_group_value(data: bytes) -> dict:
     return state
 
 
-def decode_key(data: bytes) -> OffsetKey | GroupKey | ConsumerGroupKey:
+def decode_key(data: bytes) -> OffsetKey | GroupKey | ConsumerGroupKey | ShareGroupKey:
     r = Reader(data, path="key")
     version = r.int16("version")
-    key: OffsetKey | GroupKey | ConsumerGroupKey
+    key: OffsetKey | GroupKey | ConsumerGroupKey | ShareGroupKey
     if version in (0, 1):
         key = OffsetKey(_string(r, "group"), _string(r, "topic"), r.int32("partition"))
     elif version == 2:
         key = GroupKey(_string(r, "group"))
     elif version == CONSUMER_GROUP_KEY_VERSION:
         key = ConsumerGroupKey(_string(r, "group"))
+    elif version == SHARE_GROUP_KEY_VERSION:
+        key = ShareGroupKey(_string(r, "group"))
     else:
         raise CorruptRecordError(f"unknown __consumer_offsets key version {version}", path="key")
     _done(r, "key")

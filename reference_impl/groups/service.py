@@ -36,6 +36,7 @@ from reference_impl.groups.group import JoinRequest, JoinResult, SyncResult
 from reference_impl.groups.group_types import OffsetAndMetadata, TopicPartition
 from reference_impl.groups.offsets import TxnCommit
 from reference_impl.groups.scheduler import AsyncioScheduler
+from reference_impl.groups.share import ShareHeartbeatRequest, ShareHeartbeatResult
 from reference_impl.groups.store import (
     AppendDone,
     LoadedRecord,
@@ -128,6 +129,11 @@ class GroupService:
     async def consumer_heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
         fut: asyncio.Future[HeartbeatResult] = asyncio.get_running_loop().create_future()
         self.coordinator.consumer.heartbeat(req, _resolver(fut))
+        return await fut
+
+    async def share_heartbeat(self, req: ShareHeartbeatRequest) -> ShareHeartbeatResult:
+        fut: asyncio.Future[ShareHeartbeatResult] = asyncio.get_running_loop().create_future()
+        self.coordinator.share.heartbeat(req, _resolver(fut))
         return await fut
 
     async def commit(

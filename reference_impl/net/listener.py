@@ -73,6 +73,9 @@ class Api:
     #: None: the highest our bodies are written for (Kafka 3.9's, :func:`negotiable`); a handler
     #: written for a 4.x version says so here
     max_version: int | None = None
+    #: listener types it is exposed on besides its spec's ``listeners``: Kafka's KIP-932 APIs
+    #: are "broker"-only, and the reference's brokers listen as "zkBroker" in either store
+    also_on: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,7 @@ class Listener:
             apis = [*apis, Api(ApiKey.API_VERSIONS, self._api_versions)]
         for api in apis:
             spec = codec.message(api.key, "request")
-            if listener_type not in spec.listeners:
+            if listener_type not in spec.listeners and listener_type not in api.also_on:
                 continue
             lo = max(spec.valid_versions.lo, api.min_version or 0)
             # an explicit max_version may go past Kafka 3.9's (a handler written for 4.x bodies)
