@@ -11,6 +11,7 @@ names, types and defaults; Alter(Incremental)Configs accepts only these.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,8 @@ class ConfigDef:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
+    #: a string's value must match this regular expression in full (when no choice is given)
+    pattern: str | None = None
 
 
 def _defs(*items: ConfigDef) -> dict[str, ConfigDef]:
@@ -208,6 +211,27 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
 GROUP_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("consumer.session.timeout.ms", INT, "45000", minimum=45000, maximum=60000),
     ConfigDef("consumer.heartbeat.interval.ms", INT, "5000", minimum=5000, maximum=15000),
+    # KIP-932 share groups: Kafka 4.4.0's defaults and bounds (group.share.* broker configs)
+    ConfigDef("share.session.timeout.ms", INT, "45000", minimum=45000, maximum=60000),
+    ConfigDef("share.heartbeat.interval.ms", INT, "5000", minimum=5000, maximum=15000),
+    ConfigDef("share.record.lock.duration.ms", INT, "30000", minimum=15000, maximum=60000),
+    ConfigDef("share.delivery.count.limit", INT, "5", minimum=2, maximum=10),
+    ConfigDef("share.partition.max.record.locks", INT, "2000", minimum=100, maximum=4000),
+    ConfigDef("share.assignment.interval.ms", INT, "1000", minimum=0),
+    ConfigDef(
+        "share.auto.offset.reset",
+        STRING,
+        "latest",
+        "earliest, latest or by_duration:<ISO-8601 duration>",
+        pattern=r"earliest|latest|by_duration:-?P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?",
+    ),
+    ConfigDef(
+        "share.isolation.level",
+        STRING,
+        "read_uncommitted",
+        choices=("read_committed", "read_uncommitted"),
+    ),
+    ConfigDef("share.renew.acknowledge.enable", BOOLEAN, "true"),
 )
 
 
@@ -217,16 +241,15 @@ def group_configs(groups: dict[str, Any] | None) -> dict[str, ConfigDef]:
     Kafka bounds a group's configs by its group.consumer.* settings (a test run lowers them)."""
     g = groups or {}
     out = dict(GROUP_CONFIGS)
-    for name, key in (
-        ("consumer.session.timeout.ms", "session_timeout_ms"),
-        ("consumer.heartbeat.interval.ms", "heartbeat_interval_ms"),
-    ):
-        d = GROUP_CONFIGS[name]
-        out[name] = replace(
-            d,
-            minimum=g.get(f"consumer_min_{key}", d.minimum),
-            maximum=g.get(f"consumer_max_{key}", d.maximum),
-        )
+    for kind in ("consumer", "share"):  # share_{min,max}_...: the same for share groups
+        for key in ("session_timeout_ms", "heartbeat_interval_ms"):
+            name = f"{kind}.{key.replace('_', '.')}"
+            d = GROUP_CONFIGS[name]
+            out[name] = replace(
+                d,
+                minimum=g.get(f"{kind}_min_{key}", d.minimum),
+                maximum=g.get(f"{kind}_max_{key}", d.maximum),
+            )
     return out
 
 
@@ -271,6 +294,8 @@ def validate_config_value(definition: ConfigDef, value: str | None) -> str | Non
         else:
             if definition.choices and value not in definition.choices:
                 return f"{definition.name}: {value!r} not among {', '.join(definition.choices)}"
+            if definition.pattern and re.fullmatch(definition.pattern, value) is None:
+                return f"{definition.name}: {value!r} is not {definition.doc or definition.pattern}"
             return None
     except ValueError:
         return f"{definition.name}: {value!r} is not a valid number"

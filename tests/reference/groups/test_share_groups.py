@@ -157,3 +157,42 @@ def test_other_types_refused_and_replay() -> None:
     assert g.group_epoch == w.group().group_epoch
     assert again.c.share.describe_share_group("g")[0] == 0
     assert again.c.share.describe_share_group("h")[0] == E.GROUP_ID_NOT_FOUND
+
+
+#: what Kafka 4.4.0 accepts (True) or refuses with INVALID_CONFIG in IncrementalAlterConfigs on
+#: a GROUP resource (validateOnly; measured on the wire, issue 39)
+KAFKA_GROUP_CONFIGS = [
+    ("share.session.timeout.ms", "44999", False),
+    ("share.session.timeout.ms", "45000", True),
+    ("share.session.timeout.ms", "60001", False),
+    ("share.heartbeat.interval.ms", "4999", False),
+    ("share.heartbeat.interval.ms", "15000", True),
+    ("share.record.lock.duration.ms", "14999", False),
+    ("share.record.lock.duration.ms", "60000", True),
+    ("share.record.lock.duration.ms", "60001", False),
+    ("share.delivery.count.limit", "1", False),
+    ("share.delivery.count.limit", "10", True),
+    ("share.delivery.count.limit", "11", False),
+    ("share.auto.offset.reset", "earliest", True),
+    ("share.auto.offset.reset", "by_duration:PT1H", True),
+    ("share.auto.offset.reset", "EARLIEST", False),
+    ("share.auto.offset.reset", "foo", False),
+    ("share.isolation.level", "read_committed", True),
+    ("share.isolation.level", "x", False),
+    ("share.partition.max.record.locks", "99", False),
+    ("share.partition.max.record.locks", "4000", True),
+    ("share.partition.max.record.locks", "4001", False),
+    ("share.assignment.interval.ms", "0", True),
+    ("share.renew.acknowledge.enable", "false", True),
+]
+
+
+def test_share_group_configs_bounded_as_kafka() -> None:
+    from reference_impl.config import GROUP_CONFIGS, validate_config_value
+
+    for name, value, accepted in KAFKA_GROUP_CONFIGS:
+        assert (validate_config_value(GROUP_CONFIGS[name], value) is None) == accepted, name
+    defaults = {n: d.default for n, d in GROUP_CONFIGS.items() if n.startswith("share.")}
+    assert defaults["share.auto.offset.reset"] == "latest"
+    assert defaults["share.record.lock.duration.ms"] == "30000"
+    assert defaults["share.delivery.count.limit"] == "5"
