@@ -1,0 +1,116 @@
+"""The share-partition state machine (KIP-932, ``groups/share_partition.py``): acquisition by one
+member at a time, acquisition locks, ACCEPT / RELEASE / REJECT, the delivery-count limit, the
+share-partition start offset; a hypothesis state machine checks its invariants."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from conformance.protocol import ErrorCode as E
+from reference_impl.groups.share_partition import (
+    ACCEPT,
+    ACKNOWLEDGED,
+    ACQUIRED,
+    ARCHIVED,
+    AVAILABLE,
+    REJECT,
+    RELEASE,
+    SharePartition,
+)
+
+LOG = list(range(10))
+
+
+def test_acquire_accept_release_reject_and_the_start_offset() -> None:
+    sp = SharePartition(0, lock_duration_ms=1000, delivery_limit=2)
+    assert sp.acquire("a", LOG, 4, now_ms=0) == [(0, 3, 1)]
+    assert sp.acquire("b", LOG, 2, now_ms=0) == [(4, 5, 1)]  # never the same records
+    assert sp.acknowledge("b", 0, 0, [ACCEPT], 0) == E.INVALID_RECORD_STATE  # a's record
+    assert sp.acknowledge("a", 0, 3, [ACCEPT, RELEASE, REJECT, ACCEPT], 0) == E.NONE
+    assert sp.start_offset == 1  # 0 accepted; 1 is available again
+    assert sp.acquire("b", LOG, 1, now_ms=0) == [(1, 1, 2)]  # redelivered, count 2
+    assert sp.acknowledge("b", 1, 1, [RELEASE], 0) == E.NONE
+    assert sp.state_of(1, 0) == ARCHIVED  # the delivery limit: never again
+    assert sp.start_offset == 4
+    assert sp.acknowledge("a", 2, 2, [ACCEPT], 0) == E.INVALID_RECORD_STATE  # done already
+
+
+def test_acquisition_lock_ends() -> None:
+    sp = SharePartition(0, lock_duration_ms=1000, delivery_limit=5)
+    assert sp.acquire("a", LOG[:3], 10, now_ms=0) == [(0, 2, 1)]
+    assert sp.acquire("b", LOG[:3], 10, now_ms=999) == []
+    assert sp.acquire("b", LOG[:3], 10, now_ms=1000) == [(0, 2, 2)]
+    assert sp.acknowledge("a", 0, 2, [ACCEPT], 1000) == E.INVALID_RECORD_STATE
+    assert sp.acknowledge("b", 0, 2, [ACCEPT], 1000) == E.NONE and sp.start_offset == 3
+
+
+def test_malformed_batches() -> None:
+    sp = SharePartition(0)
+    sp.acquire("a", LOG, 10, 0)
+    assert sp.acknowledge("a", 3, 2, [ACCEPT], 0) == E.INVALID_REQUEST
+    assert sp.acknowledge("a", 0, 2, [ACCEPT, ACCEPT], 0) == E.INVALID_REQUEST
+    assert sp.acknowledge("a", 0, 0, [7], 0) == E.INVALID_REQUEST
+
+
+class Members(RuleBasedStateMachine):
+    """Members acquire, acknowledge and let locks expire; a record is held by one member at a
+    time, delivery counts never decrease nor pass the limit, the SPSO never goes back, and what
+    was accepted or archived is never delivered again."""
+
+    LIMIT = 3
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sp = SharePartition(0, lock_duration_ms=100, delivery_limit=self.LIMIT)
+        self.now = 0
+        self.counts: dict[int, int] = {}
+        self.done: set[int] = set()
+        self.spso = 0
+
+    @rule(member=st.sampled_from("abc"), n=st.integers(1, 5))
+    def acquire(self, member: str, n: int) -> None:
+        for first, last, count in self.sp.acquire(member, LOG, n, self.now):
+            for o in range(first, last + 1):
+                assert o not in self.done
+                assert count == self.counts.get(o, 0) + 1 <= self.LIMIT
+                self.counts[o] = count
+
+    @rule(
+        member=st.sampled_from("abc"),
+        first=st.sampled_from(LOG),
+        span=st.integers(0, 3),
+        kind=st.sampled_from([ACCEPT, RELEASE, REJECT]),
+    )
+    def acknowledge(self, member: str, first: int, span: int, kind: int) -> None:
+        last = min(first + span, LOG[-1])
+        before = {o: self.sp.state_of(o, self.now) for o in range(first, last + 1)}
+        holder = {o: self.sp.records[o].member for o in before if o in self.sp.records}
+        error = self.sp.acknowledge(member, first, last, [kind], self.now)
+        mine = all(s == ACQUIRED and holder.get(o) == member for o, s in before.items())
+        assert (error == E.NONE) == mine
+        if error == E.NONE:
+            for o in before:
+                if kind != RELEASE or self.counts[o] >= self.LIMIT:
+                    self.done.add(o)
+
+    @rule(ms=st.integers(1, 150))
+    def tick(self, ms: int) -> None:
+        self.now += ms
+
+    @invariant()
+    def holds(self) -> None:
+        assert self.sp.start_offset >= self.spso
+        self.spso = self.sp.start_offset
+        for o in LOG:
+            state = self.sp.state_of(o, self.now)
+            if o in self.done:
+                assert state in (ACKNOWLEDGED, ARCHIVED)
+            if self.counts.get(o, 0) >= self.LIMIT and state == AVAILABLE:
+                raise AssertionError(f"{o} available past the delivery limit")
+        assert all(o >= self.sp.start_offset for o in self.sp.records)
+
+
+TestMembers = Members.TestCase
+TestMembers.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
