@@ -17,7 +17,8 @@ ShareAcknowledge handlers and the tests drive the same code.
   no record), ACCEPT 1 (acknowledged), RELEASE 2 (available again, or archived at the limit),
   REJECT 3 (archived). Acknowledging a record that is not acquired by that member (another
   member's, one whose lock ended, one never delivered) is INVALID_RECORD_STATE and changes
-  nothing of that batch.
+  nothing of that batch; offsets below the SPSO are passed over (Kafka 4.4.0 answers NONE to an
+  acknowledgement of records already done there).
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ class SharePartition:
         plan = list(zip(range(first, last + 1), kinds, strict=True))
         for offset, kind in plan:
             r = self.records.get(offset)
+            if offset < self.start_offset:
+                continue  # done already: Kafka 4.4.0 answers NONE
             if kind == GAP and (r is None or r.state != ACQUIRED):
                 continue
             if r is None or r.state != ACQUIRED or r.member != member:

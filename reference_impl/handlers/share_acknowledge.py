@@ -1,0 +1,70 @@
+"""ShareAcknowledge (79): a share-group member acknowledges records it holds, outside a fetch.
+
+Version 1 (Kafka 4.4.0 advertises 1-2; v2's IsRenewAck is not served). READ on the GROUP, else
+GROUP_AUTHORIZATION_FAILED. The share session must exist and the epoch be its next one
+(SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH; epoch 0 is refused as Kafka does, since
+only ShareFetch opens a session); -1 closes it after the acknowledgements. Each partition's
+ErrorCode is its batches' (INVALID_RECORD_STATE for records the member does not hold).
+"""
+
+from __future__ import annotations
+
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
+from reference_impl.handlers import share_common as sc
+from reference_impl.handlers.group_common import group_allowed
+from reference_impl.net.listener import Api, RequestContext
+from reference_impl.roles import BrokerView
+
+MIN_VERSION = 1
+MAX_VERSION = 1
+
+
+def api(node: BrokerView) -> Api:
+    async def handle(ctx: RequestContext, body: dict) -> dict:
+        group, member, epoch = body["GroupId"], body["MemberId"], body["ShareSessionEpoch"]
+        if not group_allowed(node, ctx, "READ", group):
+            return _top(ErrorCode.GROUP_AUTHORIZATION_FAILED, [])
+        shared = sc.sessions(node)
+        error, session = shared.session(group, member, epoch, [], [], acknowledge=True)
+        if error or session is None:
+            return _top(error, [])
+        responses = []
+        for t in body["Topics"]:
+            parts = []
+            for p in t["Partitions"]:
+                try:
+                    _name, sp = sc.share_partition(node, group, t["TopicId"], p["PartitionIndex"])
+                    code = sc.acknowledge(sp, member, p["AcknowledgementBatches"])
+                except KafkaError as e:
+                    code = int(e.code)
+                parts.append(
+                    {
+                        "PartitionIndex": p["PartitionIndex"],
+                        "ErrorCode": code,
+                        "ErrorMessage": None,
+                        "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1},
+                    }
+                )
+            responses.append({"TopicId": t["TopicId"], "Partitions": parts})
+        if epoch == -1:
+            shared.close(group, member)
+        return _top(ErrorCode.NONE, responses)
+
+    return Api(
+        ApiKey.SHARE_ACKNOWLEDGE,
+        handle,
+        min_version=MIN_VERSION,
+        max_version=MAX_VERSION,
+        also_on=("zkBroker",),
+    )
+
+
+def _top(error: int, responses: list[dict]) -> dict:
+    return {
+        "ThrottleTimeMs": 0,
+        "ErrorCode": int(error),
+        "ErrorMessage": None,
+        "AcquisitionLockTimeoutMs": 0,
+        "Responses": responses,
+        "NodeEndpoints": [],
+    }
