@@ -1,10 +1,11 @@
 """ShareAcknowledge (79): a share-group member acknowledges records it holds, outside a fetch.
 
-Version 1 (Kafka 4.4.0 advertises 1-2; v2's IsRenewAck is not served). READ on the GROUP, else
-GROUP_AUTHORIZATION_FAILED. The share session must exist and the epoch be its next one
-(SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH; epoch 0 is refused as Kafka does, since
-only ShareFetch opens a session); -1 closes it after the acknowledgements. Each partition's
-ErrorCode is its batches' (INVALID_RECORD_STATE for records the member does not hold).
+Version 1 (Kafka 4.4.0 advertises 1-2; v2's IsRenewAck is not served). A null or empty GroupId
+or MemberId is INVALID_REQUEST; then READ on the GROUP, else GROUP_AUTHORIZATION_FAILED. The
+share session must exist and the epoch be its next one (SHARE_SESSION_NOT_FOUND,
+INVALID_SHARE_SESSION_EPOCH; epoch 0 is refused as Kafka does, since only ShareFetch opens a
+session); -1 closes it after the acknowledgements. Each partition's ErrorCode is its batches'
+(INVALID_RECORD_STATE for records the member does not hold).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ MAX_VERSION = 1
 def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         group, member, epoch = body["GroupId"], body["MemberId"], body["ShareSessionEpoch"]
+        if not group or not member:  # Kafka 4.4.0: before the session and the ACLs
+            return _top(ErrorCode.INVALID_REQUEST, [])
         if not group_allowed(node, ctx, "READ", group):
             return _top(ErrorCode.GROUP_AUTHORIZATION_FAILED, [])
         shared = sc.sessions(node)

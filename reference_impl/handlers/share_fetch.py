@@ -1,7 +1,9 @@
 """ShareFetch (78): a share-group member acquires records, and acknowledges those it holds.
 
 Version 1 (Kafka 4.4.0 advertises 1-2; v2's ShareAcquireMode and IsRenewAck are not served).
-READ on the GROUP, else GROUP_AUTHORIZATION_FAILED for the whole request. The share session
+A null or empty GroupId or MemberId is INVALID_REQUEST (as Kafka 4.4.0, the
+spec-derived diff); then READ on the GROUP, else GROUP_AUTHORIZATION_FAILED for the whole
+request. The share session
 (``groups/share_sessions.py``) decides the request's partitions and refuses a wrong epoch
 (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, with AcquisitionLockTimeoutMs 0). The
 acknowledgement batches are applied first (a partition's AcknowledgeErrorCode:
@@ -69,6 +71,8 @@ def _entry(index: int) -> dict[str, Any]:
 
 async def share_fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
     group, member, epoch = body["GroupId"], body["MemberId"], body["ShareSessionEpoch"]
+    if not group or not member:  # Kafka 4.4.0: before the session and the ACLs
+        return _top(ErrorCode.INVALID_REQUEST, 0, [])
     if not group_allowed(node, ctx, "READ", group):
         return _top(ErrorCode.GROUP_AUTHORIZATION_FAILED, 0, [])
     adds = [(t["TopicId"], p["PartitionIndex"]) for t in body["Topics"] for p in t["Partitions"]]
