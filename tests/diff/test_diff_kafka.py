@@ -109,7 +109,9 @@ def test_the_fingerprint_names_the_release_the_reference_follows(result) -> None
     from conformance.matrix.kafka_releases import best_guess
 
     guess = best_guess(result.sides[0].advertised)
-    assert guess is not None and guess[0].startswith("4."), guess
+    # trunk-2024-10 is the 4.0 line before its release (after 3.9 branched): with the share
+    # group APIs (issue 39) the reference scores a hair above 4.0.2 against it
+    assert guess is not None and guess[0].startswith(("4.", "trunk-")), guess
 
 
 def test_no_process_outlives_the_run(result) -> None:
