@@ -240,6 +240,10 @@ class KafkaTarget(Target):
             "offsets.topic.replication.factor": rf,
             "transaction.state.log.replication.factor": rf,
             "transaction.state.log.min.isr": "1",
+            # KIP-932 (4.x): the share-group state topic, else a cluster of fewer than 3 brokers
+            # never initializes a share partition (no assignment); 3.x ignores them
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": "1",
             "default.replication.factor": "1",
             "min.insync.replicas": "1",
         }

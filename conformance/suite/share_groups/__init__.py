@@ -1,0 +1,1 @@
+"""SHARE-GROUPS: KIP-932 share groups on the wire."""

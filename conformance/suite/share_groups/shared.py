@@ -1,0 +1,272 @@
+"""KIP-932 share groups as the suite drives them: members that heartbeat with
+ShareGroupHeartbeat on their own connection to the group's coordinator, ShareGroupDescribe,
+share sessions of ShareFetch and ShareAcknowledge on the partition's leader, and the group's
+configs. Nothing here judges the answers: the tests do, naming their requirements."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
+from conformance.suite.consumer_groups.shared import newest
+from conformance.suite.groups.members import TRANSIENT, find_coordinator
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.records_io import leader
+from conformance.suite.kit.safety import fresh_name
+
+#: KIP-932's versions before 1 were Kafka 4.0's early access (not served by default): judged
+#: from version 1, as Apache Kafka 4.1 and later serve them
+SERVED = "1+"
+#: how long a share partition may take to be assigned (Kafka 4.4.0: 1-3 s on a fresh cluster)
+SETTLE = 15.0
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+@dataclass
+class ShareMember:
+    conn: SyncConnection
+    member_id: str
+    epoch: int = 0
+    epochs: list[int] = field(default_factory=list)
+    #: topic id -> assigned partitions, as the last assignment said
+    assigned: dict[Any, set[int]] = field(default_factory=dict)
+    #: the share session's next epoch on the leader (0: none open)
+    session: int = 0
+    fetcher: SyncConnection | None = None
+
+    def pairs(self) -> set[tuple[Any, int]]:
+        return {(t, p) for t, ps in self.assigned.items() for p in ps}
+
+
+class ShareGroup:
+    def __init__(self, harness: Harness, topics: list[str], name: str | None = None) -> None:
+        self.harness = harness
+        self.name = name or fresh_name("sgroup")
+        self.topics = topics
+        self.version = newest(harness, ApiKey.SHARE_GROUP_HEARTBEAT, SERVED)
+        fc = harness.pick_version(ApiKey.FIND_COORDINATOR)
+        self.coordinator = find_coordinator(harness, self.name, fc)
+        self._admin: SyncConnection | None = None
+
+    @property
+    def admin(self) -> SyncConnection:
+        if self._admin is None or self._admin.closed:
+            self._admin = self.harness.connect(self.coordinator.endpoint, client_id="kc-admin")
+        return self._admin
+
+    def new_member(self) -> ShareMember:
+        conn = self.harness.connect(self.coordinator.endpoint, client_id="kc-share")
+        return ShareMember(conn, str(uuid.uuid4()))
+
+    def heartbeat(self, m: ShareMember, **override: Any) -> dict:
+        """One heartbeat of ``m`` (the subscription sent with epoch 0); its state follows a
+        NONE answer."""
+        epoch = override.pop("MemberEpoch", m.epoch)
+        body: dict[str, Any] = {
+            "GroupId": self.name,
+            "MemberId": m.member_id,
+            "MemberEpoch": epoch,
+            "RackId": None,
+            "SubscribedTopicNames": list(self.topics) if epoch == 0 else None,
+        }
+        body.update(override)
+        deadline = time.monotonic() + 30
+        while True:
+            got = verify.expect_response(
+                m.conn, ApiKey.SHARE_GROUP_HEARTBEAT, self.version, body
+            ).body
+            if got["ErrorCode"] not in TRANSIENT or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        if got["ErrorCode"] == ErrorCode.NONE and "MemberId" not in override and epoch >= 0:
+            m.epoch = got["MemberEpoch"]
+            m.epochs.append(m.epoch)
+            if got.get("Assignment") is not None:
+                m.assigned = {
+                    tp["TopicId"]: set(tp["Partitions"])
+                    for tp in got["Assignment"]["TopicPartitions"]
+                    if tp["Partitions"]
+                }
+        return got
+
+    def join(self, m: ShareMember, want: set, req: str) -> dict:
+        """Heartbeat ``m`` from epoch 0 until its assignment covers ``want`` (bounded): the first
+        answer, checked NONE under ``req``."""
+        first = self.heartbeat(m)
+        verify.check(
+            first["ErrorCode"] == ErrorCode.NONE,
+            f"ShareGroupHeartbeat v{self.version} join (epoch 0) answered {first['ErrorCode']} "
+            f"({first.get('ErrorMessage')})",
+            req,
+        )
+        self.settle([m], want)
+        return first
+
+    def settle(self, members: list[ShareMember], want: set) -> None:
+        """Heartbeat every member in turn until each one's assignment covers ``want`` or
+        ``SETTLE`` passes (the test judges what they hold)."""
+        deadline = time.monotonic() + SETTLE
+        while time.monotonic() < deadline:
+            for m in members:
+                self.heartbeat(m)
+            if all(want <= m.pairs() for m in members):
+                return
+            time.sleep(0.3)
+
+    def describe(self, name: str | None = None) -> dict:
+        v = newest(self.harness, ApiKey.SHARE_GROUP_DESCRIBE, SERVED)
+        body = {"GroupIds": [name or self.name], "IncludeAuthorizedOperations": False}
+        deadline = time.monotonic() + 30
+        while True:
+            (g,) = verify.expect_response(self.admin, ApiKey.SHARE_GROUP_DESCRIBE, v, body).body[
+                "Groups"
+            ]
+            if g["ErrorCode"] not in TRANSIENT or time.monotonic() > deadline:
+                return g
+            time.sleep(0.1)
+
+    def leave(self, m: ShareMember) -> dict:
+        return self.heartbeat(m, MemberEpoch=-1)
+
+    def configure(self, configs: dict[str, str]) -> dict:
+        """IncrementalAlterConfigs SET of group configs on the GROUP resource: its answer."""
+        self.harness.require(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        v = self.harness.pick_version(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        body = {
+            "Resources": [
+                {
+                    "ResourceType": ConfigResourceType.GROUP,
+                    "ResourceName": self.name,
+                    "Configs": [
+                        {"Name": k, "ConfigOperation": ConfigOperation.SET, "Value": value}
+                        for k, value in configs.items()
+                    ],
+                }
+            ],
+            "ValidateOnly": False,
+        }
+        conn = self.harness.connect()
+        return verify.expect_response(conn, ApiKey.INCREMENTAL_ALTER_CONFIGS, v, body).body[
+            "Responses"
+        ][0]
+
+
+class ShareSession:
+    """A member's share session on the leader of ``topic``'s partition 0."""
+
+    def __init__(self, g: ShareGroup, m: ShareMember, topic: str, topic_id: Any) -> None:
+        self.g, self.m, self.topic_id = g, m, topic_id
+        self.conn = g.harness.connect(leader(g.harness, topic), client_id="kc-share")
+        self.fetch_v = newest(g.harness, ApiKey.SHARE_FETCH, SERVED)
+        self.ack_v = newest(g.harness, ApiKey.SHARE_ACKNOWLEDGE, SERVED)
+        self.epoch = 0
+
+    def fetch(
+        self,
+        acks: list[tuple[int, int, list[int]]] | None = None,
+        *,
+        max_records: int = 100,
+        wait_ms: int = 200,
+        **override: Any,
+    ) -> dict:
+        """One ShareFetch of partition 0 at the session's epoch (then advanced where the
+        answer is NONE), with ``acks`` as (first, last, types) piggy-backed."""
+        epoch = override.pop("ShareSessionEpoch", self.epoch)
+        body: dict[str, Any] = {
+            "GroupId": self.g.name,
+            "MemberId": self.m.member_id,
+            "ShareSessionEpoch": epoch,
+            "MaxWaitMs": wait_ms,
+            "MinBytes": 1,
+            "MaxBytes": 1 << 20,
+            "MaxRecords": max_records,
+            "BatchSize": max_records,
+            "Topics": [
+                {
+                    "TopicId": self.topic_id,
+                    "Partitions": [
+                        {
+                            "PartitionIndex": 0,
+                            "PartitionMaxBytes": 1 << 20,
+                            "AcknowledgementBatches": batches(acks),
+                        }
+                    ],
+                }
+            ],
+            "ForgottenTopicsData": [],
+        }
+        body.update(override)
+        got = verify.expect_response(self.conn, ApiKey.SHARE_FETCH, self.fetch_v, body).body
+        if got["ErrorCode"] == ErrorCode.NONE and "ShareSessionEpoch" not in override:
+            self.epoch = -1 if epoch == -1 else epoch + 1
+        return got
+
+    def acknowledge(self, acks: list[tuple[int, int, list[int]]], **override: Any) -> dict:
+        epoch = override.pop("ShareSessionEpoch", self.epoch)
+        body: dict[str, Any] = {
+            "GroupId": self.g.name,
+            "MemberId": self.m.member_id,
+            "ShareSessionEpoch": epoch,
+            "Topics": [
+                {
+                    "TopicId": self.topic_id,
+                    "Partitions": [{"PartitionIndex": 0, "AcknowledgementBatches": batches(acks)}],
+                }
+            ],
+        }
+        body.update(override)
+        got = verify.expect_response(self.conn, ApiKey.SHARE_ACKNOWLEDGE, self.ack_v, body).body
+        if got["ErrorCode"] == ErrorCode.NONE and "ShareSessionEpoch" not in override:
+            self.epoch = epoch + 1
+        return got
+
+    def acquire(self, n: int, *, timeout: float = 10.0, max_records: int = 100) -> list[int]:
+        """ShareFetch until at least ``n`` offsets are acquired (bounded): the offsets."""
+        got: list[int] = []
+        deadline = time.monotonic() + timeout
+        while len(got) < n and time.monotonic() < deadline:
+            got += offsets(self.fetch(max_records=max_records, wait_ms=500))
+        return got
+
+    def close(self) -> None:
+        if self.epoch > 0:
+            self.fetch(ShareSessionEpoch=-1, Topics=[])
+
+
+def batches(acks: list[tuple[int, int, list[int]]] | None) -> list[dict]:
+    return [
+        {"FirstOffset": a, "LastOffset": b, "AcknowledgeTypes": types} for a, b, types in acks or []
+    ]
+
+
+def acquired(answer: dict) -> list[tuple[int, int, int]]:
+    """(first, last, delivery count) of every AcquiredRecords range of the answer."""
+    return [
+        (a["FirstOffset"], a["LastOffset"], a["DeliveryCount"])
+        for t in answer.get("Responses") or []
+        for p in t["Partitions"]
+        for a in p["AcquiredRecords"]
+    ]
+
+
+def offsets(answer: dict) -> list[int]:
+    return [o for a, b, _ in acquired(answer) for o in range(a, b + 1)]
+
+
+def counts(answer: dict) -> dict[int, int]:
+    """offset -> delivery count of the answer's acquired records."""
+    return {o: c for a, b, c in acquired(answer) for o in range(a, b + 1)}
+
+
+def partition_errors(answer: dict) -> list[tuple[int, int]]:
+    """(ErrorCode, AcknowledgeErrorCode or 0) of each partition of a ShareFetch answer, or the
+    ErrorCode of each of a ShareAcknowledge answer's."""
+    return [
+        (p.get("ErrorCode", 0), p.get("AcknowledgeErrorCode", 0))
+        for t in answer.get("Responses") or []
+        for p in t["Partitions"]
+    ]
