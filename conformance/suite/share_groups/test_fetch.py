@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite.consumer_groups.shared import topic_ids
+from conformance.suite.consumer_groups.shared import newest, topic_ids
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
@@ -18,6 +18,7 @@ from conformance.suite.share_groups.shared import (
     ACCEPT,
     REJECT,
     RELEASE,
+    SERVED,
     ShareGroup,
     ShareMember,
     ShareSession,
@@ -32,6 +33,7 @@ def members(
 ) -> tuple[ShareGroup, list[ShareMember], list[ShareSession], str]:
     """A fresh one-partition topic and share group (``configs`` set first), ``n`` members
     assigned its partition, each with a share session opened (epoch 0)."""
+    served(harness)
     topic = obtain(harness, "sgfetch", 1, exact=True)
     tid = topic_ids(harness, [topic.name])[topic.name]
     g = ShareGroup(harness, [topic.name])
@@ -57,6 +59,14 @@ def members(
             req,
         )
     return g, ms, sessions, topic.name
+
+
+def served(harness: Harness) -> None:
+    """UNSUPPORTED (before any set-up) where ShareFetch or ShareAcknowledge of KIP-932's
+    served versions is not advertised."""
+    newest(harness, ApiKey.SHARE_FETCH, SERVED)
+    newest(harness, ApiKey.SHARE_ACKNOWLEDGE, SERVED)
+    newest(harness, ApiKey.SHARE_GROUP_HEARTBEAT, SERVED)
 
 
 def done(g: ShareGroup, ms: list[ShareMember], sessions: list[ShareSession]) -> None:
@@ -262,6 +272,7 @@ def test_delivery_limit(harness: Harness) -> None:
 )
 def test_auto_offset_reset(harness: Harness) -> None:
     req = "SHARE-GROUPS.R14"
+    served(harness)
     topic = obtain(harness, "sgreset", 1, exact=True)
     tid = topic_ids(harness, [topic.name])[topic.name]
     before = [r.offset for r in produce(harness, topic.name, [b"early-1", b"early-2"])]
