@@ -132,3 +132,21 @@ class SharePartition:
             return ARCHIVED
         r = self.records.get(offset)
         return AVAILABLE if r is None else r.state
+
+    def to_json(self) -> dict:
+        """What survives a restart: the SPSO and each in-flight record's state and delivery
+        count (an acquired record comes back available: its lock died with the process)."""
+        return {
+            "start": self.start_offset,
+            "records": {
+                str(o): [AVAILABLE if r.state == ACQUIRED else r.state, r.delivery_count]
+                for o, r in self.records.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> SharePartition:
+        sp = cls(int(d["start"]))
+        for o, (state, count) in d.get("records", {}).items():
+            sp.records[int(o)] = InFlight(state, int(count))
+        return sp

@@ -13,14 +13,20 @@ ShareAcknowledge), as Kafka 4.4.0 answers them (probed on the wire, issue 39):
   between that and the first ShareFetch are delivered by Kafka and not by the reference.
 
 The records and offsets come from the caller (``Log``: the partition's batches), so this module
-needs no replica manager.
+needs no replica manager. Given a file, the share partitions' state (``SharePartition.to_json``)
+is written there after each request that changed it (``save``) and read back when the broker
+starts again: accepted and archived records are not delivered again after a restart, records in
+flight are, with a higher delivery count. Sessions do not survive (clients open new ones).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from conformance.protocol import ErrorCode
 from reference_impl.groups.share_partition import SharePartition
@@ -35,10 +41,29 @@ class ShareSession:
 
 
 class ShareSessions:
-    def __init__(self, now_ms: Callable[[], int]) -> None:
+    def __init__(self, now_ms: Callable[[], int], store: Path | None = None) -> None:
         self.now_ms = now_ms
+        self.store = store
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
+        if store is not None and store.exists():
+            for key, state in json.loads(store.read_text()).items():
+                group, tid, index = key.rsplit("|", 2)
+                self.partitions[(group, uuid.UUID(tid), int(index))] = SharePartition.from_json(
+                    state
+                )
+
+    def save(self) -> None:
+        """Write every share partition's state to the store (atomically), if there is one."""
+        if self.store is None:
+            return
+        state = {f"{g}|{t}|{p}": sp.to_json() for (g, t, p), sp in self.partitions.items()}
+        tmp = self.store.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(state, f, separators=(",", ":"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.store)
 
     def session(
         self,

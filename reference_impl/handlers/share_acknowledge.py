@@ -51,6 +51,8 @@ def api(node: BrokerView) -> Api:
             responses.append({"TopicId": t["TopicId"], "Partitions": parts})
         if epoch == -1:
             shared.close(group, member)
+        if responses or epoch == -1:
+            shared.save()
         return _top(ErrorCode.NONE, responses)
 
     return Api(

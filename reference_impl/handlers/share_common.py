@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from conformance.protocol import ErrorCode, KafkaError
@@ -18,6 +19,8 @@ from reference_impl.roles import BrokerView
 
 #: how much of a partition's log one acquisition reads at most
 READ_BYTES = 1 << 20
+#: the broker's share-partition state, in its data directory
+STORE = "share-partitions.json"
 
 
 def now_ms() -> int:
@@ -27,7 +30,7 @@ def now_ms() -> int:
 def sessions(node: BrokerView) -> ShareSessions:
     found = getattr(node, "share_sessions", None)
     if found is None:
-        found = ShareSessions(now_ms)
+        found = ShareSessions(now_ms, Path(node.data_dir) / STORE)
         node.share_sessions = found  # type: ignore[attr-defined]
     return found
 

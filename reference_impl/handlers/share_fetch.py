@@ -113,6 +113,8 @@ async def share_fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict
             if loop.time() >= deadline:
                 break
             await asyncio.sleep(min(POLL_SECONDS, max(deadline - loop.time(), 0)))
+    if out:
+        shared.save()
     by_topic: dict[uuid.UUID, list[dict]] = {}
     for (tid, _index), part in out.items():
         by_topic.setdefault(tid, []).append(part)

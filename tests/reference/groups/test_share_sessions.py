@@ -39,3 +39,23 @@ def test_a_closed_or_replaced_session_releases_its_records() -> None:
     assert sp.acquire("m", [5, 6], 10, 0) == [(5, 6, 2)]
     s.close("g", "m")
     assert sp.state_of(6, 0) == AVAILABLE and sp.state_of(6, 0) != ACQUIRED
+
+
+def test_share_partitions_survive_a_restart(tmp_path) -> None:
+    """Accepted and archived records stay done; records in flight come back available with
+    their delivery counts (redelivered with a higher one); sessions do not survive."""
+    from reference_impl.groups.share_partition import ACCEPT, REJECT
+
+    store = tmp_path / "share-partitions.json"
+    s = ShareSessions(lambda: 0, store)
+    s.session("g", "m", 0, [(T, 0)], [])
+    sp = s.partition("g", (T, 0), lambda: 0, 30_000, 5)
+    assert sp.acquire("m", list(range(6)), 10, 0) == [(0, 5, 1)]
+    assert sp.acknowledge("m", 0, 2, [ACCEPT, REJECT, ACCEPT], 0) == E.NONE
+    assert sp.acknowledge("m", 4, 4, [ACCEPT], 0) == E.NONE
+    s.save()
+    again = ShareSessions(lambda: 0, store)
+    back = again.partition("g", (T, 0), lambda: 99, 30_000, 5)
+    assert back.start_offset == 3
+    assert again.session("g", "m", 1, [], [])[0] == E.SHARE_SESSION_NOT_FOUND
+    assert back.acquire("n", list(range(6)), 10, 0) == [(3, 3, 2), (5, 5, 2)]
