@@ -18,13 +18,15 @@ def no_heartbeat_interval(api: int, version: int, body: dict) -> bool:
 
 
 class EpochGoesBack:
-    """CONSUMER-GROUPS.R2: every third answer carrying a member epoch above 1 carries one less."""
+    """CONSUMER-GROUPS.R2: every third answer carrying a member epoch above 1 carries one less
+    (of ``heartbeat``'s answers: SHARE-GROUPS.R2 with ShareGroupHeartbeat)."""
 
-    def __init__(self) -> None:
+    def __init__(self, heartbeat: int = HEARTBEAT) -> None:
         self.seen = 0
+        self.heartbeat = heartbeat
 
     def __call__(self, api: int, version: int, body: dict) -> bool:
-        if api != HEARTBEAT or body.get("ErrorCode") or body.get("MemberEpoch", 0) <= 1:
+        if api != self.heartbeat or body.get("ErrorCode") or body.get("MemberEpoch", 0) <= 1:
             return False
         self.seen += 1
         if self.seen % 3:

@@ -22,7 +22,7 @@ from conformance.suite.kit.safety import fresh_name
 #: from version 1, as Apache Kafka 4.1 and later serve them
 SERVED = "1+"
 #: how long a share partition may take to be assigned (Kafka 4.4.0: 1-3 s on a fresh cluster)
-SETTLE = 15.0
+SETTLE = 8.0
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 
 
@@ -93,9 +93,9 @@ class ShareGroup:
                 }
         return got
 
-    def join(self, m: ShareMember, want: set, req: str) -> dict:
-        """Heartbeat ``m`` from epoch 0 until its assignment covers ``want`` (bounded): the first
-        answer, checked NONE under ``req``."""
+    def join(self, m: ShareMember, want: set, req: str, *, settle: bool = True) -> dict:
+        """Heartbeat ``m`` from epoch 0 until its assignment covers ``want`` (bounded; only the
+        join unless ``settle``): the first answer, checked NONE under ``req``."""
         first = self.heartbeat(m)
         verify.check(
             first["ErrorCode"] == ErrorCode.NONE,
@@ -103,7 +103,8 @@ class ShareGroup:
             f"({first.get('ErrorMessage')})",
             req,
         )
-        self.settle([m], want)
+        if settle:
+            self.settle([m], want)
         return first
 
     def settle(self, members: list[ShareMember], want: set) -> None:

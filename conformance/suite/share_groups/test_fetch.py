@@ -47,7 +47,7 @@ def members(
         )
     ms = [g.new_member() for _ in range(n)]
     for m in ms:
-        g.join(m, {(tid, 0)}, req)
+        g.join(m, {(tid, 0)}, req, settle=False)
     g.settle(ms, {(tid, 0)})
     sessions = [ShareSession(g, m, topic.name, tid) for m in ms]
     for s in sessions:
