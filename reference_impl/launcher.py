@@ -173,7 +173,8 @@ class Cluster:
     #: also give each controller an ``EXTERNAL`` listener whose connections are clients
     #: (``User:ANONYMOUS``, no ClusterAction): where a client's Envelope is refused
     client_controller_listener: bool = False
-    #: NodeConfig fields for every node / for controllers / for brokers
+    #: NodeConfig fields for every node / for controllers / for brokers (a role's ``settings``
+    #: sections replace the same sections of every node's, the others are kept)
     overrides: dict[str, Any] = field(default_factory=dict)
     controller_overrides: dict[str, Any] = field(default_factory=dict)
     broker_overrides: dict[str, Any] = field(default_factory=dict)
@@ -239,6 +240,10 @@ class Cluster:
             **self.overrides,
             **role_overrides,
         }
+        if "settings" in self.overrides and "settings" in role_overrides:
+            # settings sections merge (a role's replace every node's section by section): a
+            # controller's group bounds must not drop every node's faults or replication
+            values["settings"] = {**self.overrides["settings"], **role_overrides["settings"]}
         config = NodeConfig(**values)
         path = node_dir / "config.json"
         config.dump(path)
