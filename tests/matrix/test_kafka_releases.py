@@ -116,3 +116,12 @@ def test_the_negotiation_cap_is_kafka_3_9s_highest_version_of_each_api() -> None
 
     release = release_table.load()["3.9.0"]
     assert KAFKA_3_9_MAX == {k: a.max for k, a in release.items()}
+
+
+def test_every_release_line_from_2_8_to_4_4_has_a_row():
+    """Issue 41: each line's protocol is in the table (a patch stands for its line)."""
+    releases = release_table.load()
+    lines = ["2.8"] + [f"3.{m}" for m in range(10)] + [f"4.{m}" for m in range(5)]
+    assert {line: release_table.release_of(f"{line}.99", releases) is not None for line in lines} \
+        == dict.fromkeys(lines, True)  # fmt: skip
+    assert 0 in releases["4.3.1"] and releases["4.1.2"][0].max <= releases["4.3.1"][0].max
