@@ -126,6 +126,8 @@ class ClusterMetadata:
         self._conns: dict[int, Connection] = {}
         self._versions: dict[int, dict[int, tuple[int, int]]] = {}
         self._locks: dict[int, asyncio.Lock] = {}
+        #: (node, api key) -> the highest version whose answers may still decode (issue 42)
+        self._unusable: dict[tuple[int, int], int] = {}
         self._refresh_lock = asyncio.Lock()
         self._closed = False
 
@@ -241,17 +243,32 @@ class ClusterMetadata:
         """Send ``build(version)`` to a broker at the best version; (version, response body).
 
         A broken connection is dropped and raised as ConnectionClosed (the caller retries).
+        An answer that does not decode marks that version unusable on that broker for this
+        client, and the next lower version both sides support is sent (issue 42: a client
+        whose newest Metadata is malformed still works, as Kafka's own clients would at an
+        older version); the DecodeError is raised when no version is left.
         """
         conn = await self.connection(node_id)
-        version = self.pick(node_id, api_key, min_version, max_version)
-        try:
-            resp = await conn.request(
-                api_key, version, build(version), timeout=timeout or self.request_timeout
-            )
-        except (ConnectionError, TimeoutError) as e:
-            self.drop(node_id)
-            raise ConnectionClosed(f"broker {node_id}: {type(e).__name__}: {e}") from None
-        return version, resp.body
+        while True:
+            top = self._unusable.get((node_id, api_key))
+            if top is not None:
+                max_version = top if max_version is None else min(max_version, top)
+            version = self.pick(node_id, api_key, min_version, max_version)
+            try:
+                resp = await conn.request(
+                    api_key, version, build(version), timeout=timeout or self.request_timeout
+                )
+            except (ConnectionError, TimeoutError) as e:
+                self.drop(node_id)
+                raise ConnectionClosed(f"broker {node_id}: {type(e).__name__}: {e}") from None
+            except DecodeError:
+                self._unusable[(node_id, api_key)] = version - 1
+                lowest = self._versions.get(node_id, {}).get(api_key, (0, 0))[0]
+                if version - 1 < max(min_version, lowest):
+                    raise
+                log.warning("broker %s: %s v%s does not decode", node_id, api_key, version)
+                continue
+            return version, resp.body
 
     async def send_only(self, node_id: int, api_key: int, version: int, body: dict) -> None:
         """Send a request that gets no response (Produce with acks=0)."""
