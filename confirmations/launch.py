@@ -12,9 +12,11 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
@@ -45,11 +47,25 @@ def tansu() -> Iterator[tuple[str, int]]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    # A script stopped by SIGTERM (timeout, kill) would die without unwinding, leaving tansu
+    # running (orphans were found, issue 35): while the block runs, SIGTERM unwinds like ^C.
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _unwind) if main else None
     try:
         yield HOST, port
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        if main:
+            signal.signal(signal.SIGTERM, before)
+
+
+def _unwind(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 @contextmanager
