@@ -26,7 +26,7 @@ KINDS = (
     "tansu",
     "external",
     "docker:IMAGE[?profile=NAME|PATH]",
-    "kafka:VERSION[?store=kraft|zookeeper&brokers=N&controllers=N]",
+    "kafka:VERSION[?store=kraft|zookeeper&brokers=N&controllers=N&security=sasl]",
 )
 
 

@@ -88,12 +88,13 @@ def wait_listening(ep: Endpoint, timeout: float) -> bool:
             time.sleep(0.02)
 
 
-def metadata_brokers(ep: Endpoint, timeout: float) -> int:
-    """How many brokers a Metadata request on ``ep`` lists (0 when it is not answered)."""
+def metadata_brokers(ep: Endpoint, timeout: float, sasl: Sasl | None = None) -> int:
+    """How many brokers a Metadata request on ``ep`` lists (0 when it is not answered);
+    authenticated first when ``sasl`` is given."""
     from conformance.client.metadata import ClusterMetadata
 
     async def probe() -> int:
-        meta = ClusterMetadata(str(ep), request_timeout=timeout)
+        meta = ClusterMetadata(str(ep), request_timeout=timeout, sasl=sasl)
         try:
             await meta.start()
             return len(meta.brokers)

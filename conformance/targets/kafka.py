@@ -18,6 +18,15 @@ looked for every second (10 s); internal topics are sized to the cluster. The ta
 soon it notices a failure (``failure_detection_s``: the broker or ZooKeeper session). Every
 process is stopped by its pid when the run ends, and dies with the process that started it
 (``PR_SET_PDEATHSIG``) if that one is killed. A broker can be restarted (KIP-78.R6, OFFSETS.R7).
+
+``security=sasl`` (KRaft, 3.5 and later: SCRAM credentials at format time, KIP-900) makes the
+brokers' listener SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 enabled and
+StandardAuthorizer on every node (issue 40). Two users get passwords drawn at each start:
+``admin``, a super user, and ``alice``, with no ACL. The suite authenticates as ``admin``
+(SCRAM-SHA-256; ``SECURITY_USERS`` names the users), so every feature's set-up and checks run
+as before; the SECURITY requirements open connections of their own as ``alice``. The
+controllers' listener stays PLAINTEXT (what brokers use to reach them), so ``User:ANONYMOUS``
+is a super user too: only nodes and ``--controller-bootstrap`` reach that listener.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 import base64
 import ctypes
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -38,6 +48,7 @@ from urllib.parse import parse_qs
 from conformance.client.ports import free_port
 from conformance.targets.base import (
     Endpoint,
+    Sasl,
     Target,
     TargetError,
     metadata_brokers,
@@ -48,6 +59,11 @@ from conformance.targets.maven import broker_classpath, check_version
 from conformance.targets.zookeeper import ZooKeeperServer
 
 STORES = ("kraft", "zookeeper")
+SECURITIES = ("none", "sasl")
+#: the users of ``security=sasl``: the suite's super user, then one with no ACL
+SECURITY_USERS = ("admin", "alice")
+SASL_MECHANISMS_ENABLED = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_LISTENER = "SASL_PLAINTEXT"
 #: the suite's usual timings, as the reference target sets them: no delay before a new group's
 #: first rebalance, a 1 s minimum member session, brokers fenced 3 s after their last heartbeat
 SUITE_SETTINGS = {
@@ -147,6 +163,9 @@ class KafkaTarget(Target):
     _dir: Path | None = field(default=None, repr=False)
     _folder: Path | None = field(default=None, repr=False)
     _zk: ZooKeeperServer | None = field(default=None, repr=False)
+    security: str = "none"
+    #: ``security=sasl``: user -> password, drawn at each start
+    passwords: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.failure_detection_s is None:  # the session that ends a dead broker's place
@@ -158,11 +177,12 @@ class KafkaTarget(Target):
 
     @classmethod
     def from_spec(cls, spec: str) -> KafkaTarget:
-        """``VERSION[?store=kraft|zookeeper&brokers=N&controllers=N]`` (after ``kafka:``)."""
+        """``VERSION[?store=kraft|zookeeper&brokers=N&controllers=N&security=sasl]`` (after
+        ``kafka:``)."""
         text, _, query = spec.partition("?")
         version = check_version(text)
         params = parse_qs(query, keep_blank_values=True)
-        unknown = set(params) - {"store", "brokers", "controllers"}
+        unknown = set(params) - {"store", "brokers", "controllers", "security"}
         if unknown:
             raise TargetError(f"kafka target: unknown option(s) {', '.join(sorted(unknown))}")
         store = params.get("store", ["kraft"])[-1]
@@ -183,8 +203,19 @@ class KafkaTarget(Target):
             raise TargetError(
                 "kafka target: controllers=N is for KRaft; in ZooKeeper mode a broker is elected"
             )
+        security = params.get("security", ["none"])[-1]
+        if security not in SECURITIES:
+            raise TargetError(f"kafka target: security must be none or sasl, not {security!r}")
+        if security == "sasl" and (
+            store != "kraft" or tuple(int(x) for x in version.split(".")[:2]) < (3, 5)
+        ):
+            raise TargetError(
+                "kafka target: security=sasl needs KRaft and Apache Kafka 3.5 or later "
+                "(SCRAM credentials at format time)"
+            )
         name = "apache-kafka" if store == "kraft" else "apache-kafka-zookeeper"
         return cls(
+            security=security,
             kind=f"kafka:{spec}",
             name=name,
             version=version,
@@ -221,8 +252,18 @@ class KafkaTarget(Target):
             **KRAFT_SETTINGS,
             **GROUP_CONFIG_BOUNDS,
         }
+        if self.security == "sasl":
+            out |= self._security_settings(listen, node.role)
         if node.role == "controller":
             return {**out, "process.roles": "controller", "listeners": f"CONTROLLER://{listen}"}
+        if self.security == "sasl":
+            return {
+                **out,
+                "process.roles": "broker",
+                **self._replication(),
+                **SUITE_SETTINGS,
+                **FAST_FAILURES,
+            }
         return {
             **out,
             "process.roles": "broker",
@@ -232,6 +273,39 @@ class KafkaTarget(Target):
             **self._replication(),
             **SUITE_SETTINGS,
             **FAST_FAILURES,
+        }
+
+    def _security_settings(self, listen: str, role: str) -> dict[str, str]:
+        """``security=sasl``: the authorizer and super users on every node; on a broker the
+        SASL_PLAINTEXT listener (PLAIN users in its JAAS line, SCRAM ones in the metadata)."""
+        admin = SECURITY_USERS[0]
+        out = {
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": f"User:{admin};User:ANONYMOUS",
+            "listener.security.protocol.map": f"{SASL_LISTENER}:{SASL_LISTENER},"
+            "CONTROLLER:PLAINTEXT",
+        }
+        if role == "controller":
+            return out
+        prefix = f"listener.name.{SASL_LISTENER.lower()}"
+        users = " ".join(f'user_{u}="{p}"' for u, p in self.passwords.items())
+        return {
+            **out,
+            "listeners": f"{SASL_LISTENER}://{listen}",
+            "advertised.listeners": f"{SASL_LISTENER}://{listen}",
+            "inter.broker.listener.name": SASL_LISTENER,
+            "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS_ENABLED),
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            f"{prefix}.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{admin}" password="{self.passwords[admin]}" {users};'
+            ),
+            **{
+                f"{prefix}.{m.lower()}.sasl.jaas.config": (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                )
+                for m in SASL_MECHANISMS_ENABLED[1:]
+            },
         }
 
     def _replication(self) -> dict[str, str]:
@@ -264,6 +338,9 @@ class KafkaTarget(Target):
         self._folder = (self.logs_dir or self._dir) / "kafka"
         self._folder.mkdir(parents=True, exist_ok=True)
         zookeeper = None
+        if self.security == "sasl":
+            self.passwords = {u: secrets.token_urlsafe(12) for u in SECURITY_USERS}
+            self.sasl = Sasl("SCRAM-SHA-256", SECURITY_USERS[0], self.passwords[SECURITY_USERS[0]])
         try:
             if self.store == "zookeeper":
                 self._zk = ZooKeeperServer(self.host)
@@ -338,6 +415,9 @@ class KafkaTarget(Target):
             cmd = self._java_command(
                 "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(node.config)
             )
+            for user, password in self.passwords.items():  # security=sasl: SCRAM users
+                for mech in SASL_MECHANISMS_ENABLED[1:]:
+                    cmd += ["--add-scram", f"{mech}=[name={user},password={password}]"]
             # a short-lived tool: the quick compiler only
             cmd.insert(1, "-XX:TieredStopAtLevel=1")
             procs.append(
@@ -388,7 +468,7 @@ class KafkaTarget(Target):
         brokers = [n for n in self._nodes if n.role == "broker"]
         for node in brokers:
             ep = Endpoint(self.host, node.port)
-            while metadata_brokers(ep, 5.0) < len(brokers):
+            while metadata_brokers(ep, 5.0, self.sasl) < len(brokers):
                 self._check_alive(node)
                 if time.monotonic() >= deadline:
                     self._failed(node, f"its Metadata did not list {len(brokers)} brokers")

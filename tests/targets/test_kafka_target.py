@@ -44,6 +44,9 @@ def test_options(spec, name, store, brokers, controllers, listener) -> None:
         ("kafka:3.9.1?controllers=x", "controllers must be 1 to 5"),
         ("kafka:3.9.1?store=zookeeper&controllers=2", "controllers=N is for KRaft"),
         ("kafka:3.9.1?colour=red", "unknown option(s) colour"),
+        ("kafka:3.9.1?security=tls", "security must be none or sasl"),
+        ("kafka:3.9.1?store=zookeeper&security=sasl", "needs KRaft and Apache Kafka 3.5"),
+        ("kafka:3.4.1?security=sasl", "needs KRaft and Apache Kafka 3.5"),
     ],
 )
 def test_bad_options_are_one_line_errors(spec, says) -> None:
@@ -150,3 +153,68 @@ def test_reference_test_run_settings() -> None:
     assert t.broker_overrides["settings"]["replication"] == {"replica_lag_time_max_ms": 10_000}
     assert t.failure_detection_s == 3.0
     assert ReferenceTarget.from_spec("reference:zookeeper").failure_detection_s == 4.0
+
+
+def test_security_sasl_settings(tmp_path) -> None:
+    """security=sasl (issue 40): a SASL_PLAINTEXT broker listener with PLAIN and both SCRAMs,
+    StandardAuthorizer and the super user on every node; the controllers' listener PLAINTEXT."""
+    from conformance.targets.kafka import Node
+
+    t = KafkaTarget.from_spec(f"{CI_RELEASE}?security=sasl")
+    t._dir = tmp_path
+    t.passwords = {"admin": "a-pw", "alice": "b-pw"}
+    broker = Node(1, "broker", 9092, tmp_path / "b.properties", tmp_path / "b.log")
+    controller = Node(1000, "controller", 9093, tmp_path / "c.properties", tmp_path / "c.log")
+    b = t._settings(broker, "1000@127.0.0.1:9093", None)
+    c = t._settings(controller, "1000@127.0.0.1:9093", None)
+    assert b["listeners"] == "SASL_PLAINTEXT://127.0.0.1:9092"
+    assert b["inter.broker.listener.name"] == "SASL_PLAINTEXT"
+    assert b["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    assert 'user_alice="b-pw"' in b["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
+    assert c["listeners"] == "CONTROLLER://127.0.0.1:9093"
+    for s in (b, c):
+        assert s["authorizer.class.name"].endswith("StandardAuthorizer")
+        assert s["super.users"] == "User:admin;User:ANONYMOUS"
+
+
+def test_a_secured_cluster_authenticates_its_users_and_refuses_the_rest(tmp_path) -> None:
+    """One broker with security=sasl: the suite's super user (the target's ``sasl``) and the
+    unprivileged user authenticate with PLAIN and SCRAM; a wrong password is refused with
+    SASL_AUTHENTICATION_FAILED; Metadata before authentication closes the connection."""
+    import asyncio
+
+    from conformance.client.sasl import SaslAuthenticationError, authenticate
+    from conformance.client.wire import Connection
+    from conformance.protocol import Codec, ErrorCode
+
+    if cached_broker(CI_RELEASE) is None:
+        pytest.skip(f"Apache Kafka {CI_RELEASE} is not cached")
+    target = KafkaTarget.from_spec(f"{CI_RELEASE}?brokers=1&security=sasl")
+    target.logs_dir = tmp_path
+    codec = Codec.from_specs()
+    target.start()
+    try:
+        assert target.sasl is not None and target.sasl.username == "admin"
+        ep = target.bootstrap[0]
+        assert metadata_brokers(ep, 10.0, target.sasl) == 1
+        assert metadata_brokers(ep, 5.0) == 0  # not authenticated: not served
+
+        async def attempt(mechanism: str, user: str, password: str) -> int:
+            conn = await Connection.open(ep.host, ep.port, codec=codec)
+            try:
+                await authenticate(conn, mechanism, user, password)
+                return 0
+            except SaslAuthenticationError as e:
+                return int(e.error_code or -1)
+            finally:
+                await conn.close()
+
+        pw = target.passwords
+        assert asyncio.run(attempt("PLAIN", "alice", pw["alice"])) == 0
+        assert asyncio.run(attempt("SCRAM-SHA-256", "alice", pw["alice"])) == 0
+        assert asyncio.run(attempt("SCRAM-SHA-256", "admin", pw["admin"])) == 0
+        failed = ErrorCode.SASL_AUTHENTICATION_FAILED
+        assert asyncio.run(attempt("PLAIN", "alice", pw["alice"] + "x")) == failed
+        assert asyncio.run(attempt("SCRAM-SHA-256", "alice", "wrong")) == failed
+    finally:
+        target.stop()
