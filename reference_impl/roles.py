@@ -4,7 +4,7 @@ A leaf: it imports only the kernel and other leaves, so the security, log and gr
 can name the node they are given without importing ``node.py`` or the broker and controller
 packages. The broker's and the controller's own objects are therefore typed by Protocols of
 what is used of them (authorizer, forwarder, controller channel, propagator, the controller's
-lifecycle); the larger ones (metadata cache, replica manager, the broker's lifecycle, image, the
+lifecycle); the larger ones (metadata cache, replica manager, image, the
 groups' and transactions' services) are still ``Any``. mypy checks this module (pyproject's
 ``[tool.mypy]``); ``tests/reference/test_roles.py`` checks that ``BrokerNode`` and
 ``ControllerNode`` have every member their view declares, and that a function typed with a view
@@ -110,8 +110,8 @@ class BrokerView(NodeView, Protocol):
     replica_manager: Any
     forwarder: Forwarder
     controller_channel: ControllerChannel
-    #: the broker's registration and heartbeats (``broker.lifecycle.BrokerLifecycle``)
-    lifecycle: Any
+    # (the broker's registration and heartbeats, ``broker.lifecycle.BrokerLifecycle``, are not
+    # part of the view: no handler uses them; issue 35)
     broker_epoch: int
     #: the group coordinator's service, attached by ``groups.service.service_for`` on first use
     groups: Any
