@@ -109,7 +109,7 @@ SHARED: dict[str, tuple[str, ...]] = {
         "7",
         "--select",
         "((BROKER-REGISTRATION or KIP-536 or KIP-590 or GROUPS or OFFSETS or CONFIGS) and not "
-        "PROTOCOL) or LOG or IDEMPOTENCE or TOPICS or CONSUMER-GROUPS",
+        "PROTOCOL) or LOG or IDEMPOTENCE or TOPICS or CONSUMER-GROUPS or SHARE-GROUPS",
         "--no-report",
     ),
 }

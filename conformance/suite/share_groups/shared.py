@@ -104,16 +104,23 @@ class ShareGroup:
             req,
         )
         if settle:
-            self.settle([m], want)
+            self.settle([m], want, req)
         return first
 
-    def settle(self, members: list[ShareMember], want: set) -> None:
+    def settle(self, members: list[ShareMember], want: set, req: str = "SHARE-GROUPS.R2") -> None:
         """Heartbeat every member in turn until each one's assignment covers ``want`` or
-        ``SETTLE`` passes (the test judges what they hold)."""
+        ``SETTLE`` passes (the test judges what they hold); each heartbeat checked NONE under
+        ``req``."""
         deadline = time.monotonic() + SETTLE
         while time.monotonic() < deadline:
             for m in members:
-                self.heartbeat(m)
+                got = self.heartbeat(m)
+                verify.check(
+                    got["ErrorCode"] == ErrorCode.NONE,
+                    f"heartbeat at epoch {m.epoch} answered {got['ErrorCode']} "
+                    f"({got.get('ErrorMessage')})",
+                    req,
+                )
             if all(want <= m.pairs() for m in members):
                 return
             time.sleep(0.3)

@@ -48,7 +48,7 @@ def members(
     ms = [g.new_member() for _ in range(n)]
     for m in ms:
         g.join(m, {(tid, 0)}, req, settle=False)
-    g.settle(ms, {(tid, 0)})
+    g.settle(ms, {(tid, 0)}, req)
     sessions = [ShareSession(g, m, topic.name, tid) for m in ms]
     for s in sessions:
         opened = s.fetch(wait_ms=0)
@@ -291,7 +291,7 @@ def test_auto_offset_reset(harness: Harness) -> None:
         g.join(m, {(tid, 0)}, req)
         s = ShareSession(g, m, topic.name, tid)
         held = offsets(s.fetch(wait_ms=0))  # the session's first fetch may acquire already
-        deadline = time.monotonic() + (5 if reset == "earliest" else 1.5)
+        deadline = time.monotonic() + (4 if reset == "earliest" else 1.5)
         while time.monotonic() < deadline and not set(before) <= set(held):
             held += offsets(s.fetch(wait_ms=300))
         seen[reset] = sorted(held)
