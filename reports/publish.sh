@@ -17,6 +17,15 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 KAFKA_RUNS=${KAFKA_RUNS:-2}
 KAFKA_TARGETS=${KAFKA_TARGETS:-"kafka:3.9.1 kafka:3.9.1?store=zookeeper kafka:4.0.2 kafka:4.4.0"}
+# KAFKA_TARGETS=all: the latest patch of every release line 2.8-4.4 that Maven Central serves here
+# (issue 41), KRaft from 3.3 (production-ready) and ZooKeeper mode to 3.9 (gone in 4.0); each was
+# started on this machine's Java 17 (reports/README.md, "Apache Kafka releases")
+ALL_KAFKA_TARGETS="kafka:2.8.2?store=zookeeper kafka:3.0.2?store=zookeeper kafka:3.1.2?store=zookeeper
+kafka:3.2.3?store=zookeeper kafka:3.3.2 kafka:3.3.2?store=zookeeper kafka:3.4.1 kafka:3.4.1?store=zookeeper
+kafka:3.5.2 kafka:3.5.2?store=zookeeper kafka:3.6.2 kafka:3.6.2?store=zookeeper kafka:3.7.2
+kafka:3.7.2?store=zookeeper kafka:3.8.1 kafka:3.8.1?store=zookeeper kafka:3.9.2 kafka:3.9.2?store=zookeeper
+kafka:4.0.2 kafka:4.1.2 kafka:4.2.2 kafka:4.3.1 kafka:4.4.0"
+[ "$KAFKA_TARGETS" = all ] && KAFKA_TARGETS=$ALL_KAFKA_TARGETS
 # the clients KIP-42.R1-R7 are judged on (the report's Clients section), with the reference's runs
 CLIENTS=${CLIENTS:-"python java:2.8.2 java:3.0.2 java:3.9.1 java:4.0.2 java:4.4.0"}
 KC=.venv/bin/kafka-conformance
