@@ -78,27 +78,9 @@ def describe_view(harness: Harness, where: Endpoint | str, version: int, req: st
     }
 
 
-def decoding_version(harness: Harness, api_key: int, within: str) -> int:
-    """The newest version within ``within`` whose answers decode on the bootstrap (issue 42):
-    these tests judge a field any of those versions carries, not one version's schema, so a
-    version whose answers do not decode is a set-up defect (PROTOCOL.R3, once) and the next
-    lower one is judged; SKIP 'see PROTOCOL.R3' where none decodes. UNSUPPORTED as before
-    where none is advertised."""
-    top = harness.pick_version(api_key, within)
-    conn = harness.connect()
-    verify.setup_response(
-        conn, api_key, cluster.metadata_body, f"{within.split('-')[0].rstrip('+')}-{top}"
-    )
-    version = top
-    while (api_key, version, conn.endpoint) in harness.setup_defects:
-        version -= 1
-    harness.note(api_key, version)
-    return version
-
-
 def served(harness: Harness, req: str) -> tuple[int, View]:
     """Metadata's version and the bootstrap's view; PROPOSAL_ABSENT where no entry has it."""
-    version = decoding_version(harness, ApiKey.METADATA, carrier_versions(ApiKey.METADATA))
+    version = cluster.metadata_version(harness, carrier_versions(ApiKey.METADATA))
     view = metadata_view(harness, "client", version, req)
     if not any(view.values()):
         raise ProposalAbsent(
