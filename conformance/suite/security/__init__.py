@@ -1,0 +1,1 @@
+"""SECURITY: SASL authentication (and, to come, ACL authorization) on a secured target."""
