@@ -175,4 +175,3 @@ def test_security_sasl_settings(tmp_path) -> None:
     for s in (b, c):
         assert s["authorizer.class.name"].endswith("StandardAuthorizer")
         assert s["super.users"] == "User:admin;User:ANONYMOUS"
-
