@@ -22,11 +22,13 @@ process is stopped by its pid when the run ends, and dies with the process that 
 ``security=sasl`` (KRaft, 3.5 and later: SCRAM credentials at format time, KIP-900) makes the
 brokers' listener SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 enabled and
 StandardAuthorizer on every node (issue 40). Two users get passwords drawn at each start:
-``admin``, a super user, and ``alice``, with no ACL. The suite authenticates as ``admin``
-(SCRAM-SHA-256; ``SECURITY_USERS`` names the users), so every feature's set-up and checks run
-as before; the SECURITY requirements open connections of their own as ``alice``. The
-controllers' listener stays PLAINTEXT (what brokers use to reach them), so ``User:ANONYMOUS``
-is a super user too: only nodes and ``--controller-bootstrap`` reach that listener.
+``admin``, a super user, and ``alice``, with no ACL (for the authorization requirements to
+come). The suite authenticates as ``admin`` (PLAIN; ``SECURITY_USERS`` names the users),
+so every feature's set-up and checks run as before; the SECURITY requirements open connections
+of their own without authenticating them. The settings kept with the run show the passwords as
+``[hidden]``; Kafka reads its own copy in the temporary folder removed at stop. The
+controllers' listener is SASL_PLAINTEXT with PLAIN only (Kafka does not take SCRAM there): nodes
+and the suite's ``--controller-bootstrap`` authenticate as ``admin``.
 """
 
 from __future__ import annotations
@@ -276,19 +278,28 @@ class KafkaTarget(Target):
         }
 
     def _security_settings(self, listen: str, role: str) -> dict[str, str]:
-        """``security=sasl``: the authorizer and super users on every node; on a broker the
-        SASL_PLAINTEXT listener (PLAIN users in its JAAS line, SCRAM ones in the metadata)."""
+        """``security=sasl``: the authorizer and the super user on every node; the controllers'
+        listener SASL_PLAINTEXT with PLAIN (the users in its JAAS line; nodes and the suite's
+        --controller-bootstrap authenticate as the super user), the brokers' too with PLAIN and
+        both SCRAMs (SCRAM users in the cluster metadata)."""
         admin = SECURITY_USERS[0]
+        users = " ".join(f'user_{u}="{p}"' for u, p in self.passwords.items())
+        plain = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{admin}" password="{self.passwords[admin]}" {users};'
+        )
         out = {
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users": f"User:{admin};User:ANONYMOUS",
+            "super.users": f"User:{admin}",
             "listener.security.protocol.map": f"{SASL_LISTENER}:{SASL_LISTENER},"
-            "CONTROLLER:PLAINTEXT",
+            f"CONTROLLER:{SASL_LISTENER}",
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config": plain,
         }
         if role == "controller":
             return out
         prefix = f"listener.name.{SASL_LISTENER.lower()}"
-        users = " ".join(f'user_{u}="{p}"' for u, p in self.passwords.items())
         return {
             **out,
             "listeners": f"{SASL_LISTENER}://{listen}",
@@ -296,10 +307,7 @@ class KafkaTarget(Target):
             "inter.broker.listener.name": SASL_LISTENER,
             "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS_ENABLED),
             "sasl.mechanism.inter.broker.protocol": "PLAIN",
-            f"{prefix}.plain.sasl.jaas.config": (
-                "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                f'username="{admin}" password="{self.passwords[admin]}" {users};'
-            ),
+            f"{prefix}.plain.sasl.jaas.config": plain,
             **{
                 f"{prefix}.{m.lower()}.sasl.jaas.config": (
                     "org.apache.kafka.common.security.scram.ScramLoginModule required;"
@@ -340,7 +348,8 @@ class KafkaTarget(Target):
         zookeeper = None
         if self.security == "sasl":
             self.passwords = {u: secrets.token_urlsafe(12) for u in SECURITY_USERS}
-            self.sasl = Sasl("SCRAM-SHA-256", SECURITY_USERS[0], self.passwords[SECURITY_USERS[0]])
+            # PLAIN: the one mechanism of the controllers' listener too
+            self.sasl = Sasl("PLAIN", SECURITY_USERS[0], self.passwords[SECURITY_USERS[0]])
         try:
             if self.store == "zookeeper":
                 self._zk = ZooKeeperServer(self.host)
@@ -353,6 +362,13 @@ class KafkaTarget(Target):
             for node in self._nodes:
                 settings = self._settings(node, voters, zookeeper)
                 node.config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+                if self.passwords:  # kept with the run without its secrets
+                    text = node.config.read_text()
+                    for password in self.passwords.values():
+                        text = text.replace(password, "[hidden]")
+                    node.config = self._dir / node.config.name
+                    node.config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+                    (self._folder / node.config.name).write_text(text)
             if self.store == "kraft":
                 self._format(_cluster_id())
             spawned = _now_ms()

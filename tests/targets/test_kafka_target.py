@@ -157,7 +157,7 @@ def test_reference_test_run_settings() -> None:
 
 def test_security_sasl_settings(tmp_path) -> None:
     """security=sasl (issue 40): a SASL_PLAINTEXT broker listener with PLAIN and both SCRAMs,
-    StandardAuthorizer and the super user on every node; the controllers' listener PLAINTEXT."""
+    StandardAuthorizer and the super user on every node; the controllers' listener SASL, PLAIN."""
     from conformance.targets.kafka import Node
 
     t = KafkaTarget.from_spec(f"{CI_RELEASE}?security=sasl")
@@ -172,6 +172,8 @@ def test_security_sasl_settings(tmp_path) -> None:
     assert b["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
     assert 'user_alice="b-pw"' in b["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
     assert c["listeners"] == "CONTROLLER://127.0.0.1:9093"
+    assert c["listener.security.protocol.map"].endswith("CONTROLLER:SASL_PLAINTEXT")
     for s in (b, c):
         assert s["authorizer.class.name"].endswith("StandardAuthorizer")
-        assert s["super.users"] == "User:admin;User:ANONYMOUS"
+        assert s["super.users"] == "User:admin"
+        assert s["listener.name.controller.sasl.enabled.mechanisms"] == "PLAIN"

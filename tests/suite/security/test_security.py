@@ -12,6 +12,8 @@ This is the one secured-Kafka start in CI (the target's settings are tests/targe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conformance.protocol import ApiKey, Codec, ErrorCode
@@ -72,10 +74,14 @@ def run_security(cli, bootstrap: str, mechanism: str, password: str):
 
 
 def test_a_secured_kafka_passes(cli, secured) -> None:
-    got, _ = run_security(
-        cli, str(secured.bootstrap[0]), "SCRAM-SHA-256", secured.passwords["admin"]
-    )
+    got, run = run_security(cli, str(secured.bootstrap[0]), "PLAIN", secured.passwords["admin"])
     assert got == {"SECURITY.R1": "PASS", "SECURITY.R2": "PASS", "SECURITY.R3": "PASS"}, got
+    # no secret in the run's results nor in the settings and logs kept of the brokers
+    kept = [p for d in (run.dir, secured.logs_dir) for p in Path(d).rglob("*") if p.is_file()]
+    assert any(p.name == "broker-1.properties" for p in kept)
+    for path in kept:
+        text = path.read_text(errors="replace")
+        assert not any(pw in text for pw in secured.passwords.values()), path
 
 
 def test_hidden_refusals_fail_r1_and_r3(cli, secured) -> None:
