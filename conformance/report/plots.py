@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import matplotlib
@@ -38,8 +39,15 @@ def pass_rate_svg(model: dict[str, Any]) -> str | None:
                 )
     if not any(series.values()):
         return None
+    # a panel's width grows with its versions (Apache Kafka's release axis has 20 and more)
+    widths = [max(4.2, 0.45 * len(set(labels[i]))) for i in impls]
     fig, axes = plt.subplots(
-        1, len(impls), figsize=(4.2 * len(impls) + 1.5, 3.4), squeeze=False, sharey=True
+        1,
+        len(impls),
+        figsize=(sum(widths) + 1.5, 3.4),
+        squeeze=False,
+        sharey=True,
+        gridspec_kw={"width_ratios": widths},
     )
     any_hollow = False
     for ax, impl in zip(axes[0], impls, strict=True):
@@ -83,7 +91,16 @@ def pass_rate_svg(model: dict[str, Any]) -> str | None:
         bottom = 0.07
     fig.tight_layout(rect=(0, bottom, 0.84, 1))
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
+    # tight: the legend and the rotated labels are inside the picture, not cut at its edge
+    fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg") :]
+    return scalable(text[text.index("<svg") :])
+
+
+def scalable(svg: str) -> str:
+    """The picture scaled to its container's width (its viewBox kept), not a fixed size in
+    points that a narrower browser window cuts off at the right edge (issue 41)."""
+    head, rest = svg.split(">", 1)
+    head = re.sub(r'\s(width|height)="[^"]*"', "", head)
+    return f'{head} width="100%" style="max-width:100%;height:auto">{rest}'

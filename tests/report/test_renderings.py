@@ -97,3 +97,11 @@ def test_plot_is_an_svg_with_one_panel_per_implementation(fixture_output):
     assert "reference" in text and "tansu" in text and "kip-78" in text
     html = fixture_output.files["html"].read_text()
     assert '<figure id="pass-rate"><svg' in html  # embedded inline, not linked
+
+
+def test_plot_scales_to_the_page_instead_of_being_cut_off(fixture_output):
+    """Issue 41: no fixed width in points (Chromium cut it at the right edge); the viewBox kept."""
+    svg = fixture_output.files["plot"].read_text()
+    root = ET.fromstring(svg)
+    assert root.get("width") == "100%" and root.get("height") is None
+    assert "max-width:100%" in root.get("style") and len(root.get("viewBox").split()) == 4
