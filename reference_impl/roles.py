@@ -117,6 +117,10 @@ class BrokerView(NodeView, Protocol):
     groups: Any
     #: the transaction coordinator's service, attached by ``txn.service.service_for`` on first use
     transactions: Any
+    #: the broker's share sessions and share-partition states (KIP-932), attached by
+    #: ``handlers.share_common.sessions`` on first use (``groups.share_sessions.ShareSessions``;
+    #: not named here: security imports this leaf and may not reach the groups package)
+    share_sessions: Any
 
     #: ``create_topic(name, partitions, replication_factor, configs=None)``: asks the
     #: controller (auto-creation, internal topics); Kafka's error code

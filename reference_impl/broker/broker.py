@@ -45,6 +45,8 @@ class BrokerNode(Node):
     groups: Any = None
     #: the transaction coordinator's service, attached by ``txn.service.service_for``
     transactions: Any = None
+    #: share sessions and share-partition states, attached by ``handlers.share_common.sessions``
+    share_sessions: Any = None
 
     def __init__(self, config: NodeConfig) -> None:
         super().__init__(config, BrokerMetrics(config.node_id))

@@ -31,7 +31,7 @@ def sessions(node: BrokerView) -> ShareSessions:
     found = getattr(node, "share_sessions", None)
     if found is None:
         found = ShareSessions(now_ms, Path(node.data_dir) / STORE)
-        node.share_sessions = found  # type: ignore[attr-defined]
+        node.share_sessions = found
     return found
 
 
