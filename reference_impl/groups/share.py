@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from conformance.protocol import ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 from reference_impl.groups.consumer import GroupConfigsView, TopicsView
 from reference_impl.groups.consumer_group import (
     LEAVE_EPOCH,
@@ -407,7 +408,7 @@ class ShareGroups:
     def _subscribed(self, group: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
         topics = self.topics()
         names = {n for m in group.members.values() for n in m.subscribed_topic_names}
-        return {n: topics.get(n, (uuid.UUID(int=0), 0)) for n in sorted(names)}
+        return {n: topics.get(n, (ZERO_UUID, 0)) for n in sorted(names)}
 
     def _advance(self, group: ShareGroup, member: ShareMember, bump: bool) -> None:
         subscribed = self._subscribed(group)
