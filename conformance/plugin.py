@@ -42,6 +42,7 @@ from typing import Any
 
 import pytest
 
+from conformance.results.content_key import narrowed
 from conformance.results.policy import Phase, outcome_shown, requirement_verdicts
 from conformance.results.verdicts import NotApplicable, NotEvaluated, Verdict, verdict_for
 from conformance.suite.kit.credit import Ledger
@@ -462,6 +463,9 @@ class State:
     jobs: int = 1
     #: a concurrent run's phases: (what, tests, seconds)
     phases_timed: list[tuple[str, int, float]] = field(default_factory=list)
+    #: the run's content key over every feature, taken when the run opens (issue 41); the
+    #: manifest keeps it narrowed to the features whose tests recorded
+    content_key: dict[str, Any] | None = None
 
 
 STATE = pytest.StashKey[State]()
@@ -691,6 +695,7 @@ def _open_run(config: pytest.Config, state: State) -> None:
 
         state.recorder = Recorder(Path(results_dir) / run_id, run_id)
         run.run_dir = state.recorder.dir
+        state.content_key = _content_key(config, state)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and not state.worker:
         jobs = state.jobs
@@ -1213,6 +1218,36 @@ def _write_manifest(config: pytest.Config, state: State) -> None:
         **({"outages": state.outages} if state.outages else {}),
         **({"setup_defects": list(state.setup_defects.values())} if state.setup_defects else {}),
         not_judged=_not_judged(h, state.recorder.judged),
+        **(
+            {"content_key": narrowed(state.content_key, state.recorder.features)}
+            if state.content_key
+            else {}
+        ),
+    )
+
+
+def _content_key(config: pytest.Config, state: State) -> dict[str, Any]:
+    """What the run's verdicts depend on (``conformance.results.content_key``): the target as
+    asked for, the seed as given (the drawn one for 'random'), the options that change what is
+    sent or judged, and the digests of the files the run loads."""
+    from conformance.results.content_key import content_key, run_options
+
+    seed = opt(config, "seed")
+    target = opt(config, "target") or (
+        f"external:{opt(config, 'bootstrap_server')}"
+        if opt(config, "bootstrap_server")
+        else "reference"
+    )
+    return content_key(
+        target,
+        seed=state.seed if seed == "random" else seed,
+        options=run_options(
+            examples=opt(config, "examples"),
+            strict=state.strict,
+            clients=opt(config, "client"),
+            spec_dir=opt(config, "spec_dir"),
+            select=opt(config, "select"),
+        ),
     )
 
 

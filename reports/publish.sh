@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Publishes the compatibility report of the bundled reference cluster, tansu and Apache Kafka's
 # releases from fresh runs:
-#   reports/publish.sh            (RUNS=3 runs per target, KAFKA_RUNS=2 per Kafka release)
+#   reports/publish.sh            (RUNS=3 runs per target, KAFKA_RUNS=2 per Kafka release;
+#                                  FRESH=1: every run done again, none reused)
 # The reference runs in two set-ups, both reported as "reference": the embedded metadata store,
 # and the ZooKeeper store with two standby controllers (what the ZooKeeper requirements and
 # KIP-590.R5, NOT_CONTROLLER from a standby, need). Apache Kafka runs as released (jars from
 # Maven Central, `kafka-conformance fetch`): each KAFKA_TARGETS entry is a column
 # (apache-kafka for KRaft, apache-kafka-zookeeper for ZooKeeper mode, by release).
 # Each run is a directory reports/runs/<run id>/ (manifest.json + results.jsonl, kept so the
-# report can be rebuilt and diffed later; a Kafka run keeps its brokers' settings, not their
-# logs); the report goes to reports/latest/, with Apache Kafka's truth table
+# report can be rebuilt and diffed later, and reused by the next publication while its content
+# key holds; a Kafka run keeps its brokers' settings, not their logs); the report goes to
+# reports/latest/, with Apache Kafka's truth table
 # (reports/latest/kafka-truth-table.md: every verdict that is not PASS, explained). Last, the
 # codec's benchmark is recorded in benchmarks/history.jsonl (benchmarks/record.py).
 set -euo pipefail
@@ -30,39 +32,21 @@ kafka:4.0.2 kafka:4.1.2 kafka:4.2.2 kafka:4.3.1 kafka:4.4.0"
 CLIENTS=${CLIENTS:-"python java:2.8.2 java:3.0.2 java:3.9.1 java:4.0.2 java:4.4.0"}
 KC=.venv/bin/kafka-conformance
 [ -x "$KC" ] || ./dev.sh setup
-rm -rf reports/runs reports/latest
-mkdir -p reports/runs
-
-# run TARGET N [OPTION...]: N runs of the whole suite against TARGET, each recorded in reports/runs/<run id>/.
-# A failing MUST makes `run` exit non-zero and is recorded all the same; a run that recorded
-# nothing stops publication.
-run() {
-    local target=$1 count=$2 n
-    shift 2
-    for n in $(seq 1 "$count"); do
-        before=$(find reports/runs -name manifest.json | wc -l)
-        "$KC" run --target "$target" "$@" --results-dir reports/runs --no-report || true
-        if [ "$(find reports/runs -name manifest.json | wc -l)" -le "$before" ]; then
-            echo "publish: $target run $n recorded no manifest.json; not publishing" >&2
-            exit 1
-        fi
-    done
-}
-
+rm -rf reports/latest
+# Each target's runs: those in reports/runs whose content key (the manifest's) is unchanged are
+# kept, a feature whose files changed is rerun alone and merged with the earlier run's other
+# features, anything else is rerun whole; one line per target says which and why
+# (conformance/matrix/publish.py, issue 41). FRESH=1 reruns everything.
 client_options=()
 for client in $CLIENTS; do
-    [ "${client%%:*}" = java ] && "$KC" fetch "$client" >/dev/null
     client_options+=(--client "$client")
 done
-run reference "$RUNS" "${client_options[@]}"
-for target in 'reference:zookeeper?controllers=3' tansu; do
-    run "$target" "$RUNS"
-done
-for target in $KAFKA_TARGETS; do
-    release=${target#kafka:}
-    "$KC" fetch "kafka:${release%%\?*}" >/dev/null
-    run "$target" "$KAFKA_RUNS"
-done
+set -f  # the targets' '?' is no glob
+kafka_targets=($KAFKA_TARGETS)
+set +f
+.venv/bin/python -m conformance.matrix.publish reports/runs ${FRESH:+--fresh} \
+    --runs "$RUNS" --kafka-runs "$KAFKA_RUNS" "${client_options[@]}" --clients-on reference \
+    reference 'reference:zookeeper?controllers=3' tansu "${kafka_targets[@]}"
 find reports/runs -path '*/kafka/*.log' -delete
 "$KC" matrix reports/runs --out reports/latest \
     --title "Kafka protocol conformance: Apache Kafka releases, the reference cluster (embedded and ZooKeeper stores) and tansu"

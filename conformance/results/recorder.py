@@ -62,6 +62,8 @@ class Recorder:
         self.verdicts: dict[str, int] = {}
         #: (listener, api key, version) some record judged (``advertised.judged_key``)
         self.judged: set[tuple[str, int, int]] = set()
+        #: the features whose tests recorded (a test id's first segment): the content key's
+        self.features: set[str] = set()
         self._out = (self.dir / RESULTS_FILE).open("w", encoding="utf-8")
 
     def add(self, record: dict[str, Any]) -> None:
@@ -73,6 +75,7 @@ class Recorder:
         self._out.flush()
         self.count += 1
         self.verdicts[record["verdict"]] = self.verdicts.get(record["verdict"], 0) + 1
+        self.features.add(record["test_id"].split("/", 1)[0])
         key = judged_key(record)
         if key is not None:
             self.judged.add(key)

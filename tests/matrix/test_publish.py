@@ -1,0 +1,263 @@
+"""Incremental publication (issue 41, ``conformance.matrix.publish``): on a small tree of the
+suite's shape and tiny runs made by a stand-in runner, a one-file change reruns exactly what
+depends on it, and a partial rerun is merged with the earlier run's other features."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from conformance.matrix import publish
+from conformance.results.content_key import Sources, content_key, differences, run_options
+from conformance.results.schema import load_run, read_manifest
+
+FILES = {
+    "conformance/__init__.py": "",
+    "conformance/plugin.py": "plugin",
+    "conformance/client/conn.py": "client",
+    "conformance/protocol/codec.py": "codec",
+    "conformance/results/recorder.py": "recorder",
+    "conformance/targets/kafka.py": "kafka target",
+    "conformance/strategies/draw.py": "draw",
+    "conformance/matrix/job.py": "job",
+    "conformance/report/html.py": "html",
+    "conformance/suite/__init__.py": "",
+    "conformance/suite/kit/harness.py": "harness",
+    "conformance/suite/groups/shared.py": "groups helper",
+    "conformance/suite/groups/test_join.py": "from conformance.suite.groups import shared\n",
+    "conformance/suite/txn/test_commit.py": "from conformance.suite.groups.shared import x\n",
+    "conformance/suite/kip78/test_id.py": "from conformance.suite.kit import harness\n",
+    "specs/messages/Metadata.json": "{}",
+    "specs/schema/result.schema.json": "{}",
+    "specs/requirements/groups.json": "{}",
+    "specs/requirements/txn.json": "{}",
+    "specs/requirements/kip-78.json": "{}",
+    "specs/models/txn-producers.json": "{}",
+    "reference_impl/broker.py": "broker",
+}
+#: each feature's tests in the stand-in runs, and the requirement they record
+TESTS = {"groups": "GROUPS.R1", "txn": "TXN.R2", "kip-78": "KIP-78.R1"}
+KAFKA, REF = "kafka:4.3.1", "reference"
+START = datetime(2026, 11, 28, tzinfo=UTC)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Sources:
+    for name, text in FILES.items():
+        p = tmp_path / "src" / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    root = tmp_path / "src"
+    return Sources(root / "conformance", root / "specs", root / "reference_impl")
+
+
+def touch(src: Sources, name: str) -> None:
+    p = src.package.parent / name
+    p.write_text(p.read_text() + "\n# changed\n")
+
+
+class Runner:
+    """Stands in for ``kafka-conformance run``: a run of the selected features' tests (every
+    feature when no selection; a selection also picks a test of another feature, as --select
+    does with a test crediting a selected feature's requirement), recorded with the key of the
+    tree as it is."""
+
+    def __init__(self, src: Sources) -> None:
+        self.src, self.calls, self.n = src, [], 0
+
+    def __call__(self, target, clients, select, into: Path) -> Path:
+        self.calls.append((target, select))
+        self.n += 1
+        chosen = set(TESTS) if select is None else set(select.split(" or "))
+        ran = chosen | ({"kip-78"} if select else set())
+        run_id = f"run-{self.n}"
+        d = into / run_id
+        d.mkdir(parents=True)
+        records = [
+            {
+                "run_id": run_id,
+                "test_id": f"{f}/check",
+                "requirement_id": TESTS[f],
+                "level": "MUST",
+                "feature": f,
+                "api_key": 3,
+                "api_name": "Metadata",
+                "api_version": 12,
+                "listener": "client",
+                "verdict": "PASS",
+                "message": f"made by {run_id}",
+                "duration_ms": 1.0,
+                "seed": None,
+            }
+            for f in sorted(ran)
+        ]
+        (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        key = content_key(
+            target,
+            seed=None,
+            options=run_options(
+                examples=None, strict=False, clients=list(clients), spec_dir=None, select=select
+            ),
+            src=self.src,
+            only=ran,
+        )
+        manifest = {
+            "format_version": 1,
+            "run_id": run_id,
+            "started_at": (START + timedelta(minutes=self.n)).isoformat(),
+            "ended_at": (START + timedelta(minutes=self.n, seconds=30)).isoformat(),
+            "target_name": "t",
+            "target_version": "1",
+            "bootstrap": "127.0.0.1:9092",
+            "api_versions": {"3": [0, 13]},
+            "suite_version": "0.1.0",
+            "spec_release": "3.9.0",
+            "hypothesis_seed": 20261123,
+            "hypothesis_profile": "p",
+            "select": select,
+            "not_judged": [
+                {
+                    "listener": "client",
+                    "api_key": 3,
+                    "api_name": "Metadata",
+                    "versions": [12, 13] if select else [13],
+                    "reason": "no selected test judged it",
+                }
+            ],
+            "content_key": key,
+        }
+        (d / "manifest.json").write_text(json.dumps(manifest))
+        return d
+
+
+WANTED = [publish.Wanted(REF, 1), publish.Wanted(KAFKA, 2)]
+
+
+def republish(src: Sources, runs: Path) -> tuple[publish.Plan, Runner]:
+    runner = Runner(src)
+    runner.n = 10 * len(list(runs.glob("*"))) + 100  # run ids not used before
+    the_plan = publish.plan(runs, WANTED, src)
+    publish.execute(the_plan, runs, runner, log=lambda line: None)
+    return the_plan, runner
+
+
+def first_publication(tree: Sources, tmp_path: Path) -> Path:
+    runs = tmp_path / "runs"
+    the_plan, runner = republish(tree, runs)
+    assert [s.action for s in the_plan.steps] == ["new"] * 3
+    assert runner.calls == [(REF, None), (KAFKA, None), (KAFKA, None)]
+    return runs
+
+
+def test_nothing_changed_reruns_nothing(tree: Sources, tmp_path: Path) -> None:
+    runs = first_publication(tree, tmp_path)
+    touch(tree, "conformance/report/html.py")  # the report makes no verdict
+    before = sorted(p.name for p in runs.iterdir())
+    the_plan, runner = republish(tree, runs)
+    assert runner.calls == []
+    assert {s.action for s in the_plan.steps} == {"reuse"}
+    assert sorted(p.name for p in runs.iterdir()) == before
+    assert the_plan.lines() == [
+        "publish: reference (1 run): reused 1 (key unchanged)",
+        "publish: kafka:4.3.1 (2 runs): reused 2 (key unchanged)",
+    ]
+
+
+def test_a_feature_file_reruns_that_feature_only_and_merges(tree: Sources, tmp_path: Path) -> None:
+    runs = first_publication(tree, tmp_path)
+    old = {read_manifest(d)["run_id"] for d in runs.iterdir()}
+    touch(tree, "conformance/suite/kip78/test_id.py")
+    the_plan, runner = republish(tree, runs)
+    assert runner.calls == [(REF, "kip-78"), (KAFKA, "kip-78"), (KAFKA, "kip-78")]
+    assert "publish: kafka:4.3.1 (2 runs): reran 2 (kip-78: files changed)" in the_plan.lines()
+    dirs = list(runs.iterdir())
+    assert len(dirs) == 3 and not {read_manifest(d)["run_id"] for d in dirs} & old
+    for d in dirs:
+        m = read_manifest(d)
+        run = load_run(d)
+        assert run.problems == []
+        records = {r["test_id"]: r for r in run.records}
+        assert set(records) == {"groups/check", "txn/check", "kip-78/check"}
+        assert {r["run_id"] for r in records.values()} == {m["run_id"]}
+        assert records["kip-78/check"]["message"] == f"made by {m['run_id']}"
+        (entry,) = m["reused"]
+        assert entry["run_id"] in old and entry["features"] == ["groups", "txn"]
+        assert entry["records"] == 2
+        assert records["txn/check"]["message"] == f"made by {entry['run_id']}"
+        assert m["select"] is None and set(m["content_key"]["features"]) == set(TESTS)
+        # Metadata v12 was judged by the reused records: only v13 is left not judged
+        assert [e["versions"] for e in m["not_judged"]] == [[13]]
+    # the merged runs' keys are whole again: publishing once more reuses every run
+    _, runner = republish(tree, runs)
+    assert runner.calls == []
+
+
+def test_a_requirement_file_reruns_its_feature(tree: Sources, tmp_path: Path) -> None:
+    runs = first_publication(tree, tmp_path)
+    touch(tree, "specs/requirements/txn.json")
+    _, runner = republish(tree, runs)
+    assert {select for _, select in runner.calls} == {"txn"} and len(runner.calls) == 3
+
+
+def test_a_feature_imported_by_another_reruns_both(tree: Sources, tmp_path: Path) -> None:
+    runs = first_publication(tree, tmp_path)
+    touch(tree, "conformance/suite/groups/shared.py")  # txn's tests import it
+    _, runner = republish(tree, runs)
+    assert {select for _, select in runner.calls} == {"groups or txn"}
+    # merged twice: the second merge still names the first run for what it kept of it
+    first = {read_manifest(d)["run_id"] for d in runs.iterdir()}
+    touch(tree, "conformance/suite/kip78/test_id.py")
+    republish(tree, runs)
+    for d in runs.iterdir():
+        reused = read_manifest(d)["reused"]
+        assert sorted(f for e in reused for f in e["features"]) == ["groups", "txn"]
+        assert {e["run_id"] for e in reused} <= first
+
+
+@pytest.mark.parametrize(
+    ("changed", "rerun", "why"),
+    [
+        ("conformance/suite/kit/harness.py", {REF, KAFKA}, "kit changed"),
+        ("specs/messages/Metadata.json", {REF, KAFKA}, "kernel changed"),
+        ("conformance/plugin.py", {REF, KAFKA}, "runner changed"),
+        ("reference_impl/broker.py", {REF}, "reference_impl changed"),
+    ],
+)
+def test_a_shared_file_reruns_whole_runs(
+    tree: Sources, tmp_path: Path, changed: str, rerun: set[str], why: str
+) -> None:
+    runs = first_publication(tree, tmp_path)
+    touch(tree, changed)
+    the_plan, runner = republish(tree, runs)
+    assert {t for t, _ in runner.calls} == rerun and {s for _, s in runner.calls} == {None}
+    assert any(why in line and "reran whole" in line for line in the_plan.lines())
+    assert len(list(runs.iterdir())) == 3
+
+
+def test_runs_without_a_key_or_beyond_the_count_go(tree: Sources, tmp_path: Path) -> None:
+    runs = first_publication(tree, tmp_path)
+    keyless = runs / "old-run"
+    keyless.mkdir()
+    (keyless / "manifest.json").write_text(json.dumps({"run_id": "old-run"}))
+    the_plan = publish.plan(runs, [publish.Wanted(REF, 1), publish.Wanted(KAFKA, 1)], tree)
+    assert sorted((s.action, s.why) for s in the_plan.steps if s.action == "remove") == [
+        ("remove", "more runs than asked for"),
+        ("remove", "no content key"),
+    ]
+
+
+def test_outages_or_other_options_rerun_whole(tree: Sources) -> None:
+    new = content_key(
+        REF,
+        seed=None,
+        options=run_options(examples=None, strict=False, clients=None, spec_dir=None, select=None),
+        src=tree,
+    )
+    assert differences(None, new)[0] == ["no content key"]
+    assert differences({**new, "seed": 7}, new)[0] == ["seed changed"]
+    other = {**new, "options": {**new["options"], "clients": ["java:4.4.0", "python"]}}
+    assert differences(other, new)[0] == ["option clients changed"]
+    assert differences(new, new) == ([], set())
