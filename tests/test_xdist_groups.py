@@ -51,3 +51,20 @@ def test_the_longest_waits_are_handed_out_first_then_the_largest_units() -> None
     order = [queue.popitem(last=False)[0] for _ in range(4)]
     assert order == ["tansu-runs", "spark", "tests/big.py", "tests/a.py"]
     assert FIRST.index("tansu-runs") < FIRST.index("spark")
+
+
+def test_every_module_judging_a_shared_run_is_in_its_runs_unit() -> None:
+    """A module that judges a shared run of ``early`` (``shared_run``, ``early.shared``) outside
+    JUDGES is a unit of its own, and the worker that runs it starts the runs again: two more
+    whole suite runs against the reference, as the SHARE-GROUPS module did before it was listed."""
+    from tests.support.early import JUDGES
+
+    here = Path(__file__).resolve()
+    judging = {
+        p.name
+        for p in here.parent.rglob("test_*.py")
+        if p != here
+        and any(call in p.read_text(encoding="utf-8") for call in ("shared_run(", "early.shared("))
+    }
+    assert judging - set(JUDGES) == set()
+    assert "test_share_groups_reference.py" in judging

@@ -125,6 +125,7 @@ JUDGES: dict[str, str] = {
     "test_features_reference.py": "reference-runs",
     "test_groups_reference.py": "reference-runs",
     "test_consumer_groups_reference.py": "reference-runs",
+    "test_share_groups_reference.py": "reference-runs",
     "test_data_plane_reference.py": "reference-runs",
 }
 
