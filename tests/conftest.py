@@ -42,6 +42,19 @@ def kafka_release_dirs() -> list[Path]:
     return sorted(p for p in KAFKA_SPECS.iterdir() if p.is_dir())
 
 
+#: the marker of the heavy whole runs CI leaves out (``./dev.sh test`` deselects it with
+#: ``-m "not publication"``); ``reports/publish.sh`` runs them (``pytest -m publication``)
+PUBLICATION = "publication"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{PUBLICATION}: a heavy whole run whose risk a cheaper CI test covers; deselected by "
+        "./dev.sh test (CI), run by reports/publish.sh or `pytest -m publication`",
+    )
+
+
 def _xdist_loadfile(config: pytest.Config) -> bool:
     """Whether this is a pytest-xdist run handing out whole modules (``./dev.sh test``)."""
     return getattr(config.option, "dist", "no") == "loadfile"

@@ -35,7 +35,13 @@ def same(got: dict, want: dict) -> None:
     "build, process",
     [
         (lambda engine: images.reference_image(engine), "reference"),
-        (lambda engine: images.kafka_image(engine, KAFKA), f"kafka:{KAFKA}?brokers=1"),
+        # two Kafka starts, in a container and as processes (about 45 s in CI): run by
+        # reports/publish.sh, not CI (issue 36); the docker target kind keeps the reference's
+        pytest.param(
+            lambda engine: images.kafka_image(engine, KAFKA),
+            f"kafka:{KAFKA}?brokers=1",
+            marks=pytest.mark.publication,
+        ),
     ],
     ids=["reference", f"kafka-{KAFKA}"],
 )
