@@ -89,11 +89,14 @@ class Features:
     #: Kafka's epoch is the metadata offset of the last feature change; -1: none finalized
     epoch: int = -1
 
-    def body(self) -> dict[str, Any]:
+    def body(self, version: int) -> dict[str, Any]:
+        """ApiVersions v``version``'s feature fields (v3+). v3 leaves out the supported features
+        whose range starts at 0, which older clients cannot take (KIP-1022), as Kafka does."""
         return {
             "SupportedFeatures": [
                 {"Name": n, "MinVersion": lo, "MaxVersion": hi}
                 for n, (lo, hi) in sorted(self.supported.items())
+                if lo > 0 or version >= 4
             ],
             "FinalizedFeaturesEpoch": self.epoch if self.finalized else -1,
             "FinalizedFeatures": [
@@ -173,7 +176,7 @@ class Listener:
             "ThrottleTimeMs": 0,
         }
         if ctx.version >= 3:
-            body.update(self.features.body())
+            body.update(self.features.body(ctx.version))
         return body
 
     def api_versions_body(self) -> list[dict]:

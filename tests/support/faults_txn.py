@@ -224,6 +224,78 @@ class OngoingDescribedEmpty(Fault):
         return bool(states)
 
 
+#: the first Produce version of transactions v2 (a transactional write adds its partition)
+PRODUCE_V2 = 12
+
+
+class EndDoesNotBump(Fault):
+    """EndTxn v5 answers the producer's own epoch: no bump (TXN.R15)."""
+
+    responses = (ApiKey.END_TXN,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        if version < 5 or body["ErrorCode"] != 0 or asked.get("ProducerEpoch", -1) < 0:
+            return False
+        body["ProducerId"], body["ProducerEpoch"] = asked["ProducerId"], asked["ProducerEpoch"]
+        return True
+
+
+class ImplicitAddRefused(Fault):
+    """A transactional Produce v12+ is refused as if its partition had to be added first, as a
+    broker that knows only transactions v1 answers it (TXN.R16)."""
+
+    responses = (ApiKey.PRODUCE,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        if version < PRODUCE_V2 or not asked.get("TransactionalId"):
+            return False
+        parts = [p for t in body["Responses"] for p in t["PartitionResponses"]]
+        for p in parts:
+            p["ErrorCode"], p["BaseOffset"] = ErrorCode.TRANSACTION_ABORTABLE, -1
+        return bool(parts)
+
+
+class LateWriteAccepted(Fault):
+    """A transactional Produce v12+ at a fenced epoch is answered NONE (TXN.R17)."""
+
+    responses = (ApiKey.PRODUCE,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        if version < PRODUCE_V2:
+            return False
+        parts = [
+            p
+            for t in body["Responses"]
+            for p in t["PartitionResponses"]
+            if p["ErrorCode"] in FENCING
+        ]
+        for p in parts:
+            p["ErrorCode"] = 0
+        return bool(parts)
+
+
+class TransactionVersionHidden(Fault):
+    """ApiVersions v3+ finalizes no transaction.version and lists it as supported from 0 in v3
+    too (TXN.R18)."""
+
+    responses = (ApiKey.API_VERSIONS,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        if version < 3:
+            return False
+        body["FinalizedFeatures"] = [
+            f for f in body.get("FinalizedFeatures") or [] if f["Name"] != "transaction.version"
+        ]
+        supported = [
+            f for f in body.get("SupportedFeatures") or [] if f["Name"] != "transaction.version"
+        ]
+        body["SupportedFeatures"] = [
+            *supported,
+            {"Name": "transaction.version", "MinVersion": 0, "MaxVersion": 2},
+        ]
+        return True
+
+
 TXN_FAULTS: dict[str, type[Fault]] = {
     "TXN.R1": NoProducerIdForTransactions,
     "TXN.R2": EpochNotBumped,
@@ -239,4 +311,8 @@ TXN_FAULTS: dict[str, type[Fault]] = {
     "TXN.R12": EmptyEndAccepted,
     "TXN.R13": OngoingDescribedEmpty,
     "TXN.R14": MemberNotChecked,
+    "TXN.R15": EndDoesNotBump,
+    "TXN.R16": ImplicitAddRefused,
+    "TXN.R17": LateWriteAccepted,
+    "TXN.R18": TransactionVersionHidden,
 }

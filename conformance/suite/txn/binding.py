@@ -21,13 +21,14 @@ from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.models import Binding
 from conformance.suite.kit.models.binding import RunView
-from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic, records_of
+from conformance.suite.kit.partitions import SuiteTopic, records_of
 from conformance.suite.kit.records_io import quiet_version
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import TxnProducer
 
 WITHIN: dict[int, str | None] = {
-    ApiKey.PRODUCE: PRODUCE_VERSIONS,
+    ApiKey.PRODUCE: txns.CLASSIC_PRODUCE,
+    ApiKey.END_TXN: txns.CLASSIC_END,
     ApiKey.FETCH: "4-12",
     ApiKey.LIST_OFFSETS: "2+",
     ApiKey.ADD_PARTITIONS_TO_TXN: txns.ADD_PARTITIONS_VERSIONS,

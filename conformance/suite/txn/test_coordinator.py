@@ -8,7 +8,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
-from conformance.suite.txn.txns import TxnProducer, name
+from conformance.suite.txn.txns import CLASSIC_END, TxnProducer, name
 
 
 @conformance("txn/coordinator/init-producer-id", "TXN.R1", api=ApiKey.INIT_PRODUCER_ID)
@@ -43,7 +43,7 @@ def test_init_again_bumps_the_epoch(harness: Harness) -> None:
 
 @conformance("txn/coordinator/end-without-transaction", "TXN.R12", api=ApiKey.END_TXN)
 def test_end_without_a_transaction_is_refused(harness: Harness) -> None:
-    harness.pick_version(ApiKey.END_TXN)
+    harness.pick_version(ApiKey.END_TXN, CLASSIC_END)
     producer = TxnProducer.start(harness, "empty-end", "TXN.R12")
     code = producer.end(True)
     verify.check(

@@ -9,7 +9,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
-from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic
+from conformance.suite.kit.partitions import SuiteTopic
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import FENCED, TxnProducer, name
 
@@ -20,9 +20,9 @@ NOT_IN_TRANSACTION = frozenset({ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTI
 @conformance("txn/fencing/older-epoch-refused", "TXN.R3", api=ApiKey.END_TXN)
 def test_a_fenced_producer_is_refused(harness: Harness) -> None:
     for api_key, within in (
-        (ApiKey.END_TXN, None),
+        (ApiKey.END_TXN, txns.CLASSIC_END),
         (ApiKey.ADD_PARTITIONS_TO_TXN, txns.ADD_PARTITIONS_VERSIONS),
-        (ApiKey.PRODUCE, PRODUCE_VERSIONS),
+        (ApiKey.PRODUCE, txns.CLASSIC_PRODUCE),
         (ApiKey.INIT_PRODUCER_ID, None),
     ):
         harness.pick_version(api_key, within)
@@ -76,7 +76,7 @@ def test_a_fenced_producer_is_refused(harness: Harness) -> None:
 
 @conformance("txn/fencing/partition-not-added", "TXN.R11", api=ApiKey.PRODUCE)
 def test_a_partition_not_added_is_refused(harness: Harness) -> None:
-    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
+    harness.pick_version(ApiKey.PRODUCE, txns.CLASSIC_PRODUCE)
     with SuiteTopic.create(harness, "txn-not-added", 1) as topic:
         producer = TxnProducer.start(harness, "not-added", "TXN.R11")
         part = producer.produce(topic, 0, [b"stray"], "TXN.R11")

@@ -12,7 +12,7 @@ from conformance.protocol import ApiKey
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
-from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic, now_ms
+from conformance.suite.kit.partitions import SuiteTopic, now_ms
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import ABORT, COMMIT, TxnProducer
 
@@ -43,10 +43,10 @@ class Written:
 
 
 def pick_versions(harness: Harness) -> None:
-    harness.pick_version(ApiKey.END_TXN)
+    harness.pick_version(ApiKey.END_TXN, txns.CLASSIC_END)
     harness.pick_version(ApiKey.ADD_PARTITIONS_TO_TXN, txns.ADD_PARTITIONS_VERSIONS)
     harness.pick_version(ApiKey.FETCH, "4-12")
-    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
+    harness.pick_version(ApiKey.PRODUCE, txns.CLASSIC_PRODUCE)
 
 
 def write(harness: Harness, topic: SuiteTopic, *reqs: str) -> Written:

@@ -53,8 +53,8 @@ def visible(harness: Harness, conn: SyncConnection, group: str, partition, want:
 @conformance("txn/offsets/visible-on-commit", *REQS, api=ApiKey.TXN_OFFSET_COMMIT)
 def test_transactional_offsets_are_visible_only_once_committed(harness: Harness) -> None:
     harness.pick_version(ApiKey.ADD_OFFSETS_TO_TXN)
-    harness.pick_version(ApiKey.TXN_OFFSET_COMMIT, "0-5")
-    harness.pick_version(ApiKey.END_TXN)
+    harness.pick_version(ApiKey.TXN_OFFSET_COMMIT, "0-4")
+    harness.pick_version(ApiKey.END_TXN, txns.CLASSIC_END)
     stable_ok = harness.can_check(ApiKey.OFFSET_FETCH, "TXN.R9", within="7+")
     with SuiteTopic.create(harness, "txn-offsets", 1) as topic:
         group = fresh_name("txn-group")
@@ -131,7 +131,7 @@ def test_transactional_offsets_are_visible_only_once_committed(harness: Harness)
 
 @conformance("txn/offsets/group-aware", "TXN.R14", api=ApiKey.TXN_OFFSET_COMMIT)
 def test_a_group_aware_commit_is_checked_against_the_member(harness: Harness) -> None:
-    harness.pick_version(ApiKey.TXN_OFFSET_COMMIT, "3-5")
+    harness.pick_version(ApiKey.TXN_OFFSET_COMMIT, "3-4")
     harness.pick_version(ApiKey.ADD_OFFSETS_TO_TXN)
     with SuiteTopic.create(harness, "txn-member", 1) as topic:
         group = Group(harness)

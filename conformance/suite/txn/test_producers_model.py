@@ -12,7 +12,6 @@ from conformance.protocol import ApiKey
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.models import ModelRunner, load_model, run_machine, state_machine, tour
-from conformance.suite.kit.partitions import PRODUCE_VERSIONS
 from conformance.suite.log.binding import only_when_applicable
 from conformance.suite.txn import txns
 from conformance.suite.txn.binding import ProducersBinding
@@ -73,8 +72,8 @@ def test_transactional_producers_state_machine(harness: Harness) -> None:
     harness.pick_version(ApiKey.ADD_PARTITIONS_TO_TXN, txns.ADD_PARTITIONS_VERSIONS)
     harness.pick_version(ApiKey.FETCH, "4-12")
     harness.pick_version(ApiKey.LIST_OFFSETS, "2+")
-    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
-    harness.pick_version(ApiKey.END_TXN)
+    harness.pick_version(ApiKey.PRODUCE, txns.CLASSIC_PRODUCE)
+    harness.pick_version(ApiKey.END_TXN, txns.CLASSIC_END)
     model = load_model("txn-producers")
 
     def runner(count: int) -> ModelRunner:

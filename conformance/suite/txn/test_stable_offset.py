@@ -9,7 +9,7 @@ from conformance.protocol import ApiKey
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
-from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic, now_ms
+from conformance.suite.kit.partitions import SuiteTopic, now_ms
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import TxnProducer
 
@@ -56,7 +56,7 @@ def test_the_last_stable_offset_stops_at_the_first_open_transaction(harness: Har
     harness.pick_version(ApiKey.FETCH, "4-12")
     harness.pick_version(ApiKey.LIST_OFFSETS, "2+")
     harness.pick_version(ApiKey.ADD_PARTITIONS_TO_TXN, txns.ADD_PARTITIONS_VERSIONS)
-    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
+    harness.pick_version(ApiKey.PRODUCE, txns.CLASSIC_PRODUCE)
     with SuiteTopic.create(harness, "txn-lso", 1) as topic:
         ts = now_ms()
         topic.produce_ok(0, [(ts, None, b"plain-0"), (ts, None, b"plain-1")], REQ)

@@ -10,7 +10,7 @@ from conformance.protocol import ApiKey
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
-from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic
+from conformance.suite.kit.partitions import SuiteTopic
 from conformance.suite.txn import txns
 from conformance.suite.txn.txns import FENCED, TxnProducer, name
 
@@ -21,9 +21,9 @@ TIMEOUT_MS, ABORTED_WITHIN = 1000, 30.0
 
 @conformance("txn/timeout/aborted", REQ, api=ApiKey.END_TXN)
 def test_an_expired_transaction_is_aborted(harness: Harness) -> None:
-    harness.pick_version(ApiKey.END_TXN)
+    harness.pick_version(ApiKey.END_TXN, txns.CLASSIC_END)
     harness.pick_version(ApiKey.ADD_PARTITIONS_TO_TXN, txns.ADD_PARTITIONS_VERSIONS)
-    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
+    harness.pick_version(ApiKey.PRODUCE, txns.CLASSIC_PRODUCE)
     with SuiteTopic.create(harness, "txn-timeout", 1) as topic:
         producer = TxnProducer.start(harness, "timeout", REQ, timeout_ms=TIMEOUT_MS)
         producer.begin(topic, [0])

@@ -20,6 +20,8 @@ from typing import Any
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.kafka_errors import error_name
 from conformance.protocol.records import RecordBatch
+from conformance.protocol.versions import Versions
+from conformance.results.verdicts import Unsupported
 from conformance.suite.groups.members import find_coordinator
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
@@ -33,6 +35,14 @@ READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 ABORT, COMMIT = 0, 1
 #: the client versions of AddPartitionsToTxn (v4+ batches transactions, for brokers only)
 ADD_PARTITIONS_VERSIONS = "0-3"
+#: the classic (transaction version 1) versions TXN.R1-R14 speak: from Produce v12 a
+#: transactional write adds its partition itself, and from EndTxn v5 every end bumps the epoch
+#: (KIP-890 part 2; Kafka reads the transaction version off each request)
+CLASSIC_PRODUCE = "3-11"
+CLASSIC_END = "0-4"
+#: transactions v2: EndTxn v5+, Produce v12 (v13 names topics by id; the suite's bodies by name)
+V2_END = "5+"
+V2_PRODUCE = "12"
 #: seconds a retriable answer is asked again for
 WAIT = 20.0
 #: answers meaning "not yet": the coordinator is loading, moving, or finishing the last
@@ -52,6 +62,26 @@ FENCED = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED}
 
 def name(code: int) -> str:
     return f"{code} ({error_name(code)})"
+
+
+def newest(harness: Harness, api_key: int, within: str, *, note: bool = True) -> int:
+    """The highest version of ``api_key`` in ``within`` that the target advertises and our specs
+    define, or Unsupported. Transactions v2 is Kafka 4.x's: these versions are named here, not
+    negotiated up to 3.9's (``negotiable``); ``note``: the API the test's results name."""
+    harness.require(api_key)
+    lo, hi = harness.advertised_on("client")[api_key]
+    ours = harness.codec.message(api_key, "request").valid_versions
+    allowed = Versions.parse(within)
+    top = min(hi, ours.hi, allowed.hi)
+    if top < max(lo, ours.lo, allowed.lo):
+        raise Unsupported(
+            f"{harness.api_name(api_key)}: no version in {within} is advertised "
+            f"(advertised {lo}-{hi})",
+            api_key,
+        )
+    if note:
+        harness.note(api_key, top, "client")
+    return top
 
 
 @dataclass
@@ -167,10 +197,27 @@ class TxnProducer:
         return self.call(ApiKey.ADD_OFFSETS_TO_TXN, {"GroupId": group}, epoch)
 
     def end(self, commit: bool, *, epoch: int | None = None) -> int:
-        """EndTxn: its error code."""
-        return self.call(ApiKey.END_TXN, {"Committed": commit}, epoch)
+        """EndTxn of transaction version 1 (v0-4): its error code."""
+        return self.call(ApiKey.END_TXN, {"Committed": commit}, epoch, CLASSIC_END)
 
-    def call(self, api_key: int, fields: dict[str, Any], epoch: int | None) -> int:
+    def end_v2(self, commit: bool, version: int, *, epoch: int | None = None) -> dict[str, Any]:
+        """EndTxn v5+ (transactions v2): the answer; the producer takes the id and epoch of a
+        NONE answer (the bumped epoch) and starts its sequences again."""
+        body = {
+            "TransactionalId": self.tid,
+            "ProducerId": self.pid,
+            "ProducerEpoch": self.epoch if epoch is None else epoch,
+            "Committed": commit,
+        }
+        answer = self.ask(ApiKey.END_TXN, version, body, lambda a: a["ErrorCode"])
+        if answer["ErrorCode"] == ErrorCode.NONE and answer["ProducerId"] >= 0:
+            self.pid, self.epoch = answer["ProducerId"], answer["ProducerEpoch"]
+            self.sequences.clear()
+        return answer
+
+    def call(
+        self, api_key: int, fields: dict[str, Any], epoch: int | None, within: str | None = None
+    ) -> int:
         """A coordinator request naming the producer (``epoch``: another than its own), with
         ``fields``: the answer's error code."""
         body = {
@@ -179,7 +226,7 @@ class TxnProducer:
             "ProducerEpoch": self.epoch if epoch is None else epoch,
             **fields,
         }
-        version = self.harness.pick_version(api_key)
+        version = self.harness.pick_version(api_key, within)
         return self.ask(api_key, version, body, lambda a: a["ErrorCode"])["ErrorCode"]
 
     def commit_offsets(
@@ -193,7 +240,7 @@ class TxnProducer:
         """TxnOffsetCommit to the group's coordinator: (topic, partition) -> error code.
         ``member``: the (member id, generation) of KIP-447's group-aware commit (v3+); the
         default names none, a producer outside the group."""
-        version = self.harness.pick_version(ApiKey.TXN_OFFSET_COMMIT, "3-5" if member[0] else "0-5")
+        version = self.harness.pick_version(ApiKey.TXN_OFFSET_COMMIT, "3-4" if member[0] else "0-4")
         coordinator = find_coordinator(
             self.harness, group, quiet_version(self.harness, ApiKey.FIND_COORDINATOR), *self.reqs
         )
@@ -252,10 +299,12 @@ class TxnProducer:
         values: list[bytes],
         *reqs: str,
         epoch: int | None = None,
+        version: int | None = None,
     ) -> dict[str, Any]:
-        """One transactional batch to the partition's leader: the partition's answer (the
-        sequence moves on when it is NONE)."""
-        version = quiet_version(self.harness, ApiKey.PRODUCE, "3-12")
+        """One transactional batch to the partition's leader (``version``: the classic ones'
+        newest unless given): the partition's answer (the sequence moves on when it is NONE)."""
+        if version is None:
+            version = quiet_version(self.harness, ApiKey.PRODUCE, CLASSIC_PRODUCE)
         records = self.batch(topic.name, partition, values, epoch)
         body = topic.produce_body(partition, records, transactional_id=self.tid)
         resp = verify.expect_response(
@@ -267,14 +316,22 @@ class TxnProducer:
             self.sequences[key] = self.sequences.get(key, 0) + len(values)
         return part
 
-    def produce_ok(self, topic: SuiteTopic, partition: int, values: list[bytes], *reqs: str) -> int:
+    def produce_ok(
+        self,
+        topic: SuiteTopic,
+        partition: int,
+        values: list[bytes],
+        *reqs: str,
+        version: int | None = None,
+    ) -> int:
         """A transactional batch that must be accepted (the partition added first when it is
-        not yet in the transaction): its base offset."""
+        not yet in the transaction, or ``version`` 12+, which adds it): its base offset."""
         reqs = reqs or self.reqs
-        part = self.produce(topic, partition, values, *reqs)
+        part = self.produce(topic, partition, values, *reqs, version=version)
         verify.check(
             part["ErrorCode"] == ErrorCode.NONE,
-            f"transactional Produce of {len(values)} records to {topic.name}-{partition} "
+            f"transactional Produce{f' v{version}' if version is not None else ''} of "
+            f"{len(values)} records to {topic.name}-{partition} "
             f"(producer {self.pid}, epoch {self.epoch}): ErrorCode {name(part['ErrorCode'])}, "
             "expected 0",
             *reqs,

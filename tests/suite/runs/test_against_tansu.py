@@ -228,6 +228,11 @@ TANSU_TXN = [
     ),
     ("txn/describe/ongoing-then-complete", "TXN.R13", "UNSUPPORTED", "DescribeTransactions"),
     ("txn/offsets/group-aware", "TXN.R14", "FAIL", "error codes [0, 0, 0]"),
+    # transactions v2: tansu 0.6 advertises EndTxn 0-4 (confirmations/txn_v2_wire_tansu.out)
+    ("txn/v2/end-txn/epoch-bump", "TXN.R15", "UNSUPPORTED", "no version in 5+"),
+    ("txn/v2/produce/adds-partition", "TXN.R16", "UNSUPPORTED", "no version in 5+"),
+    ("txn/v2/produce/stale-epoch-after-abort", "TXN.R17", "UNSUPPORTED", "no version in 5+"),
+    ("txn/v2/api-versions/transaction-version", "TXN.R18", "UNSUPPORTED", "no version in 5+"),
 ]
 
 

@@ -26,6 +26,7 @@ from conformance.suite.txn import (
     test_producers_model,
     test_stable_offset,
     test_timeout,
+    test_tv2,
 )
 from conformance.targets.base import Target
 from tests.support import in_process
@@ -42,6 +43,7 @@ MODULES = (
     test_offsets,
     test_timeout,
     test_describe,
+    test_tv2,
 )
 MODEL = test_producers_model.test_transactional_producers_state_machine
 
