@@ -28,6 +28,9 @@ CODEC = Codec.from_specs()
 #: 1 LOG.R7, CONFIGS.R7; 3 CONFIGS.R8, GROUPS.R8; 4 KIP-590.R3; 7 KIP-78.R1; 9 KIP-78.R2,
 #: TOPICS.R2, TOPICS.R8
 SEEDS = (1, 3, 4, 7, 9)
+#: CI runs two of them (each seed is every state machine again, about 20 s): the others are
+#: marked publication (issue 36: reports/publish.sh runs them, ./dev.sh test leaves them out)
+CI_SEEDS = (1, 9)
 
 
 def state_machine_tests() -> dict[str, tuple[Callable, tuple[str, ...]]]:
@@ -50,7 +53,10 @@ def test_every_state_machine_is_found() -> None:
     assert len(found) >= 7 and "log/partition/state-machine" in found, sorted(found)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    "seed",
+    [s if s in CI_SEEDS else pytest.param(s, marks=pytest.mark.publication) for s in SEEDS],
+)
 def test_every_listed_requirement_is_checked(reference, seed: int) -> None:
     unchecked = []
     for test_id, (fn, listed) in sorted(state_machine_tests().items()):
