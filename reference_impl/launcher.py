@@ -13,6 +13,10 @@ cannot send the controller-to-broker RPCs or Envelope (KIP-590). With ``--port-b
 controller k listens on P+k (its optional client listener on P+50+k), broker i's client
 listener on P+100+i, its inter-broker listener on P+200+i, and node n's metrics on P+300+n;
 without it, free ports are picked. Node ids: controllers 0, 1001, 1002 …; brokers 1..N.
+
+A secured cluster (``sasl``: a super user's mechanism, name and password; the ``security``
+settings and ``super_users`` come with the overrides) has every listener SASL_PLAINTEXT: a
+connection is who it authenticates as, and the launcher's own readiness checks authenticate.
 """
 
 from __future__ import annotations
@@ -179,6 +183,9 @@ class Cluster:
     controller_overrides: dict[str, Any] = field(default_factory=dict)
     broker_overrides: dict[str, Any] = field(default_factory=dict)
     nodes: dict[str, NodeProcess] = field(default_factory=dict)
+    #: (mechanism, username, password) of a super user: every listener SASL_PLAINTEXT, and the
+    #: readiness checks authenticate so (None: PLAINTEXT listeners)
+    sasl: tuple[str, str, str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir)
@@ -244,6 +251,9 @@ class Cluster:
             # settings sections merge (a role's replace every node's section by section): a
             # controller's group bounds must not drop every node's faults or replication
             values["settings"] = {**self.overrides["settings"], **role_overrides["settings"]}
+        if self.sasl is not None:
+            for listener in listeners:
+                listener.security_protocol = "SASL_PLAINTEXT"
         config = NodeConfig(**values)
         path = node_dir / "config.json"
         config.dump(path)
@@ -353,15 +363,26 @@ class Cluster:
             time.sleep(0.05)
         return found
 
-    async def _active(self) -> NodeProcess | None:
+    async def _open(self, host: str, port: int) -> Any:
+        """A connection for the readiness checks (authenticated in a secured cluster)."""
+        from conformance.client.sasl import authenticate
         from conformance.client.wire import Connection
         from conformance.protocol import Codec
 
-        codec = _codec(Codec)
+        conn = await Connection.open(host, port, codec=_codec(Codec), timeout=1)
+        if self.sasl is not None:
+            try:
+                await authenticate(conn, *self.sasl, timeout=1)
+            except BaseException:
+                await conn.close()
+                raise
+        return conn
+
+    async def _active(self) -> NodeProcess | None:
         for node in self.controller_nodes():
             lc = node.config.listeners[0]
             try:
-                async with await Connection.open(lc.host, lc.port, codec=codec, timeout=1) as c:
+                async with await self._open(lc.host, lc.port) as c:
                     resp = await c.request(ApiKey.DESCRIBE_CLUSTER, 0, {}, timeout=1)
             except (OSError, ConnectionError, TimeoutError):
                 continue
@@ -370,16 +391,12 @@ class Cluster:
         return None
 
     async def _all_see(self, names: list[str], expected: set[int]) -> bool:
-        from conformance.client.wire import Connection
-        from conformance.protocol import Codec
-
-        codec = _codec(Codec)
         if not names:  # no brokers: ready once a controller is active
             return await self._active() is not None
         for name in names:
             host, port = self.broker_address(self.nodes[name])
             try:
-                async with await Connection.open(host, port, codec=codec, timeout=1) as conn:
+                async with await self._open(host, port) as conn:
                     resp = await conn.request(ApiKey.METADATA, 9, {"Topics": []}, timeout=1)
             except (OSError, ConnectionError, TimeoutError):
                 return False

@@ -1,9 +1,9 @@
 """SASL authentication of a wire connection: SaslHandshake v1, then SaslAuthenticate rounds.
 
-PLAIN sends ``NUL username NUL password`` in one round; SCRAM-SHA-256 runs scramp's client
-through two rounds and verifies the server's signature. A refused handshake or failed round
-raises ``SaslAuthenticationError`` carrying Kafka's error code and message (the server closes
-the connection after it, as Kafka does).
+PLAIN sends ``NUL username NUL password`` in one round; SCRAM-SHA-256 and SCRAM-SHA-512 run
+scramp's client through two rounds and verify the server's signature. A refused handshake or
+failed round raises ``SaslAuthenticationError`` carrying Kafka's error code and message (the
+server closes the connection after it, as Kafka does).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from conformance.protocol import ApiKey, Codec
 
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
-MECHANISMS = (PLAIN, SCRAM_SHA_256)
+SCRAM_SHA_512 = "SCRAM-SHA-512"
+MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
 
 
 class SaslAuthenticationError(ConnectionError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conformance.client.sasl import MECHANISMS
 from conformance.targets.base import (
     Endpoint,
     Sasl,
@@ -18,11 +19,12 @@ from conformance.targets.base import (
 )
 
 #: the mechanisms conformance.client.sasl speaks
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256")
+SASL_MECHANISMS = MECHANISMS
 KINDS = (
     "reference",
     "reference:zookeeper",
     "reference:zookeeper?controllers=N",
+    "reference[:zookeeper]?security=sasl",
     "tansu",
     "external",
     "docker:IMAGE[?profile=NAME|PATH]",

@@ -141,6 +141,9 @@ class Target:
     controllers: list[Endpoint] = field(default_factory=list)
     zookeeper: str | None = None
     sasl: Sasl | None = None
+    #: where the suite authenticates (``sasl``): a principal with no ACL and no super user
+    #: rights, for the authorization requirements (None: the target names none)
+    unprivileged: Sasl | None = None
     #: the spec listener types (zkBroker, broker, controller) of the client listener
     client_listener_types: tuple[str, ...] = CLIENT_LISTENER_TYPES
     #: node id -> endpoint of each broker the suite can restart (empty: none)

@@ -22,10 +22,12 @@ process is stopped by its pid when the run ends, and dies with the process that 
 ``security=sasl`` (KRaft, 3.5 and later: SCRAM credentials at format time, KIP-900) makes the
 brokers' listener SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 enabled and
 StandardAuthorizer on every node (issue 40). Two users get passwords drawn at each start:
-``admin``, a super user, and ``alice``, with no ACL (for the authorization requirements to
-come). The suite authenticates as ``admin`` (PLAIN; ``SECURITY_USERS`` names the users),
-so every feature's set-up and checks run as before; the SECURITY requirements open connections
-of their own without authenticating them. The settings kept with the run show the passwords as
+``admin``, a super user, and ``alice``, with no ACL (the target's ``unprivileged`` principal,
+for the authorization requirements; she can log in on the controllers' listener too, which is
+the target's ``controller_client``, where KIP-590.R2 sends her Envelope). The suite
+authenticates as ``admin`` (PLAIN; ``SECURITY_USERS`` names the users), so every feature's
+set-up and checks run as before; the SECURITY requirements open connections of their own,
+unauthenticated or as ``alice``. The settings kept with the run show the passwords as
 ``[hidden]``; Kafka reads its own copy in the temporary folder removed at stop. The
 controllers' listener is SASL_PLAINTEXT with PLAIN only (Kafka does not take SCRAM there): nodes
 and the suite's ``--controller-bootstrap`` authenticate as ``admin``.
@@ -347,9 +349,13 @@ class KafkaTarget(Target):
         self._folder.mkdir(parents=True, exist_ok=True)
         zookeeper = None
         if self.security == "sasl":
-            self.passwords = {u: secrets.token_urlsafe(12) for u in SECURITY_USERS}
+            # drawn once: a restart keeps them (the run's workers know the first ones)
+            self.passwords = self.passwords or {
+                u: secrets.token_urlsafe(12) for u in SECURITY_USERS
+            }
             # PLAIN: the one mechanism of the controllers' listener too
             self.sasl = Sasl("PLAIN", SECURITY_USERS[0], self.passwords[SECURITY_USERS[0]])
+            self.unprivileged = Sasl("PLAIN", SECURITY_USERS[1], self.passwords[SECURITY_USERS[1]])
         try:
             if self.store == "zookeeper":
                 self._zk = ZooKeeperServer(self.host)
@@ -388,6 +394,8 @@ class KafkaTarget(Target):
         if controllers:
             self.controllers = [Endpoint(self.host, n.port) for n in controllers]
             self.controller = self.controller or self.controllers[0]
+            if self.security == "sasl":  # where alice, a client principal, can log in too
+                self.controller_client = self.controllers[0]
 
     def _plan(self) -> list[Node]:
         assert self._folder is not None

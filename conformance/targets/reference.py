@@ -5,6 +5,13 @@ the ZooKeeper store elects among several). ``reference?release=3.9.1`` makes the
 listeners advertise and serve exactly the API ranges of that Apache Kafka release (the release
 table, ``conformance/matrix/kafka_releases.json``; a patch release speaks its minor's protocol)
 where the reference implements them, with its transaction.version (2 from 4.0 on).
+``reference?security=sasl`` (either store) makes every listener SASL_PLAINTEXT with PLAIN,
+SCRAM-SHA-256 and SCRAM-SHA-512 and turns on the ACL authorizer, as ``kafka:V?security=sasl``
+does (issue 40): passwords drawn at each start for ``admin`` (a super user, as whom the suite
+authenticates with PLAIN), ``alice`` (no ACL: the target's ``unprivileged`` principal) and
+``broker`` (the nodes' own principal, SCRAM-SHA-512 between nodes); they live only in the node
+configs of the temporary data dir, removed at stop (the nodes' principal ``User:broker`` is the
+launcher's).
 
 Started with ``reference_impl.launcher.Cluster`` in a temporary data dir and stopped gracefully
 (brokers through Stopping, then the controller); a broker can be restarted for the suite's
@@ -22,6 +29,7 @@ moved, within ``failure_detection_s`` (the broker session; the ZooKeeper session
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import tempfile
 import time
@@ -30,7 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from conformance.targets.base import Endpoint, Target, TargetError, wait_listening
+from conformance.targets.base import Endpoint, Sasl, Target, TargetError, wait_listening
 from conformance.targets.zookeeper import ZooKeeperServer
 
 #: the reference brokers' client listeners are ZooKeeper-mode-style brokers (see its README) that
@@ -62,6 +70,10 @@ SUITE_REPLICATION = {"replica_lag_time_max_ms": 10_000}
 #: timed-out transactions looked for every second (``transaction.abort.timed.out.transaction.
 #: cleanup.interval.ms``; the reference's default, stated for the test run: Kafka's is 10 s)
 SUITE_TRANSACTIONS = {"abort_interval_ms": 1000}
+SECURITIES = ("none", "sasl")
+#: ``security=sasl``: the suite's super user, the unprivileged user, the nodes' own principal
+SECURITY_USERS = ("admin", "alice", "broker")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 def _now_ms() -> int:
@@ -78,6 +90,10 @@ class ReferenceTarget(Target):
     controller_count: int = 1
     startup_timeout: float = 60.0
     client_listener_types: tuple[str, ...] = REFERENCE_CLIENT_TYPES
+    #: "sasl": every listener SASL_PLAINTEXT and the ACL authorizer (the module's docstring)
+    security: str = "none"
+    #: ``security=sasl``: user -> password, drawn at each start
+    passwords: dict[str, str] = field(default_factory=dict, repr=False)
     overrides: dict[str, Any] = field(default_factory=lambda: dict(SUITE_TIMINGS))
     broker_overrides: dict[str, Any] = field(
         default_factory=lambda: {
@@ -110,12 +126,13 @@ class ReferenceTarget(Target):
 
     @classmethod
     def from_spec(cls, spec: str) -> ReferenceTarget:
-        """``reference[:embedded|:zookeeper][?controllers=N]``; the kind recorded in results is
-        the spec as written, so runs of different set-ups are told apart."""
+        """``reference[:embedded|:zookeeper][?controllers=N&release=V&security=sasl]``; the kind
+        recorded in results is the spec as written, so runs of different set-ups are told
+        apart."""
         kind, _, query = spec.partition("?")
         store = "zookeeper" if kind == "reference:zookeeper" else "embedded"
         params = parse_qs(query, keep_blank_values=True)
-        unknown = set(params) - {"controllers", "release"}
+        unknown = set(params) - {"controllers", "release", "security"}
         if unknown:
             raise TargetError(f"reference target: unknown option(s) {', '.join(sorted(unknown))}")
         text = params.get("controllers", ["1"])[-1]
@@ -126,7 +143,10 @@ class ReferenceTarget(Target):
                 "reference target: several controllers need the ZooKeeper store "
                 "(--target reference:zookeeper?controllers=N)"
             )
-        target = cls(kind=spec, metadata_store=store, controller_count=int(text))
+        security = params.get("security", ["none"])[-1]
+        if security not in SECURITIES:
+            raise TargetError(f"reference target: security must be none or sasl, not {security!r}")
+        target = cls(kind=spec, metadata_store=store, controller_count=int(text), security=security)
         if "release" in params:
             target.act_as_release(params["release"][-1])
         return target
@@ -153,15 +173,20 @@ class ReferenceTarget(Target):
             self._zk.start()
             store = f"zookeeper://{self._zk.connect}/kafka"
             self.zookeeper = self.zookeeper or f"{self._zk.connect}/kafka"
+        overrides, super_user = dict(self.overrides), None
+        if self.security == "sasl":
+            overrides |= self._secured()
+            super_user = ("PLAIN", SECURITY_USERS[0], self.passwords[SECURITY_USERS[0]])
         self._cluster = Cluster(
             self._dir,
             brokers=self.brokers,
             controllers=self.controller_count,
             metadata_store=store,
             client_controller_listener=True,
-            overrides=dict(self.overrides),
+            overrides=overrides,
             broker_overrides=dict(self.broker_overrides),
             controller_overrides={"settings": {"groups": dict(SUITE_GROUP_TIMINGS)}},
+            sasl=super_user,
         )
         spawned = _now_ms()
         try:
@@ -191,6 +216,27 @@ class ReferenceTarget(Target):
         self.controller = self.controller or self.controllers[0]
         external = active.config.listener("EXTERNAL")
         self.controller_client = Endpoint(external.host, external.port)
+
+    def _secured(self) -> dict[str, Any]:
+        """``security=sasl``: passwords (drawn at the first start, kept by a restart, which the
+        run's workers do not hear of), the node settings that use them, the suite's principals
+        (``sasl``: the super user; ``unprivileged``: alice)."""
+        admin, alice, broker = SECURITY_USERS
+        self.passwords = self.passwords or {u: secrets.token_urlsafe(12) for u in SECURITY_USERS}
+        self.sasl = Sasl("PLAIN", admin, self.passwords[admin])
+        self.unprivileged = Sasl("PLAIN", alice, self.passwords[alice])
+        settings = dict(self.overrides.get("settings", {}))
+        settings["security"] = {
+            "sasl_mechanisms": list(SASL_MECHANISMS),
+            "users": dict(self.passwords),
+            "inter_node": {
+                "mechanism": "SCRAM-SHA-512",
+                "username": broker,
+                "password": self.passwords[broker],
+            },
+            "authorizer": "acl",
+        }
+        return {"settings": settings, "super_users": [f"User:{admin}"]}
 
     def restart_broker(self, node_id: int) -> None:
         from reference_impl.launcher import ClusterError

@@ -23,7 +23,7 @@ Codes are Kafka's protocol values. Bindings travel in the metadata as JSON dicts
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Any
 
@@ -248,7 +248,10 @@ class AclAuthorizer:
         *,
         super_users: Iterable[str] = (),
         allow_everyone_if_no_acl_found: bool = False,
+        faults: Iterable[str] = (),
     ) -> None:
+        #: test-only faults (``settings.py``): ``ignore_deny``, ``match_literal_only``
+        self.faults = frozenset(faults)
         self._source = bindings if callable(bindings) else (lambda: bindings)
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
@@ -279,7 +282,9 @@ class AclAuthorizer:
         acls = self.index.applying(rtype, name)
         if not acls:
             return self.allow_everyone_if_no_acl_found
-        if any(_entry_matches(b, principal, host, op, AclPermissionType.DENY) for b in acls):
+        if "ignore_deny" not in self.faults and any(
+            _entry_matches(b, principal, host, op, AclPermissionType.DENY) for b in acls
+        ):
             return False
         allowing = IMPLIED_BY.get(op, frozenset({op}))
         return any(
@@ -308,6 +313,8 @@ class AclAuthorizer:
             and b.operation in (op, AclOperation.ALL)
         ]
         deny = [b for b in acls if b.permission_type == AclPermissionType.DENY]
+        if "ignore_deny" in self.faults:
+            deny = []
         if any(
             b.pattern_type == AclPatternType.LITERAL and b.resource_name == WILDCARD_RESOURCE
             for b in deny
@@ -326,6 +333,8 @@ class AclAuthorizer:
         return self.allow_everyone_if_no_acl_found and not self.index.of_type(rtype)
 
     def matching(self, f: AclBindingFilter) -> list[AclBinding]:
+        if "match_literal_only" in self.faults and f.pattern_type == AclPatternType.MATCH:
+            f = replace(f, pattern_type=AclPatternType.LITERAL)
         return self.index.matching(f)
 
 

@@ -58,6 +58,7 @@ class NodeAclAuthorizer:
             lambda: self._view(),
             super_users=[*config.super_users, *config.broker_principals],
             allow_everyone_if_no_acl_found=settings.allow_everyone_if_no_acl_found,
+            faults=settings.faults,
         )
         if node is not None:
             self.bind(node)

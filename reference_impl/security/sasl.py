@@ -1,4 +1,5 @@
-"""SASL on a listener: PLAIN and SCRAM-SHA-256 (via ``scramp``), with Kafka's exchange rules.
+"""SASL on a listener: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (via ``scramp``), with Kafka's
+exchange rules.
 
 A connection to a SASL listener starts unauthenticated as ``User:ANONYMOUS``; the listener then
 serves only ApiVersions, SaslHandshake and SaslAuthenticate (``net/listener.py``). The exchange
@@ -21,6 +22,7 @@ is Kafka's (``SaslServerAuthenticator``):
 
 from __future__ import annotations
 
+import base64
 import hmac
 import time
 from collections.abc import Iterable
@@ -31,7 +33,7 @@ from scramp import ScramMechanism
 
 from conformance.protocol import ErrorCode
 from reference_impl.net.listener import CLOSE, Security, Session
-from reference_impl.security.settings import PLAIN, SCRAM_SHA_256, SecuritySettings
+from reference_impl.security.settings import PLAIN, SCRAM_MECHANISMS, SecuritySettings
 
 ANONYMOUS = "User:ANONYMOUS"
 AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authentication"
@@ -53,26 +55,32 @@ class ScramCredential:
 
 
 class Credentials:
-    """The users a node knows: PLAIN passwords, and SCRAM credentials derived from them once."""
+    """The users a node knows: PLAIN passwords, and each SCRAM's credentials derived from them
+    once."""
 
-    def __init__(self, users: dict[str, str], iterations: int = 4096) -> None:
+    def __init__(
+        self, users: dict[str, str], iterations: int = 4096, *, any_password: bool = False
+    ) -> None:
+        #: the ``accept_wrong_password`` fault (settings.py): any password of a known user
+        self.any_password = any_password
         self._passwords = {u: p.encode("utf-8") for u, p in users.items()}
-        self.scram_sha_256 = ScramMechanism(SCRAM_SHA_256)
-        self._scram: dict[str, ScramCredential] = {}
-        for user, password in users.items():
-            salt, stored, server, i = self.scram_sha_256.make_auth_info(
-                password, iteration_count=iterations
-            )
-            self._scram[user] = ScramCredential(salt, stored, server, i)
+        self.mechanisms = {m: ScramMechanism(m) for m in SCRAM_MECHANISMS}
+        self._scram: dict[tuple[str, str], ScramCredential] = {}
+        for name, mechanism in self.mechanisms.items():
+            for user, password in users.items():
+                salt, stored, server, i = mechanism.make_auth_info(
+                    password, iteration_count=iterations
+                )
+                self._scram[name, user] = ScramCredential(salt, stored, server, i)
 
     def check_password(self, username: str, password: bytes) -> bool:
         expected = self._passwords.get(username)
         # compare even for unknown users, so that timing says nothing about who exists
-        ok = hmac.compare_digest(expected or b"\0" * 32, password)
+        ok = hmac.compare_digest(expected or b"\0" * 32, password) or self.any_password
         return expected is not None and ok
 
-    def scram(self, username: str) -> ScramCredential | None:
-        return self._scram.get(username)
+    def scram(self, username: str, mechanism: str = SCRAM_MECHANISMS[0]) -> ScramCredential | None:
+        return self._scram.get((mechanism, username))
 
 
 class MechanismServer:
@@ -124,20 +132,20 @@ class PlainServer(MechanismServer):
         return b""
 
 
-class ScramSha256Server(MechanismServer):
-    """RFC 5802/7677 through scramp: client-first, server-first, client-final, server-final."""
+class ScramServer(MechanismServer):
+    """RFC 5802/7677 through scramp: client-first, server-first, client-final, server-final;
+    SCRAM-SHA-256 or SCRAM-SHA-512."""
 
-    name = SCRAM_SHA_256
-
-    def __init__(self, credentials: Credentials) -> None:
+    def __init__(self, credentials: Credentials, mechanism: str = SCRAM_MECHANISMS[0]) -> None:
+        self.name = mechanism
         self.credentials = credentials
         self._user: str | None = None
-        self._server = credentials.scram_sha_256.make_server(self._auth_info)
+        self._server = credentials.mechanisms[mechanism].make_server(self._auth_info)
         self._round = 0
         self._unknown_user = False
 
     def _auth_info(self, username: str) -> tuple[bytes, bytes, bytes, int]:
-        cred = self.credentials.scram(username)
+        cred = self.credentials.scram(username, self.name)
         if cred is None:
             self._unknown_user = True
             raise SaslFailure(_UNKNOWN_USER)
@@ -157,10 +165,13 @@ class ScramSha256Server(MechanismServer):
                 self.username = self._user
                 return final.encode()
         except Exception:
+            if self._round == 2 and self._user is not None and self.credentials.any_password:
+                self.username = self._user  # the fault: success, with a signature of nothing
+                return b"v=" + base64.b64encode(bytes(32))
             # scramp may wrap what the credential lookup raised
-            reason = _UNKNOWN_USER if self._unknown_user else _credentials_message(SCRAM_SHA_256)
+            reason = _UNKNOWN_USER if self._unknown_user else _credentials_message(self.name)
             raise SaslFailure(reason) from None
-        raise SaslFailure(_credentials_message(SCRAM_SHA_256))
+        raise SaslFailure(_credentials_message(self.name))
 
 
 class SaslSession(Session):
@@ -168,8 +179,9 @@ class SaslSession(Session):
     with a session lifetime, until it expires)."""
 
     def __init__(self, security: SaslSecurity) -> None:
-        self._authenticated = False
-        super().__init__(principal=ANONYMOUS, authenticated=False)
+        #: the ``serve_before_authentication`` fault: served as ANONYMOUS from the start
+        self._authenticated = security.serve_unauthenticated
+        super().__init__(principal=ANONYMOUS, authenticated=self._authenticated)
         self.security = security
         self.exchange: MechanismServer | None = None
         self.expires_at: float | None = None
@@ -195,7 +207,9 @@ class SaslSecurity(Security):
         credentials: Credentials,
         *,
         session_lifetime_ms: int = 0,
+        serve_unauthenticated: bool = False,
     ) -> None:
+        self.serve_unauthenticated = serve_unauthenticated
         self.mechanisms = list(mechanisms)
         self.credentials = credentials
         self.session_lifetime_ms = session_lifetime_ms
@@ -204,8 +218,13 @@ class SaslSecurity(Security):
     def from_settings(cls, settings: SecuritySettings) -> SaslSecurity:
         return cls(
             settings.sasl_mechanisms,
-            Credentials(settings.users, settings.scram_iterations),
+            Credentials(
+                settings.users,
+                settings.scram_iterations,
+                any_password="accept_wrong_password" in settings.faults,
+            ),
             session_lifetime_ms=settings.session_lifetime_ms,
+            serve_unauthenticated="serve_before_authentication" in settings.faults,
         )
 
     def new_session(self) -> Session:
@@ -214,7 +233,7 @@ class SaslSecurity(Security):
     def exchange(self, mechanism: str) -> MechanismServer:
         if mechanism == PLAIN:
             return PlainServer(self.credentials)
-        return ScramSha256Server(self.credentials)
+        return ScramServer(self.credentials, mechanism)
 
 
 def _close_after(session: Session) -> None:
@@ -229,7 +248,7 @@ def handshake(session: Session, body: dict[str, Any]) -> Any:
     mechanism = body["Mechanism"]
     if session.exchange is not None:
         return CLOSE  # a second handshake in one exchange
-    if session.authenticated:
+    if session.authenticated and session.mechanism is not None:  # (not the fault's ANONYMOUS)
         if security.session_lifetime_ms <= 0:
             return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "Mechanisms": []}
         if mechanism != session.mechanism:

@@ -12,11 +12,19 @@ JSON form (every key optional)::
      "allow_everyone_if_no_acl_found": false}
 
 SASL is on for the listeners whose ``security_protocol`` is ``SASL_PLAINTEXT`` (Kafka's names);
-``users`` are the PLAIN passwords, from which SCRAM credentials are derived (random salt) when
-the node starts. ``inter_node`` is what this node authenticates as on other nodes' SASL
-listeners (Kafka's inter-broker JAAS login); its principal belongs in ``broker_principals``.
-``authorizer: "acl"`` turns on the ACL authorizer (``acl.py``); without it the node keeps the
-default one of ``reference_impl/security_hooks.py`` and the ACL APIs answer SECURITY_DISABLED.
+``users`` are the PLAIN passwords, from which the credentials of both SCRAMs (SHA-256 and
+SHA-512) are derived (random salt) when the node starts. ``inter_node`` is what this node
+authenticates as on other nodes' SASL listeners (Kafka's inter-broker JAAS login); its
+principal belongs in ``broker_principals``. ``authorizer: "acl"`` turns on the ACL authorizer
+(``acl.py``); without it the node keeps the default one of ``reference_impl/security_hooks.py``
+and the ACL APIs answer SECURITY_DISABLED.
+
+``faults`` (names, for the project's tests of the SECURITY requirements only: nothing shipped
+writes them, ``tests/support/faulty_security.py`` does): ``accept_wrong_password`` (PLAIN takes
+any password of a known user, SCRAM answers a wrong proof with success),
+``serve_before_authentication`` (a SASL connection is served as ``User:ANONYMOUS`` before it
+authenticates), ``ignore_deny`` (the authorizer passes over DENY bindings),
+``match_literal_only`` (a MATCH filter selects only the LITERAL bindings of its name).
 """
 
 from __future__ import annotations
@@ -29,7 +37,15 @@ from reference_impl.config import ConfigError, NodeConfig
 SASL_PLAINTEXT = "SASL_PLAINTEXT"
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
-SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256)
+SCRAM_SHA_512 = "SCRAM-SHA-512"
+SCRAM_MECHANISMS = (SCRAM_SHA_256, SCRAM_SHA_512)
+SUPPORTED_MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)
+FAULTS = (
+    "accept_wrong_password",
+    "serve_before_authentication",
+    "ignore_deny",
+    "match_literal_only",
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +64,7 @@ class SecuritySettings:
     inter_node: ClientCredentials | None = None
     authorizer: str | None = None
     allow_everyone_if_no_acl_found: bool = False
+    faults: list[str] = field(default_factory=list)
 
     @property
     def acl_enabled(self) -> bool:
@@ -77,8 +94,11 @@ class SecuritySettings:
                 )
         if settings.authorizer not in (None, "acl"):
             raise ConfigError(f"authorizer must be 'acl' or null, not {settings.authorizer!r}")
+        unknown_faults = sorted(set(settings.faults) - set(FAULTS))
+        if unknown_faults:
+            raise ConfigError(f"unknown security faults: {', '.join(unknown_faults)}")
         if settings.scram_iterations < 4096:
-            raise ConfigError("scram_iterations must be at least 4096 (SCRAM-SHA-256's minimum)")
+            raise ConfigError("scram_iterations must be at least 4096 (the SCRAMs' minimum)")
         return settings
 
     @classmethod
@@ -94,6 +114,8 @@ class SecuritySettings:
             "authorizer": self.authorizer,
             "allow_everyone_if_no_acl_found": self.allow_everyone_if_no_acl_found,
         }
+        if self.faults:
+            out["faults"] = list(self.faults)
         if self.inter_node is not None:
             out["inter_node"] = {
                 "mechanism": self.inter_node.mechanism,

@@ -1,7 +1,7 @@
 """The suite's SASL client (``conformance/client/sasl.py``) against a SASL listener in process.
 
 What it must do as a client: pick SaslHandshake v1 and the newest SaslAuthenticate from
-ApiVersions, run PLAIN and SCRAM-SHA-256 (verifying the server's SCRAM signature), and turn
+ApiVersions, run PLAIN and both SCRAMs (verifying the server's SCRAM signature), and turn
 refusals into ``SaslAuthenticationError`` with Kafka's error code and message.
 """
 
@@ -53,7 +53,7 @@ def run_with(test, credentials: Credentials, *, sasl_apis: bool = True):
                 recorder.wrap(sasl_handshake.api(None)),
                 recorder.wrap(sasl_authenticate.api(None)),
             ]
-        security = SaslSecurity(["PLAIN", "SCRAM-SHA-256"], credentials)
+        security = SaslSecurity(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"], credentials)
         listener = Listener("test", "zkBroker", CODEC, apis, security=security)
         port = await listener.start()
         try:
@@ -67,7 +67,7 @@ def run_with(test, credentials: Credentials, *, sasl_apis: bool = True):
 CREDENTIALS = Credentials({"alice": "alice-secret"})
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_authenticates_with_the_newest_versions(mechanism) -> None:
     async def test(port, recorder):
         conn = await open_authenticated(
@@ -92,7 +92,7 @@ def test_a_forged_scram_server_signature_is_detected() -> None:
     """A server that does not know the password's server key cannot complete SCRAM."""
     forged = Credentials({"alice": "alice-secret"})
     real = forged.scram("alice")
-    forged._scram["alice"] = replace(real, server_key=bytes(len(real.server_key)))
+    forged._scram["SCRAM-SHA-256", "alice"] = replace(real, server_key=bytes(len(real.server_key)))
 
     async def test(port, recorder):
         async with await Connection.open("127.0.0.1", port, codec=CODEC) as conn:
@@ -118,7 +118,7 @@ def test_refusals_carry_kafka_codes_and_close_the_connection() -> None:
     wrong, handshake, closed = run_with(test, CREDENTIALS)
     assert wrong.error_code == 58
     assert str(wrong) == "Authentication failed: Invalid username or password"
-    assert handshake == {"ErrorCode": 33, "Mechanisms": ["PLAIN", "SCRAM-SHA-256"]}
+    assert handshake == {"ErrorCode": 33, "Mechanisms": ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]}
     assert closed
 
 

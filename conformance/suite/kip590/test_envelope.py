@@ -10,6 +10,10 @@ suite names); afterwards that topic must not exist. Two places a client can send
 * a controller listener on which the suite connects as a client (``Target.controller_client``;
   SKIP where the target names none): CLUSTER_AUTHORIZATION_FAILED, as the seed's
   EnvelopeRequest Handling says.
+
+Where the suite authenticates (SASL), it logs in as a super user, who may send an Envelope: the
+Envelope then goes on a connection of the target's unprivileged principal
+(``Target.unprivileged``, e.g. alice of ``kafka:V?security=sasl``); SKIP where it names none.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from conformance.suite.kit import brokers as cluster
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
 from conformance.suite.kit.meta import conformance
+from conformance.targets.base import Endpoint
 
 UNADVERTISED_REFUSALS = {
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -60,6 +65,18 @@ def envelope(harness: Harness, topic: str) -> dict:
         "RequestPrincipal": principal("User:ANONYMOUS"),
         "ClientHostAddress": bytes([127, 0, 0, 1]),
     }
+
+
+def client_connection(harness: Harness, where: str | Endpoint = "client") -> SyncConnection:
+    """A connection of a client principal: the suite's own, or under SASL the unprivileged one."""
+    if harness.target.sasl is None:
+        return harness.connect(where)
+    if harness.target.unprivileged is None:
+        raise MissingPrecondition(
+            "the suite logs in as a super user and the target names no unprivileged principal "
+            "to send a client's Envelope as"
+        )
+    return harness.connect(where, as_=harness.target.unprivileged)
 
 
 def send(conn: SyncConnection, body: dict):
@@ -99,7 +116,7 @@ def test_refused_on_the_client_listener(harness: Harness) -> None:
     harness.require(ApiKey.CREATE_TOPICS)
     topic = f"kc-suite-envelope-{uuid.uuid4().hex[:10]}"
     advertised = ApiKey.ENVELOPE in harness.advertised
-    conn = harness.connect()
+    conn = client_connection(harness)
     fut = send(conn, envelope(harness, topic))
     verify.expect_error_or_disconnect(
         conn,
@@ -124,9 +141,9 @@ def test_refused_by_the_controller(harness: Harness) -> None:
         )
     harness.require(ApiKey.CREATE_TOPICS)
     topic = f"kc-suite-envelope-{uuid.uuid4().hex[:10]}"
-    conn = harness.connect(ep)
+    conn = client_connection(harness, ep)
     advertised = ApiKey.ENVELOPE in conn.api_versions()
-    conn = harness.connect(ep)
+    conn = client_connection(harness, ep)
     harness.note(ApiKey.ENVELOPE, 0, "controller")
     if advertised:
         answer = verify.expect_response(

@@ -267,8 +267,11 @@ class Harness:
         *,
         client_id: str | None = "kafka-conformance",
         authenticate: bool = True,
+        as_: Any = None,
     ) -> SyncConnection:
-        """A new connection to the client bootstrap, the controller, or a given endpoint."""
+        """A new connection to the client bootstrap, the controller, or a given endpoint;
+        where the target takes SASL, authenticated as the suite (``target.sasl``) or as ``as_``
+        (a ``targets.base.Sasl``, e.g. ``target.unprivileged``)."""
         ep = self.endpoint(where)
         try:
             conn = self.call(
@@ -281,7 +284,7 @@ class Harness:
         if authenticate and self.target.sasl is not None:
             from conformance.client.sasl import authenticate as sasl_authenticate
 
-            sasl = self.target.sasl
+            sasl = as_ or self.target.sasl
             try:
                 self.call(
                     sasl_authenticate(

@@ -1,4 +1,4 @@
-"""SASL on a listener (in process): PLAIN and SCRAM-SHA-256 exchanges, failures, lifetimes.
+"""SASL on a listener (in process): PLAIN and SCRAM-SHA-256/512 exchanges, failures, lifetimes.
 
 Kafka's rules under test: nothing but ApiVersions and the SASL APIs before authentication
 (anything else closes the connection); wrong credentials get SASL_AUTHENTICATION_FAILED (58)
@@ -40,7 +40,9 @@ class Served:
         return {"Brokers": [], "ClusterId": "c", "ControllerId": -1, "Topics": []}
 
 
-async def with_listener(test, *, mechanisms=("PLAIN", "SCRAM-SHA-256"), lifetime_ms=0, sasl=True):
+async def with_listener(
+    test, *, mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"), lifetime_ms=0, sasl=True
+):
     served = Served()
     security = (
         SaslSecurity(mechanisms, CREDENTIALS, session_lifetime_ms=lifetime_ms) if sasl else None
@@ -63,7 +65,7 @@ async def metadata(conn: Connection) -> dict:
     return (await conn.request(ApiKey.METADATA, 9, {"Topics": []}, timeout=5)).body
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_right_credentials_authenticate_as_user_principal(mechanism) -> None:
     async def test(conn, served):
         done = await authenticate(conn, mechanism, "alice", "alice-secret")
@@ -72,7 +74,7 @@ def test_right_credentials_authenticate_as_user_principal(mechanism) -> None:
 
     done, principals = run(with_listener(test))
     assert done.mechanism == mechanism
-    assert done.enabled == ("PLAIN", "SCRAM-SHA-256")
+    assert done.enabled == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
     assert done.session_lifetime_ms == 0
     assert principals == ["User:alice"]
 

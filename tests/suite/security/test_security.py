@@ -6,7 +6,9 @@ module), behind a fault, and on a target without SASL:
   (a handshake that accepts a wrong password or an unknown mechanism): R1 and R3 FAIL;
 * the reference (no SASL): SKIP, naming that the target is not run with SASL.
 
-R2's fault (a broker serving Metadata before authentication) is not injected yet (issue 40).
+R2's fault (a broker serving Metadata before authentication) and R4-R10's are the reference's
+(test_secured_reference.py). Through ``--bootstrap-server`` the target names no unprivileged
+principal, so R4-R10 are SKIP here; the run of ``kafka:V?security=sasl`` itself judges them.
 This is the one secured-Kafka start in CI (the target's settings are tests/targets/).
 """
 
@@ -56,6 +58,10 @@ def secured(tmp_path_factory):
         target.stop()
 
 
+#: R4-R10 need the target's unprivileged principal, which an external target does not name
+ACL_SKIPS = {f"SECURITY.R{i}": "SKIP" for i in range(4, 11)}
+
+
 def run_security(cli, bootstrap: str, mechanism: str, password: str):
     proc, run = cli(
         "--bootstrap-server",
@@ -75,7 +81,7 @@ def run_security(cli, bootstrap: str, mechanism: str, password: str):
 
 def test_a_secured_kafka_passes(cli, secured) -> None:
     got, run = run_security(cli, str(secured.bootstrap[0]), "PLAIN", secured.passwords["admin"])
-    assert got == {"SECURITY.R1": "PASS", "SECURITY.R2": "PASS", "SECURITY.R3": "PASS"}, got
+    assert got == {"SECURITY.R1": "PASS", "SECURITY.R2": "PASS", "SECURITY.R3": "PASS"} | ACL_SKIPS
     # no secret in the run's results nor in the settings and logs kept of the brokers
     kept = [p for d in (run.dir, secured.logs_dir) for p in Path(d).rglob("*") if p.is_file()]
     assert any(p.name == "broker-1.properties" for p in kept)
@@ -88,9 +94,9 @@ def test_hidden_refusals_fail_r1_and_r3(cli, secured) -> None:
     ep = secured.bootstrap[0]
     with FaultyProxy((ep.host, ep.port), refusals_hidden) as proxy:
         got, run = run_security(cli, proxy.address, "PLAIN", secured.passwords["admin"])
-    assert got == {"SECURITY.R1": "FAIL", "SECURITY.R2": "PASS", "SECURITY.R3": "FAIL"}, got
+    assert got == {"SECURITY.R1": "FAIL", "SECURITY.R2": "PASS", "SECURITY.R3": "FAIL"} | ACL_SKIPS
     messages = " ".join(r["message"] or "" for r in run.records)
-    assert "was accepted" in messages and "ErrorCode is 0" in messages
+    assert "not refused" in messages and "ErrorCode is 0" in messages
 
 
 def test_without_sasl_every_requirement_is_skip(cli) -> None:
@@ -99,5 +105,14 @@ def test_without_sasl_every_requirement_is_skip(cli) -> None:
     proc, run = cli("--target", "reference", "--select", "SECURITY", "--jobs", "1")
     assert run is not None, proc.stderr[-2000:]
     records = run.records
-    assert {r["requirement_id"] for r in records} == {"SECURITY.R1", "SECURITY.R2", "SECURITY.R3"}
-    assert all(r["verdict"] == "SKIP" and "not run with SASL" in r["message"] for r in records)
+    assert {r["requirement_id"] for r in records} == {f"SECURITY.R{i}" for i in range(1, 11)}
+    assert all(r["verdict"] == "SKIP" for r in records)
+    assert all(
+        (
+            "not run with SASL"
+            if r["requirement_id"] in {"SECURITY.R1", "SECURITY.R2", "SECURITY.R3"}
+            else "no unprivileged principal"
+        )
+        in r["message"]
+        for r in records
+    )

@@ -1,0 +1,449 @@
+"""SECURITY.R4-R10: ACLs and what they protect, judged with an unprivileged principal.
+
+Judged only where the suite authenticates as a super user and the target names a principal
+with no ACL and no super user rights (``Target.unprivileged``: alice of ``kafka:V?security=sasl``
+and ``reference?security=sasl``); elsewhere SKIP. Every resource is the test's own (fresh
+names), so concurrent tests never meet each other's ACLs; the bindings a test
+creates are deleted when it ends. ACLs reach every broker through the cluster's metadata: a
+test waits (bounded) until each bootstrap broker's DescribeAcls shows them.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from conformance.protocol import (
+    AclOperation,
+    AclPatternType,
+    AclPermissionType,
+    AclResourceType,
+    ApiKey,
+    ErrorCode,
+)
+from conformance.protocol.records.batch import build_batch, encode_batch
+from conformance.results.verdicts import MissingPrecondition
+from conformance.suite.kit import verify
+from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.provision import obtain, release
+from conformance.suite.kit.records_io import leader
+from conformance.suite.kit.safety import fresh_name
+
+R4, R5, R6, R7 = "SECURITY.R4", "SECURITY.R5", "SECURITY.R6", "SECURITY.R7"
+R8, R9, R10 = "SECURITY.R8", "SECURITY.R9", "SECURITY.R10"
+NO_PRINCIPAL = (
+    "the target names no unprivileged principal (kafka:V?security=sasl and "
+    "reference?security=sasl do: alice)"
+)
+#: how long bindings may take to reach every broker
+PROPAGATION_S = 15.0
+
+
+def _alice(harness: Harness) -> Any:
+    if harness.target.sasl is None or harness.target.unprivileged is None:
+        raise MissingPrecondition(NO_PRINCIPAL)
+    return harness.target.unprivileged
+
+
+def _name(what: str) -> str:
+    return fresh_name(f"sec-{what}")
+
+
+def binding(
+    name: str,
+    principal: str,
+    op: int,
+    *,
+    rtype: int = AclResourceType.TOPIC,
+    pattern: int = AclPatternType.LITERAL,
+    permission: int = AclPermissionType.ALLOW,
+) -> dict:
+    return {
+        "ResourceType": rtype,
+        "ResourceName": name,
+        "ResourcePatternType": pattern,
+        "Principal": principal,
+        "Host": "*",
+        "Operation": op,
+        "PermissionType": permission,
+    }
+
+
+def acl_filter(
+    name: str | None,
+    principal: str | None,
+    pattern: int = AclPatternType.ANY,
+    rtype: int = AclResourceType.TOPIC,
+) -> dict:
+    return {
+        "ResourceTypeFilter": rtype,
+        "ResourceNameFilter": name,
+        "PatternTypeFilter": pattern,
+        "PrincipalFilter": principal,
+        "HostFilter": None,
+        "Operation": AclOperation.ANY,
+        "PermissionType": AclPermissionType.ANY,
+    }
+
+
+def described(harness: Harness, conn: SyncConnection, f: dict) -> set[tuple]:
+    version = harness.pick_version(ApiKey.DESCRIBE_ACLS, "1+")
+    body = conn.request(ApiKey.DESCRIBE_ACLS, version, f).body
+    if body["ErrorCode"] != 0:
+        raise MissingPrecondition(f"DescribeAcls as the suite's super user: {body['ErrorCode']}")
+    return {
+        (r["ResourceName"], r["PatternType"], a["Principal"], a["Operation"], a["PermissionType"])
+        for r in body["Resources"]
+        for a in r["Acls"]
+    }
+
+
+def _key(b: dict) -> tuple:
+    return (
+        b["ResourceName"],
+        b["ResourcePatternType"],
+        b["Principal"],
+        b["Operation"],
+        b["PermissionType"],
+    )
+
+
+def create_acls(harness: Harness, bindings: list[dict]) -> None:
+    """Create ``bindings`` as the suite's super user; return once every bootstrap broker's
+    DescribeAcls shows them."""
+    version = harness.pick_version(ApiKey.CREATE_ACLS, "1+")
+    body = harness.connect().request(ApiKey.CREATE_ACLS, version, {"Creations": bindings}).body
+    codes = [r["ErrorCode"] for r in body["Results"]]
+    if any(codes):
+        raise MissingPrecondition(f"CreateAcls as the suite's super user answered {codes}")
+    wanted = {_key(b) for b in bindings}
+    principals = {b["Principal"] for b in bindings}
+    deadline = time.monotonic() + PROPAGATION_S
+    for ep in harness.target.bootstrap:
+        conn = harness.connect(ep)
+        while True:
+            seen: set[tuple] = set()
+            for p in principals:
+                for rtype in {b["ResourceType"] for b in bindings}:
+                    seen |= described(harness, conn, acl_filter(None, p, rtype=rtype))
+            if wanted <= seen:
+                break
+            if time.monotonic() > deadline:
+                raise MissingPrecondition(f"bindings not seen by {ep} after {PROPAGATION_S} s")
+            time.sleep(0.1)
+
+
+def delete_acls(harness: Harness, filters: list[dict]) -> list[dict]:
+    version = harness.pick_version(ApiKey.DELETE_ACLS, "1+")
+    body = harness.connect().request(ApiKey.DELETE_ACLS, version, {"Filters": filters}).body
+    return body["FilterResults"]
+
+
+@contextmanager
+def acls(harness: Harness, bindings: list[dict]) -> Iterator[None]:
+    create_acls(harness, bindings)
+    try:
+        yield
+    finally:
+        try:
+            delete_acls(
+                harness,
+                [
+                    acl_filter(b["ResourceName"], b["Principal"], rtype=b["ResourceType"])
+                    for b in bindings
+                ],
+            )
+        except (ConnectionError, TimeoutError):
+            pass
+
+
+@contextmanager
+def topic(harness: Harness, what: str) -> Iterator[str]:
+    got = obtain(harness, what)
+    if not got.owned:
+        release(harness, [got])
+        raise MissingPrecondition("the test needs a topic of its own, which the suite creates")
+    try:
+        yield got.name
+    finally:
+        release(harness, [got])
+
+
+def metadata_as(harness: Harness, conn: SyncConnection, names: list[str] | None) -> dict:
+    version = harness.pick_version(ApiKey.METADATA, "1-12")
+    body: dict = {"AllowAutoTopicCreation": False}
+    body["Topics"] = None if names is None else [{"Name": n} for n in names]
+    return verify.expect_response(conn, ApiKey.METADATA, version, body).body
+
+
+def topic_codes(body: dict) -> dict[str, int]:
+    return {t["Name"]: t["ErrorCode"] for t in body["Topics"]}
+
+
+# --- R4: ACL filters ---------------------------------------------------------------------------
+
+
+@conformance("security/acls/match-filter", R4, api=ApiKey.DESCRIBE_ACLS)
+def test_a_match_filter_returns_the_bindings_that_apply(harness: Harness) -> None:
+    _alice(harness)
+    principal = f"User:kc-{uuid.uuid4().hex[:10]}"  # nobody logs in as it: no one else's ACLs
+    name = _name("match")
+    base = name[: name.index("sec-match-") + len("sec-match-")]
+    literal = binding(name, principal, AclOperation.READ)
+    prefixed = binding(base, principal, AclOperation.READ, pattern=AclPatternType.PREFIXED)
+    wildcard = binding("*", principal, AclOperation.READ)
+    other = binding(_name("other"), principal, AclOperation.READ)
+    bindings = [literal, prefixed, wildcard, other]
+    create_acls(harness, bindings)
+    conn = harness.connect()
+    try:
+        got = described(harness, conn, acl_filter(name, principal, AclPatternType.MATCH))
+        want = {_key(b) for b in (literal, prefixed, wildcard)}
+        verify.check(
+            got == want,
+            f"a MATCH filter for {name} returned {sorted(got)}, not its literal, wildcard and "
+            f"prefixed bindings {sorted(want)}",
+            R4,
+        )
+        lit = described(harness, conn, acl_filter(name, principal, AclPatternType.LITERAL))
+        verify.check(
+            lit == {_key(literal)},
+            f"a LITERAL filter for {name} returned {sorted(lit)}, not its one literal binding",
+            R4,
+        )
+    finally:
+        results = delete_acls(harness, [acl_filter(None, principal)])
+    verify.check(
+        all(r["ErrorCode"] == 0 for r in results),
+        f"DeleteAcls of the test's bindings answered {results}",
+        R4,
+    )
+    deadline = time.monotonic() + PROPAGATION_S
+    while (left := described(harness, conn, acl_filter(None, principal))) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    verify.check(not left, f"DescribeAcls still returns deleted bindings {sorted(left)}", R4)
+
+
+# --- R5, R6: Metadata ----------------------------------------------------------------------
+
+
+@conformance("security/acls/deny-over-allow", R5, api=ApiKey.METADATA)
+def test_a_deny_wins_over_an_allow(harness: Harness) -> None:
+    alice = _alice(harness)
+    who = f"User:{alice.username}"
+    tag = uuid.uuid4().hex[:8]
+    with topic(harness, f"sec-{tag}-seen") as seen, topic(harness, f"sec-{tag}-hidden") as hidden:
+        prefix = seen[: seen.index(f"sec-{tag}-") + len(f"sec-{tag}-")]
+        allow = binding(prefix, who, AclOperation.DESCRIBE, pattern=AclPatternType.PREFIXED)
+        deny = binding(hidden, who, AclOperation.DESCRIBE, permission=AclPermissionType.DENY)
+        with acls(harness, [allow, deny]):
+            codes = topic_codes(metadata_as(harness, harness.connect(as_=alice), [seen, hidden]))
+    verify.check(
+        codes.get(seen) == 0,
+        f"{who}, allowed DESCRIBE on the prefix {prefix!r}, was answered {codes.get(seen)} for "
+        f"{seen}",
+        R5,
+    )
+    verify.check(
+        codes.get(hidden) == ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        f"{who}, denied DESCRIBE on {hidden} (allowed on its prefix), was answered "
+        f"{codes.get(hidden)} for it, not TOPIC_AUTHORIZATION_FAILED",
+        R5,
+    )
+
+
+@conformance("security/acls/metadata-hides", R6, api=ApiKey.METADATA)
+def test_metadata_hides_what_may_not_be_described(harness: Harness) -> None:
+    alice = _alice(harness)
+    with topic(harness, "sec-hidden") as hidden:
+        conn = harness.connect(as_=alice)
+        listed = {t["Name"] for t in metadata_as(harness, conn, None)["Topics"]}
+        named = topic_codes(metadata_as(harness, conn, [hidden]))
+    verify.check(
+        hidden not in listed,
+        f"Metadata for all topics showed {hidden} to a principal with no ACL",
+        R6,
+    )
+    verify.check(
+        named.get(hidden) == ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        f"Metadata naming {hidden} answered {named.get(hidden)} to a principal with no ACL, not "
+        "TOPIC_AUTHORIZATION_FAILED",
+        R6,
+    )
+
+
+# --- R7: the data plane --------------------------------------------------------------------
+
+
+def _end_offset(harness: Harness, conn: SyncConnection, name: str) -> tuple[int, int]:
+    version = harness.pick_version(ApiKey.LIST_OFFSETS, "1+")
+    body = {
+        "ReplicaId": -1,
+        "IsolationLevel": 0,
+        "Topics": [{"Name": name, "Partitions": [{"PartitionIndex": 0, "Timestamp": -1}]}],
+    }
+    part = conn.request(ApiKey.LIST_OFFSETS, version, body).body["Topics"][0]["Partitions"][0]
+    return part["ErrorCode"], part["Offset"]
+
+
+@conformance("security/acls/data-plane", R7, api=ApiKey.PRODUCE)
+def test_produce_fetch_and_list_offsets_are_refused(harness: Harness) -> None:
+    alice = _alice(harness)
+    with topic(harness, "sec-data") as name:
+        where = leader(harness, name)
+        conn = harness.connect(where, as_=alice)
+        version = harness.pick_version(ApiKey.PRODUCE, "3-12")
+        batch = encode_batch(build_batch([(int(time.time() * 1000), None, b"kc-not-allowed")]))
+        produced = conn.request(
+            ApiKey.PRODUCE,
+            version,
+            {
+                "TransactionalId": None,
+                "Acks": -1,
+                "TimeoutMs": 10000,
+                "TopicData": [{"Name": name, "PartitionData": [{"Index": 0, "Records": batch}]}],
+            },
+        ).body["Responses"][0]["PartitionResponses"][0]["ErrorCode"]
+        fv = harness.pick_version(ApiKey.FETCH, "4-12")
+        fetch = {
+            "ReplicaId": -1,
+            "MaxWaitMs": 0,
+            "MinBytes": 0,
+            "MaxBytes": 1 << 20,
+            "IsolationLevel": 0,
+            "SessionId": 0,
+            "SessionEpoch": -1,
+            "Topics": [
+                {
+                    "Topic": name,
+                    "Partitions": [
+                        {
+                            "Partition": 0,
+                            "CurrentLeaderEpoch": -1,
+                            "FetchOffset": 0,
+                            "LogStartOffset": -1,
+                            "PartitionMaxBytes": 1 << 20,
+                        }
+                    ],
+                }
+            ],
+            "ForgottenTopicsData": [],
+            "RackId": "",
+        }
+        fetched = conn.request(ApiKey.FETCH, fv, fetch).body["Responses"][0]["Partitions"][0]
+        listed, _ = _end_offset(harness, conn, name)
+        code, end = _end_offset(harness, harness.connect(where), name)
+    verify.check(
+        produced == ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        f"Produce by a principal without WRITE answered {produced}, not TOPIC_AUTHORIZATION_FAILED",
+        R7,
+    )
+    verify.check(
+        code == 0 and end == 0,
+        f"after the refused Produce the partition's end offset is {end} (error {code}), not 0",
+        R7,
+    )
+    verify.check(
+        fetched["ErrorCode"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED and not fetched["Records"],
+        f"Fetch by a principal without READ answered {fetched['ErrorCode']} with "
+        f"{len(fetched['Records'] or b'')} bytes of records",
+        R7,
+    )
+    verify.check(
+        listed == ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        f"ListOffsets by a principal without DESCRIBE answered {listed}, not "
+        "TOPIC_AUTHORIZATION_FAILED",
+        R7,
+    )
+
+
+# --- R8, R9, R10: groups, transactional ids, the cluster -------------------------------------
+
+
+@conformance("security/acls/group", R8, api=ApiKey.JOIN_GROUP)
+def test_a_group_without_read_is_refused(harness: Harness) -> None:
+    alice = _alice(harness)
+    group = _name("group")
+    conn = harness.connect(as_=alice)
+    jv = harness.pick_version(ApiKey.JOIN_GROUP, "0-9")
+    joined = conn.request(
+        ApiKey.JOIN_GROUP,
+        jv,
+        {
+            "GroupId": group,
+            "SessionTimeoutMs": 10000,
+            "RebalanceTimeoutMs": 10000,
+            "MemberId": "",
+            "GroupInstanceId": None,
+            "ProtocolType": "consumer",
+            "Protocols": [{"Name": "range", "Metadata": b""}],
+            "Reason": None,
+        },
+    ).body["ErrorCode"]
+    ov = harness.pick_version(ApiKey.OFFSET_FETCH, "1-7")
+    fetched = conn.request(ApiKey.OFFSET_FETCH, ov, {"GroupId": group, "Topics": None}).body
+    verify.check(
+        joined == ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        f"JoinGroup by a principal without READ on {group} answered {joined}",
+        R8,
+    )
+    verify.check(
+        fetched["ErrorCode"] == ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        f"OffsetFetch by a principal without READ on {group} answered {fetched['ErrorCode']}",
+        R8,
+    )
+
+
+@conformance("security/acls/transactional-id", R9, api=ApiKey.INIT_PRODUCER_ID)
+def test_a_transactional_id_without_write_is_refused(harness: Harness) -> None:
+    alice = _alice(harness)
+    tid = _name("txn")
+    version = harness.pick_version(ApiKey.INIT_PRODUCER_ID, "0-5")
+    body = {
+        "TransactionalId": tid,
+        "TransactionTimeoutMs": 10000,
+        "ProducerId": -1,
+        "ProducerEpoch": -1,
+    }
+    code = harness.connect(as_=alice).request(ApiKey.INIT_PRODUCER_ID, version, body).body
+    verify.check(
+        code["ErrorCode"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        f"InitProducerId for {tid} by a principal without WRITE on it answered "
+        f"{code['ErrorCode']}, not TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+        R9,
+    )
+
+
+@conformance("security/acls/cluster", R10, api=ApiKey.CREATE_ACLS)
+def test_the_acl_apis_need_the_cluster_operations(harness: Harness) -> None:
+    alice = _alice(harness)
+    who = f"User:{alice.username}"
+    name = _name("grant")
+    conn = harness.connect(as_=alice)
+    dv = harness.pick_version(ApiKey.DESCRIBE_ACLS, "1+")
+    listed = conn.request(ApiKey.DESCRIBE_ACLS, dv, acl_filter(None, None)).body["ErrorCode"]
+    cv = harness.pick_version(ApiKey.CREATE_ACLS, "1+")
+    grant = binding(name, who, AclOperation.ALL)
+    results = conn.request(ApiKey.CREATE_ACLS, cv, {"Creations": [grant]}).body["Results"]
+    time.sleep(0.5)
+    created = described(harness, harness.connect(), acl_filter(name, None))
+    if created:
+        delete_acls(harness, [acl_filter(name, None)])
+    verify.check(
+        listed == ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        f"DescribeAcls by a principal without DESCRIBE on the cluster answered {listed}",
+        R10,
+    )
+    verify.check(
+        [r["ErrorCode"] for r in results] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED],
+        f"CreateAcls by a principal without ALTER on the cluster answered "
+        f"{[r['ErrorCode'] for r in results]}",
+        R10,
+    )
+    verify.check(not created, f"{who} created a binding for itself: {sorted(created)}", R10)

@@ -1,0 +1,67 @@
+"""SECURITY R1-R10 on ``reference?security=sasl``: PASS as it is (both metadata stores), each
+FAILing against a fault (``tests.support.faulty_security``), and no password in what a run keeps.
+
+* as it is: every requirement PASS; the passwords the target drew appear nowhere in the run's
+  results, manifest and report (the secret-leak check; the Kafka one is test_security.py's);
+* ``accept_wrong_password`` (R1), ``serve_before_authentication`` (R2), ``match_literal_only``
+  (R4), ``ignore_deny`` (R5) and ``allow_everyone`` (a principal with no ACL may do anything:
+  R6-R10) in one run: each of those FAILs, R3 holds;
+* R3's fault is a proxy hiding UNSUPPORTED_SASL_MECHANISM (test_security.py's, on Kafka).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.runs import only_run, suite_pytest
+
+ALL = {f"SECURITY.R{i}" for i in range(1, 11)}
+FAULTS = (
+    "accept_wrong_password,serve_before_authentication,match_literal_only,ignore_deny,"
+    "allow_everyone"
+)
+
+
+def run(tmp_path: Path, target: str, *args: str) -> tuple[dict[str, str], object]:
+    results = tmp_path / "results"
+    proc = suite_pytest(
+        "-p",
+        "tests.support.faulty_security",
+        f"--target={target}",
+        "--select=SECURITY",
+        f"--results-dir={results}",
+        *args,
+        timeout=180,
+    )
+    got = only_run(results)
+    verdicts = {r["requirement_id"]: r["verdict"] for r in got.records}
+    assert set(verdicts) == ALL, proc.stdout[-3000:]
+    return verdicts, got
+
+
+@pytest.mark.parametrize("store", ["reference", "reference:zookeeper"])
+def test_a_secured_reference_passes_and_keeps_no_password(tmp_path: Path, store: str) -> None:
+    secrets = tmp_path / "passwords.json"
+    report = tmp_path / "report"
+    args = [f"--record-passwords={secrets}"]
+    if store == "reference":  # the report once: what it adds is the same in both stores
+        args.append(f"--report={report}")
+    verdicts, got = run(tmp_path, f"{store}?security=sasl", *args)
+    assert set(verdicts.values()) == {"PASS"}, verdicts
+    passwords = json.loads(secrets.read_text())
+    assert set(passwords) == {"admin", "alice", "broker"}
+    kept = [p for d in (got.dir, report) for p in Path(d).rglob("*") if p.is_file()]
+    assert any(p.name == "manifest.json" for p in kept)
+    assert store != "reference" or any(p.suffix == ".html" for p in kept)
+    for path in kept:
+        data = path.read_bytes()
+        assert not any(pw.encode() in data for pw in passwords.values()), path
+
+
+def test_each_requirement_fails_against_its_fault(tmp_path: Path) -> None:
+    verdicts, got = run(tmp_path, "reference?security=sasl", f"--security-faults={FAULTS}")
+    assert got.manifest["target_name"] == "faulty-reference"
+    assert verdicts == {r: "PASS" if r == "SECURITY.R3" else "FAIL" for r in ALL}, verdicts
