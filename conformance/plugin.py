@@ -179,7 +179,7 @@ OPTIONS: tuple[Option, ...] = (
         "H:P",
     ),
     Option("--zookeeper", "the target's ZooKeeper (znode tests SKIP without it)", "H:P[/chroot]"),
-    Option("--sasl-mechanism", "SASL mechanism (PLAIN, SCRAM-SHA-256)", "M"),
+    Option("--sasl-mechanism", "SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", "M"),
     Option("--sasl-username", "SASL user name", "U"),
     Option("--sasl-password", "SASL password", "P"),
     Option("--target-name", "the target's name in results and reports", "NAME"),
@@ -1002,6 +1002,9 @@ def target_facts(t: Any) -> dict[str, Any]:
         "controllers": [ep(e) for e in t.controllers],
         "zookeeper": t.zookeeper,
         "sasl": None if t.sasl is None else [t.sasl.mechanism, t.sasl.username, t.sasl.password],
+        "unprivileged": None
+        if t.unprivileged is None
+        else [t.unprivileged.mechanism, t.unprivileged.username, t.unprivileged.password],
         "client_listener_types": list(t.client_listener_types),
         "controller_client": ep(t.controller_client),
         "started": {str(k): list(v) for k, v in t.started.items()},
@@ -1026,6 +1029,7 @@ def attached_target(facts: dict[str, Any]) -> Any:
         controllers=[Endpoint(h, int(p)) for h, p in facts["controllers"]],
         zookeeper=facts["zookeeper"],
         sasl=None if facts["sasl"] is None else Sasl(*facts["sasl"]),
+        unprivileged=None if facts["unprivileged"] is None else Sasl(*facts["unprivileged"]),
         client_listener_types=tuple(facts["client_listener_types"]),
         controller_client=ep(facts["controller_client"]),
         started={int(k): (v[0], v[1]) for k, v in facts["started"].items()},
