@@ -110,7 +110,7 @@ def test_every_end_bumps_the_epoch(harness: Harness) -> None:
             )
 
         run_property(
-            harness, st.lists(st.booleans(), min_size=2, max_size=3), transactions, examples=2
+            harness, st.lists(st.booleans(), min_size=2, max_size=2), transactions, examples=2
         )
 
 
