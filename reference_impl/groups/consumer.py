@@ -40,7 +40,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from conformance.protocol import ErrorCode
 from conformance.protocol.spec import ZERO_UUID
@@ -54,42 +54,40 @@ from reference_impl.groups.consumer_assignment import (
     subscribed_metadata,
 )
 from reference_impl.groups.consumer_group import (
-    LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     UNREVOKED,
     ConsumerGroup,
     ConsumerMember,
-    Partitions,
-    copy_partitions,
 )
-from reference_impl.groups.errors import store_group_error
 from reference_impl.groups.group import Group
-from reference_impl.groups.group_types import (
-    BaseGroup,
-    GroupSummary,
-    Host,
-    ListedGroup,
-    TopicPartition,
-    cancel,
+from reference_impl.groups.group_types import BaseGroup, TopicPartition, cancel
+from reference_impl.groups.modern import (
+    LEAVE_EPOCH,
+    GroupConfigsView,
+    HeartbeatResult,
+    ModernGroups,
+    Partitions,
+    Refused,
+    TopicsView,
+    copy_partitions,
 )
 from reference_impl.groups.records import (
     ConsumerGroupKey,
     consumer_group_key,
     consumer_group_value,
-    decode_consumer_group_value,
     group_key,
 )
 from reference_impl.groups.store import KeyValue
 
 log = logging.getLogger(__name__)
 
-#: topic name -> (topic id, partition count): the cluster's topics as the coordinator sees them
-TopicsView = Callable[[], dict[str, tuple[uuid.UUID, int]]]
-#: group id -> its configs (IncrementalAlterConfigs on the GROUP resource)
-GroupConfigsView = Callable[[str], dict[str, str]]
-
-SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
-HEARTBEAT_INTERVAL_CONFIG = "consumer.heartbeat.interval.ms"
+__all__ = [
+    "ConsumerGroups",
+    "GroupConfigsView",
+    "HeartbeatRequest",
+    "HeartbeatResult",
+    "TopicsView",
+]
 
 
 @dataclass
@@ -110,24 +108,6 @@ class HeartbeatRequest:
     version: int = 1
 
 
-@dataclass
-class HeartbeatResult:
-    error: int
-    message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    #: the member's assigned partitions; None when not sent
-    assignment: Partitions | None = None
-
-
-@dataclass
-class _Refused(Exception):
-    error: int
-    message: str | None = None
-    extra: dict = field(default_factory=dict)
-
-
 def _owned(req: HeartbeatRequest) -> Partitions | None:
     if req.topic_partitions is None:
         return None
@@ -145,53 +125,25 @@ def _is_subset(owned: Partitions | None, assigned: Partitions) -> bool:
     return all(ps <= assigned.get(t, set()) for t, ps in owned.items())
 
 
-class ConsumerGroups:
+class ConsumerGroups(ModernGroups[ConsumerGroup]):
     """The consumer group type: ConsumerGroupHeartbeat, and what the coordinator asks."""
 
     name = "consumer"
+    group_class = ConsumerGroup
+    leave_epochs = (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
+    record_key_type = ConsumerGroupKey
 
-    def __init__(
-        self,
-        host: Host,
-        topics: TopicsView | None = None,
-        group_configs: GroupConfigsView | None = None,
-    ) -> None:
-        self.host = host
-        self.topics = topics or (lambda: {})
-        self.group_configs = group_configs or (lambda group_id: {})
-        self._replaying: dict[int, dict[str, dict | None]] = {}
+    def record_key(self, group_id: str) -> bytes:
+        return consumer_group_key(group_id)
 
-    # -- configs --------------------------------------------------------------------------------
-
-    def session_timeout_ms(self, group_id: str) -> int:
-        value = self.group_configs(group_id).get(SESSION_TIMEOUT_CONFIG)
-        return int(value) if value else self.host.config.consumer_session_timeout_ms
-
-    def heartbeat_interval_ms(self, group_id: str) -> int:
-        value = self.group_configs(group_id).get(HEARTBEAT_INTERVAL_CONFIG)
-        return int(value) if value else self.host.config.consumer_heartbeat_interval_ms
+    def record_value(self, state: dict) -> bytes:
+        return consumer_group_value(state)
 
     # -- ConsumerGroupHeartbeat -----------------------------------------------------------------
 
-    def heartbeat(self, req: HeartbeatRequest, respond: Callable[[HeartbeatResult], None]) -> None:
-        if not self.host.active:
-            respond(HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            return
-        try:
-            self._validate(req)
-            error = self.host.check(req.group_id, "consumer heartbeat")
-            if error:
-                raise _Refused(error)
-            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                self._leave(req, respond)
-            else:
-                self._heartbeat(req, respond)
-        except _Refused as r:
-            respond(HeartbeatResult(r.error, r.message))
-
     def _validate(self, req: HeartbeatRequest) -> None:
-        def invalid(message: str) -> _Refused:
-            return _Refused(ErrorCode.INVALID_REQUEST, message)
+        def invalid(message: str) -> Refused:
+            return Refused(ErrorCode.INVALID_REQUEST, message)
 
         if (req.version >= 1 or req.member_epoch > 0 or req.member_epoch == LEAVE_EPOCH) and (
             req.member_id == ""
@@ -219,7 +171,7 @@ class ConsumerGroups:
         elif req.member_epoch < STATIC_LEAVE_EPOCH:
             raise invalid("MemberEpoch is invalid.")
         if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
-            raise _Refused(
+            raise Refused(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
                 f"{', '.join(ASSIGNORS)}.",
@@ -228,7 +180,7 @@ class ConsumerGroups:
             try:
                 re.compile(req.subscribed_topic_regex)
             except re.error as e:
-                raise _Refused(
+                raise Refused(
                     ErrorCode.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex {req.subscribed_topic_regex} is invalid: {e}",
                 ) from None
@@ -241,9 +193,7 @@ class ConsumerGroups:
             return group, []
         if group is None:
             if not create:
-                raise _Refused(
-                    ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found."
-                )
+                raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             return self._new(group_id), []
         if create and isinstance(group, Group) and group.is_empty:
             replacing = self._new(group_id)
@@ -251,16 +201,7 @@ class ConsumerGroups:
                 setattr(replacing, name, getattr(group, name))
             self.host.types.of(group).deleted(group)
             return replacing, [(group_key(group_id), None)]
-        raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-
-    def _new(self, group_id: str) -> ConsumerGroup:
-        group = ConsumerGroup(
-            group_id,
-            self.host.partition_for(group_id),
-            state_timestamp=self.host.scheduler.wall_ms(),
-        )
-        self.host.groups[group_id] = group
-        return group
+        raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def _member(self, group: ConsumerGroup, req: HeartbeatRequest, owned: Partitions | None):
         """The member the heartbeat is from (new, or a static member taking an old one's place),
@@ -270,7 +211,7 @@ class ConsumerGroups:
             member = group.members.get(req.member_id)
             if member is None:
                 if epoch != 0:
-                    raise _Refused(
+                    raise Refused(
                         ErrorCode.UNKNOWN_MEMBER_ID,
                         f"Member {req.member_id} is not a member of group {group.group_id}.",
                     )
@@ -284,7 +225,7 @@ class ConsumerGroups:
                 member = group.members.get(req.member_id)
                 return member or ConsumerMember(req.member_id, instance_id=req.instance_id)
             if existing.member_epoch != STATIC_LEAVE_EPOCH:
-                raise _Refused(
+                raise Refused(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {req.member_id} with instance id {req.instance_id} cannot "
                     f"join the group because the instance id is owned by {existing.member_id} "
@@ -294,18 +235,16 @@ class ConsumerGroups:
             # target), so the group epoch does not move
             target = group.target.get(existing.member_id, {})
             group.remove(existing.member_id)
-            self._cancel_timers(existing)
+            existing.cancel_timers()
             member = ConsumerMember.from_json({**existing.to_json(), "member_id": req.member_id})
             member.member_epoch = 0
             group.add(member)
             group.target[member.member_id] = target
             return member
         if existing is None:
-            raise _Refused(
-                ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown."
-            )
+            raise Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
         if existing.member_id != req.member_id:
-            raise _Refused(
+            raise Refused(
                 ErrorCode.FENCED_INSTANCE_ID,
                 f"Static member {req.member_id} with instance id {req.instance_id} was fenced by "
                 f"member {existing.member_id}.",
@@ -320,7 +259,7 @@ class ConsumerGroups:
             and (epoch != member.previous_member_epoch or not _is_subset(owned, member.assigned))
         ):
             which = "greater" if epoch > member.member_epoch else "smaller"
-            raise _Refused(
+            raise Refused(
                 ErrorCode.FENCED_MEMBER_EPOCH,
                 f"The consumer group member has a {which} "
                 f"member epoch ({epoch}) than the one known by the group coordinator "
@@ -333,12 +272,7 @@ class ConsumerGroups:
             req.member_id = _kafka_uuid()
         group, records = self._group(req.group_id, create=req.member_epoch == 0)
         known = req.member_id in group.members or group.static_member(req.instance_id) is not None
-        if not known and len(group.members) >= self.host.config.consumer_max_size:
-            raise _Refused(
-                ErrorCode.GROUP_MAX_SIZE_REACHED,
-                f"The consumer group has reached its maximum capacity of "
-                f"{self.host.config.consumer_max_size} members.",
-            )
+        self._max_size_check(group, joining=not known)
         member = self._member(group, req, owned)
         new_member = member.member_id not in group.members
         before = None if new_member else member.to_json()
@@ -352,26 +286,14 @@ class ConsumerGroups:
             and req.subscribed_topic_names is not None
             and req.topic_partitions is not None
         )
-        send = full or member.assigned != assigned_before
-
-        def answer(error: int = 0) -> None:
-            if error:
-                respond(HeartbeatResult(store_group_error(error)))
-                return
-            respond(
-                HeartbeatResult(
-                    ErrorCode.NONE,
-                    member_id=member.member_id,
-                    member_epoch=member.member_epoch,
-                    heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
-                    assignment=copy_partitions(member.assigned) if send else None,
-                )
-            )
-
-        if bump or records or before != member.to_json():
-            self._store(group, records, answer)
-        else:
-            answer()
+        self._answer_heartbeat(
+            group,
+            member,
+            respond,
+            send=full or member.assigned != assigned_before,
+            store=bool(bump or records or before != member.to_json()),
+            records=records,
+        )
 
     def _advance(
         self, group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None, bump: bool
@@ -379,26 +301,10 @@ class ConsumerGroups:
         """The group epoch (``bump``: the member joined or changed its subscription), the target
         assignment when it is stale, and one reconciliation step of the member; whether the
         group epoch moved."""
-        subscribed = subscribed_metadata(group, self.topics())
-        # Kafka 4.4.0 advances a new group's epoch once for the member and once more for the
-        # subscribed topics' metadata (its first member subscribing to a topic gets epoch 2, one
-        # subscribing to nothing epoch 1); later, once per heartbeat that changed either (a
-        # member subscribing to a second topic: one more, not two; measured by diff --models)
-        changed = subscribed != group.subscribed
-        steps = int(bump) + int(changed) if group.group_epoch == 0 else int(bump or changed)
-        group.subscribed = subscribed
-        if steps:
-            group.group_epoch += steps
-            log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
-        now = self.host.scheduler.now_ms()
-        interval = self.host.config.consumer_assignment_interval_ms
-        if group.group_epoch > group.assignment_epoch and (
-            group.assignment_epoch == 0 or now - group.assigned_at_ms >= interval
-        ):
-            # Kafka 4.4.0 computes a group's target at most every consumer.assignment.interval.ms
-            # (1 s): meanwhile members reconcile to the previous one (the group is Assigning)
-            compute_target(group)
-            group.assigned_at_ms = now
+        steps = self._advance_group_epoch(group, bump, subscribed_metadata(group, self.topics()))
+        # Kafka 4.4.0 computes a group's target at most every consumer.assignment.interval.ms
+        # (1 s): meanwhile members reconcile to the previous one (the group is Assigning)
+        self._maybe_assign(group)
         step = reconcile(group, member, owned)
         if step == REVOKING:
             self._schedule_rebalance_timeout(group, member)
@@ -406,6 +312,9 @@ class ConsumerGroups:
             cancel(member.rebalance_timer)
             member.rebalance_timer = None
         return steps > 0
+
+    def _assign(self, group: ConsumerGroup) -> None:
+        compute_target(group)
 
     @staticmethod
     def _update(member: ConsumerMember, req: HeartbeatRequest) -> bool:
@@ -437,13 +346,6 @@ class ConsumerGroups:
 
     # -- timers ---------------------------------------------------------------------------------
 
-    def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        cancel(member.session_timer)
-        when = self.host.scheduler.now_ms() + self.session_timeout_ms(group.group_id)
-        member.session_timer = self.host.scheduler.call_at(
-            when, lambda: self._expired(group, member, "session timeout")
-        )
-
     def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         cancel(member.rebalance_timer)
         epoch = member.member_epoch
@@ -455,46 +357,27 @@ class ConsumerGroups:
 
         member.rebalance_timer = self.host.scheduler.call_at(when, expired)
 
-    def _expired(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
-        if not self.host.live(group) or group.members.get(member.member_id) is not member:
-            return
-        log.info("group %s: member %s removed (%s)", group.group_id, member.member_id, why)
-        self._fence(group, member)
-        self._store(group, [], lambda error: None)
-
-    @staticmethod
-    def _cancel_timers(member: ConsumerMember) -> None:
-        cancel(member.session_timer)
-        cancel(member.rebalance_timer)
-        member.session_timer = member.rebalance_timer = None
-
-    def _fence(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        """Remove the member; its partitions are free, the group epoch advances."""
-        self._cancel_timers(member)
-        group.remove(member.member_id)
-        group.group_epoch += 1
-
     # -- leaving --------------------------------------------------------------------------------
 
     def _leave(self, req: HeartbeatRequest, respond: Callable[[HeartbeatResult], None]) -> None:
         group = self.host.groups.get(req.group_id)
         if not isinstance(group, ConsumerGroup) or group.is_dead:
-            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
         if req.instance_id is None:
             member = group.members.get(req.member_id)
             if member is None:
-                raise _Refused(
+                raise Refused(
                     ErrorCode.UNKNOWN_MEMBER_ID,
                     f"Member {req.member_id} is not a member of group {req.group_id}.",
                 )
         else:
             member = group.static_member(req.instance_id)
             if member is None:
-                raise _Refused(
+                raise Refused(
                     ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown."
                 )
             if member.member_id != req.member_id:
-                raise _Refused(
+                raise Refused(
                     ErrorCode.FENCED_INSTANCE_ID,
                     f"Static member {req.member_id} with instance id {req.instance_id} was "
                     f"fenced by member {member.member_id}.",
@@ -506,42 +389,9 @@ class ConsumerGroups:
             member.rebalance_timer = None
         else:
             self._fence(group, member)
-
-        def answer(error: int) -> None:
-            if error:
-                respond(HeartbeatResult(store_group_error(error)))
-            else:
-                respond(
-                    HeartbeatResult(
-                        ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch
-                    )
-                )
-
-        self._store(group, [], answer)
-
-    # -- persistence ----------------------------------------------------------------------------
-
-    def _store(
-        self, group: ConsumerGroup, records: list[KeyValue], done: Callable[[int], None]
-    ) -> None:
-        value = consumer_group_value(group.to_json())
-        records = [*records, (consumer_group_key(group.group_id), value)]
-        self.host.store.append(group.partition, records, lambda error, _base: done(error))
+        self._answer_leave(group, req.member_id, req.member_epoch, respond)
 
     # -- ConsumerGroupDescribe ----------------------------------------------------------------
-
-    def describe_consumer_group(
-        self, group_id: str
-    ) -> tuple[int, str | None, ConsumerGroup | None]:
-        error = self.host.check(group_id, "describe")
-        if error:
-            return error, None, None
-        group = self.host.groups.get(group_id)
-        if group is None or group.is_dead:
-            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
-        if not isinstance(group, ConsumerGroup):
-            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
-        return ErrorCode.NONE, None, group
 
     def preferred_assignor(self, group: ConsumerGroup) -> str:
         return preferred_assignor(group)
@@ -557,26 +407,6 @@ class ConsumerGroups:
         return ErrorCode.NONE
 
     # -- what the coordinator asks of every group type ----------------------------------------
-
-    def describe(self, group: BaseGroup) -> GroupSummary:
-        """DescribeGroups (the classic API) on a consumer group: Kafka answers it as a group it
-        does not hold as a classic group: Dead, no error."""
-        return GroupSummary("Dead", "", "", [])
-
-    def listed(self, group: BaseGroup) -> ListedGroup:
-        assert isinstance(group, ConsumerGroup)
-        return ListedGroup(group.group_id, "consumer", group.state, self.name)
-
-    def delete_error(self, group: BaseGroup) -> int:
-        assert isinstance(group, ConsumerGroup)
-        return ErrorCode.NONE if group.is_empty else ErrorCode.NON_EMPTY_GROUP
-
-    def deleted(self, group: BaseGroup) -> list[KeyValue]:
-        assert isinstance(group, ConsumerGroup)
-        group.dead = True
-        for m in group.members.values():
-            self._cancel_timers(m)
-        return [(consumer_group_key(group.group_id), None)]
 
     def validate_commit(
         self,
@@ -626,38 +456,5 @@ class ConsumerGroups:
         assert isinstance(group, ConsumerGroup)
         return self.validate_member_epoch(group, member_id, member_epoch)
 
-    def committed_by(self, group: BaseGroup, member_id: str) -> None:
-        return None
-
     def accepts_offset_delete(self, group: BaseGroup) -> int:
         return ErrorCode.NONE
-
-    def subscribed_topics(self, group: BaseGroup) -> set[str] | None:
-        assert isinstance(group, ConsumerGroup)
-        return set(group.subscribed)
-
-    def owns_record(self, key: object) -> bool:
-        return isinstance(key, ConsumerGroupKey)
-
-    def replay(self, partition: int, key: object, value: bytes | None) -> None:
-        assert isinstance(key, ConsumerGroupKey)
-        state = None if value is None else decode_consumer_group_value(value)
-        self._replaying.setdefault(partition, {})[key.group] = state
-
-    def finish_replay(self, partition: int) -> None:
-        """Groups come back with their members, epochs and assignments, each member with a new
-        session deadline."""
-        for group_id, state in self._replaying.pop(partition, {}).items():
-            if state is None:
-                continue
-            group = self._new(group_id)
-            group.partition = partition
-            group.restore(state)
-            for member in group.members.values():
-                self._schedule_session(group, member)
-
-    def unload(self, group: BaseGroup) -> None:
-        assert isinstance(group, ConsumerGroup)
-        group.dead = True
-        for m in group.members.values():
-            self._cancel_timers(m)

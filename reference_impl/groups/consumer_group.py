@@ -16,53 +16,44 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from reference_impl.groups.group_types import BaseGroup
-
-#: topic id -> partitions
-Partitions = dict[uuid.UUID, set[int]]
+from reference_impl.groups.group_types import cancel
+from reference_impl.groups.modern import (
+    ModernGroup,
+    ModernMember,
+    Partitions,
+    copy_partitions,
+    partitions_from_json,
+    partitions_json,
+)
 
 STABLE = "stable"
 UNREVOKED = "unrevoked_partitions"
 UNRELEASED = "unreleased_partitions"
 
-#: the member epochs of a leaving member (-1) and of a static member leaving for now (-2)
-LEAVE_EPOCH = -1
+#: the member epoch of a static member leaving for now (-2; -1 is ``modern.LEAVE_EPOCH``)
 STATIC_LEAVE_EPOCH = -2
 
 
-def copy_partitions(p: Partitions) -> Partitions:
-    return {t: set(ps) for t, ps in p.items() if ps}
-
-
-def partitions_json(p: Partitions) -> dict[str, list[int]]:
-    return {str(t): sorted(ps) for t, ps in p.items() if ps}
-
-
-def partitions_from_json(d: dict[str, list[int]]) -> Partitions:
-    return {uuid.UUID(t): set(ps) for t, ps in d.items()}
-
-
 @dataclass(eq=False)
-class ConsumerMember:
-    member_id: str
+class ConsumerMember(ModernMember):
     instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
     rebalance_timeout_ms: int = -1
-    subscribed_topic_names: list[str] = field(default_factory=list)
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
-    member_epoch: int = 0
-    previous_member_epoch: int = -1
     state: str = STABLE
-    assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
     #: topic id -> partition -> the member epoch it was given to the member at (KIP-1251)
     epochs: dict[uuid.UUID, dict[int, int]] = field(default_factory=dict)
-    session_timer: object | None = None
     rebalance_timer: object | None = None
+
+    STRUCTURED: ClassVar[tuple[str, ...]] = ("assigned", "pending_revocation", "epochs")
+
+    def cancel_timers(self) -> None:
+        super().cancel_timers()
+        cancel(self.rebalance_timer)
+        self.rebalance_timer = None
 
     def note_epochs(self) -> None:
         """Partitions it newly owns get the member's epoch; those it gave back are forgotten."""
@@ -81,62 +72,35 @@ class ConsumerMember:
 
     def to_json(self) -> dict:
         return {
-            "member_id": self.member_id,
+            **super().to_json(),
             "instance_id": self.instance_id,
-            "rack_id": self.rack_id,
-            "client_id": self.client_id,
-            "client_host": self.client_host,
             "rebalance_timeout_ms": self.rebalance_timeout_ms,
-            "subscribed_topic_names": list(self.subscribed_topic_names),
             "subscribed_topic_regex": self.subscribed_topic_regex,
             "server_assignor": self.server_assignor,
-            "member_epoch": self.member_epoch,
-            "previous_member_epoch": self.previous_member_epoch,
             "state": self.state,
-            "assigned": partitions_json(self.assigned),
             "pending_revocation": partitions_json(self.pending_revocation),
             "epochs": {str(t): {str(p): e for p, e in ps.items()} for t, ps in self.epochs.items()},
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> ConsumerMember:
-        structured = ("assigned", "pending_revocation", "epochs")
-        plain = {k: v for k, v in d.items() if k not in structured}
-        return cls(
-            **plain,
-            assigned=partitions_from_json(d.get("assigned", {})),
-            pending_revocation=partitions_from_json(d.get("pending_revocation", {})),
-            epochs={
+    def structured_from_json(cls, d: dict) -> dict:
+        return {
+            **super().structured_from_json(d),
+            "pending_revocation": partitions_from_json(d.get("pending_revocation", {})),
+            "epochs": {
                 uuid.UUID(t): {int(p): int(e) for p, e in ps.items()}
                 for t, ps in d.get("epochs", {}).items()
             },
-        )
+        }
 
 
 @dataclass(eq=False)
-class ConsumerGroup(BaseGroup):
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    members: dict[str, ConsumerMember] = field(default_factory=dict)
+class ConsumerGroup(ModernGroup[ConsumerMember]):
     #: instance id -> member id
     static_members: dict[str, str] = field(default_factory=dict)
-    #: member id -> its partitions in the target assignment
-    target: dict[str, Partitions] = field(default_factory=dict)
-    #: topic name -> (topic id, partition count) of every subscribed topic, as last seen
-    subscribed: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
-    dead: bool = False
-    #: when the target was last computed (scheduler ms; not stored: a reload computes at once)
-    assigned_at_ms: int = -(2**62)
 
     group_type = "consumer"
-
-    @property
-    def is_dead(self) -> bool:
-        return self.dead
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.members
+    member_type = ConsumerMember
 
     @property
     def state(self) -> str:
@@ -154,13 +118,12 @@ class ConsumerGroup(BaseGroup):
         return "Stable"
 
     def add(self, member: ConsumerMember) -> None:
-        self.members[member.member_id] = member
+        super().add(member)
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
 
     def remove(self, member_id: str) -> ConsumerMember | None:
-        member = self.members.pop(member_id, None)
-        self.target.pop(member_id, None)
+        member = super().remove(member_id)
         if member is not None and member.instance_id is not None:
             if self.static_members.get(member.instance_id) == member_id:
                 del self.static_members[member.instance_id]
@@ -183,22 +146,3 @@ class ConsumerGroup(BaseGroup):
             ):
                 return m.member_id
         return None
-
-    def to_json(self) -> dict:
-        return {
-            "group_epoch": self.group_epoch,
-            "assignment_epoch": self.assignment_epoch,
-            "members": [m.to_json() for m in self.members.values()],
-            "target": {m: partitions_json(p) for m, p in self.target.items()},
-            "subscribed": {n: [str(t), c] for n, (t, c) in self.subscribed.items()},
-        }
-
-    def restore(self, d: dict) -> None:
-        self.group_epoch = int(d.get("group_epoch", 0))
-        self.assignment_epoch = int(d.get("assignment_epoch", 0))
-        for m in d.get("members", []):
-            self.add(ConsumerMember.from_json(m))
-        self.target = {m: partitions_from_json(p) for m, p in d.get("target", {}).items()}
-        self.subscribed = {
-            n: (uuid.UUID(t), int(c)) for n, (t, c) in d.get("subscribed", {}).items()
-        }

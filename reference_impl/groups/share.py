@@ -1,11 +1,11 @@
 """The share group type: KIP-932's membership (ShareGroupHeartbeat), as Kafka 4.4.0 serves it.
 
-Like a KIP-848 consumer group (``consumer.py``) without revocation: a heartbeat creates or
-updates the member, advances the group epoch when a member joins, leaves or changes its
-subscribed topic names (a name that names no topic counts too), recomputes the target
-assignment when the group epoch is past the assignment epoch (at most every
-``share.assignment.interval.ms``, 1 s), and moves the member straight to the assignment epoch
-with its target: in a share group several members may hold the same partition, nothing is
+Like a KIP-848 consumer group (``consumer.py``; what both share is ``modern.py``) without
+revocation: a heartbeat creates or updates the member, advances the group epoch when a member
+joins, leaves or changes its subscribed topic names (a name that names no topic counts too),
+recomputes the target assignment when the group epoch is past the assignment epoch (at most
+every ``share.assignment.interval.ms``, 1 s), and moves the member straight to the assignment
+epoch with its target: in a share group several members may hold the same partition, nothing is
 given back first.
 
 Measured on Kafka 4.4.0 (``/work/scratch/k/probe*.py``, issue 39):
@@ -38,7 +38,6 @@ answered, and comes back with the partition's log.
 
 from __future__ import annotations
 
-import logging
 import math
 import uuid
 from collections.abc import Callable
@@ -46,101 +45,38 @@ from dataclasses import dataclass, field
 
 from conformance.protocol import ErrorCode
 from conformance.protocol.spec import ZERO_UUID
-from reference_impl.groups.consumer import GroupConfigsView, TopicsView
-from reference_impl.groups.consumer_group import (
+from reference_impl.groups.group_types import BaseGroup, TopicPartition
+from reference_impl.groups.modern import (
     LEAVE_EPOCH,
+    HeartbeatResult,
+    ModernGroup,
+    ModernGroups,
+    ModernMember,
     Partitions,
+    Refused,
     copy_partitions,
-    partitions_from_json,
-    partitions_json,
 )
-from reference_impl.groups.errors import store_group_error
-from reference_impl.groups.group_types import (
-    BaseGroup,
-    GroupSummary,
-    Host,
-    ListedGroup,
-    TopicPartition,
-    cancel,
-)
-from reference_impl.groups.records import (
-    ShareGroupKey,
-    decode_consumer_group_value,
-    share_group_key,
-    share_group_value,
-)
-from reference_impl.groups.store import KeyValue
+from reference_impl.groups.records import ShareGroupKey, share_group_key, share_group_value
 
-log = logging.getLogger(__name__)
-
-SESSION_TIMEOUT_CONFIG = "share.session.timeout.ms"
-HEARTBEAT_INTERVAL_CONFIG = "share.heartbeat.interval.ms"
 ASSIGNOR = "simple"
 EMPTY, STABLE, DEAD = "Empty", "Stable", "Dead"
 TopicPartitionId = tuple[uuid.UUID, int]
+#: a share member's heartbeat is answered as a consumer member's
+ShareHeartbeatResult = HeartbeatResult
 
 
 @dataclass(eq=False)
-class ShareMember:
-    member_id: str
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: list[str] = field(default_factory=list)
-    member_epoch: int = 0
-    previous_member_epoch: int = -1
-    assigned: Partitions = field(default_factory=dict)
-    session_timer: object | None = None
-
-    def to_json(self) -> dict:
-        return {
-            "member_id": self.member_id,
-            "rack_id": self.rack_id,
-            "client_id": self.client_id,
-            "client_host": self.client_host,
-            "subscribed_topic_names": list(self.subscribed_topic_names),
-            "member_epoch": self.member_epoch,
-            "previous_member_epoch": self.previous_member_epoch,
-            "assigned": partitions_json(self.assigned),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict) -> ShareMember:
-        return cls(
-            d["member_id"],
-            d.get("rack_id"),
-            d.get("client_id", ""),
-            d.get("client_host", ""),
-            list(d.get("subscribed_topic_names", [])),
-            d.get("member_epoch", 0),
-            d.get("previous_member_epoch", -1),
-            partitions_from_json(d.get("assigned", {})),
-        )
+class ShareMember(ModernMember):
+    pass
 
 
 @dataclass(eq=False)
-class ShareGroup(BaseGroup):
-    members: dict[str, ShareMember] = field(default_factory=dict)
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assigned_at_ms: int = -(2**62)
-    #: topic name -> (topic id, partition count) of every subscribed name ((nil, 0): no topic)
-    subscribed: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
-    #: member id -> its target partitions
-    target: dict[str, Partitions] = field(default_factory=dict)
+class ShareGroup(ModernGroup[ShareMember]):
     #: share partitions whose state is initialized (only those are assigned, as Kafka's)
     initialized: set[tuple[uuid.UUID, int]] = field(default_factory=set)
-    dead: bool = False
 
     group_type = "share"
-
-    @property
-    def is_dead(self) -> bool:
-        return self.dead
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.members
+    member_type = ShareMember
 
     @property
     def state(self) -> str:
@@ -150,22 +86,12 @@ class ShareGroup(BaseGroup):
 
     def to_json(self) -> dict:
         return {
-            "group_epoch": self.group_epoch,
-            "assignment_epoch": self.assignment_epoch,
-            "members": [m.to_json() for m in self.members.values()],
-            "subscribed": {n: [str(t), c] for n, (t, c) in self.subscribed.items()},
-            "target": {m: partitions_json(p) for m, p in self.target.items()},
+            **super().to_json(),
             "initialized": sorted([str(t), p] for t, p in self.initialized),
         }
 
     def restore(self, state: dict) -> None:
-        self.group_epoch = state.get("group_epoch", 0)
-        self.assignment_epoch = state.get("assignment_epoch", 0)
-        self.members = {m["member_id"]: ShareMember.from_json(m) for m in state.get("members", [])}
-        self.subscribed = {
-            n: (uuid.UUID(t), c) for n, (t, c) in state.get("subscribed", {}).items()
-        }
-        self.target = {m: partitions_from_json(p) for m, p in state.get("target", {}).items()}
+        super().restore(state)
         self.initialized = {(uuid.UUID(t), p) for t, p in state.get("initialized", [])}
 
 
@@ -220,91 +146,38 @@ class ShareHeartbeatRequest:
     client_host: str = ""
 
 
-@dataclass
-class ShareHeartbeatResult:
-    error: int
-    message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    #: the member's assigned partitions; None when not sent
-    assignment: Partitions | None = None
-
-
-@dataclass
-class _Refused(Exception):
-    error: int
-    message: str | None = None
-
-
-class ShareGroups:
+class ShareGroups(ModernGroups[ShareGroup]):
     """The share group type: ShareGroupHeartbeat, ShareGroupDescribe, and what the coordinator
     asks of every type."""
 
     name = "share"
+    group_class = ShareGroup
+    record_key_type = ShareGroupKey
+    describe_check = "share describe"
 
-    def __init__(
-        self,
-        host: Host,
-        topics: TopicsView | None = None,
-        group_configs: GroupConfigsView | None = None,
-    ) -> None:
-        self.host = host
-        self.topics = topics or (lambda: {})
-        self.group_configs = group_configs or (lambda group_id: {})
-        self._replaying: dict[int, dict[str, dict | None]] = {}
+    def record_key(self, group_id: str) -> bytes:
+        return share_group_key(group_id)
 
-    # -- configs --------------------------------------------------------------------------------
-
-    def _config(self, group_id: str, name: str, default: int) -> int:
-        value = self.group_configs(group_id).get(name)
-        return int(value) if value else default
-
-    def session_timeout_ms(self, group_id: str) -> int:
-        return self._config(
-            group_id, SESSION_TIMEOUT_CONFIG, self.host.config.share_session_timeout_ms
-        )
-
-    def heartbeat_interval_ms(self, group_id: str) -> int:
-        return self._config(
-            group_id, HEARTBEAT_INTERVAL_CONFIG, self.host.config.share_heartbeat_interval_ms
-        )
+    def record_value(self, state: dict) -> bytes:
+        return share_group_value(state)
 
     # -- ShareGroupHeartbeat --------------------------------------------------------------------
-
-    def heartbeat(
-        self, req: ShareHeartbeatRequest, respond: Callable[[ShareHeartbeatResult], None]
-    ) -> None:
-        if not self.host.active:
-            respond(ShareHeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            return
-        try:
-            self._validate(req)
-            error = self.host.check(req.group_id, "share heartbeat")
-            if error:
-                raise _Refused(error)
-            if req.member_epoch == LEAVE_EPOCH:
-                self._leave(req, respond)
-            else:
-                self._heartbeat(req, respond)
-        except _Refused as r:
-            respond(ShareHeartbeatResult(r.error, r.message))
 
     @staticmethod
     def _validate(req: ShareHeartbeatRequest) -> None:
         if req.member_id == "":
-            raise _Refused(ErrorCode.INVALID_REQUEST)  # Kafka 4.4.0 gives no message
+            raise Refused(ErrorCode.INVALID_REQUEST)  # Kafka 4.4.0 gives no message
         if req.group_id == "":
-            raise _Refused(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+            raise Refused(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if req.rack_id == "":
-            raise _Refused(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
+            raise Refused(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
         if req.member_epoch == 0:
             if not req.subscribed_topic_names:
-                raise _Refused(
+                raise Refused(
                     ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request."
                 )
         elif req.member_epoch < LEAVE_EPOCH:
-            raise _Refused(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+            raise Refused(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
 
     def _group(self, group_id: str, create: bool) -> ShareGroup:
         group = self.host.groups.get(group_id)
@@ -312,30 +185,21 @@ class ShareGroups:
             return group
         if group is None or group.is_dead:
             if not create:
-                raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+                raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
             return self._new(group_id)
-        raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
-
-    def _new(self, group_id: str) -> ShareGroup:
-        group = ShareGroup(
-            group_id,
-            self.host.partition_for(group_id),
-            state_timestamp=self.host.scheduler.wall_ms(),
-        )
-        self.host.groups[group_id] = group
-        return group
+        raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
 
     @staticmethod
     def _check_epoch(member: ShareMember, epoch: int) -> None:
         if epoch > member.member_epoch:
-            raise _Refused(
+            raise Refused(
                 ErrorCode.FENCED_MEMBER_EPOCH,
                 f"The share group member has a greater member epoch ({epoch}) than the one "
                 f"known by the group coordinator ({member.member_epoch}). The member must "
                 "abandon all its partitions and rejoin.",
             )
         if epoch < member.member_epoch and epoch != member.previous_member_epoch:
-            raise _Refused(
+            raise Refused(
                 ErrorCode.FENCED_MEMBER_EPOCH,
                 f"The share group member has a smaller member epoch ({epoch}) than the one "
                 f"known by the group coordinator ({member.member_epoch}), and it does not match "
@@ -348,15 +212,10 @@ class ShareGroups:
     ) -> None:
         group = self._group(req.group_id, create=req.member_epoch == 0)
         member = group.members.get(req.member_id)
-        max_size = self.host.config.share_max_size
-        if member is None and len(group.members) >= max_size:
-            raise _Refused(
-                ErrorCode.GROUP_MAX_SIZE_REACHED,
-                f"The share group has reached its maximum capacity of {max_size} members.",
-            )
+        self._max_size_check(group, joining=member is None)
         if member is None:
             if req.member_epoch != 0:
-                raise _Refused(
+                raise Refused(
                     ErrorCode.UNKNOWN_MEMBER_ID,
                     f"Member {req.member_id} is not a member of group {group.group_id}.",
                 )
@@ -373,7 +232,7 @@ class ShareGroups:
             changed = list(req.subscribed_topic_names) != member.subscribed_topic_names
             member.subscribed_topic_names = list(req.subscribed_topic_names)
         member.client_id, member.client_host = req.client_id, req.client_host
-        group.members[member.member_id] = member
+        group.add(member)
         self._advance(group, member, new_member or changed)
         self._schedule_session(group, member)
         # Kafka 4.4.0 sends the assignment to a joining member, when it changed, and when the
@@ -385,25 +244,13 @@ class ShareGroups:
             or member.assigned != assigned_before
         )
         self._maybe_initialize(group)
-
-        def answer(error: int = 0) -> None:
-            if error:
-                respond(ShareHeartbeatResult(store_group_error(error)))
-                return
-            respond(
-                ShareHeartbeatResult(
-                    ErrorCode.NONE,
-                    member_id=member.member_id,
-                    member_epoch=member.member_epoch,
-                    heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
-                    assignment=copy_partitions(member.assigned) if send else None,
-                )
-            )
-
-        if new_member or before != member.to_json() or changed:
-            self._store(group, answer)
-        else:
-            answer()
+        self._answer_heartbeat(
+            group,
+            member,
+            respond,
+            send=send,
+            store=new_member or changed or before != member.to_json(),
+        )
 
     def _subscribed(self, group: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
         topics = self.topics()
@@ -411,29 +258,19 @@ class ShareGroups:
         return {n: topics.get(n, (ZERO_UUID, 0)) for n in sorted(names)}
 
     def _advance(self, group: ShareGroup, member: ShareMember, bump: bool) -> None:
-        subscribed = self._subscribed(group)
-        changed = subscribed != group.subscribed
-        steps = int(bump) + int(changed) if group.group_epoch == 0 else int(bump or changed)
-        group.subscribed = subscribed
-        group.group_epoch += steps
+        self._advance_group_epoch(group, bump, self._subscribed(group))
         self._maybe_assign(group)
         self._reconcile(group, member)
 
-    def _maybe_assign(self, group: ShareGroup) -> None:
-        now = self.host.scheduler.now_ms()
-        interval = self.host.config.share_assignment_interval_ms
-        if group.group_epoch > group.assignment_epoch and (
-            group.assignment_epoch == 0 or now - group.assigned_at_ms >= interval
-        ):
-            partitions = sorted(
-                (tid, p)
-                for tid, count in group.subscribed.values()
-                for p in range(count)
-                if (tid, p) in group.initialized
-            )
-            group.target = simple_assign(list(group.members), partitions, group.target)
-            group.assignment_epoch = group.group_epoch
-            group.assigned_at_ms = now
+    def _assign(self, group: ShareGroup) -> None:
+        partitions = sorted(
+            (tid, p)
+            for tid, count in group.subscribed.values()
+            for p in range(count)
+            if (tid, p) in group.initialized
+        )
+        group.target = simple_assign(list(group.members), partitions, group.target)
+        group.assignment_epoch = group.group_epoch
 
     @staticmethod
     def _reconcile(group: ShareGroup, member: ShareMember) -> None:
@@ -471,29 +308,9 @@ class ShareGroups:
 
     # -- timers ---------------------------------------------------------------------------------
 
-    def _schedule_session(self, group: ShareGroup, member: ShareMember) -> None:
-        cancel(member.session_timer)
-        when = self.host.scheduler.now_ms() + self.session_timeout_ms(group.group_id)
-        member.session_timer = self.host.scheduler.call_at(
-            when, lambda: self._expired(group, member)
-        )
-
-    def _expired(self, group: ShareGroup, member: ShareMember) -> None:
-        if not self.host.live(group) or group.members.get(member.member_id) is not member:
-            return
-        log.info(
-            "share group %s: member %s removed (session timeout)", group.group_id, member.member_id
-        )
-        self._fence(group, member)
-        self._store(group, lambda error: None)
-
-    def _fence(self, group: ShareGroup, member: ShareMember) -> None:
-        cancel(member.session_timer)
-        member.session_timer = None
-        del group.members[member.member_id]
-        group.target.pop(member.member_id, None)
+    def _fence(self, group: ShareGroup, member: ModernMember) -> None:
+        super()._fence(group, member)
         group.subscribed = self._subscribed(group)
-        group.group_epoch += 1
 
     # -- leaving --------------------------------------------------------------------------------
 
@@ -503,63 +320,14 @@ class ShareGroups:
         group = self._group(req.group_id, create=False)
         member = group.members.get(req.member_id)
         if member is None:
-            raise _Refused(
+            raise Refused(
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {req.member_id} is not a member of group {req.group_id}.",
             )
         self._fence(group, member)
-
-        def answer(error: int) -> None:
-            if error:
-                respond(ShareHeartbeatResult(store_group_error(error)))
-            else:
-                respond(
-                    ShareHeartbeatResult(
-                        ErrorCode.NONE, member_id=req.member_id, member_epoch=LEAVE_EPOCH
-                    )
-                )
-
-        self._store(group, answer)
-
-    # -- persistence ----------------------------------------------------------------------------
-
-    def _store(self, group: ShareGroup, done: Callable[[int], None]) -> None:
-        records: list[KeyValue] = [
-            (share_group_key(group.group_id), share_group_value(group.to_json()))
-        ]
-        self.host.store.append(group.partition, records, lambda error, _base: done(error))
-
-    # -- ShareGroupDescribe ---------------------------------------------------------------------
-
-    def describe_share_group(self, group_id: str) -> tuple[int, str | None, ShareGroup | None]:
-        error = self.host.check(group_id, "share describe")
-        if error:
-            return error, None, None
-        group = self.host.groups.get(group_id)
-        if group is None or group.is_dead:
-            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
-        if not isinstance(group, ShareGroup):
-            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.", None
-        return ErrorCode.NONE, None, group
+        self._answer_leave(group, req.member_id, LEAVE_EPOCH, respond)
 
     # -- what the coordinator asks of every group type ----------------------------------------
-
-    def describe(self, group: BaseGroup) -> GroupSummary:
-        """DescribeGroups on a share group: Dead, no error (Kafka 4.4.0)."""
-        return GroupSummary(DEAD, "", "", [])
-
-    def listed(self, group: BaseGroup) -> ListedGroup:
-        assert isinstance(group, ShareGroup)
-        return ListedGroup(group.group_id, "share", group.state, self.name)
-
-    def delete_error(self, group: BaseGroup) -> int:
-        assert isinstance(group, ShareGroup)
-        return ErrorCode.NONE if group.is_empty else ErrorCode.NON_EMPTY_GROUP
-
-    def deleted(self, group: BaseGroup) -> list[KeyValue]:
-        assert isinstance(group, ShareGroup)
-        self.unload(group)
-        return [(share_group_key(group.group_id), None)]
 
     def validate_commit(
         self,
@@ -582,37 +350,5 @@ class ShareGroups:
     def validate_fetch(self, group: BaseGroup, member_id: str | None, member_epoch: int) -> int:
         return ErrorCode.GROUP_ID_NOT_FOUND
 
-    def committed_by(self, group: BaseGroup, member_id: str) -> None:
-        return None
-
     def accepts_offset_delete(self, group: BaseGroup) -> int:
         return ErrorCode.GROUP_ID_NOT_FOUND
-
-    def subscribed_topics(self, group: BaseGroup) -> set[str] | None:
-        assert isinstance(group, ShareGroup)
-        return set(group.subscribed)
-
-    def owns_record(self, key: object) -> bool:
-        return isinstance(key, ShareGroupKey)
-
-    def replay(self, partition: int, key: object, value: bytes | None) -> None:
-        assert isinstance(key, ShareGroupKey)
-        state = None if value is None else decode_consumer_group_value(value)
-        self._replaying.setdefault(partition, {})[key.group] = state
-
-    def finish_replay(self, partition: int) -> None:
-        for group_id, state in self._replaying.pop(partition, {}).items():
-            if state is None:
-                continue
-            group = self._new(group_id)
-            group.partition = partition
-            group.restore(state)
-            for member in group.members.values():
-                self._schedule_session(group, member)
-
-    def unload(self, group: BaseGroup) -> None:
-        assert isinstance(group, ShareGroup)
-        group.dead = True
-        for m in group.members.values():
-            cancel(m.session_timer)
-            m.session_timer = None

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.groups.consumer import HeartbeatRequest
+from reference_impl.groups.modern import HeartbeatResult
 from reference_impl.handlers.group_common import client_host, client_id, group_allowed, groups
+from reference_impl.handlers.modern_groups import heartbeat_answer
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 
@@ -23,7 +25,7 @@ def api(node: BrokerView) -> Api:
 
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not group_allowed(node, ctx, "READ", body["GroupId"]):
-            return _answer(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+            return heartbeat_answer(HeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         owned = body["TopicPartitions"]
         req = HeartbeatRequest(
             group_id=body["GroupId"],
@@ -43,40 +45,6 @@ def api(node: BrokerView) -> Api:
             version=ctx.version,
         )
         r = await service.consumer_heartbeat(req)
-        return _answer(
-            r.error,
-            r.message,
-            member_id=r.member_id,
-            member_epoch=r.member_epoch,
-            interval=r.heartbeat_interval_ms,
-            assignment=None
-            if r.assignment is None
-            else {
-                "TopicPartitions": [
-                    {"TopicId": t, "Partitions": sorted(ps)}
-                    for t, ps in sorted(r.assignment.items())
-                ]
-            },
-        )
+        return heartbeat_answer(r)
 
     return Api(ApiKey.CONSUMER_GROUP_HEARTBEAT, handle, max_version=MAX_VERSION)
-
-
-def _answer(
-    error: int,
-    message: str | None,
-    *,
-    member_id: str | None = None,
-    member_epoch: int = 0,
-    interval: int = 0,
-    assignment: dict | None = None,
-) -> dict:
-    return {
-        "ThrottleTimeMs": 0,
-        "ErrorCode": int(error),
-        "ErrorMessage": message,
-        "MemberId": member_id,
-        "MemberEpoch": member_epoch,
-        "HeartbeatIntervalMs": interval,
-        "Assignment": assignment,
-    }

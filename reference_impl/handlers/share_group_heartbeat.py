@@ -8,9 +8,10 @@ id. Version 1 only, as Kafka 4.4.0 advertises (v0 was the early-access protocol 
 from __future__ import annotations
 
 from conformance.protocol import ApiKey, ErrorCode
+from reference_impl.groups.modern import HeartbeatResult
 from reference_impl.groups.share import ShareHeartbeatRequest
-from reference_impl.handlers.consumer_group_heartbeat import _answer  # the same answer
 from reference_impl.handlers.group_common import client_host, client_id, group_allowed, groups
+from reference_impl.handlers.modern_groups import heartbeat_answer
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 
@@ -23,7 +24,7 @@ def api(node: BrokerView) -> Api:
 
     async def handle(ctx: RequestContext, body: dict) -> dict:
         if not group_allowed(node, ctx, "READ", body["GroupId"]):
-            return _answer(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+            return heartbeat_answer(HeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         r = await service.share_heartbeat(
             ShareHeartbeatRequest(
                 group_id=body["GroupId"],
@@ -35,21 +36,7 @@ def api(node: BrokerView) -> Api:
                 client_host=client_host(ctx),
             )
         )
-        return _answer(
-            r.error,
-            r.message,
-            member_id=r.member_id,
-            member_epoch=r.member_epoch,
-            interval=r.heartbeat_interval_ms,
-            assignment=None
-            if r.assignment is None
-            else {
-                "TopicPartitions": [
-                    {"TopicId": t, "Partitions": sorted(ps)}
-                    for t, ps in sorted(r.assignment.items())
-                ]
-            },
-        )
+        return heartbeat_answer(r)
 
     return Api(
         ApiKey.SHARE_GROUP_HEARTBEAT,

@@ -155,8 +155,8 @@ def test_other_types_refused_and_replay() -> None:
     g = again.c.groups["g"]
     assert g.group_type == "share" and g.members["a"].assigned == {T1: {0, 1, 2}}
     assert g.group_epoch == w.group().group_epoch
-    assert again.c.share.describe_share_group("g")[0] == 0
-    assert again.c.share.describe_share_group("h")[0] == E.GROUP_ID_NOT_FOUND
+    assert again.c.share.describe_group("g")[0] == 0
+    assert again.c.share.describe_group("h")[0] == E.GROUP_ID_NOT_FOUND
 
 
 #: what Kafka 4.4.0 accepts (True) or refuses with INVALID_CONFIG in IncrementalAlterConfigs on
