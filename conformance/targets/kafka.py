@@ -19,10 +19,11 @@ soon it notices a failure (``failure_detection_s``: the broker or ZooKeeper sess
 process is stopped by its pid when the run ends, and dies with the process that started it
 (``PR_SET_PDEATHSIG``) if that one is killed. A broker can be restarted (KIP-78.R6, OFFSETS.R7).
 
-``security=sasl`` (KRaft, 3.5 and later: SCRAM credentials at format time, KIP-900) makes the
-brokers' listener SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 enabled and
-StandardAuthorizer on every node (issue 40). Two users get passwords drawn at each start:
-``admin``, a super user, and ``alice``, with no ACL (the target's ``unprivileged`` principal,
+``security=sasl`` (KRaft 3.5 and later: SCRAM credentials at format time, KIP-900; or ZooKeeper
+mode: SCRAM credentials written into ZooKeeper before the brokers start) makes the brokers'
+listener SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 enabled and StandardAuthorizer
+(ZooKeeper mode: AclAuthorizer) on every node (issue 40). Two users get passwords drawn at each
+start: ``admin``, a super user, and ``alice``, with no ACL (the target's ``unprivileged`` principal,
 for the authorization requirements; she can log in on the controllers' listener too, which is
 the target's ``controller_client``, where KIP-590.R2 sends her Envelope). The suite
 authenticates as ``admin`` (PLAIN; ``SECURITY_USERS`` names the users), so every feature's
@@ -210,11 +211,13 @@ class KafkaTarget(Target):
         security = params.get("security", ["none"])[-1]
         if security not in SECURITIES:
             raise TargetError(f"kafka target: security must be none or sasl, not {security!r}")
-        if security == "sasl" and (
-            store != "kraft" or tuple(int(x) for x in version.split(".")[:2]) < (3, 5)
+        if (
+            security == "sasl"
+            and store == "kraft"
+            and tuple(int(x) for x in version.split(".")[:2]) < (3, 5)
         ):
             raise TargetError(
-                "kafka target: security=sasl needs KRaft and Apache Kafka 3.5 or later "
+                "kafka target: security=sasl in KRaft needs Apache Kafka 3.5 or later "
                 "(SCRAM credentials at format time)"
             )
         name = "apache-kafka" if store == "kraft" else "apache-kafka-zookeeper"
@@ -236,12 +239,17 @@ class KafkaTarget(Target):
         listen = f"{self.host}:{node.port}"
         out: dict[str, str] = {"log.dirs": data}
         if self.store == "zookeeper":
+            listeners = {
+                "listeners": f"PLAINTEXT://{listen}",
+                "advertised.listeners": f"PLAINTEXT://{listen}",
+            }
+            if self.security == "sasl":
+                listeners = self._zookeeper_security_settings(listen)
             return {
                 **out,
                 "broker.id": str(node.node_id),
                 "zookeeper.connect": str(zookeeper),
-                "listeners": f"PLAINTEXT://{listen}",
-                "advertised.listeners": f"PLAINTEXT://{listen}",
+                **listeners,
                 **self._replication(),
                 **SUITE_SETTINGS,
                 **GROUP_CONFIG_BOUNDS,
@@ -318,6 +326,87 @@ class KafkaTarget(Target):
             },
         }
 
+    def _zookeeper_security_settings(self, listen: str) -> dict[str, str]:
+        """``security=sasl`` in ZooKeeper mode: the brokers' one listener SASL_PLAINTEXT with
+        PLAIN (the users in its JAAS line) and both SCRAMs (users in ZooKeeper, written before
+        the brokers start), brokers between themselves as the super user with PLAIN, and the
+        ZooKeeper-backed AclAuthorizer."""
+        admin = SECURITY_USERS[0]
+        users = " ".join(f'user_{u}="{p}"' for u, p in self.passwords.items())
+        prefix = f"listener.name.{SASL_LISTENER.lower()}"
+        return {
+            "listeners": f"{SASL_LISTENER}://{listen}",
+            "advertised.listeners": f"{SASL_LISTENER}://{listen}",
+            "security.inter.broker.protocol": SASL_LISTENER,
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": f"User:{admin}",
+            "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS_ENABLED),
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            f"{prefix}.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{admin}" password="{self.passwords[admin]}" {users};'
+            ),
+            **{
+                f"{prefix}.{m.lower()}.sasl.jaas.config": (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                )
+                for m in SASL_MECHANISMS_ENABLED[1:]
+            },
+        }
+
+    def _zookeeper_scram_users(self, zookeeper: str) -> None:
+        """``security=sasl`` in ZooKeeper mode: each user's SCRAM credentials written into
+        ZooKeeper (``kafka-configs --zookeeper``, all users at once) before any broker starts;
+        the chroot is made first, as the tool does not make it."""
+        from kazoo.client import KazooClient
+
+        hosts, _, chroot = zookeeper.partition("/")
+        zk = KazooClient(hosts=hosts)
+        zk.start(timeout=10)
+        try:
+            zk.ensure_path(f"/{chroot}")
+        finally:
+            zk.stop()
+            zk.close()
+        procs = []
+        for user, password in self.passwords.items():
+            config = ",".join(f"{m}=[password={password}]" for m in SASL_MECHANISMS_ENABLED[1:])
+            cmd = self._java_command(
+                "kafka.admin.ConfigCommand",
+                "--zookeeper",
+                zookeeper,
+                "--alter",
+                "--add-config",
+                config,
+                "--entity-type",
+                "users",
+                "--entity-name",
+                user,
+            )
+            cmd.insert(1, "-XX:TieredStopAtLevel=1")
+            procs.append(
+                (
+                    user,
+                    subprocess.Popen(
+                        cmd,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                        preexec_fn=_die_with_parent,
+                    ),
+                )
+            )
+        for user, proc in procs:
+            out, _ = proc.communicate(timeout=120)
+            if proc.returncode != 0:
+                for password in self.passwords.values():
+                    out = out.replace(password, "[hidden]")
+                raise TargetError(
+                    f"kafka {self.version}: writing the SCRAM credentials of {user} failed: "
+                    f"{out.strip()[-300:]}"
+                )
+
     def _replication(self) -> dict[str, str]:
         rf = str(min(3, self.broker_count))
         return {
@@ -377,6 +466,8 @@ class KafkaTarget(Target):
                     (self._folder / node.config.name).write_text(text)
             if self.store == "kraft":
                 self._format(_cluster_id())
+            elif self.passwords:
+                self._zookeeper_scram_users(str(zookeeper))
             spawned = _now_ms()
             for node in controllers:
                 self._spawn(node)

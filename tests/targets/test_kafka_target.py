@@ -45,8 +45,7 @@ def test_options(spec, name, store, brokers, controllers, listener) -> None:
         ("kafka:3.9.1?store=zookeeper&controllers=2", "controllers=N is for KRaft"),
         ("kafka:3.9.1?colour=red", "unknown option(s) colour"),
         ("kafka:3.9.1?security=tls", "security must be none or sasl"),
-        ("kafka:3.9.1?store=zookeeper&security=sasl", "needs KRaft and Apache Kafka 3.5"),
-        ("kafka:3.4.1?security=sasl", "needs KRaft and Apache Kafka 3.5"),
+        ("kafka:3.4.1?security=sasl", "in KRaft needs Apache Kafka 3.5"),
     ],
 )
 def test_bad_options_are_one_line_errors(spec, says) -> None:
@@ -177,3 +176,21 @@ def test_security_sasl_settings(tmp_path) -> None:
         assert s["authorizer.class.name"].endswith("StandardAuthorizer")
         assert s["super.users"] == "User:admin"
         assert s["listener.name.controller.sasl.enabled.mechanisms"] == "PLAIN"
+
+
+def test_security_sasl_settings_in_zookeeper_mode(tmp_path) -> None:
+    """security=sasl with store=zookeeper: the broker's one listener SASL_PLAINTEXT with PLAIN
+    and both SCRAMs, brokers between themselves over it, ZooKeeper's AclAuthorizer."""
+    from conformance.targets.kafka import Node
+
+    t = KafkaTarget.from_spec("3.9.1?store=zookeeper&security=sasl")
+    t._dir = tmp_path
+    t.passwords = {"admin": "a-pw", "alice": "b-pw"}
+    broker = Node(1, "broker", 9092, tmp_path / "b.properties", tmp_path / "b.log")
+    b = t._settings(broker, "", "127.0.0.1:2181/kafka")
+    assert b["listeners"] == b["advertised.listeners"] == "SASL_PLAINTEXT://127.0.0.1:9092"
+    assert b["security.inter.broker.protocol"] == "SASL_PLAINTEXT"
+    assert b["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    assert 'user_alice="b-pw"' in b["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
+    assert b["authorizer.class.name"] == "kafka.security.authorizer.AclAuthorizer"
+    assert b["super.users"] == "User:admin"
