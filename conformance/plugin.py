@@ -182,6 +182,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--sasl-mechanism", "SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", "M"),
     Option("--sasl-username", "SASL user name", "U"),
     Option("--sasl-password", "SASL password", "P"),
+    Option(
+        "--unprivileged-username",
+        "a user of the same SASL mechanism with no ACL, for the authorization requirements",
+        "U",
+    ),
+    Option("--unprivileged-password", "that user's password", "P"),
     Option("--target-name", "the target's name in results and reports", "NAME"),
     Option("--target-version", "the target's version in results and reports", "V"),
     Option(
@@ -328,6 +334,8 @@ def make_run_target(options: argparse.Namespace):
             sasl_mechanism=options.sasl_mechanism,
             sasl_username=options.sasl_username,
             sasl_password=options.sasl_password,
+            unprivileged_username=options.unprivileged_username,
+            unprivileged_password=options.unprivileged_password,
             target_name=options.target_name,
             target_version=options.target_version,
         )

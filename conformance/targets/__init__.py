@@ -41,6 +41,8 @@ class TargetOptions:
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
     sasl_password: str | None = None
+    unprivileged_username: str | None = None
+    unprivileged_password: str | None = None
     target_name: str | None = None
     target_version: str | None = None
 
@@ -59,6 +61,18 @@ def _sasl(opts: TargetOptions) -> Sasl | None:
             f"unknown SASL mechanism {opts.sasl_mechanism!r} (known: {', '.join(SASL_MECHANISMS)})"
         )
     return Sasl(mech, str(opts.sasl_username), str(opts.sasl_password))
+
+
+def _unprivileged(opts: TargetOptions, sasl: Sasl | None) -> Sasl | None:
+    given = [opts.unprivileged_username, opts.unprivileged_password]
+    if not any(given):
+        return None
+    if not all(given) or sasl is None:
+        raise TargetError(
+            "an unprivileged user needs --unprivileged-username and --unprivileged-password "
+            "together, and the suite's own --sasl-mechanism/--sasl-username/--sasl-password"
+        )
+    return Sasl(sasl.mechanism, str(opts.unprivileged_username), str(opts.unprivileged_password))
 
 
 def make_target(opts: TargetOptions) -> Target:
@@ -97,6 +111,7 @@ def make_target(opts: TargetOptions) -> Target:
     else:
         raise TargetError(f"unknown target {kind!r} (known: {', '.join(KINDS)})")
     target.sasl = sasl or target.sasl
+    target.unprivileged = _unprivileged(opts, sasl) or target.unprivileged
     if controllers:
         target.controller, target.controllers = controllers[0], controllers
     target.zookeeper = zookeeper or target.zookeeper

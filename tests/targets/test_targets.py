@@ -47,6 +47,12 @@ def test_malformed_addresses_are_refused_in_one_line(bad: str) -> None:
         (TargetOptions(target="reference?controllers=3"), "several controllers need"),
         (TargetOptions(target="reference:zookeeper?controllers=x"), "controllers must be 1 to 9"),
         (TargetOptions(target="reference:zookeeper?brokers=5"), "unknown option"),
+        (TargetOptions(target="reference?security=tls"), "security must be none or sasl"),
+        (TargetOptions(bootstrap="h:1", unprivileged_username="alice"), "together"),
+        (
+            TargetOptions(bootstrap="h:1", unprivileged_username="a", unprivileged_password="p"),
+            "the suite's own --sasl-mechanism",
+        ),
     ],
 )
 def test_bad_target_options(opts: TargetOptions, message: str) -> None:

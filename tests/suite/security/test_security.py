@@ -7,8 +7,8 @@ module), behind a fault, and on a target without SASL:
 * the reference (no SASL): SKIP, naming that the target is not run with SASL.
 
 R2's fault (a broker serving Metadata before authentication) and R4-R10's are the reference's
-(test_secured_reference.py). Through ``--bootstrap-server`` the target names no unprivileged
-principal, so R4-R10 are SKIP here; the run of ``kafka:V?security=sasl`` itself judges them.
+(test_secured_reference.py). The run reaches Kafka as an external target, given the super user
+(``--sasl-*``) and alice (``--unprivileged-*``), so R4-R10 are judged too: PASS.
 This is the one secured-Kafka start in CI (the target's settings are tests/targets/).
 """
 
@@ -58,20 +58,24 @@ def secured(tmp_path_factory):
         target.stop()
 
 
-#: R4-R10 need the target's unprivileged principal, which an external target does not name
-ACL_SKIPS = {f"SECURITY.R{i}": "SKIP" for i in range(4, 11)}
+#: R4-R10, judged as alice (given with --unprivileged-username/--unprivileged-password)
+ACL_PASSES = {f"SECURITY.R{i}": "PASS" for i in range(4, 11)}
 
 
-def run_security(cli, bootstrap: str, mechanism: str, password: str):
+def run_security(cli, bootstrap: str, secured: KafkaTarget):
     proc, run = cli(
         "--bootstrap-server",
         bootstrap,
         "--sasl-mechanism",
-        mechanism,
+        "PLAIN",
         "--sasl-username",
         "admin",
         "--sasl-password",
-        password,
+        secured.passwords["admin"],
+        "--unprivileged-username",
+        "alice",
+        "--unprivileged-password",
+        secured.passwords["alice"],
         "--select",
         "SECURITY",
     )
@@ -80,8 +84,8 @@ def run_security(cli, bootstrap: str, mechanism: str, password: str):
 
 
 def test_a_secured_kafka_passes(cli, secured) -> None:
-    got, run = run_security(cli, str(secured.bootstrap[0]), "PLAIN", secured.passwords["admin"])
-    assert got == {"SECURITY.R1": "PASS", "SECURITY.R2": "PASS", "SECURITY.R3": "PASS"} | ACL_SKIPS
+    got, run = run_security(cli, str(secured.bootstrap[0]), secured)
+    assert got == {"SECURITY.R1": "PASS", "SECURITY.R2": "PASS", "SECURITY.R3": "PASS"} | ACL_PASSES
     # no secret in the run's results nor in the settings and logs kept of the brokers
     kept = [p for d in (run.dir, secured.logs_dir) for p in Path(d).rglob("*") if p.is_file()]
     assert any(p.name == "broker-1.properties" for p in kept)
@@ -93,8 +97,8 @@ def test_a_secured_kafka_passes(cli, secured) -> None:
 def test_hidden_refusals_fail_r1_and_r3(cli, secured) -> None:
     ep = secured.bootstrap[0]
     with FaultyProxy((ep.host, ep.port), refusals_hidden) as proxy:
-        got, run = run_security(cli, proxy.address, "PLAIN", secured.passwords["admin"])
-    assert got == {"SECURITY.R1": "FAIL", "SECURITY.R2": "PASS", "SECURITY.R3": "FAIL"} | ACL_SKIPS
+        got, run = run_security(cli, proxy.address, secured)
+    assert got == {"SECURITY.R1": "FAIL", "SECURITY.R2": "PASS", "SECURITY.R3": "FAIL"} | ACL_PASSES
     messages = " ".join(r["message"] or "" for r in run.records)
     assert "was accepted" in messages and "ErrorCode is 0" in messages
 
