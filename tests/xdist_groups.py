@@ -41,16 +41,35 @@ COSTLY = frozenset(
     }
 )
 
-#: substrings of work units handed out first, longest first (as measured under xdist on
-#: 2026-11-28): the tansu run's judges, Apache Kafka's, the reference runs', the durability
-#: faults, the docker engine's tests (images built and run), Spark's
+#: substrings of work units handed out first, longest first (as measured under xdist in the
+#: clean-clone CI of 2026-11-28 at 4a6f289, load 7): the tansu run's judges, the reference runs',
+#: Apache Kafka's, then every unit of a few tests that each wait tens of seconds (clusters
+#: killed and restarted, suite runs behind proxies, images built and run). Ranked by count of
+#: tests alone these came last and made CI's tail: a worker started a 40 s unit when the others
+#: had nothing left (issue 36)
 FIRST = (
     "tansu-runs",
-    "test_against_kafka",
     "reference-runs",
+    "test_against_kafka",
     "test_durability_faults",
     "engine",
+    "test_concurrency",
+    "test_determinism",
+    "test_any_seed",
+    "test_broken_targets",
+    "consumer_groups_broken",
+    "groups_broken",
+    "test_setup_defects",
+    "test_diff_kafka",
+    "test_wheel",
+    "test_protocol_reach",
+    "test_crediting",
     "spark",
+    "txn/test_clients",
+    "test_txn_faults",
+    "test_log_faults",
+    "test_topics_provision",
+    "test_unanswered",
 )
 
 

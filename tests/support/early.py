@@ -74,6 +74,11 @@ STARTED: dict[str, EarlyRun] = {}
 #: test module -> the arguments of the run it judges
 WANTED: dict[str, tuple[str, ...]] = {
     "test_against_tansu.py": (
+        # four suite workers, not two: this run waits (tansu holds each JoinGroup a second or
+        # more) and computes little (about 20 CPU-s), and its judges are CI's longest unit:
+        # 140 s wall against 270 s with two (issue 36, benchmarks/README.md)
+        "--jobs",
+        "4",
         "--target",
         "tansu",
         "--select",
