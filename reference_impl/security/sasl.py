@@ -208,8 +208,10 @@ class SaslSecurity(Security):
         *,
         session_lifetime_ms: int = 0,
         serve_unauthenticated: bool = False,
+        accept_any_mechanism: bool = False,
     ) -> None:
         self.serve_unauthenticated = serve_unauthenticated
+        self.accept_any_mechanism = accept_any_mechanism
         self.mechanisms = list(mechanisms)
         self.credentials = credentials
         self.session_lifetime_ms = session_lifetime_ms
@@ -225,6 +227,7 @@ class SaslSecurity(Security):
             ),
             session_lifetime_ms=settings.session_lifetime_ms,
             serve_unauthenticated="serve_before_authentication" in settings.faults,
+            accept_any_mechanism="accept_any_mechanism" in settings.faults,
         )
 
     def new_session(self) -> Session:
@@ -260,6 +263,8 @@ def handshake(session: Session, body: dict[str, Any]) -> Any:
         session.reauthenticating = True
     if mechanism not in security.mechanisms:
         _close_after(session)
+        if security.accept_any_mechanism:  # the fault (settings.py)
+            return {"ErrorCode": 0, "Mechanisms": []}
         return {
             "ErrorCode": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
             "Mechanisms": list(security.mechanisms),

@@ -24,7 +24,9 @@ writes them, ``tests/support/faulty_security.py`` does): ``accept_wrong_password
 any password of a known user, SCRAM answers a wrong proof with success),
 ``serve_before_authentication`` (a SASL connection is served as ``User:ANONYMOUS`` before it
 authenticates), ``ignore_deny`` (the authorizer passes over DENY bindings),
-``match_literal_only`` (a MATCH filter selects only the LITERAL bindings of its name).
+``match_literal_only`` (a MATCH filter selects only the LITERAL bindings of its name),
+``accept_any_mechanism`` (a handshake naming a mechanism that is not enabled is answered NONE
+with no mechanism listed, then the connection is closed).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ FAULTS = (
     "serve_before_authentication",
     "ignore_deny",
     "match_literal_only",
+    "accept_any_mechanism",
 )
 
 

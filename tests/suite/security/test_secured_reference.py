@@ -1,12 +1,13 @@
-"""SECURITY R1-R10 on ``reference?security=sasl``: PASS as it is (both metadata stores), each
-FAILing against a fault (``tests.support.faulty_security``), and no password in what a run keeps.
+"""SECURITY R1-R10 and KIP-590.R2 (a client's Envelope, sent as alice under SASL) on
+``reference?security=sasl``: PASS as it is (both metadata stores), each FAILing against a fault
+(``tests.support.faulty_security``), and no password in what a run keeps.
 
 * as it is: every requirement PASS; the passwords the target drew appear nowhere in the run's
   results, manifest and report (the secret-leak check; the Kafka one is test_security.py's);
-* ``accept_wrong_password`` (R1), ``serve_before_authentication`` (R2), ``match_literal_only``
-  (R4), ``ignore_deny`` (R5) and ``allow_everyone`` (a principal with no ACL may do anything:
-  R6-R10) in one run: each of those FAILs, R3 holds;
-* R3's fault is a proxy hiding UNSUPPORTED_SASL_MECHANISM (test_security.py's, on Kafka).
+* ``accept_wrong_password`` (R1), ``serve_before_authentication`` (R2), ``accept_any_mechanism``
+  (R3), ``match_literal_only`` (R4), ``ignore_deny`` (R5) and ``allow_everyone`` (a principal
+  with no ACL may do anything: R6-R10, and alice's Envelope is taken: KIP-590.R2) in one run:
+  each FAILs.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import pytest
 
 from tests.support.runs import only_run, suite_pytest
 
-ALL = {f"SECURITY.R{i}" for i in range(1, 11)}
+ALL = {f"SECURITY.R{i}" for i in range(1, 11)} | {"KIP-590.R2"}
 FAULTS = (
-    "accept_wrong_password,serve_before_authentication,match_literal_only,ignore_deny,"
-    "allow_everyone"
+    "accept_wrong_password,serve_before_authentication,accept_any_mechanism,match_literal_only,"
+    "ignore_deny,allow_everyone"
 )
 
 
@@ -31,13 +32,16 @@ def run(tmp_path: Path, target: str, *args: str) -> tuple[dict[str, str], object
         "-p",
         "tests.support.faulty_security",
         f"--target={target}",
-        "--select=SECURITY",
+        "--select=SECURITY or KIP-590.R2",
         f"--results-dir={results}",
         *args,
         timeout=180,
     )
     got = only_run(results)
-    verdicts = {r["requirement_id"]: r["verdict"] for r in got.records}
+    verdicts: dict[str, str] = {}
+    for r in got.records:  # KIP-590.R2: two tests, FAIL if either does
+        if verdicts.get(r["requirement_id"]) != "FAIL":
+            verdicts[r["requirement_id"]] = r["verdict"]
     assert set(verdicts) == ALL, proc.stdout[-3000:]
     return verdicts, got
 
@@ -64,4 +68,4 @@ def test_a_secured_reference_passes_and_keeps_no_password(tmp_path: Path, store:
 def test_each_requirement_fails_against_its_fault(tmp_path: Path) -> None:
     verdicts, got = run(tmp_path, "reference?security=sasl", f"--security-faults={FAULTS}")
     assert got.manifest["target_name"] == "faulty-reference"
-    assert verdicts == {r: "PASS" if r == "SECURITY.R3" else "FAIL" for r in ALL}, verdicts
+    assert verdicts == dict.fromkeys(ALL, "FAIL"), verdicts
