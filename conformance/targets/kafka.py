@@ -120,6 +120,18 @@ SERVER_JVM_OPTIONS = (
 _PR_SET_PDEATHSIG = 1
 
 
+def _tool(cmd: list[str]) -> subprocess.Popen:
+    """A short-lived Kafka tool's JVM (the quick compiler only), its output piped."""
+    return subprocess.Popen(
+        [cmd[0], "-XX:TieredStopAtLevel=1", *cmd[1:]],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_die_with_parent,
+    )
+
+
 def _die_with_parent() -> None:
     """In the child before exec: SIGKILL this process when its parent dies."""
     try:
@@ -287,37 +299,27 @@ class KafkaTarget(Target):
             **FAST_FAILURES,
         }
 
-    def _security_settings(self, listen: str, role: str) -> dict[str, str]:
-        """``security=sasl``: the authorizer and the super user on every node; the controllers'
-        listener SASL_PLAINTEXT with PLAIN (the users in its JAAS line; nodes and the suite's
-        --controller-bootstrap authenticate as the super user), the brokers' too with PLAIN and
-        both SCRAMs (SCRAM users in the cluster metadata)."""
+    def _plain_jaas(self) -> str:
+        """The PLAIN login line: the super user as whom nodes log in, and every user."""
         admin = SECURITY_USERS[0]
         users = " ".join(f'user_{u}="{p}"' for u, p in self.passwords.items())
-        plain = (
+        return (
             "org.apache.kafka.common.security.plain.PlainLoginModule required "
             f'username="{admin}" password="{self.passwords[admin]}" {users};'
         )
-        out = {
-            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users": f"User:{admin}",
-            "listener.security.protocol.map": f"{SASL_LISTENER}:{SASL_LISTENER},"
-            f"CONTROLLER:{SASL_LISTENER}",
-            "sasl.mechanism.controller.protocol": "PLAIN",
-            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
-            "listener.name.controller.plain.sasl.jaas.config": plain,
-        }
-        if role == "controller":
-            return out
+
+    def _broker_sasl(self, listen: str) -> dict[str, str]:
+        """The brokers' one listener SASL_PLAINTEXT with PLAIN (the users in its JAAS line) and
+        both SCRAMs (their users are the cluster's), brokers between themselves over it as the
+        super user with PLAIN, who alone is a super user."""
         prefix = f"listener.name.{SASL_LISTENER.lower()}"
         return {
-            **out,
+            "super.users": f"User:{SECURITY_USERS[0]}",
             "listeners": f"{SASL_LISTENER}://{listen}",
             "advertised.listeners": f"{SASL_LISTENER}://{listen}",
-            "inter.broker.listener.name": SASL_LISTENER,
             "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS_ENABLED),
             "sasl.mechanism.inter.broker.protocol": "PLAIN",
-            f"{prefix}.plain.sasl.jaas.config": plain,
+            f"{prefix}.plain.sasl.jaas.config": self._plain_jaas(),
             **{
                 f"{prefix}.{m.lower()}.sasl.jaas.config": (
                     "org.apache.kafka.common.security.scram.ScramLoginModule required;"
@@ -326,32 +328,31 @@ class KafkaTarget(Target):
             },
         }
 
+    def _security_settings(self, listen: str, role: str) -> dict[str, str]:
+        """``security=sasl`` in KRaft: StandardAuthorizer and the super user on every node; the
+        controllers' listener SASL_PLAINTEXT with PLAIN (nodes and the suite's
+        --controller-bootstrap authenticate as the super user), the brokers' as
+        :meth:`_broker_sasl` (SCRAM users in the cluster metadata)."""
+        out = {
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": f"User:{SECURITY_USERS[0]}",
+            "listener.security.protocol.map": f"{SASL_LISTENER}:{SASL_LISTENER},"
+            f"CONTROLLER:{SASL_LISTENER}",
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config": self._plain_jaas(),
+        }
+        if role == "controller":
+            return out
+        return {**out, **self._broker_sasl(listen), "inter.broker.listener.name": SASL_LISTENER}
+
     def _zookeeper_security_settings(self, listen: str) -> dict[str, str]:
-        """``security=sasl`` in ZooKeeper mode: the brokers' one listener SASL_PLAINTEXT with
-        PLAIN (the users in its JAAS line) and both SCRAMs (users in ZooKeeper, written before
-        the brokers start), brokers between themselves as the super user with PLAIN, and the
-        ZooKeeper-backed AclAuthorizer."""
-        admin = SECURITY_USERS[0]
-        users = " ".join(f'user_{u}="{p}"' for u, p in self.passwords.items())
-        prefix = f"listener.name.{SASL_LISTENER.lower()}"
+        """``security=sasl`` in ZooKeeper mode: :meth:`_broker_sasl` (SCRAM users written into
+        ZooKeeper before the brokers start) and the ZooKeeper-backed AclAuthorizer."""
         return {
-            "listeners": f"{SASL_LISTENER}://{listen}",
-            "advertised.listeners": f"{SASL_LISTENER}://{listen}",
+            **self._broker_sasl(listen),
             "security.inter.broker.protocol": SASL_LISTENER,
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-            "super.users": f"User:{admin}",
-            "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS_ENABLED),
-            "sasl.mechanism.inter.broker.protocol": "PLAIN",
-            f"{prefix}.plain.sasl.jaas.config": (
-                "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                f'username="{admin}" password="{self.passwords[admin]}" {users};'
-            ),
-            **{
-                f"{prefix}.{m.lower()}.sasl.jaas.config": (
-                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-                )
-                for m in SASL_MECHANISMS_ENABLED[1:]
-            },
         }
 
     def _zookeeper_scram_users(self, zookeeper: str) -> None:
@@ -383,20 +384,7 @@ class KafkaTarget(Target):
                 "--entity-name",
                 user,
             )
-            cmd.insert(1, "-XX:TieredStopAtLevel=1")
-            procs.append(
-                (
-                    user,
-                    subprocess.Popen(
-                        cmd,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT,
-                        text=True,
-                        preexec_fn=_die_with_parent,
-                    ),
-                )
-            )
+            procs.append((user, _tool(cmd)))
         for user, proc in procs:
             out, _ = proc.communicate(timeout=120)
             if proc.returncode != 0:
@@ -533,21 +521,7 @@ class KafkaTarget(Target):
             for user, password in self.passwords.items():  # security=sasl: SCRAM users
                 for mech in SASL_MECHANISMS_ENABLED[1:]:
                     cmd += ["--add-scram", f"{mech}=[name={user},password={password}]"]
-            # a short-lived tool: the quick compiler only
-            cmd.insert(1, "-XX:TieredStopAtLevel=1")
-            procs.append(
-                (
-                    node,
-                    subprocess.Popen(
-                        cmd,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT,
-                        text=True,
-                        preexec_fn=_die_with_parent,
-                    ),
-                )
-            )
+            procs.append((node, _tool(cmd)))
         failed = None
         for node, proc in procs:
             try:
