@@ -20,7 +20,6 @@ from conformance.protocol import (
     AclOperation,
     AclPatternType,
     AclPermissionType,
-    AclResourceType,
     ApiKey,
     ErrorCode,
 )
@@ -32,6 +31,7 @@ from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.provision import obtain, release
 from conformance.suite.kit.records_io import leader
 from conformance.suite.kit.safety import fresh_name
+from conformance.suite.security.shared import acl_filter, binding
 
 R4, R5, R6, R7 = "SECURITY.R4", "SECURITY.R5", "SECURITY.R6", "SECURITY.R7"
 R8, R9, R10 = "SECURITY.R8", "SECURITY.R9", "SECURITY.R10"
@@ -51,43 +51,6 @@ def _alice(harness: Harness) -> Any:
 
 def _name(what: str) -> str:
     return fresh_name(f"sec-{what}")
-
-
-def binding(
-    name: str,
-    principal: str,
-    op: int,
-    *,
-    rtype: int = AclResourceType.TOPIC,
-    pattern: int = AclPatternType.LITERAL,
-    permission: int = AclPermissionType.ALLOW,
-) -> dict:
-    return {
-        "ResourceType": rtype,
-        "ResourceName": name,
-        "ResourcePatternType": pattern,
-        "Principal": principal,
-        "Host": "*",
-        "Operation": op,
-        "PermissionType": permission,
-    }
-
-
-def acl_filter(
-    name: str | None,
-    principal: str | None,
-    pattern: int = AclPatternType.ANY,
-    rtype: int = AclResourceType.TOPIC,
-) -> dict:
-    return {
-        "ResourceTypeFilter": rtype,
-        "ResourceNameFilter": name,
-        "PatternTypeFilter": pattern,
-        "PrincipalFilter": principal,
-        "HostFilter": None,
-        "Operation": AclOperation.ANY,
-        "PermissionType": AclPermissionType.ANY,
-    }
 
 
 def described(harness: Harness, conn: SyncConnection, f: dict) -> set[tuple]:

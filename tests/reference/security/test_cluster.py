@@ -21,12 +21,13 @@ from conformance.client.wire import Connection, ConnectionClosed
 from conformance.protocol import (
     AclOperation,
     AclPatternType,
-    AclPermissionType,
     AclResourceType,
     ApiKey,
 )
 from conformance.protocol.framing import encode_request
 from conformance.protocol.records.batch import build_batch, encode_batch
+from conformance.suite.security.shared import acl_filter
+from conformance.suite.security.shared import binding as acl
 from reference_impl.launcher import Cluster
 from reference_impl.principal import address_bytes, serialize
 from tests.reference.control_plane import CODEC, STORES, new_cluster, run, topic_body
@@ -125,37 +126,6 @@ def controller_external(cluster: Cluster) -> tuple[str, int]:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def acl(
-    name: str,
-    principal: str,
-    op: int,
-    *,
-    rtype: int = AclResourceType.TOPIC,
-    pattern: int = AclPatternType.LITERAL,
-) -> dict:
-    return {
-        "ResourceType": rtype,
-        "ResourceName": name,
-        "ResourcePatternType": pattern,
-        "Principal": principal,
-        "Host": "*",
-        "Operation": op,
-        "PermissionType": AclPermissionType.ALLOW,
-    }
-
-
-def acl_filter(name: str | None = None, principal: str | None = None) -> dict:
-    return {
-        "ResourceTypeFilter": 1,
-        "ResourceNameFilter": name,
-        "PatternTypeFilter": AclPatternType.ANY,
-        "PrincipalFilter": principal,
-        "HostFilter": None,
-        "Operation": AclOperation.ANY,
-        "PermissionType": AclPermissionType.ANY,
-    }
 
 
 def described(cluster: Cluster, broker: str, principal: str) -> set[tuple]:
