@@ -37,7 +37,8 @@ R4, R5, R6, R7 = "SECURITY.R4", "SECURITY.R5", "SECURITY.R6", "SECURITY.R7"
 R8, R9, R10 = "SECURITY.R8", "SECURITY.R9", "SECURITY.R10"
 NO_PRINCIPAL = (
     "the target names no unprivileged principal (kafka:V?security=sasl and "
-    "reference?security=sasl do: alice)"
+    "reference?security=sasl do: alice; an external one takes --unprivileged-username/"
+    "--unprivileged-password)"
 )
 #: how long bindings may take to reach every broker
 PROPAGATION_S = 15.0

@@ -1,8 +1,9 @@
 """SECURITY.R1-R3: what a SASL listener does before a client has authenticated.
 
-Judged only where the suite authenticates (``Target.sasl``: ``kafka:V?security=sasl``, or an
-external target given ``--sasl-*``); elsewhere SKIP, naming that the target is not run with SASL.
-Each test opens a connection of its own without authenticating it.
+Judged only where the suite authenticates (``Target.sasl``: ``kafka:V?security=sasl``,
+``reference?security=sasl``, or an external target given ``--sasl-*``); elsewhere SKIP, naming
+that the target is not run with SASL. Each test opens a connection of its own without
+authenticating it.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ R1, R2, R3 = "SECURITY.R1", "SECURITY.R2", "SECURITY.R3"
 #: how long a refused connection may take to close
 CLOSE_S = 5.0
 NO_SASL = (
-    "the target is not run with SASL (kafka:V?security=sasl, or --sasl-mechanism/--sasl-username/"
-    "--sasl-password for an external target)"
+    "the target is not run with SASL (kafka:V?security=sasl, reference?security=sasl, or "
+    "--sasl-mechanism/--sasl-username/--sasl-password for an external target)"
 )
 
 
