@@ -25,6 +25,8 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "sasl_mechanism": ("PLAIN", "PLAIN"),
     "sasl_username": ("u", "u"),
     "sasl_password": ("p", "p"),
+    "unprivileged_username": ("alice", "alice"),
+    "unprivileged_password": ("q", "q"),
     "target_name": ("n", "n"),
     "target_version": ("9.9", "9.9"),
     "client": ("java:3.9.1", ["java:3.9.1"]),
