@@ -46,7 +46,12 @@ def run(tmp_path: Path, target: str, *args: str) -> tuple[dict[str, str], object
     return verdicts, got
 
 
-@pytest.mark.parametrize("store", ["reference", "reference:zookeeper"])
+@pytest.mark.parametrize(
+    "store",
+    # the ZooKeeper store's secured cluster is CI's in tests/reference/security/test_cluster.py;
+    # the suite's run on it is the publication's (about 8 s)
+    ["reference", pytest.param("reference:zookeeper", marks=pytest.mark.publication)],
+)
 def test_a_secured_reference_passes_and_keeps_no_password(tmp_path: Path, store: str) -> None:
     secrets = tmp_path / "passwords.json"
     report = tmp_path / "report"
