@@ -17,8 +17,11 @@ from conformance.client import errors
 from conformance.client.metadata import ClusterMetadata
 from conformance.client.record_types import OffsetAndMetadata, TopicPartition
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.spec import ZERO_UUID
 
 GROUP_KEY = 0
+#: OffsetCommit and OffsetFetch v10 (Kafka 4.x) name topics by id; up to v9 by name
+LAST_OFFSETS_BY_NAME = 9
 
 T = TypeVar("T")
 
@@ -70,6 +73,7 @@ class GroupCoordinator:
         timeout: float,
         *,
         request_timeout: float | None = None,
+        max_version: int | None = None,
     ) -> T:
         """Send ``build(version)`` to the coordinator; ``check(version, body)`` gives the result
         or raises KafkaError. Connection failures and retriable codes are retried (the
@@ -79,7 +83,7 @@ class GroupCoordinator:
             node = await self.find(max(deadline - time.monotonic(), 0.1))
             try:
                 version, body = await self.cluster.request(
-                    node, api_key, build, timeout=request_timeout
+                    node, api_key, build, timeout=request_timeout, max_version=max_version
                 )
                 return check(version, body)
             except (ConnectionError, TimeoutError, errors.KafkaError) as e:
@@ -90,6 +94,18 @@ class GroupCoordinator:
                 if time.monotonic() + self.cluster.retry_backoff > deadline:
                     raise
             await asyncio.sleep(self.cluster.retry_backoff)
+
+    def _by_id(self, topics: list[str]) -> int | None:
+        """The highest OffsetCommit/OffsetFetch version that can name ``topics``: any when the
+        metadata gave every topic's id, else v9 (by name)."""
+        known = all(self.cluster.topic_id(t) != ZERO_UUID for t in topics)
+        return None if known else LAST_OFFSETS_BY_NAME
+
+    def _topic(self, version: int, entry: dict) -> str | None:
+        """The topic an answer's entry is about (v10+: by id, None when the id is unknown)."""
+        if version > LAST_OFFSETS_BY_NAME:
+            return self.cluster.topic_name(entry["TopicId"])
+        return entry["Name"]
 
     async def commit(
         self,
@@ -119,16 +135,20 @@ class GroupCoordinator:
                 "MemberId": member_id,
                 "GroupInstanceId": None,
                 "RetentionTimeMs": -1,
-                "Topics": [{"Name": t, "Partitions": ps} for t, ps in topics.items()],
+                "Topics": [
+                    {"Name": t, "TopicId": self.cluster.topic_id(t), "Partitions": ps}
+                    for t, ps in topics.items()
+                ],
             }
 
         def check(version: int, body: dict) -> None:
             for t in body["Topics"]:
                 for p in t["Partitions"]:
-                    tp = f"{t['Name']}-{p['PartitionIndex']}"
+                    tp = f"{self._topic(version, t)}-{p['PartitionIndex']}"
                     errors.raise_for(p["ErrorCode"], context=f"OffsetCommit {tp}")
 
-        await self.call(ApiKey.OFFSET_COMMIT, build, check, timeout)
+        top = self._by_id(list(topics))
+        await self.call(ApiKey.OFFSET_COMMIT, build, check, timeout, max_version=top)
 
     async def fetch(
         self, partitions: list[TopicPartition], *, timeout: float = 30.0
@@ -137,7 +157,10 @@ class GroupCoordinator:
         topics: dict[str, list[int]] = {}
         for tp in partitions:
             topics.setdefault(tp.topic, []).append(tp.partition)
-        wanted = [{"Name": t, "PartitionIndexes": ps} for t, ps in topics.items()]
+        wanted = [
+            {"Name": t, "TopicId": self.cluster.topic_id(t), "PartitionIndexes": ps}
+            for t, ps in topics.items()
+        ]
 
         def build(version: int) -> dict:
             return {
@@ -165,8 +188,11 @@ class GroupCoordinator:
                 answered = body["Topics"]
             out: dict[TopicPartition, OffsetAndMetadata | None] = {}
             for t in answered:
+                name = self._topic(version, t)
+                if name is None:  # an id the metadata does not know (deleted meanwhile)
+                    continue
                 for p in t["Partitions"]:
-                    tp = TopicPartition(t["Name"], p["PartitionIndex"])
+                    tp = TopicPartition(name, p["PartitionIndex"])
                     errors.raise_for(p["ErrorCode"], context=f"OffsetFetch {tp}")
                     off = p["CommittedOffset"]
                     epoch = p["CommittedLeaderEpoch"]
@@ -179,4 +205,5 @@ class GroupCoordinator:
                     )
             return out
 
-        return await self.call(ApiKey.OFFSET_FETCH, build, check, timeout)
+        top = self._by_id(list(topics))
+        return await self.call(ApiKey.OFFSET_FETCH, build, check, timeout, max_version=top)

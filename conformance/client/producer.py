@@ -44,11 +44,14 @@ from conformance.client.record_types import (
 from conformance.client.serialization import Serializer, bytes_serializer, call_serializer
 from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.records import Compression, Header, build_batch, encode_batch
+from conformance.protocol.spec import ZERO_UUID
 
 log = logging.getLogger(__name__)
 
 #: Produce v3 is the first with record batch v2 (and what Kafka 4.0 still accepts)
 MIN_PRODUCE_VERSION = 3
+#: Produce v13 (Kafka 4.1) names topics by id; up to v12 by name
+LAST_PRODUCE_BY_NAME = 12
 BATCH_OVERHEAD = 61
 #: the most a v2 record adds around its key, value and headers (length, attributes, deltas)
 RECORD_OVERHEAD = 21
@@ -443,6 +446,7 @@ class Producer:
         return b.encoded
 
     def _request_body(self, batches: list[_Batch]) -> dict:
+        """Produce's body at every version: each topic by name (v3-v12) and by id (v13+)."""
         topics: dict[str, list[dict]] = {}
         for b in batches:
             topics.setdefault(b.tp.topic, []).append(
@@ -452,29 +456,40 @@ class Producer:
             "TransactionalId": None,
             "Acks": self.acks,
             "TimeoutMs": int(self.request_timeout * 1000),
-            "TopicData": [{"Name": t, "PartitionData": ps} for t, ps in topics.items()],
+            "TopicData": [
+                {"Name": t, "TopicId": self.metadata.topic_id(t), "PartitionData": ps}
+                for t, ps in topics.items()
+            ],
         }
+
+    def _newest_produce(self, batches: list[_Batch]) -> int | None:
+        """The highest Produce version the batches' topics can be named at: by id (any) when
+        the metadata gave every topic's id, else by name (v12 at most)."""
+        by_id = all(self.metadata.topic_id(b.tp.topic) != ZERO_UUID for b in batches)
+        return None if by_id else LAST_PRODUCE_BY_NAME
 
     async def _send(self, node: int, batches: list[_Batch]) -> None:
         for b in batches:
             b.attempts += 1
         try:
             body = self._request_body(batches)
+            top = self._newest_produce(batches)
             if self.acks == 0:
                 await self.metadata.connection(node)
-                version = self.metadata.pick(node, ApiKey.PRODUCE, MIN_PRODUCE_VERSION)
+                version = self.metadata.pick(node, ApiKey.PRODUCE, MIN_PRODUCE_VERSION, top)
                 await self.metadata.send_only(node, ApiKey.PRODUCE, version, body)
                 for b in batches:
                     self._complete(b, -1, NO_TIMESTAMP)
                 return
-            _, resp = await self.metadata.request(
+            version, resp = await self.metadata.request(
                 node,
                 ApiKey.PRODUCE,
                 lambda v: body,
                 min_version=MIN_PRODUCE_VERSION,
+                max_version=top,
                 timeout=self.request_timeout + 5,
             )
-            self._handle_response(batches, resp)
+            self._handle_response(batches, resp, version)
         except (ConnectionError, TimeoutError) as e:
             err = errors.KafkaError(ErrorCode.NETWORK_EXCEPTION, str(e), context=f"broker {node}")
             for b in batches:
@@ -488,9 +503,12 @@ class Producer:
                 self._in_flight.discard(b.tp)
             self._wake.set()
 
-    def _handle_response(self, batches: list[_Batch], resp: dict) -> None:
+    def _handle_response(self, batches: list[_Batch], resp: dict, version: int) -> None:
+        by_id = version > LAST_PRODUCE_BY_NAME
         answers = {
-            (t["Name"], p["Index"]): p for t in resp["Responses"] for p in t["PartitionResponses"]
+            (self.metadata.topic_name(t["TopicId"]) if by_id else t["Name"], p["Index"]): p
+            for t in resp["Responses"]
+            for p in t["PartitionResponses"]
         }
         stale = False
         for b in batches:

@@ -19,7 +19,6 @@ from conformance.protocol.framing import (
     encode_request,
     response_header_version,
 )
-from conformance.protocol.versions import negotiable
 
 _SIZE = struct.Struct(">i")
 #: Largest response frame accepted (Kafka's default socket.request.max.bytes is 100 MiB).
@@ -208,11 +207,11 @@ def _outcome_seen(task: asyncio.Future) -> None:
 
 
 def pick_version(advertised: dict[int, tuple[int, int]], codec: Codec, api_key: int) -> int | None:
-    """The highest version both the peer and our specs know (within what our bodies are written
-    for, :func:`negotiable`), or None when they share none."""
+    """The highest version both the peer and our specs know (the client's bodies are written for
+    every version: topics by name and by id), or None when they share none."""
     if api_key not in advertised:
         return None
     lo, hi = advertised[api_key]
-    ours = negotiable(api_key, codec.message(api_key, "request").valid_versions)
+    ours = codec.message(api_key, "request").valid_versions
     top = min(hi, ours.hi)
     return top if top >= max(lo, ours.lo) else None

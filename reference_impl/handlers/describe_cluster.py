@@ -26,10 +26,17 @@ BROKERS, CONTROLLERS = 1, 2
 def api(node: NodeView) -> Api:
     if is_broker(node):
         broker = node
-        return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _broker(broker, ctx, body))
+        return Api(
+            ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _broker(broker, ctx, body), max_version=1
+        )
     assert is_controller(node)
     controller = node
-    return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _controller(controller, ctx, body))
+    # v2 (KIP-1073) lists fenced brokers on request (IncludeFencedBrokers, IsFenced): not written
+    return Api(
+        ApiKey.DESCRIBE_CLUSTER,
+        lambda ctx, body: _controller(controller, ctx, body),
+        max_version=1,
+    )
 
 
 def _error(node: NodeView, code: int, message: str, endpoint_type: int) -> dict[str, Any]:

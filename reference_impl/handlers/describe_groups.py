@@ -57,4 +57,5 @@ def api(node: BrokerView) -> Api:
             "Groups": [describe(ctx, g, with_operations) for g in body["Groups"]],
         }
 
-    return Api(ApiKey.DESCRIBE_GROUPS, handle)
+    # v6 (KIP-1043) answers GROUP_ID_NOT_FOUND with a message for an unknown group: not written
+    return Api(ApiKey.DESCRIBE_GROUPS, handle, max_version=5)

@@ -57,4 +57,5 @@ def api(node: BrokerView) -> Api:
                 )
         return {"ThrottleTimeMs": 0, "Topics": partition_errors(body["Topics"], results)}
 
-    return Api(ApiKey.OFFSET_COMMIT, handle)
+    # v10 (Kafka 4.x) names topics by id: not written
+    return Api(ApiKey.OFFSET_COMMIT, handle, max_version=9)

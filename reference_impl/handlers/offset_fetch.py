@@ -75,7 +75,8 @@ def api(node: BrokerView) -> Api:
             ]
         return {"ThrottleTimeMs": 0, "Topics": _topics(topics), "ErrorCode": error if v >= 2 else 0}
 
-    return Api(ApiKey.OFFSET_FETCH, handle)
+    # v10 (Kafka 4.x) names topics by id: not written
+    return Api(ApiKey.OFFSET_FETCH, handle, max_version=9)
 
 
 def _topics(topics: list[tuple[str, list[tuple[int, OffsetAndMetadata | None, int]]]]) -> list:

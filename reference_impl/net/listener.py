@@ -25,7 +25,6 @@ from conformance.protocol.framing import (
     encode_response,
     request_header_version,
 )
-from conformance.protocol.versions import negotiable
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +69,8 @@ class Api:
     key: int
     handler: Handler
     min_version: int | None = None
-    #: None: the highest our bodies are written for (Kafka 3.9's, :func:`negotiable`); a handler
-    #: written for a 4.x version says so here
+    #: None: every version of the spec; a handler not written for the newest ones declares the
+    #: highest it serves (with the reason where it is set)
     max_version: int | None = None
     #: listener types it is exposed on besides its spec's ``listeners``: Kafka's KIP-932 APIs
     #: are "broker"-only, and the reference's brokers listen as "zkBroker" in either store
@@ -142,17 +141,18 @@ class Listener:
         self.served: dict[int, Api] = {}
         self.ranges: dict[int, tuple[int, int]] = {}
         if not any(api.key == ApiKey.API_VERSIONS for api in apis):
-            apis = [*apis, Api(ApiKey.API_VERSIONS, self._api_versions)]
+            # v5 (Kafka 4.4) carries the client's idea of the cluster id and node id: not written
+            apis = [*apis, Api(ApiKey.API_VERSIONS, self._api_versions, max_version=4)]
         for api in apis:
             spec = codec.message(api.key, "request")
             if listener_type not in spec.listeners and listener_type not in api.also_on:
                 continue
+            # a handler serves every version of its spec unless it declares the highest it is
+            # written for (issue 37: no Kafka 3.9 cap)
             lo = max(spec.valid_versions.lo, api.min_version or 0)
-            # an explicit max_version may go past Kafka 3.9's (a handler written for 4.x bodies)
-            ours = negotiable(api.key, spec.valid_versions)
-            hi = (
-                ours.hi if api.max_version is None else min(spec.valid_versions.hi, api.max_version)
-            )
+            hi = spec.valid_versions.hi
+            if api.max_version is not None:
+                hi = min(hi, api.max_version)
             if limits is not None:
                 if api.key not in limits:
                     continue

@@ -144,7 +144,26 @@ def test_acks_zero_records_arrive_without_offsets(env, topic) -> None:
     asyncio.run(run())
 
 
-def test_consumer_starts_from_the_committed_offset(env, topic) -> None:
+def test_consumer_starts_from_the_committed_offset(env, topic, monkeypatch) -> None:
+    """Also (issue 37): Produce, Fetch, OffsetCommit and OffsetFetch are sent at the newest
+    version both the broker and our specs know (Produce v13, Fetch v13+, OffsetCommit/OffsetFetch
+    v10 name topics by id), no Kafka 3.9 cap."""
+    sent: set[tuple[int, int]] = set()
+    advertised: dict[int, tuple[int, int]] = {}
+    request, api_versions = Connection.request, Connection.api_versions
+
+    async def recording(self, api_key, version, body, **kw):
+        sent.add((api_key, version))
+        return await request(self, api_key, version, body, **kw)
+
+    async def learning(self, *a, **kw):
+        got = await api_versions(self, *a, **kw)
+        advertised.update(got)
+        return got
+
+    monkeypatch.setattr(Connection, "request", recording)
+    monkeypatch.setattr(Connection, "api_versions", learning)
+
     async def run() -> None:
         mds = await sc.produce_values(env, topic, [[i] for i in range(30)])
         tp = TopicPartition(topic, mds[0].partition)
@@ -161,6 +180,9 @@ def test_consumer_starts_from_the_committed_offset(env, topic) -> None:
             assert records and records[0].offset == mine[1]
 
     asyncio.run(run())
+    for key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH):
+        newest = min(advertised[key][1], env.codec.message(key, "request").valid_versions.hi)
+        assert {v for k, v in sent if k == key} == {newest}, key
 
 
 def test_seek_to_end_is_the_log_end_offset(env, topic, request) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.spec import ZERO_UUID
-from conformance.protocol.versions import Versions
+from conformance.protocol.versions import negotiable
 from conformance.results.verdicts import Unsupported
 from conformance.suite.groups.members import TRANSIENT, find_coordinator
 from conformance.suite.kit import verify
@@ -140,25 +140,18 @@ class ConsumerGroup:
 
 
 def advertised(harness: Harness, api: int) -> list[int]:
-    """Every version of ``api`` both the target advertises and our specs define. KIP-848's APIs
-    are Kafka 4.x's: the 3.9 cap of the suite's negotiation (``negotiable``) does not apply,
-    the bodies here are written for every version."""
+    """Every version of ``api`` both the target advertises and the suite's bodies are written
+    for (:func:`negotiable`), oldest first."""
     harness.require(api)
     lo, hi = harness.advertised_on("client")[api]
-    ours = harness.codec.message(api, "request").valid_versions
+    ours = negotiable(api, harness.codec.message(api, "request").valid_versions)
     return [v for v in range(max(lo, ours.lo), min(hi, ours.hi) + 1)]
 
 
 def newest(harness: Harness, api: int, within: str | None = None) -> int:
-    """The highest of ``advertised`` (within ``within``, e.g. "1+"), or Unsupported."""
-    versions = advertised(harness, api)
-    if within is not None:
-        allowed = Versions.parse(within)
-        versions = [v for v in versions if allowed.lo <= v <= allowed.hi]
-    if not versions:
-        raise Unsupported(f"{harness.api_name(api)}: no version in {within} is advertised", api)
-    harness.note(api, versions[-1], "client")
-    return versions[-1]
+    """The highest of ``advertised`` (within ``within``, e.g. "1+"), or Unsupported: the
+    harness's own choice now that it has no Kafka 3.9 cap (issue 37)."""
+    return harness.pick_version(api, within)
 
 
 def topic_ids(harness: Harness, names: list[str]) -> dict[str, Any]:
