@@ -70,6 +70,15 @@ FIRST = (
     "test_log_faults",
     "test_topics_provision",
     "test_unanswered",
+    # tests/reference's modules of a few tests of 10-25 s each (one process, 22:33-22:38)
+    "test_restart_recovery",
+    "cluster/test_restarts",
+    "cluster/test_durability",
+    "txn/test_cluster",
+    "test_interop_clients",
+    "cluster/test_serve",
+    "consumer_protocol_java",
+    "share_consumer_java",
 )
 
 
