@@ -6,8 +6,10 @@ behind, or one the user gave for the run; what the suite created is deleted when
 ``SuiteTopic`` closes, and nothing else is touched. Requests go to each partition's leader as
 Metadata names it. Versions are the highest the target advertises within what these helpers
 encode: Produce 3-12 (record batch v2, topics by name), Fetch 4-12 (topics by name),
-ListOffsets 1+. The helpers do not note the API they use: each test picks (and so notes, and
-gates on) its own API.
+ListOffsets 1+, unless a test gives the version: Produce v13 and Fetch v13+ name the topic by
+the id Metadata gave (``SuiteTopic.topic_id``; :func:`oldest_and_newest` for the tests judging
+both ends of what a target advertises, issue 37). The helpers do not note the API they use: each
+test picks (and so notes, and gates on) its own API.
 
 A request that is not answered, or whose answer does not decode, fails with the requirement ids
 the caller names (``reqs``), through ``verify.expect_response``.
@@ -16,6 +18,7 @@ the caller names (``reqs``), through ``verify.expect_response``.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +33,8 @@ from conformance.protocol.records import (
     decode_batches,
     encode_batch,
 )
+from conformance.protocol.spec import ZERO_UUID
+from conformance.protocol.versions import Versions
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
@@ -41,8 +46,28 @@ LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 #: the Produce versions these helpers encode: record batch v2 (3+), topics by name (v13, Kafka
 #: 4.1's, names them by topic id)
 PRODUCE_VERSIONS = "3-12"
+#: the Fetch versions the default helpers use: topics by name (v13+ by id)
+FETCH_VERSIONS = "4-12"
+#: every Produce and Fetch version the helpers encode when a test gives it (by id from v13)
+PRODUCE_ANY, FETCH_ANY = "3+", "4+"
+#: the last Produce and Fetch versions naming topics by name
+LAST_PRODUCE_BY_NAME = LAST_FETCH_BY_NAME = 12
 #: byte limits of an ordinary fetch
 FETCH_BYTES = 1 << 20
+
+
+def oldest_and_newest(harness: Harness, api_key: int, within: str, by_id: bool = True) -> list[int]:
+    """The oldest and the newest version of ``api_key`` within ``within`` that the target
+    advertises (one when they are the same), the newest noted: for the tests judging a
+    requirement at both ends where a version changes what is sent (issue 37). ``by_id`` False:
+    only versions naming topics by name (v12 at most, for Produce and Fetch), where the
+    target's Metadata gave no topic id."""
+    if not by_id:
+        within = str(Versions.parse(within).intersect(Versions(0, LAST_PRODUCE_BY_NAME)))
+    newest = harness.pick_version(api_key, within)
+    lo = harness.advertised_on("client")[api_key][0]
+    oldest = max(lo, Versions.parse(within).lo)
+    return sorted({oldest, newest})
 
 
 #: how long a deleted topic's name may stay taken: Apache Kafka in ZooKeeper mode answers
@@ -94,6 +119,8 @@ class SuiteTopic:
     #: whether the suite created it (and so deletes it); a topic the user gave stays
     owned: bool = True
     leaders: dict[int, Endpoint] = field(default_factory=dict)
+    #: the topic's id as Metadata (v10+) gave it; None where it gave none
+    topic_id: uuid.UUID | None = None
     _conns: dict[Endpoint, SyncConnection] = field(default_factory=dict, repr=False)
 
     # --- life ---------------------------------------------------------------------------------
@@ -121,13 +148,19 @@ class SuiteTopic:
             # set-up: an answer that does not decode costs one finding, then another version
             resp = self.harness.setup_request(conn, ApiKey.METADATA, body, "1-12")
             brokers = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in resp.body["Brokers"]}
-            self.leaders = {
-                p["PartitionIndex"]: brokers[p["LeaderId"]]
+            mine = [
+                t
                 for t in resp.body["Topics"]
                 if t["Name"] == self.name and t["ErrorCode"] == ErrorCode.NONE
+            ]
+            self.leaders = {
+                p["PartitionIndex"]: brokers[p["LeaderId"]]
+                for t in mine
                 for p in t["Partitions"]
                 if p["LeaderId"] in brokers
             }
+            ids = [t.get("TopicId") for t in mine if t.get("TopicId") not in (None, ZERO_UUID)]
+            self.topic_id = ids[0] if ids else None
             if len(self.leaders) >= self.partitions:
                 known_everywhere(self.harness, self.name, self.partitions)
                 return
@@ -170,7 +203,11 @@ class SuiteTopic:
             "Acks": acks,
             "TimeoutMs": 10000,
             "TopicData": [
-                {"Name": self.name, "PartitionData": [{"Index": partition, "Records": records}]}
+                {
+                    "Name": self.name,
+                    "TopicId": self.topic_id or ZERO_UUID,
+                    "PartitionData": [{"Index": partition, "Records": records}],
+                }
             ],
         }
 
@@ -240,19 +277,23 @@ class SuiteTopic:
             "IsolationLevel": 0,
             "SessionId": 0,
             "SessionEpoch": -1,
-            "Topics": [{"Topic": self.name, "Partitions": [part]}],
+            "Topics": [
+                {"Topic": self.name, "TopicId": self.topic_id or ZERO_UUID, "Partitions": [part]}
+            ],
             "ForgottenTopicsData": [],
             "RackId": "",
         }
 
     def fetch_version(self) -> int:
-        return quiet_version(self.harness, ApiKey.FETCH, "4-12")
+        return quiet_version(self.harness, ApiKey.FETCH, FETCH_VERSIONS)
 
-    def fetch(self, partition: int, offset: int, *reqs: str, **kw: Any) -> dict[str, Any]:
-        """The partition's entry of a Fetch answer (consumer, read_uncommitted). MaxWaitMs is
-        100 unless given: answered at once where there is data, after 100 ms where there is
-        none."""
-        v = self.fetch_version()
+    def fetch(
+        self, partition: int, offset: int, *reqs: str, version: int | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        """The partition's entry of a Fetch answer (consumer, read_uncommitted) at ``version``
+        (default :meth:`fetch_version`). MaxWaitMs is 100 unless given: answered at once where
+        there is data, after 100 ms where there is none."""
+        v = version if version is not None else self.fetch_version()
         resp = verify.expect_response(
             self.conn(partition),
             ApiKey.FETCH,

@@ -13,7 +13,15 @@ from conformance.suite.kit import brokers as cluster
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, run_property
 from conformance.suite.kit.meta import conformance
-from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic, batch_bytes, now_ms
+from conformance.suite.kit.partitions import (
+    FETCH_ANY,
+    PRODUCE_ANY,
+    PRODUCE_VERSIONS,
+    SuiteTopic,
+    batch_bytes,
+    now_ms,
+    oldest_and_newest,
+)
 from conformance.suite.kit.records_io import quiet_version
 from conformance.suite.log.shared import BATCHES
 
@@ -57,6 +65,40 @@ def test_acknowledged_records_are_fetched_as_produced(harness: Harness) -> None:
                 )
 
         run_property(harness, BATCHES, check)
+
+
+@conformance("log/produce-fetch/oldest-and-newest-versions", "LOG.R1", "LOG.R2", api=ApiKey.PRODUCE)
+def test_round_trip_at_the_oldest_and_newest_versions(harness: Harness) -> None:
+    """LOG.R1/R2 at both ends of what the target advertises (issue 37): a batch produced at the
+    oldest Produce version (3+, record batch v2) is fetched at the oldest Fetch version (4+), one
+    produced at the newest at the newest; from v13 Produce and Fetch name the topic by the id
+    Metadata gave (by-name versions only where it gave none)."""
+    harness.require(ApiKey.FETCH)
+    with SuiteTopic.create(harness, "log-versions") as topic:
+        by_id = topic.topic_id is not None
+        fetch_vs = oldest_and_newest(harness, ApiKey.FETCH, FETCH_ANY, by_id)
+        # noted last: the test's results name Produce
+        produce_vs = oldest_and_newest(harness, ApiKey.PRODUCE, PRODUCE_ANY, by_id)
+        expected = 0
+        for pv, fv in ((produce_vs[0], fetch_vs[0]), (produce_vs[-1], fetch_vs[-1])):
+            value = f"produced at v{pv}".encode()
+            items = [(now_ms(), b"k", value, [])]
+            base = topic.produce_ok(0, items, "LOG.R1", version=pv)
+            verify.check(
+                base == expected,
+                f"Produce v{pv} of one record to {topic.name}-0: BaseOffset {base}, expected "
+                f"{expected}",
+                "LOG.R2",
+            )
+            expected = base + 1
+            _, _, records = topic.fetch_records(0, base, "LOG.R1", version=fv)
+            got = [(r.offset, r.key, r.value) for r in records if r.offset == base]
+            verify.check(
+                got == [(base, b"k", value)],
+                f"Fetch v{fv} of {topic.name}-0 at {base} (produced at Produce v{pv}): "
+                f"{got}, expected {[(base, b'k', value)]}",
+                "LOG.R1",
+            )
 
 
 @conformance("log/produce/named-partition-only", "LOG.R3", api=ApiKey.PRODUCE)
