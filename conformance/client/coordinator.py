@@ -157,6 +157,8 @@ class GroupCoordinator:
         topics: dict[str, list[int]] = {}
         for tp in partitions:
             topics.setdefault(tp.topic, []).append(tp.partition)
+        # v0-7 name topics at the top, v8+ per group (by id from v10)
+        named = [{"Name": t, "PartitionIndexes": ps} for t, ps in topics.items()]
         wanted = [
             {"Name": t, "TopicId": self.cluster.topic_id(t), "PartitionIndexes": ps}
             for t, ps in topics.items()
@@ -165,7 +167,7 @@ class GroupCoordinator:
         def build(version: int) -> dict:
             return {
                 "GroupId": self.group_id,
-                "Topics": wanted,
+                "Topics": named,
                 "Groups": [
                     {
                         "GroupId": self.group_id,
