@@ -91,6 +91,9 @@ KRAFT_SETTINGS = {"broker.heartbeat.interval.ms": "250", "broker.session.timeout
 GROUP_CONFIG_BOUNDS = {
     "group.consumer.min.session.timeout.ms": "1000",
     "group.consumer.min.heartbeat.interval.ms": "500",
+    # KIP-932 share groups (4.x): share.session.timeout.ms / share.heartbeat.interval.ms alike
+    "group.share.min.session.timeout.ms": "1000",
+    "group.share.min.heartbeat.interval.ms": "500",
 }
 #: ZooKeeper mode: a broker's session (its /brokers/ids znode) ends 6 s after it stopped
 #: (Kafka's default before KIP-537; the suite's ZooKeeper allows 1-10 s: tickTime 500 ms)

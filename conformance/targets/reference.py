@@ -63,6 +63,9 @@ SUITE_GROUP_TIMINGS = {
     # consumer.heartbeat.interval.ms to 0.5 s (Kafka: 45 s and 5 s; the controller checks them)
     "consumer_min_session_timeout_ms": 1000,
     "consumer_min_heartbeat_interval_ms": 500,
+    # KIP-932 share groups: share.session.timeout.ms / share.heartbeat.interval.ms alike
+    "share_min_session_timeout_ms": 1000,
+    "share_min_heartbeat_interval_ms": 500,
 }
 #: replication (a broker's ``replication`` section, ``replica.lag.time.max.ms``): a follower that
 #: has not caught up for 10 s leaves the ISR (Kafka's default before KIP-537 raised it to 30 s)
