@@ -9,6 +9,7 @@ retried until the timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from typing import TypeVar
@@ -95,11 +96,18 @@ class GroupCoordinator:
                     raise
             await asyncio.sleep(self.cluster.retry_backoff)
 
-    def _by_id(self, topics: list[str]) -> int | None:
+    async def _by_id(self, topics: list[str]) -> int | None:
         """The highest OffsetCommit/OffsetFetch version that can name ``topics``: any when the
-        metadata gave every topic's id, else v9 (by name)."""
-        known = all(self.cluster.topic_id(t) != ZERO_UUID for t in topics)
-        return None if known else LAST_OFFSETS_BY_NAME
+        metadata gives every topic's id (asked for once when it has not yet), else v9 (by
+        name)."""
+
+        def known() -> bool:
+            return all(self.cluster.topic_id(t) != ZERO_UUID for t in topics)
+
+        if not known():
+            with contextlib.suppress(ConnectionError, TimeoutError):
+                await self.cluster.refresh(topics)
+        return None if known() else LAST_OFFSETS_BY_NAME
 
     def _topic(self, version: int, entry: dict) -> str | None:
         """The topic an answer's entry is about (v10+: by id, None when the id is unknown)."""
@@ -147,7 +155,7 @@ class GroupCoordinator:
                     tp = f"{self._topic(version, t)}-{p['PartitionIndex']}"
                     errors.raise_for(p["ErrorCode"], context=f"OffsetCommit {tp}")
 
-        top = self._by_id(list(topics))
+        top = await self._by_id(list(topics))
         await self.call(ApiKey.OFFSET_COMMIT, build, check, timeout, max_version=top)
 
     async def fetch(
@@ -159,12 +167,13 @@ class GroupCoordinator:
             topics.setdefault(tp.topic, []).append(tp.partition)
         # v0-7 name topics at the top, v8+ per group (by id from v10)
         named = [{"Name": t, "PartitionIndexes": ps} for t, ps in topics.items()]
-        wanted = [
-            {"Name": t, "TopicId": self.cluster.topic_id(t), "PartitionIndexes": ps}
-            for t, ps in topics.items()
-        ]
 
         def build(version: int) -> dict:
+            # the ids as the metadata has them when the request is built (_by_id may refresh)
+            wanted = [
+                {"Name": t, "TopicId": self.cluster.topic_id(t), "PartitionIndexes": ps}
+                for t, ps in topics.items()
+            ]
             return {
                 "GroupId": self.group_id,
                 "Topics": named,
@@ -207,5 +216,5 @@ class GroupCoordinator:
                     )
             return out
 
-        top = self._by_id(list(topics))
+        top = await self._by_id(list(topics))
         return await self.call(ApiKey.OFFSET_FETCH, build, check, timeout, max_version=top)

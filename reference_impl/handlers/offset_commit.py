@@ -3,7 +3,9 @@
 A generation below 0 with no member id is a commit from outside group management (admin
 tools, consumers using assign): accepted while the group has no members. Partitions that do
 not exist get UNKNOWN_TOPIC_OR_PARTITION; topics the principal may not READ get
-TOPIC_AUTHORIZATION_FAILED. A missing commit timestamp (v1) is the broker's clock.
+TOPIC_AUTHORIZATION_FAILED. A missing commit timestamp (v1) is the broker's clock. v10 (Kafka
+4.x) names topics by id (the broker's metadata gives the name; an id it does not know is
+UNKNOWN_TOPIC_ID for each of its partitions, nothing committed) and answers them by id.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from reference_impl.handlers.group_common import (
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 
+#: the first version naming topics by id
+TOPIC_IDS_VERSION = 10
+
 
 def api(node: BrokerView) -> Api:
     service = groups(node)
@@ -26,12 +31,21 @@ def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         v = ctx.version
         group_id = body["GroupId"]
+        topics, unknown = _named(node, body["Topics"], v)
         requested = [
-            (t["Name"], p["PartitionIndex"], p) for t in body["Topics"] for p in t["Partitions"]
+            (t["Name"], p["PartitionIndex"], p)
+            for t in topics
+            if t["Name"] not in unknown
+            for p in t["Partitions"]
         ]
-        results: dict[tuple[str, int], int] = {}
+        results: dict[tuple[str, int], int] = {
+            (t["Name"], p["PartitionIndex"]): ErrorCode.UNKNOWN_TOPIC_ID
+            for t in topics
+            if t["Name"] in unknown
+            for p in t["Partitions"]
+        }
         if not group_allowed(node, ctx, "READ", group_id):
-            results = {(t, i): ErrorCode.GROUP_AUTHORIZATION_FAILED for t, i, _ in requested}
+            results.update({(t, i): ErrorCode.GROUP_AUTHORIZATION_FAILED for t, i, _ in requested})
         else:
             offsets = {}
             for topic, index, p in requested:
@@ -55,7 +69,24 @@ def api(node: BrokerView) -> Api:
                         v,
                     )
                 )
-        return {"ThrottleTimeMs": 0, "Topics": partition_errors(body["Topics"], results)}
+        answered = partition_errors(topics, results)
+        for entry, t in zip(answered, topics, strict=True):
+            entry["TopicId"] = t.get("TopicId")
+        return {"ThrottleTimeMs": 0, "Topics": answered}
 
-    # v10 (Kafka 4.x) names topics by id: not written
-    return Api(ApiKey.OFFSET_COMMIT, handle, max_version=9)
+    return Api(ApiKey.OFFSET_COMMIT, handle)
+
+
+def _named(node: BrokerView, topics: list[dict], version: int) -> tuple[list[dict], set[str]]:
+    """The request's topics with their names (v10+: looked up by id) and the stand-in names of
+    the ids the broker does not know."""
+    if version < TOPIC_IDS_VERSION:
+        return topics, set()
+    named, unknown = [], set()
+    for t in topics:
+        name = node.metadata_cache.topic_ids.get(t["TopicId"])
+        if name is None:
+            name = f"\0unknown topic id {t['TopicId']}"
+            unknown.add(name)
+        named.append({**t, "Name": name})
+    return named, unknown

@@ -8,6 +8,9 @@ Offsets committed in a transaction that has not ended are not shown; with Requir
 such a partition (or one whose commit is not yet durable) is UNSTABLE_OFFSET_COMMIT, offset -1
 (Kafka's getOffsets with requireStable). v9 names the member (MemberId, MemberEpoch): a KIP-848
 consumer group answers UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH when they are not its member's.
+v10 (Kafka 4.x) names topics by id, asked and answered (an id the broker does not know is
+UNKNOWN_TOPIC_ID for each partition asked; a committed topic that no longer exists is left out
+of an answer for every topic).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from reference_impl.handlers.group_common import (
 )
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
+
+#: the first version naming topics by id
+TOPIC_IDS_VERSION = 10
 
 
 def api(node: BrokerView) -> Api:
@@ -64,8 +70,16 @@ def api(node: BrokerView) -> Api:
             out = []
             for g in body["Groups"]:
                 member = (g["MemberId"], g["MemberEpoch"]) if v >= 9 else (None, -1)
-                error, topics = fetch(ctx, g["GroupId"], g["Topics"], body["RequireStable"], member)
-                out.append({"GroupId": g["GroupId"], "Topics": _topics(topics), "ErrorCode": error})
+                asked, unknown = g["Topics"], []
+                if v >= TOPIC_IDS_VERSION and asked is not None:
+                    ids = node.metadata_cache.topic_ids
+                    unknown = [t for t in asked if t["TopicId"] not in ids]
+                    asked = [{**t, "Name": ids[t["TopicId"]]} for t in asked if t not in unknown]
+                error, topics = fetch(ctx, g["GroupId"], asked, body["RequireStable"], member)
+                answered = _topics(topics)
+                if v >= TOPIC_IDS_VERSION:
+                    answered = _by_id(node, answered, unknown, error)
+                out.append({"GroupId": g["GroupId"], "Topics": answered, "ErrorCode": error})
             return {"ThrottleTimeMs": 0, "Groups": out}
         requested = body["Topics"] if v >= 2 else body["Topics"] or []
         error, topics = fetch(ctx, body["GroupId"], requested, v >= 7 and body["RequireStable"])
@@ -75,8 +89,29 @@ def api(node: BrokerView) -> Api:
             ]
         return {"ThrottleTimeMs": 0, "Topics": _topics(topics), "ErrorCode": error if v >= 2 else 0}
 
-    # v10 (Kafka 4.x) names topics by id: not written
-    return Api(ApiKey.OFFSET_FETCH, handle, max_version=9)
+    return Api(ApiKey.OFFSET_FETCH, handle)
+
+
+def _by_id(node: BrokerView, answered: list[dict], unknown: list[dict], error: int) -> list[dict]:
+    """v10+'s topics: each by its id (a topic without one, deleted since its commit, left out),
+    then the ids asked for that the broker does not know, UNKNOWN_TOPIC_ID."""
+    known = node.metadata_cache.topics
+    out = [{**t, "TopicId": known[t["Name"]].topic_id} for t in answered if t["Name"] in known]
+    if error:
+        return out
+    for t in unknown:
+        partitions = [
+            {
+                "PartitionIndex": i,
+                "CommittedOffset": -1,
+                "CommittedLeaderEpoch": -1,
+                "Metadata": "",
+                "ErrorCode": ErrorCode.UNKNOWN_TOPIC_ID,
+            }
+            for i in t["PartitionIndexes"]
+        ]
+        out.append({"TopicId": t["TopicId"], "Partitions": partitions})
+    return out
 
 
 def _topics(topics: list[tuple[str, list[tuple[int, OffsetAndMetadata | None, int]]]]) -> list:

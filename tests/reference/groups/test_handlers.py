@@ -8,6 +8,7 @@ to it with the suite's wire client, in every version of each API where the answe
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 
@@ -53,6 +54,7 @@ PARTITIONS = 4
 DELAY_MS = 30
 E = ErrorCode
 RANGE = [{"Name": "range", "Metadata": b"sub"}]
+T_ID, UNKNOWN_ID = uuid.UUID(int=0x7), uuid.UUID(int=0x99)
 
 
 class NoTransactions:
@@ -82,8 +84,15 @@ class Broker:
             self.coordinator, self.placement, partition_exists=lambda t, p: t != "missing"
         )
         self.deny = deny
+        # topic "t" has an id (OffsetCommit/OffsetFetch v10 name topics by id)
+        metadata_cache = SimpleNamespace(
+            topic_ids={T_ID: "t"}, topics={"t": SimpleNamespace(topic_id=T_ID)}
+        )
         node = SimpleNamespace(
-            groups=self.service, authorize=self._authorize, transactions=NoTransactions()
+            groups=self.service,
+            authorize=self._authorize,
+            transactions=NoTransactions(),
+            metadata_cache=metadata_cache,
         )
         self.listener = Listener("PLAINTEXT", "zkBroker", CODEC, [m.api(node) for m in MODULES])
         self.conns: list[Connection] = []
@@ -529,6 +538,37 @@ def test_offsets_committed_read_back_in_every_version(version: int) -> None:
         assert parts[2]["Metadata"] == ""
         if fetch_v >= 5:
             assert parts[0]["CommittedLeaderEpoch"] == (3 if version >= 6 else -1)
+
+    run(test)
+
+
+def test_offsets_by_topic_id_from_v10() -> None:
+    """OffsetCommit/OffsetFetch v10 name topics by id: the same offsets as by name, an unknown
+    id UNKNOWN_TOPIC_ID for each partition (nothing committed), answers by id."""
+
+    async def test(broker: Broker) -> None:
+        conn = await broker.connect()
+        body = commit_body("g", {("t", 0): 42, ("x", 0): 1})
+        body["Topics"][0]["TopicId"], body["Topics"][1]["TopicId"] = T_ID, UNKNOWN_ID
+        r = await call(conn, ApiKey.OFFSET_COMMIT, 10, body)
+        codes = {(t["TopicId"], p["PartitionIndex"]): p["ErrorCode"] for t in r["Topics"]
+                 for p in t["Partitions"]}  # fmt: skip
+        assert codes == {(T_ID, 0): 0, (UNKNOWN_ID, 0): E.UNKNOWN_TOPIC_ID}
+        asked = [{"TopicId": T_ID, "PartitionIndexes": [0, 1]}]
+        asked.append({"TopicId": UNKNOWN_ID, "PartitionIndexes": [0]})
+        got = await call(
+            conn, ApiKey.OFFSET_FETCH, 10, {"Groups": [{"GroupId": "g", "Topics": asked}]}
+        )
+        found = {(t["TopicId"], p["PartitionIndex"]): (p["CommittedOffset"], p["ErrorCode"])
+                 for t in got["Groups"][0]["Topics"] for p in t["Partitions"]}  # fmt: skip
+        assert found == {(T_ID, 0): (42, 0), (T_ID, 1): (-1, 0), (UNKNOWN_ID, 0): (-1, 100)}
+        every = await call(
+            conn, ApiKey.OFFSET_FETCH, 10, {"Groups": [{"GroupId": "g", "Topics": None}]}
+        )
+        assert [t["TopicId"] for t in every["Groups"][0]["Topics"]] == [T_ID]
+        by_name = {"Groups": [{"GroupId": "g", "Topics": [tp_request("t", 0)]}]}
+        old = await call(conn, ApiKey.OFFSET_FETCH, 9, by_name)
+        assert old["Groups"][0]["Topics"][0]["Partitions"][0]["CommittedOffset"] == 42
 
     run(test)
 
