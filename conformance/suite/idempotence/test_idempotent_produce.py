@@ -13,7 +13,12 @@ from conformance.suite.idempotence.shared import (
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
-from conformance.suite.kit.partitions import PRODUCE_VERSIONS, SuiteTopic
+from conformance.suite.kit.partitions import (
+    PRODUCE_ANY,
+    PRODUCE_VERSIONS,
+    SuiteTopic,
+    oldest_and_newest,
+)
 
 
 def appended(topic: SuiteTopic, req: str) -> list[bytes | None]:
@@ -36,26 +41,35 @@ def test_init_producer_id_gives_an_id(harness: Harness) -> None:
 
 @conformance("idempotence/produce/retry-not-duplicated", "IDEMPOTENCE.R2", api=ApiKey.PRODUCE)
 def test_a_retried_batch_is_acknowledged_once(harness: Harness) -> None:
+    """At the oldest and the newest Produce version the target advertises (issue 37; v13+ names
+    the topic by id), each with a producer id of its own."""
     harness.pick_version(ApiKey.INIT_PRODUCER_ID)
-    harness.pick_version(ApiKey.PRODUCE, PRODUCE_VERSIONS)
-    pid, epoch = producer_id(harness, "IDEMPOTENCE.R2")
+    harness.require(ApiKey.PRODUCE)
     with SuiteTopic.create(harness, "idempotence-retry") as topic:
-        first = idempotent(pid, epoch, 0, [b"a", b"b"])
-        answers = [topic.produce(0, first, "IDEMPOTENCE.R2") for _ in range(2)]
-        got = [(a["ErrorCode"], a["BaseOffset"]) for a in answers]
-        verify.check(
-            got == [(ErrorCode.NONE, 0), (ErrorCode.NONE, 0)],
-            f"the same idempotent batch (producer {pid}, epoch {epoch}, sequences 0-1) sent "
-            f"twice to {topic.name}-0: answered (ErrorCode, BaseOffset) {got}, expected "
-            "(0, 0) both times",
-            "IDEMPOTENCE.R2",
-        )
-        values = appended(topic, "IDEMPOTENCE.R2")
-        verify.check(
-            values == [b"a", b"b"],
-            f"after the retry {topic.name}-0 holds {values}, expected [b'a', b'b'] once",
-            "IDEMPOTENCE.R2",
-        )
+        by_id = topic.topic_id is not None
+        expected: list[bytes] = []
+        for v in oldest_and_newest(harness, ApiKey.PRODUCE, PRODUCE_ANY, by_id):
+            pid, epoch = producer_id(harness, "IDEMPOTENCE.R2")
+            base = len(expected)
+            sent = [f"a{v}".encode(), f"b{v}".encode()]
+            first = idempotent(pid, epoch, 0, sent)
+            answers = [topic.produce(0, first, "IDEMPOTENCE.R2", version=v) for _ in range(2)]
+            got = [(a["ErrorCode"], a["BaseOffset"]) for a in answers]
+            verify.check(
+                got == [(ErrorCode.NONE, base), (ErrorCode.NONE, base)],
+                f"the same idempotent batch (producer {pid}, epoch {epoch}, sequences 0-1) sent "
+                f"twice to {topic.name}-0 at Produce v{v}: answered (ErrorCode, BaseOffset) "
+                f"{got}, expected ({ErrorCode.NONE}, {base}) both times",
+                "IDEMPOTENCE.R2",
+            )
+            expected += sent
+            values = appended(topic, "IDEMPOTENCE.R2")
+            verify.check(
+                values == expected,
+                f"after the retry at Produce v{v} {topic.name}-0 holds {values}, expected "
+                f"{expected}",
+                "IDEMPOTENCE.R2",
+            )
 
 
 @conformance("idempotence/produce/sequence-gap-refused", "IDEMPOTENCE.R3", api=ApiKey.PRODUCE)
