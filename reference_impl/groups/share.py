@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 from conformance.protocol import ErrorCode
 from conformance.protocol.spec import ZERO_UUID
+from reference_impl.groups.errors import store_group_error
 from reference_impl.groups.group_types import BaseGroup, TopicPartition
 from reference_impl.groups.modern import (
     LEAVE_EPOCH,
@@ -74,6 +75,8 @@ class ShareMember(ModernMember):
 class ShareGroup(ModernGroup[ShareMember]):
     #: share partitions whose state is initialized (only those are assigned, as Kafka's)
     initialized: set[tuple[uuid.UUID, int]] = field(default_factory=set)
+    #: share-partition start offsets set by AlterShareGroupOffsets (what the coordinator knows)
+    start_offsets: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
 
     group_type = "share"
     member_type = ShareMember
@@ -88,11 +91,13 @@ class ShareGroup(ModernGroup[ShareMember]):
         return {
             **super().to_json(),
             "initialized": sorted([str(t), p] for t, p in self.initialized),
+            "start_offsets": sorted([str(t), p, o] for (t, p), o in self.start_offsets.items()),
         }
 
     def restore(self, state: dict) -> None:
         super().restore(state)
         self.initialized = {(uuid.UUID(t), p) for t, p in state.get("initialized", [])}
+        self.start_offsets = {(uuid.UUID(t), p): o for t, p, o in state.get("start_offsets", [])}
 
 
 def simple_assign(
@@ -133,6 +138,15 @@ def simple_assign(
         for m in ms:
             out[m].setdefault(t, set()).add(p)
     return out
+
+
+@dataclass
+class ShareOffsets:
+    """One topic of a DescribeShareGroupOffsets answer: partition -> start offset (-1: none)."""
+
+    topic: str
+    topic_id: uuid.UUID
+    start_offsets: dict[int, int]
 
 
 @dataclass
@@ -326,6 +340,113 @@ class ShareGroups(ModernGroups[ShareGroup]):
             )
         self._fence(group, member)
         self._answer_leave(group, req.member_id, LEAVE_EPOCH, respond)
+
+    # -- share-group offsets (DescribeShareGroupOffsets, Alter…, Delete…) ----------------------
+
+    def describe_offsets(
+        self, group_id: str, asked: list[tuple[str, list[int]]] | None
+    ) -> tuple[int, str | None, list[ShareOffsets]]:
+        """The start offset of each partition asked (``None``: every partition the group has
+        state for), -1 where it has none: a group that does not exist has none (Kafka 4.4.0
+        answers it without error)."""
+        error = self.host.check(group_id, "share describe")
+        if error:
+            return error, None, []
+        group = self.host.groups.get(group_id)
+        if group is not None and not group.is_dead and not isinstance(group, ShareGroup):
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.", []
+        share = group if isinstance(group, ShareGroup) and not group.is_dead else None
+        topics = self.topics()
+        if asked is None:
+            held = set() if share is None else share.initialized | set(share.start_offsets)
+            names = {tid: n for n, (tid, _) in topics.items()}
+            by_name: dict[str, list[int]] = {}
+            for tid, p in sorted(held):
+                if tid in names:
+                    by_name.setdefault(names[tid], []).append(p)
+            asked = sorted(by_name.items())
+        out = []
+        for name, partitions in asked:
+            tid = topics.get(name, (ZERO_UUID, 0))[0]
+            starts = {} if share is None else share.start_offsets
+            out.append(ShareOffsets(name, tid, {p: starts.get((tid, p), -1) for p in partitions}))
+        return ErrorCode.NONE, None, out
+
+    def _empty_share_group(self, group_id: str, create: bool) -> ShareGroup:
+        """The share group whose offsets an admin request changes: it must have no member."""
+        group = self.host.groups.get(group_id)
+        if group is None or group.is_dead:
+            if not create:
+                raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            return self._new(group_id)
+        if not isinstance(group, ShareGroup):
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        if group.members:
+            raise Refused(ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+        return group
+
+    def alter_offsets(
+        self,
+        group_id: str,
+        offsets: list[tuple[str, list[tuple[int, int]]]],
+        respond: Callable[[int, str | None, dict[str, dict[int, int]]], None],
+    ) -> None:
+        """AlterShareGroupOffsets: the start offsets of an empty share group's partitions (a
+        group that does not exist is created empty, as Kafka 4.4.0 answers it without error);
+        ``respond(error, message, {topic: {partition: error}})`` once they are written."""
+        try:
+            error = self.host.check(group_id, "share offsets")
+            if error:
+                raise Refused(error)
+            group = self._empty_share_group(group_id, create=True)
+        except Refused as r:
+            respond(r.error, r.message, {})
+            return
+        topics = self.topics()
+        results: dict[str, dict[int, int]] = {}
+        for name, partitions in offsets:
+            tid, count = topics.get(name, (ZERO_UUID, 0))
+            for p, offset in partitions:
+                if p >= count or p < 0:
+                    results.setdefault(name, {})[p] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                group.start_offsets[(tid, p)] = offset
+                group.initialized.add((tid, p))
+                results.setdefault(name, {})[p] = ErrorCode.NONE
+        self._store(
+            group, lambda error: respond(store_group_error(error) if error else 0, None, results)
+        )
+
+    def delete_offsets(
+        self,
+        group_id: str,
+        names: list[str],
+        respond: Callable[[int, str | None, dict[str, int]], None],
+    ) -> None:
+        """DeleteShareGroupOffsets: an empty share group forgets the share state of the topics
+        named (their partitions are initialized afresh when next assigned);
+        ``respond(error, message, {topic: error})`` once that is written."""
+        try:
+            error = self.host.check(group_id, "share offsets")
+            if error:
+                raise Refused(error)
+            group = self._empty_share_group(group_id, create=False)
+        except Refused as r:
+            respond(r.error, r.message, {})
+            return
+        topics = self.topics()
+        results: dict[str, int] = {}
+        for name in names:
+            if name not in topics:
+                results[name] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            tid = topics[name][0]
+            group.start_offsets = {tp: o for tp, o in group.start_offsets.items() if tp[0] != tid}
+            group.initialized = {tp for tp in group.initialized if tp[0] != tid}
+            results[name] = ErrorCode.NONE
+        self._store(
+            group, lambda error: respond(store_group_error(error) if error else 0, None, results)
+        )
 
     # -- what the coordinator asks of every group type ----------------------------------------
 

@@ -88,3 +88,31 @@ def log_start_withheld(api: int, version: int, body: dict) -> bool:
                 p["AcquiredRecords"] = kept
                 hit = True
     return hit
+
+
+def share_type_hidden(api: int, version: int, body: dict) -> bool:
+    """SHARE-GROUPS.R15: ListGroups calls share groups consumer groups (a coordinator that
+    lists every modern group under one type)."""
+    if api != ApiKey.LIST_GROUPS:
+        return False
+    hit = [g for g in body.get("Groups") or [] if g.get("GroupType") == "share"]
+    for g in hit:
+        g["GroupType"] = "consumer"
+    return bool(hit)
+
+
+def unknown_start_as_zero(api: int, version: int, body: dict) -> bool:
+    """SHARE-GROUPS.R17, R19: DescribeShareGroupOffsets answers 0, not -1, for a partition the
+    group has no start offset for (a missing offset read as a default)."""
+    if api != ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS:
+        return False
+    hit = [
+        p
+        for g in body.get("Groups") or []
+        for t in g.get("Topics") or []
+        for p in t.get("Partitions") or []
+        if p.get("StartOffset") == -1
+    ]
+    for p in hit:
+        p["StartOffset"] = 0
+    return bool(hit)

@@ -42,8 +42,12 @@ class Member:
     def owned_pairs(self) -> set[tuple[Any, int]]:
         return {(t, p) for t, ps in self.owned.items() for p in ps}
 
+    held = owned_pairs
+
 
 class ConsumerGroup:
+    describe_api = "ConsumerGroupDescribe"
+
     def __init__(
         self,
         harness: Harness,
@@ -264,3 +268,55 @@ def served(harness: Harness) -> None:
     x = probe.new_member()
     joined(harness, probe, x, "probe member")
     probe.heartbeat(x, MemberEpoch=-1)
+
+
+def removed(
+    harness: Harness,
+    g: Any,
+    gone: Any,
+    stays: Any,
+    want: set,
+    timing: tuple[float, int, float],
+    what: str,
+    req: str,
+) -> None:
+    """``gone`` stopped at ``since`` (``timing``: since, its timeout in ms, how often ``stays``
+    heartbeats): ``stays`` comes to hold ``want``, not before the timeout; the group's describe
+    API then lists only ``stays``, and ``gone``'s next heartbeat is refused. ``g`` is a consumer
+    group or a share group of the suite (``heartbeat``, ``describe``, ``describe_api``), its
+    members say what they hold with ``held()``."""
+    since, timeout_ms, every = timing
+    deadline = since + timeout_ms / 1000 + SETTLE
+    while stays.held() != want and time.monotonic() < deadline:
+        time.sleep(every)
+        g.heartbeat(stays)
+    took = time.monotonic() - since
+    held = sorted(p for _, p in stays.held())
+    verify.soft(
+        harness,
+        stays.held() == want,
+        f"{took:.1f} s after {what}, the other member holds {held}, not every partition",
+        req,
+    )
+    verify.soft(
+        harness,
+        took >= timeout_ms / 1000 * 0.9 or stays.held() != want,
+        f"the other member got every partition {took:.1f} s after {what}, before the "
+        f"{timeout_ms} ms timeout",
+        req,
+    )
+    listed = [x["MemberId"] for x in g.describe().get("Members") or []]
+    verify.soft(
+        harness,
+        listed == [stays.member_id],
+        f"{g.describe_api} after the timeout lists {listed}, expected only {stays.member_id}",
+        req,
+    )
+    late = g.heartbeat(gone)["ErrorCode"]
+    verify.soft(
+        harness,
+        late in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH),
+        f"the removed member's heartbeat at epoch {gone.epoch}: error {late}; expected "
+        "UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH",
+        req,
+    )

@@ -12,9 +12,9 @@ from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.consumer_groups.shared import (
     SETTLE,
     ConsumerGroup,
-    Member,
     converge,
     joined,
+    removed,
     topic_ids,
 )
 from conformance.suite.kit import verify
@@ -128,53 +128,3 @@ def test_session_timeout_removes_a_silent_member(harness: Harness) -> None:
     what = f"a member of a group with session timeout {SESSION_MS} ms stopped heartbeating"
     removed(harness, g, a, b, want, (silent, SESSION_MS, INTERVAL_MS / 1000), what, SESSION_REQ)
     g.heartbeat(b, MemberEpoch=-1)
-
-
-def removed(
-    harness: Harness,
-    g: ConsumerGroup,
-    gone: Member,
-    stays: Member,
-    want: set,
-    timing: tuple[float, int, float],
-    what: str,
-    req: str,
-) -> None:
-    """``gone`` stopped at ``since`` (``timing``: since, its timeout in ms, how often ``stays``
-    heartbeats): ``stays`` comes to own ``want``, not before the timeout; ConsumerGroupDescribe
-    then lists only ``stays``, and ``gone``'s next heartbeat is refused."""
-    since, timeout_ms, every = timing
-    deadline = since + timeout_ms / 1000 + SETTLE
-    while stays.owned_pairs() != want and time.monotonic() < deadline:
-        time.sleep(every)
-        g.heartbeat(stays)
-    took = time.monotonic() - since
-    owned = sorted(p for _, p in stays.owned_pairs())
-    verify.soft(
-        harness,
-        stays.owned_pairs() == want,
-        f"{took:.1f} s after {what}, the other member owns {owned}, not every partition",
-        req,
-    )
-    verify.soft(
-        harness,
-        took >= timeout_ms / 1000 * 0.9 or stays.owned_pairs() != want,
-        f"the other member got every partition {took:.1f} s after {what}, before the "
-        f"{timeout_ms} ms timeout",
-        req,
-    )
-    listed = [x["MemberId"] for x in g.describe().get("Members") or []]
-    verify.soft(
-        harness,
-        listed == [stays.member_id],
-        f"ConsumerGroupDescribe after the timeout lists {listed}, expected only {stays.member_id}",
-        req,
-    )
-    late = g.heartbeat(gone)["ErrorCode"]
-    verify.soft(
-        harness,
-        late in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH),
-        f"the removed member's heartbeat at epoch {gone.epoch}: error {late}; expected "
-        "UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH",
-        req,
-    )

@@ -41,8 +41,12 @@ class ShareMember:
     def pairs(self) -> set[tuple[Any, int]]:
         return {(t, p) for t, ps in self.assigned.items() for p in ps}
 
+    held = pairs
+
 
 class ShareGroup:
+    describe_api = "ShareGroupDescribe"
+
     def __init__(self, harness: Harness, topics: list[str], name: str | None = None) -> None:
         self.harness = harness
         self.name = name or fresh_name("sgroup")

@@ -4,16 +4,18 @@ leaving with epoch -1, the heartbeat errors and ShareGroupDescribe."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite.consumer_groups.shared import topic_ids
+from conformance.results.verdicts import MissingPrecondition
+from conformance.suite.consumer_groups.shared import newest, removed, topic_ids
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.provision import obtain
 from conformance.suite.kit.safety import fresh_name
-from conformance.suite.share_groups.shared import ShareGroup
+from conformance.suite.share_groups.shared import SERVED, SETTLE, ShareGroup
 
 
 def assignment(described_member: dict) -> set:
@@ -165,3 +167,53 @@ def test_heartbeat_errors(harness: Harness) -> None:
         "SHARE-GROUPS.R6",
     )
     g.leave(a)
+
+
+SESSION_REQ = "SHARE-GROUPS.R20"
+#: the group's share.session.timeout.ms and share.heartbeat.interval.ms: within the bounds of a
+#: target run with group.share.min.session.timeout.ms and ...heartbeat.interval.ms lowered (the
+#: kafka and reference targets do), out of Kafka's default bounds (45 s and 5 s)
+SESSION_MS, INTERVAL_MS = 1500, 500
+
+
+@conformance(
+    "share-groups/heartbeat/session-timeout",
+    SESSION_REQ,
+    api=ApiKey.SHARE_GROUP_HEARTBEAT,
+)
+def test_session_timeout(harness: Harness) -> None:
+    newest(harness, ApiKey.SHARE_GROUP_HEARTBEAT, SERVED)
+    topic = obtain(harness, "sgsilent", 2, exact=True)
+    tid = topic_ids(harness, [topic.name])[topic.name]
+    want = {(tid, p) for p in range(topic.partitions)}
+    g = ShareGroup(harness, [topic.name])
+    configs = {
+        "share.heartbeat.interval.ms": str(INTERVAL_MS),
+        "share.session.timeout.ms": str(SESSION_MS),
+    }
+    got = g.configure(configs)
+    if got["ErrorCode"] == ErrorCode.INVALID_CONFIG:
+        raise MissingPrecondition(
+            f"a share group session timeout of {SESSION_MS} ms (the target's bounds refuse it: "
+            f"{got.get('ErrorMessage')}; lower group.share.min.session.timeout.ms and "
+            "group.share.min.heartbeat.interval.ms)"
+        )
+    verify.check(
+        got["ErrorCode"] == ErrorCode.NONE,
+        f"IncrementalAlterConfigs GROUP {configs}: error {got['ErrorCode']} "
+        f"({got.get('ErrorMessage')})",
+        SESSION_REQ,
+    )
+    a, b = g.new_member(), g.new_member()
+    for m in (a, b):
+        g.join(m, want, SESSION_REQ, settle=False)
+    deadline = time.monotonic() + SETTLE
+    while time.monotonic() < deadline and not (a.pairs() and b.pairs()):
+        time.sleep(INTERVAL_MS / 1000)
+        g.heartbeat(a)
+        g.heartbeat(b)
+    silent = time.monotonic()
+    # a falls silent; b heartbeats at the group's interval
+    what = f"a member of a group with share.session.timeout.ms {SESSION_MS} stopped heartbeating"
+    removed(harness, g, a, b, want, (silent, SESSION_MS, INTERVAL_MS / 1000), what, SESSION_REQ)
+    g.leave(b)

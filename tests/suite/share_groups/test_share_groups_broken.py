@@ -22,6 +22,8 @@ from tests.support.faults_share_groups import (
     log_start_withheld,
     member_id_not_kept,
     ranges_widened,
+    share_type_hidden,
+    unknown_start_as_zero,
 )
 from tests.support.runs import failing, verdicts
 
@@ -33,12 +35,15 @@ ACQUIRE = "share-groups/fetch/acquisition"
 ACKS = "share-groups/acknowledge/accept-release-reject"
 LIMIT = "share-groups/acknowledge/delivery-limit"
 RESET = "share-groups/fetch/auto-offset-reset"
+LISTED = "share-groups/admin/list-and-delete"
+OFFSETS = "share-groups/admin/offsets"
+SILENT = "share-groups/heartbeat/session-timeout"
 HEARTBEAT = {ApiKey.SHARE_GROUP_HEARTBEAT}
 SESSION_APIS = {ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE}
 
 #: case -> (answer faults (made afresh per run), tests run, (test, requirement) pairs that FAIL)
 CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set]] = {
-    "membership-errors-sessions-counts": (
+    "membership-errors-sessions-counts-admin": (
         lambda: (
             member_id_not_kept,
             NeverShared(),
@@ -53,8 +58,18 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
                 {ApiKey.SHARE_ACKNOWLEDGE}, ErrorCode.INVALID_RECORD_STATE, ErrorCode.NONE
             ),
             delivery_count_stuck,
+            share_type_hidden,
+            replace_code({ApiKey.DELETE_GROUPS}, ErrorCode.NON_EMPTY_GROUP, ErrorCode.NONE),
+            unknown_start_as_zero,
+            replace_code(
+                {ApiKey.ALTER_SHARE_GROUP_OFFSETS}, ErrorCode.NON_EMPTY_GROUP, ErrorCode.NONE
+            ),
+            replace_code(
+                {ApiKey.DELETE_SHARE_GROUP_OFFSETS}, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NONE
+            ),
+            replace_code(HEARTBEAT, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.NONE),
         ),
-        (JOIN, ERRORS, SESSIONS, ACKS),
+        (JOIN, ERRORS, SESSIONS, ACKS, LISTED, OFFSETS, SILENT),
         {
             (JOIN, "SHARE-GROUPS.R1"),
             (JOIN, "SHARE-GROUPS.R3"),
@@ -65,6 +80,12 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             (SESSIONS, "SHARE-GROUPS.R8"),
             (ACKS, "SHARE-GROUPS.R11"),
             (ACKS, "SHARE-GROUPS.R12"),
+            (LISTED, "SHARE-GROUPS.R15"),
+            (LISTED, "SHARE-GROUPS.R16"),
+            (OFFSETS, "SHARE-GROUPS.R17"),
+            (OFFSETS, "SHARE-GROUPS.R18"),
+            (OFFSETS, "SHARE-GROUPS.R19"),
+            (SILENT, "SHARE-GROUPS.R20"),
         },
     ),
     "counts-stuck-ranges-widened": (
