@@ -1,8 +1,8 @@
 """The same suite against the same target gives the same verdicts: ``run`` uses a fixed seed
 unless told ``--seed random``, and records the seed it used in the manifest.
 
-A cheap subset with property tests (generated requests of every Metadata and OffsetCommit
-version, the cluster-id state machine) runs twice against one reference cluster; the verdicts,
+A cheap subset with property tests (generated requests of every Metadata version, the
+cluster-id state machine) runs twice against one reference cluster; the verdicts,
 and what was drawn (the seed), must be the same. ``--seed random`` draws a fresh seed (a run
 records whichever it used; ``--seed N`` replaying a recorded seed is in test_against_tansu.py).
 """
@@ -14,10 +14,9 @@ import pytest
 from conformance.plugin import DEFAULT_SEED, parse_seed, run_seed
 from tests.support.runs import verdicts
 
-SUBSET = (
-    "protocol/spec/metadata or protocol/spec/offset-commit or "
-    "kip-78/metadata/cluster-id/state-machine"
-)
+#: (OffsetCommit's versions left out for CI, issue 36: 35 -> 17 s; each of its versions is judged
+#: in every run all the same, and the concurrency test compares two runs of offsets tests)
+SUBSET = "protocol/spec/metadata or kip-78/metadata/cluster-id/state-machine"
 
 
 def _run(cli, reference, *extra: str):
