@@ -196,3 +196,41 @@ def test_share_group_configs_bounded_as_kafka() -> None:
     assert defaults["share.auto.offset.reset"] == "latest"
     assert defaults["share.record.lock.duration.ms"] == "30000"
     assert defaults["share.delivery.count.limit"] == "5"
+
+
+def test_share_group_offsets_admin() -> None:
+    """DescribeShareGroupOffsets / Alter… / Delete… as Kafka 4.4.0 answers them (probed on the
+    wire, issue 39): refused while the group has a member, applied once it is empty, kept in the
+    group's record."""
+    w = World()
+
+    def alter(offsets):
+        got: list = []
+        w.c.share.alter_offsets("g", offsets, lambda *r: got.append(r))
+        return got[0]
+
+    def delete(names, group="g"):
+        got: list = []
+        w.c.share.delete_offsets(group, names, lambda *r: got.append(r))
+        return got[0]
+
+    error, _, found = w.c.share.describe_offsets("g", [("t", [0, 1])])
+    assert error == 0 and found[0].start_offsets == {0: -1, 1: -1}  # no group yet: no error
+    assert delete(["t"])[0] == E.GROUP_ID_NOT_FOUND
+    w.hb("a")
+    w.clock.advance(0)  # its partitions are initialized
+    assert alter([("t", [(0, 5)])])[:2] == (E.NON_EMPTY_GROUP, "The group is not empty.")
+    assert delete(["t"])[0] == E.NON_EMPTY_GROUP
+    w.hb("a", -1)
+    assert alter([("t", [(0, 5), (7, 0)]), ("nope", [(0, 0)])]) == (
+        0,
+        None,
+        {"t": {0: 0, 7: E.UNKNOWN_TOPIC_OR_PARTITION}, "nope": {0: E.UNKNOWN_TOPIC_OR_PARTITION}},
+    )
+    _, _, found = w.c.share.describe_offsets("g", None)
+    assert [(t.topic, t.start_offsets) for t in found] == [("t", {0: 5, 1: -1, 2: -1})]
+    again = World(w.store)  # the start offsets come back with the group's record
+    assert again.c.share.describe_offsets("g", [("t", [0])])[2][0].start_offsets == {0: 5}
+    assert delete(["t", "nope"]) == (0, None, {"t": 0, "nope": E.UNKNOWN_TOPIC_OR_PARTITION})
+    assert w.c.share.describe_offsets("g", None)[2] == []
+    assert w.c.share.describe_offsets("g", [("t", [0])])[2][0].start_offsets == {0: -1}
