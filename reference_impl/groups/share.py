@@ -140,6 +140,10 @@ def simple_assign(
     return out
 
 
+class _NoGroup(Refused):
+    """The group does not exist (some admin requests go on without it)."""
+
+
 @dataclass
 class ShareOffsets:
     """One topic of a DescribeShareGroupOffsets answer: partition -> start offset (-1: none)."""
@@ -372,13 +376,11 @@ class ShareGroups(ModernGroups[ShareGroup]):
             out.append(ShareOffsets(name, tid, {p: starts.get((tid, p), -1) for p in partitions}))
         return ErrorCode.NONE, None, out
 
-    def _empty_share_group(self, group_id: str, create: bool) -> ShareGroup:
+    def _empty_share_group(self, group_id: str) -> ShareGroup:
         """The share group whose offsets an admin request changes: it must have no member."""
         group = self.host.groups.get(group_id)
         if group is None or group.is_dead:
-            if not create:
-                raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-            return self._new(group_id)
+            raise _NoGroup(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         if not isinstance(group, ShareGroup):
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         if group.members:
@@ -391,17 +393,20 @@ class ShareGroups(ModernGroups[ShareGroup]):
         offsets: list[tuple[str, list[tuple[int, int]]]],
         respond: Callable[[int, str | None, dict[str, dict[int, int]]], None],
     ) -> None:
-        """AlterShareGroupOffsets: the start offsets of an empty share group's partitions (a
-        group that does not exist is created empty, as Kafka 4.4.0 answers it without error);
-        ``respond(error, message, {topic: {partition: error}})`` once they are written."""
+        """AlterShareGroupOffsets: the start offsets of an empty share group's partitions;
+        ``respond(error, message, {topic: {partition: error}})`` once they are written. A group
+        that does not exist is answered partition by partition, without error, and not created
+        (Kafka 4.4.0: a later DeleteShareGroupOffsets of it is GROUP_ID_NOT_FOUND)."""
         try:
             error = self.host.check(group_id, "share offsets")
             if error:
                 raise Refused(error)
-            group = self._empty_share_group(group_id, create=True)
+            group = self._empty_share_group(group_id)
         except Refused as r:
-            respond(r.error, r.message, {})
-            return
+            if not isinstance(r, _NoGroup):
+                respond(r.error, r.message, {})
+                return
+            group = None
         topics = self.topics()
         results: dict[str, dict[int, int]] = {}
         for name, partitions in offsets:
@@ -410,9 +415,13 @@ class ShareGroups(ModernGroups[ShareGroup]):
                 if p >= count or p < 0:
                     results.setdefault(name, {})[p] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
-                group.start_offsets[(tid, p)] = offset
-                group.initialized.add((tid, p))
+                if group is not None:
+                    group.start_offsets[(tid, p)] = offset
+                    group.initialized.add((tid, p))
                 results.setdefault(name, {})[p] = ErrorCode.NONE
+        if group is None:
+            respond(ErrorCode.NONE, None, results)
+            return
         self._store(
             group, lambda error: respond(store_group_error(error) if error else 0, None, results)
         )
@@ -430,7 +439,7 @@ class ShareGroups(ModernGroups[ShareGroup]):
             error = self.host.check(group_id, "share offsets")
             if error:
                 raise Refused(error)
-            group = self._empty_share_group(group_id, create=False)
+            group = self._empty_share_group(group_id)
         except Refused as r:
             respond(r.error, r.message, {})
             return

@@ -45,8 +45,18 @@ class Member:
     held = owned_pairs
 
 
-class ConsumerGroup:
-    describe_api = "ConsumerGroupDescribe"
+class HeartbeatGroup:
+    """A group of a heartbeat protocol (KIP-848's consumer groups, KIP-932's share groups) as
+    the suite drives it: its coordinator, an admin connection to it, and requests asked again
+    while the coordinator is loading or not yet the group's. A subclass names its APIs."""
+
+    heartbeat_key: int
+    describe_key: int
+    #: the describe API's name, for messages
+    describe_api: str
+    #: the versions of both APIs the suite judges (None: any)
+    served: str | None = None
+    prefix = "group"
 
     def __init__(
         self,
@@ -57,9 +67,9 @@ class ConsumerGroup:
         versions: str | None = None,
     ) -> None:
         self.harness = harness
-        self.name = name or fresh_name("cgroup")
+        self.name = name or fresh_name(self.prefix)
         self.topics = topics
-        self.version = newest(harness, ApiKey.CONSUMER_GROUP_HEARTBEAT, versions)
+        self.version = newest(harness, self.heartbeat_key, versions or self.served)
         fc = harness.pick_version(ApiKey.FIND_COORDINATOR)
         self.coordinator = find_coordinator(harness, self.name, fc)
         self._admin: SyncConnection | None = None
@@ -69,6 +79,29 @@ class ConsumerGroup:
         if self._admin is None or self._admin.closed:
             self._admin = self.harness.connect(self.coordinator.endpoint, client_id="kc-admin")
         return self._admin
+
+    def settled(self, conn: SyncConnection, api: int, version: int, body: dict) -> dict:
+        """The answer to ``body``, asked again (for up to 30 s) while its error is transient."""
+        deadline = time.monotonic() + 30
+        while True:
+            got = verify.expect_response(conn, api, version, body).body
+            first = got["Groups"][0] if api == self.describe_key else got
+            if first["ErrorCode"] not in TRANSIENT or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+
+    def describe(self, name: str | None = None) -> dict:
+        """The describe API's answer for the group (or ``name``) from the group's coordinator."""
+        v = newest(self.harness, self.describe_key, self.served)
+        body = {"GroupIds": [name or self.name], "IncludeAuthorizedOperations": False}
+        return self.settled(self.admin, self.describe_key, v, body)["Groups"][0]
+
+
+class ConsumerGroup(HeartbeatGroup):
+    heartbeat_key = ApiKey.CONSUMER_GROUP_HEARTBEAT
+    describe_key = ApiKey.CONSUMER_GROUP_DESCRIBE
+    describe_api = "ConsumerGroupDescribe"
+    prefix = "cgroup"
 
     def new_member(self, instance_id: str | None = None, version: int | None = None) -> Member:
         conn = self.harness.connect(self.coordinator.endpoint, client_id="kc-consumer")
@@ -107,14 +140,7 @@ class ConsumerGroup:
         body.update(override)
         if body["TopicPartitions"] is not None:
             m.acked = {(t["TopicId"], p) for t in body["TopicPartitions"] for p in t["Partitions"]}
-        deadline = time.monotonic() + 30
-        while True:
-            got = verify.expect_response(
-                m.conn, ApiKey.CONSUMER_GROUP_HEARTBEAT, m.version, body
-            ).body
-            if got["ErrorCode"] not in TRANSIENT or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        got = self.settled(m.conn, ApiKey.CONSUMER_GROUP_HEARTBEAT, m.version, body)
         if got["ErrorCode"] == ErrorCode.NONE and "MemberId" not in override:
             if got.get("MemberId"):
                 m.member_id = got["MemberId"]
@@ -127,20 +153,6 @@ class ConsumerGroup:
                     if tp["Partitions"]
                 }
         return got
-
-    def describe(self) -> dict:
-        """ConsumerGroupDescribe of the group from its coordinator (a coordinator still loading,
-        or not yet the group's, asked again for a while, as for a heartbeat)."""
-        v = newest(self.harness, ApiKey.CONSUMER_GROUP_DESCRIBE)
-        body = {"GroupIds": [self.name], "IncludeAuthorizedOperations": False}
-        deadline = time.monotonic() + 30
-        while True:
-            (g,) = verify.expect_response(self.admin, ApiKey.CONSUMER_GROUP_DESCRIBE, v, body).body[
-                "Groups"
-            ]
-            if g["ErrorCode"] not in TRANSIENT or time.monotonic() > deadline:
-                return g
-            time.sleep(0.1)
 
 
 def advertised(harness: Harness, api: int) -> list[int]:

@@ -11,12 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
-from conformance.suite.consumer_groups.shared import newest
-from conformance.suite.groups.members import TRANSIENT, find_coordinator
+from conformance.suite.consumer_groups.shared import HeartbeatGroup, newest
 from conformance.suite.kit import verify
-from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.harness import SyncConnection
 from conformance.suite.kit.records_io import leader
-from conformance.suite.kit.safety import fresh_name
 
 #: KIP-932's versions before 1 were Kafka 4.0's early access (not served by default): judged
 #: from version 1, as Apache Kafka 4.1 and later serve them
@@ -44,23 +42,12 @@ class ShareMember:
     held = pairs
 
 
-class ShareGroup:
+class ShareGroup(HeartbeatGroup):
+    heartbeat_key = ApiKey.SHARE_GROUP_HEARTBEAT
+    describe_key = ApiKey.SHARE_GROUP_DESCRIBE
     describe_api = "ShareGroupDescribe"
-
-    def __init__(self, harness: Harness, topics: list[str], name: str | None = None) -> None:
-        self.harness = harness
-        self.name = name or fresh_name("sgroup")
-        self.topics = topics
-        self.version = newest(harness, ApiKey.SHARE_GROUP_HEARTBEAT, SERVED)
-        fc = harness.pick_version(ApiKey.FIND_COORDINATOR)
-        self.coordinator = find_coordinator(harness, self.name, fc)
-        self._admin: SyncConnection | None = None
-
-    @property
-    def admin(self) -> SyncConnection:
-        if self._admin is None or self._admin.closed:
-            self._admin = self.harness.connect(self.coordinator.endpoint, client_id="kc-admin")
-        return self._admin
+    served = SERVED
+    prefix = "sgroup"
 
     def new_member(self) -> ShareMember:
         conn = self.harness.connect(self.coordinator.endpoint, client_id="kc-share")
@@ -78,14 +65,7 @@ class ShareGroup:
             "SubscribedTopicNames": list(self.topics) if epoch == 0 else None,
         }
         body.update(override)
-        deadline = time.monotonic() + 30
-        while True:
-            got = verify.expect_response(
-                m.conn, ApiKey.SHARE_GROUP_HEARTBEAT, self.version, body
-            ).body
-            if got["ErrorCode"] not in TRANSIENT or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        got = self.settled(m.conn, ApiKey.SHARE_GROUP_HEARTBEAT, self.version, body)
         if got["ErrorCode"] == ErrorCode.NONE and "MemberId" not in override and epoch >= 0:
             m.epoch = got["MemberEpoch"]
             m.epochs.append(m.epoch)
@@ -128,18 +108,6 @@ class ShareGroup:
             if all(want <= m.pairs() for m in members):
                 return
             time.sleep(0.3)
-
-    def describe(self, name: str | None = None) -> dict:
-        v = newest(self.harness, ApiKey.SHARE_GROUP_DESCRIBE, SERVED)
-        body = {"GroupIds": [name or self.name], "IncludeAuthorizedOperations": False}
-        deadline = time.monotonic() + 30
-        while True:
-            (g,) = verify.expect_response(self.admin, ApiKey.SHARE_GROUP_DESCRIBE, v, body).body[
-                "Groups"
-            ]
-            if g["ErrorCode"] not in TRANSIENT or time.monotonic() > deadline:
-                return g
-            time.sleep(0.1)
 
     def leave(self, m: ShareMember) -> dict:
         return self.heartbeat(m, MemberEpoch=-1)

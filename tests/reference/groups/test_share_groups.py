@@ -216,6 +216,7 @@ def test_share_group_offsets_admin() -> None:
 
     error, _, found = w.c.share.describe_offsets("g", [("t", [0, 1])])
     assert error == 0 and found[0].start_offsets == {0: -1, 1: -1}  # no group yet: no error
+    assert alter([("t", [(0, 5)])]) == (0, None, {"t": {0: 0}})  # answered, no group made
     assert delete(["t"])[0] == E.GROUP_ID_NOT_FOUND
     w.hb("a")
     w.clock.advance(0)  # its partitions are initialized
