@@ -142,12 +142,22 @@ class GroupsBinding(Binding):
                 dv = self.harness.pick_version(ApiKey.DESCRIBE_GROUPS)
                 got = coordinator_request(self.harness, conn, ApiKey.DESCRIBE_GROUPS, dv, body).body
                 for d in got["Groups"]:
+                    i = self.names.index(d["GroupId"])
+                    if dv >= 6 and d["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND:
+                        # v6+ (KIP-1043) answers a group that does not exist so: it reads as Dead
+                        records[i] = {"GroupState": "Dead", "members": 0}
+                        continue
                     verify.check(
                         d["ErrorCode"] == ErrorCode.NONE,
-                        f"DescribeGroups of {d['GroupId']}: error {d['ErrorCode']}",
+                        f"DescribeGroups v{dv} of {d['GroupId']}: error {d['ErrorCode']}",
                         "GROUPS.R13",
                     )
-                    i = self.names.index(d["GroupId"])
+                    verify.check(
+                        dv < 6 or d["GroupState"] != "Dead",
+                        f"DescribeGroups v{dv} of {d['GroupId']}: NONE with state Dead; from v6 "
+                        "a group that does not exist is GROUP_ID_NOT_FOUND",
+                        "GROUPS.R13",
+                    )
                     records[i] = {"GroupState": d["GroupState"], "members": len(d["Members"])}
             return {"DescribeGroups": records}
         if name == "list":
