@@ -70,11 +70,21 @@ def api(node: BrokerView) -> Api:
                     )
                 )
         answered = partition_errors(topics, results)
-        for entry, t in zip(answered, topics, strict=True):
-            entry["TopicId"] = t.get("TopicId")
+        if v >= TOPIC_IDS_VERSION:
+            answered = _merged_by_id(answered, topics)
         return {"ThrottleTimeMs": 0, "Topics": answered}
 
     return Api(ApiKey.OFFSET_COMMIT, handle)
+
+
+def _merged_by_id(answered: list[dict], topics: list[dict]) -> list[dict]:
+    """v10+'s answer: one entry per topic id, the partitions of entries naming the same id
+    together in the order asked, as Kafka 4.4.0 answers them."""
+    by_id: dict = {}
+    for entry, t in zip(answered, topics, strict=True):
+        merged = by_id.setdefault(t["TopicId"], {"TopicId": t["TopicId"], "Partitions": []})
+        merged["Partitions"].extend(entry["Partitions"])
+    return list(by_id.values())
 
 
 def _named(node: BrokerView, topics: list[dict], version: int) -> tuple[list[dict], set[str]]:
