@@ -2,8 +2,8 @@
 (-4, v8+: the log start, there being no tiered storage), latest tiered (-5, v9+, KIP-1005:
 none, -1), or the first record at or after a timestamp (from the time index). v10 (KIP-1075)
 adds TimeoutMs for Kafka's asynchronous remote-storage lookups: every lookup here is local and
-immediate. v11 (KIP-1023's earliest pending upload, -6) is not served: what Kafka answers for it
-without tiered storage is still to be checked.
+immediate. v11 adds KIP-1023's earliest pending upload (-6): none, -1, as Kafka 4.4.0 answers it
+without tiered storage (and UNSUPPORTED_VERSION below v11).
 
 Consumers see up to the high watermark (read_uncommitted) or the last stable offset; a
 replica id >= 0 sees the log end. v0 (a list of segment offsets) is not served, as in Kafka
@@ -21,8 +21,8 @@ from reference_impl.roles import BrokerView
 
 MIN_VERSION = 1
 #: the negative timestamps with a meaning, and the first version that has each
-SPECIAL_TIMESTAMPS = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9}
-MAX_VERSION = 10
+SPECIAL_TIMESTAMPS = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9, -6: 11}
+MAX_VERSION = 11
 
 
 def _special(version: int) -> set[int]:

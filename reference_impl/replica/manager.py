@@ -45,7 +45,11 @@ log = logging.getLogger(__name__)
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
 TOPIC_ID_FILE = "partition.metadata"
-EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
+#: ListOffsets' tiered-storage timestamps: latest tiered (-5, KIP-1005) and earliest pending
+#: upload (-6, KIP-1023); with no tiered storage both find nothing (offset -1), as Kafka 4.4.0
+#: answers them without remote storage
+TIERED_ONLY = (-5, -6)
 READ_COMMITTED = 1
 #: DeleteRecords: an offset of -1 means the high watermark
 DELETE_TO_HIGH_WATERMARK = -1
@@ -566,7 +570,7 @@ class ReplicaManager:
             return OffsetAnswer(0, -1, start, plog.epochs.epoch_at(start))
         if timestamp == LATEST:
             return OffsetAnswer(0, -1, upper, plog.latest_epoch())
-        if timestamp == EARLIEST_PENDING_UPLOAD:
+        if timestamp in TIERED_ONLY:
             return OffsetAnswer(0, -1, -1, -1)
         if timestamp == MAX_TIMESTAMP:
             found = plog.offset_of_max_timestamp()
