@@ -190,6 +190,8 @@ def assemble(
                 "dir": str(d),
                 # each time the target went down in the run: the report's first lines
                 "outages": m.get("outages", []),
+                # API versions whose answers set-up steps could not use (issue 42)
+                "setup_defects": m.get("setup_defects", []),
                 # API versions advertised that no verdict covers (None: an older manifest)
                 "not_judged": m.get("not_judged"),
             }

@@ -24,6 +24,7 @@ from conformance.report.verdict_style import (
     outage_lines,
     outcomes_text,
     percent,
+    setup_defect_lines,
     table_check_lines,
 )
 
@@ -507,12 +508,17 @@ def _requirement_texts(model: dict[str, Any]) -> str:
 
 def _outages(model: dict[str, Any]) -> str:
     """Before anything else: each run during which the target went down (its verdicts after that
-    point are a restarted target's, or NOT_EVALUATED)."""
-    lines = outage_lines(model)
-    if not lines:
-        return ""
-    items = "".join(f"<li>{_e(line)}</li>" for line in lines)
-    return f'<div class="outages v-FAIL"><ul>{items}</ul></div>'
+    point are a restarted target's, or NOT_EVALUATED), then each set-up defect a run met (an API
+    version whose answers set-up could not use, with how many tests it touched: issue 42)."""
+    out = ""
+    for cls, lines in (
+        ("outages", outage_lines(model)),
+        ("setup-defects", setup_defect_lines(model)),
+    ):
+        if lines:
+            items = "".join(f"<li>{_e(line)}</li>" for line in lines)
+            out += f'<div class="{cls} v-FAIL"><ul>{items}</ul></div>'
+    return out
 
 
 def _clients(model: dict[str, Any]) -> str:

@@ -18,6 +18,7 @@ from conformance.report.verdict_style import (
     outage_lines,
     outcomes_text,
     percent,
+    setup_defect_lines,
     table_check_lines,
 )
 
@@ -38,6 +39,7 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
         f"# {title}",
         "",
         *[f"**{line}**\n" for line in outage_lines(model)],
+        *[f"**{line}**\n" for line in setup_defect_lines(model)],
         f"{len(model['runs'])} runs, {len(targets)} implementation versions, "
         f"{records['counted']} result records counted ({records['bad']} bad lines); generated "
         f"{model['generated_at']}. {UNITS}",

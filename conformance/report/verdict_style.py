@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.results.advertised import lines as advertised_lines
-from conformance.results.summary import outage_line
+from conformance.results.summary import outage_line, setup_defect_line
 
 #: the report's heading over what the targets advertise and no verdict covers
 NOT_JUDGED_TITLE = "Advertised, not judged"
@@ -152,6 +152,17 @@ def outage_lines(model: dict[str, Any]) -> list[str]:
         f"{r['implementation']} {r['version']}, run {r['run_id']}: {outage_line(o)}"
         for r in model["runs"]
         for o in r.get("outages", [])
+    ]
+
+
+def setup_defect_lines(model: dict[str, Any]) -> list[str]:
+    """``<implementation> <version>, run <id>: set-up defect: Metadata v12 from <node> (...); N
+    test(s) touched ...``, one per entry of each run's ``setup_defects`` (issue 42): listed
+    beside the outages, before anything else of the report."""
+    return [
+        f"{r['implementation']} {r['version']}, run {r['run_id']}: {setup_defect_line(d)}"
+        for r in model["runs"]
+        for d in r.get("setup_defects", [])
     ]
 
 
