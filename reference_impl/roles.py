@@ -4,8 +4,9 @@ A leaf: it imports only the kernel and other leaves, so the security, log and gr
 can name the node they are given without importing ``node.py`` or the broker and controller
 packages. The broker's and the controller's own objects are therefore typed by Protocols of
 what is used of them (authorizer, forwarder, controller channel, propagator, the controller's
-lifecycle); the larger ones (metadata cache, replica manager, image, the
-groups' and transactions' services) are still ``Any``. mypy checks this module (pyproject's
+lifecycle); the image (and ``require_active``'s answer) is the metadata leaf's own
+``MetadataImage``; the larger ones (metadata cache, replica manager, the groups' and
+transactions' services, share sessions) are still ``Any``. mypy checks this module (pyproject's
 ``[tool.mypy]``); ``tests/reference/test_roles.py`` checks that ``BrokerNode`` and
 ``ControllerNode`` have every member their view declares, and that a function typed with a view
 uses no other.
@@ -21,12 +22,13 @@ from typing import Any, Protocol, TypeGuard
 from conformance.client.wire import Response
 from conformance.protocol import Codec
 from reference_impl.config import NodeConfig
+from reference_impl.metadata.image import MetadataImage
 from reference_impl.metrics import BrokerMetrics, ControllerMetrics, NodeMetrics
 from reference_impl.net.listener import RequestContext, Session
 
 #: metadata records to commit, or a function of the current image that makes them (called under
 #: the controller's write lock)
-Records = list[dict[str, Any]] | Callable[[Any], list[dict[str, Any]]]
+Records = list[dict[str, Any]] | Callable[[MetadataImage], list[dict[str, Any]]]
 
 
 class Authorizer(Protocol):
@@ -133,13 +135,13 @@ class ControllerView(NodeView, Protocol):
     """The controller: the metadata image it writes, whether it is the active one."""
 
     metrics: ControllerMetrics
-    #: ``metadata.image.MetadataImage`` once loaded
-    image: Any
+    #: the image once loaded (None before)
+    image: MetadataImage | None
     active: bool
     propagator: Propagator
     lifecycle: ControllerLifecycle
 
-    def require_active(self) -> Any: ...
+    def require_active(self) -> MetadataImage: ...
 
     async def commit(self, records: Records, *, rebalance: bool = False) -> int: ...
 

@@ -101,6 +101,7 @@ async def alter(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
                 continue
             isr = [m["BrokerId"] for m in d["NewIsrWithEpochs"]] if v >= 3 else list(d["NewIsr"])
             changed = Partition(p.replicas, isr, p.leader, p.leader_epoch, p.partition_epoch + 1)
+            assert name is not None  # the topic was found by it
             records.append(changed.record(name, index))
             pending.append((out, index, changed, d.get("LeaderRecoveryState", 0)))
     if records:
