@@ -15,7 +15,8 @@ uses no other.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard
 
@@ -84,6 +85,94 @@ class ControllerLifecycle(Protocol):
     async def unregister(self, broker_id: int) -> None: ...
 
 
+class CachedEndpoint(Protocol):
+    """One listener of a broker, as UpdateMetadata gave it (``broker.metadata_cache.Endpoint``)."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def security_protocol(self) -> int: ...
+
+
+class CachedBroker(Protocol):
+    """A live broker, as UpdateMetadata gave it (``broker.metadata_cache.BrokerInfo``)."""
+
+    @property
+    def broker_id(self) -> int: ...
+    @property
+    def endpoints(self) -> Mapping[str, CachedEndpoint]: ...
+    @property
+    def rack(self) -> str | None: ...
+    @property
+    def start_time_ms(self) -> int: ...
+
+
+class CachedPartition(Protocol):
+    """A partition's leader and replicas (``broker.metadata_cache.PartitionInfo``)."""
+
+    @property
+    def leader(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int: ...
+    @property
+    def isr(self) -> tuple[int, ...]: ...
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+    @property
+    def offline_replicas(self) -> tuple[int, ...]: ...
+    @property
+    def partition_epoch(self) -> int: ...
+
+
+class CachedTopic(Protocol):
+    """A topic (``broker.metadata_cache.TopicInfo``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+    @property
+    def partitions(self) -> Mapping[int, CachedPartition]: ...
+
+
+class MetadataCacheView(Protocol):
+    """What handlers read of a broker's metadata cache (``broker.metadata_cache.MetadataCache``:
+    the broker package, which this leaf may not import): read-only."""
+
+    @property
+    def cluster_id(self) -> str | None: ...
+    @property
+    def controller_id(self) -> int: ...
+    @property
+    def controller_epoch(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def brokers(self) -> Mapping[int, CachedBroker]: ...
+    @property
+    def topics(self) -> Mapping[str, CachedTopic]: ...
+    @property
+    def topic_ids(self) -> Mapping[uuid.UUID, str]: ...
+    @property
+    def topic_configs(self) -> dict[str, dict[str, str]]: ...
+    @property
+    def broker_configs(self) -> dict[str, dict[str, str]]: ...
+    @property
+    def group_configs(self) -> dict[str, dict[str, str]]: ...
+    @property
+    def quotas(self) -> list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]]: ...
+    @property
+    def acls(self) -> list[dict[str, Any]]: ...
+
+    def apply_update_metadata(self, body: dict[str, Any], version: int) -> None: ...
+    def topic_config(self, name: str) -> dict[str, str]: ...
+    def partition(self, topic: str, index: int) -> CachedPartition | None: ...
+    def endpoint(self, broker_id: int, listener: str) -> CachedEndpoint | None: ...
+    def alive(self, broker_id: int) -> bool: ...
+
+
 class NodeView(Protocol):
     """Any node, broker or controller: its identity, settings, codec and authorizer."""
 
@@ -106,8 +195,7 @@ class BrokerView(NodeView, Protocol):
     controller."""
 
     metrics: BrokerMetrics
-    #: ``broker.metadata_cache.MetadataCache``
-    metadata_cache: Any
+    metadata_cache: MetadataCacheView
     #: ``replica.api.ReplicaManager``
     replica_manager: Any
     forwarder: Forwarder

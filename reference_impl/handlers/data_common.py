@@ -24,7 +24,9 @@ def node_endpoints(
     cache = node.metadata_cache
     for b in sorted(broker_ids):
         info = cache.brokers.get(b)
-        ep = info.endpoints.get(ctx.listener.name) if info is not None else None
+        if info is None:
+            continue
+        ep = info.endpoints.get(ctx.listener.name)
         if ep is not None:
             out.append({"NodeId": b, "Host": ep.host, "Port": ep.port, "Rack": info.rack})
     return out

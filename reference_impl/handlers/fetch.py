@@ -78,6 +78,7 @@ async def fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
             if error is not None:
                 fixed[(key_name, p["Partition"])] = FetchResult(int(error))
                 continue
+            assert name is not None  # an unknown topic id has its error above
             wanted.append(
                 FetchPartition(
                     name,
