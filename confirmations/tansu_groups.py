@@ -68,12 +68,8 @@ async def hb(c, group, gen, member, instance=None):
     ).body
 
 
-async def main(host: str, port: int) -> None:
-    codec = Codec.from_specs()
-
-    async def conn():
-        return await connect(host, port, codec)
-
+async def rejoin_answered_when(conn):
+    """GROUPS.R21: how long a new member's JoinGroups take."""
     print("GROUPS.R21: one new member, session 45000 ms, rebalance timeout 4000 ms")
     c = await conn()
     g = f"kc-wire-{uuid.uuid4().hex[:8]}"
@@ -88,6 +84,9 @@ async def main(host: str, port: int) -> None:
         {k: r[k] for k in ("ErrorCode", "GenerationId")},
     )
 
+
+async def join_before_member_ids(conn):
+    """GROUPS.R2: a JoinGroup version without MEMBER_ID_REQUIRED."""
     print(
         "GROUPS.R2: JoinGroup v3 (no MEMBER_ID_REQUIRED in v0-3) from a new member (Kafka: NONE, joined)"
     )
@@ -109,6 +108,11 @@ async def main(host: str, port: int) -> None:
             if k in ("ErrorCode", "MemberId", "GenerationId")
         },
     )
+
+
+async def stale_and_unknown_members(conn):
+    """GROUPS.R6/R7: a stable one-member group; returns its connection, group, generation and
+    member id, which the later steps use."""
     print(
         "GROUPS.R6/R7: a stable one-member group; Heartbeat of a stale generation, of an unknown member"
     )
@@ -129,7 +133,11 @@ async def main(host: str, port: int) -> None:
         await hb(a, g, gen, "kc-ghost"),
     )
     show("SyncGroup of unknown member (Kafka: 25)", await sync(a, g, gen, "kc-ghost"))
+    return a, g, gen, mid
 
+
+async def other_protocol_type(conn, a, g, gen, mid):
+    """GROUPS.R12: a member of another protocol type joins the stable group."""
     print(
         "GROUPS.R12: JoinGroup with protocol type kc-other into that group (Kafka: 23 INCONSISTENT_GROUP_PROTOCOL)"
     )
@@ -145,6 +153,9 @@ async def main(host: str, port: int) -> None:
         {k: r[k] for k in ("ErrorCode", "MemberId", "GenerationId", "ProtocolName")},
     )
 
+
+async def delete_non_empty(conn):
+    """GROUPS.R17: DeleteGroups of a group with a member."""
     print("GROUPS.R17: DeleteGroups of that group, which has a member (Kafka: 68 NON_EMPTY_GROUP)")
     g2 = f"kc-wire-{uuid.uuid4().hex[:8]}"
     b = await conn()
@@ -162,6 +173,9 @@ async def main(host: str, port: int) -> None:
             f"{type(e).__name__}: {e}",
         )
 
+
+async def member_leaves(conn):
+    """GROUPS.R9: a member leaves its stable group; returns the group."""
     print("GROUPS.R9: a member of a stable group leaves (Kafka: NONE for it)")
     g3 = f"kc-wire-{uuid.uuid4().hex[:8]}"
     d = await conn()
@@ -180,7 +194,11 @@ async def main(host: str, port: int) -> None:
         ).body,
     )
     show("Heartbeat after leaving (Kafka: 25)", await hb(d, g3, gen3, mid3))
+    return g3
 
+
+async def static_member_rejoins(conn):
+    """GROUPS.R11: a static member rejoins without its id; returns its connection and group."""
     print(
         "GROUPS.R11: a static member rejoins without its member id (Kafka: NONE, a NEW member id, same generation)"
     )
@@ -196,7 +214,11 @@ async def main(host: str, port: int) -> None:
         f"rejoin without id (after {took:.1f} s)",
         {k: r2[k] for k in ("ErrorCode", "GenerationId", "MemberId")},
     )
+    return s1, g4
 
+
+async def describe_stable(s1, g4):
+    """GROUPS.R14: DescribeGroups of the static member's stable group."""
     print(
         "GROUPS.R14: DescribeGroups of that stable group (Kafka: ProtocolType consumer, ProtocolData range)"
     )
@@ -209,6 +231,10 @@ async def main(host: str, port: int) -> None:
         "DescribeGroups",
         {k: r[k] for k in ("ErrorCode", "GroupState", "ProtocolType", "ProtocolData")},
     )
+
+
+async def never_existed(a):
+    """GROUPS.R13/R15/R16 and R19: DescribeGroups and DeleteGroups of a group never made."""
     print("GROUPS.R13/R15/R16: DescribeGroups of a group that never existed; ListGroups")
     ghost = f"kc-never-{uuid.uuid4().hex[:8]}"
     r = (
@@ -225,6 +251,10 @@ async def main(host: str, port: int) -> None:
         "DeleteGroups",
         (await a.request(DEL, V[DEL], dict(GroupsNames=[ghost]), timeout=30)).body,
     )
+
+
+async def empty_group_and_listings(a, g, g3, g4):
+    """An empty group made by a simple commit, then ListGroups with and without a filter."""
     # an empty group made by a simple commit (generation -1)
     t = f"kc-topic-{uuid.uuid4().hex[:6]}"
     await a.request(
@@ -276,6 +306,27 @@ async def main(host: str, port: int) -> None:
         "ListGroups (StatesFilter [Stable])",
         [x for x in ls["Groups"] if x["GroupId"] in (g, e, g3, g4)],
     )
+
+
+async def main(host: str, port: int) -> None:
+    codec = Codec.from_specs()
+
+    opened = []  # every member's connection stays open until the end, as Kafka's members do
+
+    async def conn():
+        opened.append(await connect(host, port, codec))
+        return opened[-1]
+
+    await rejoin_answered_when(conn)
+    await join_before_member_ids(conn)
+    a, g, gen, mid = await stale_and_unknown_members(conn)
+    await other_protocol_type(conn, a, g, gen, mid)
+    await delete_non_empty(conn)
+    g3 = await member_leaves(conn)
+    s1, g4 = await static_member_rejoins(conn)
+    await describe_stable(s1, g4)
+    await never_existed(a)
+    await empty_group_and_listings(a, g, g3, g4)
 
 
 if __name__ == "__main__":
