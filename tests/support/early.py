@@ -8,7 +8,6 @@ process is stopped by its pid when the session ends, whatever happened.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -137,17 +136,9 @@ JUDGES: dict[str, str] = {
 
 
 def shared(name: str) -> EarlyRun:
-    """The shared run ``name`` (``SHARED``), started now if no module asked for it before. In a
-    pytest-xdist worker (``./dev.sh test``) the other shared runs start with it: the worker runs
-    every module judging them (``JUDGES``), nearly all of which judge both, and the two runs
-    overlap their waits instead of the second starting when the first is judged (issue 36)."""
+    """The shared run ``name`` (``SHARED``), started now if no module asked for it before."""
     key = f"shared:{name}"
-    run = STARTED.get(key) or STARTED.setdefault(key, EarlyRun(*SHARED[name]))
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        for other in SHARED:
-            if f"shared:{other}" not in STARTED:
-                STARTED[f"shared:{other}"] = EarlyRun(*SHARED[other])
-    return run
+    return STARTED.get(key) or STARTED.setdefault(key, EarlyRun(*SHARED[name]))
 
 
 def start_wanted(module_names: set[str]) -> None:
