@@ -377,7 +377,11 @@ class ShareGroups(ModernGroups[ShareGroup]):
         return ErrorCode.NONE, None, out
 
     def _empty_share_group(self, group_id: str) -> ShareGroup:
-        """The share group whose offsets an admin request changes: it must have no member."""
+        """The share group whose offsets an admin request changes: this coordinator's, with no
+        member."""
+        error = self.host.check(group_id, "share offsets")
+        if error:
+            raise Refused(error)
         group = self.host.groups.get(group_id)
         if group is None or group.is_dead:
             raise _NoGroup(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
@@ -398,9 +402,6 @@ class ShareGroups(ModernGroups[ShareGroup]):
         that does not exist is answered partition by partition, without error, and not created
         (Kafka 4.4.0: a later DeleteShareGroupOffsets of it is GROUP_ID_NOT_FOUND)."""
         try:
-            error = self.host.check(group_id, "share offsets")
-            if error:
-                raise Refused(error)
             group = self._empty_share_group(group_id)
         except Refused as r:
             if not isinstance(r, _NoGroup):
@@ -436,9 +437,6 @@ class ShareGroups(ModernGroups[ShareGroup]):
         named (their partitions are initialized afresh when next assigned);
         ``respond(error, message, {topic: error})`` once that is written."""
         try:
-            error = self.host.check(group_id, "share offsets")
-            if error:
-                raise Refused(error)
             group = self._empty_share_group(group_id)
         except Refused as r:
             respond(r.error, r.message, {})
