@@ -401,6 +401,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[RUN] = SuiteRun(options_of(config))
     if opt(config, "report") is not None and opt(config, "no_report"):
         raise pytest.UsageError("--report and --no-report: one or the other")
+    if not hasattr(config, "workerinput") and (problem := requirements_problem()):
+        raise pytest.UsageError(problem)
     state = config.stash[STATE] = State()
     config.pluginmanager.register(_Selection(), "kafka-conformance-selection")
     if hasattr(config, "workerinput"):
@@ -409,6 +411,20 @@ def pytest_configure(config: pytest.Config) -> None:
             state.outage_flag = Path(given["flag"])
     elif (jobs := _jobs(config)) > 1 and not config.option.collectonly:
         _distribute(config, jobs)
+
+
+def requirements_problem() -> str | None:
+    """What is wrong with the requirements files, checked once before anything starts: a
+    malformed file is one line, not an internal error in every process that loads it (a
+    concurrent run's workers each crashed on it)."""
+    from conformance.protocol.errors import SpecError
+    from conformance.requirements import requirements
+
+    try:
+        requirements()
+    except SpecError as e:
+        return f"requirements: {e}"
+    return None
 
 
 def _jobs(config: pytest.Config) -> int:

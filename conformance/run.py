@@ -22,7 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-from conformance.plugin import SuiteRun, add_run_options, args_for_pytest, make_run_target
+from conformance.plugin import (
+    SuiteRun,
+    add_run_options,
+    args_for_pytest,
+    make_run_target,
+    requirements_problem,
+)
 from conformance.targets import Target, TargetError
 
 PROG = "kafka-conformance"
@@ -48,6 +54,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
 def check_options(args: argparse.Namespace) -> Target:
     """Everything that can be checked before starting anything; RunError says what is wrong.
     Returns the target, prepared (not started): the plugin starts it."""
+    if problem := requirements_problem():
+        raise RunError(problem)
     if args.examples is not None and args.examples < 1:
         raise RunError("--examples must be at least 1")
     if args.spec_dir and not Path(args.spec_dir).is_dir():

@@ -78,3 +78,37 @@ def test_a_target_that_never_answers_is_reported_within_seconds_with_why(tmp_pat
     assert "did not answer ApiVersions v3 within 5 s" in err
     assert "did not answer ApiVersions v0 within 5 s" in err
     print(f"a target that never answers: reported after {wall:.1f} s")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_malformed_requirements_file_is_one_line_naming_it(
+    jobs, capsys, tmp_path: Path, monkeypatch
+) -> None:
+    """A requirement whose basis is not a string: one line naming the file and the field, for
+    a sequential and a concurrent run alike (the concurrent one used to end in xdist's
+    internal error), and nothing started or recorded."""
+    import json
+    import shutil
+
+    from conformance import requirements as reqs
+
+    folder = tmp_path / "requirements"
+    shutil.copytree(reqs.KIPS_DIR, folder)
+    path = folder / "kip-78.json"
+    feature = json.loads(path.read_text(encoding="utf-8"))
+    feature["requirements"][0]["basis"] = None
+    path.write_text(json.dumps(feature), encoding="utf-8")
+    monkeypatch.setattr(reqs, "KIPS_DIR", folder)
+    reqs.requirements.cache_clear()
+    try:
+        results = tmp_path / "results"
+        code = main(["run", "--results-dir", str(results), "--jobs", jobs])
+    finally:
+        reqs.requirements.cache_clear()
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == (
+        f"kafka-conformance: error: requirements: {path}: $.requirements[0].basis: "
+        "None is not of type 'string'\n"
+    )
+    assert not results.exists() or not any(results.iterdir())
