@@ -10,8 +10,9 @@ It lives in one data file, ``mask.json`` beside this module. Two lists:
   closed, silent, malformed), optionally the versions (``"0-3"``, ``"4+"``), the second
   target's kind (``"kafka:3.*"``) and values of the request's fields (``"request":
   {"TimeoutMs": 0, "Topics[0].Name": null}``; ``"<set>"`` for any value but null, UUIDs as
-  text), the part of the run (``"source": "models"`` or ``"stream"``), and how the field is
-  compared:
+  text; a bound such as ``{"<": 0}`` or ``{">=": 1}`` for a number; ``[*]`` in a path for
+  any element of a list, the condition met when one element meets it), the part of the run
+  (``"source": "models"`` or ``"stream"``), and how the field is compared:
 
   - ``ignore``: not compared (a value the target draws or takes from its set-up: ids, hosts,
     ports, times);
@@ -101,7 +102,7 @@ class FieldRule:
             and (self.versions is None or version in self.versions)
             and fnmatch.fnmatchcase(other, self.when)
             and any(glob(p).match(normalize(path)) or glob(p).match(path) for p in self.paths)
-            and all(_meets(lookup(request, k), v) for k, v in self.request)
+            and all(any(_meets(x, v) for x in lookup_all(request, k)) for k, v in self.request)
         )
 
     def allows(self, a: Any, b: Any) -> bool:
@@ -113,26 +114,49 @@ class FieldRule:
 SET = "<set>"
 
 
-_STEP = re.compile(r"^(?P<name>[A-Za-z]+)(?:\[(?P<index>\d+)\])?$")
+_STEP = re.compile(r"^(?P<name>[A-Za-z]+)(?:\[(?P<index>\d+|\*)\])?$")
+#: the bounds a request condition may put on a number
+BOUNDS: dict[str, Any] = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
 
 
 def lookup(request: dict, path: str) -> Any:
     """The request's value at ``path`` (``TimeoutMs``, ``Topics[0].Name``); None if absent."""
-    value: Any = request
+    return next(iter(lookup_all(request, path)))
+
+
+def lookup_all(request: dict, path: str) -> list[Any]:
+    """The request's values at ``path``, where ``[*]`` takes every element of a list
+    (``Groups[*].Topics[*].Partitions[*]``); [None] where a step finds nothing."""
+    values: list[Any] = [request]
     for step in path.split("."):
         m = _STEP.match(step)
-        if m is None or not isinstance(value, dict):
-            return None
-        value = value.get(m.group("name"))
-        if m.group("index") is not None:
-            i = int(m.group("index"))
-            value = value[i] if isinstance(value, list) and i < len(value) else None
-    return value
+        found: list[Any] = []
+        for value in values:
+            value = value.get(m.group("name")) if m and isinstance(value, dict) else None
+            index = m.group("index") if m else None
+            if index == "*":
+                found.extend(value if isinstance(value, list) else [])
+            elif index is not None:
+                i = int(index)
+                found.append(value[i] if isinstance(value, list) and i < len(value) else None)
+            else:
+                found.append(value)
+        values = found
+    return values or [None]
 
 
 def _meets(value: Any, wanted: Any) -> bool:
     if wanted == SET:
         return value is not None
+    if isinstance(wanted, dict):
+        ((op, bound),) = wanted.items()
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return number and BOUNDS[op](value, bound)
     return (str(value) if isinstance(value, uuid.UUID) else value) == wanted
 
 
@@ -279,6 +303,13 @@ def load(path: Path = MASK_FILE) -> Mask:
         if (compare == "pairs") != bool(pairs):
             raise MaskError(f"{where}: pairs go with compare 'pairs' and only with it")
         apis = raw.get("apis", ["*"])
+        for key, wanted in raw.get("request", {}).items():
+            if isinstance(wanted, dict) and (
+                len(wanted) != 1
+                or not set(wanted) <= set(BOUNDS)
+                or not all(isinstance(b, (int, float)) for b in wanted.values())
+            ):
+                raise MaskError(f"{where}: request {key}: a bound is one of {', '.join(BOUNDS)}")
         fields.append(
             FieldRule(
                 rid,

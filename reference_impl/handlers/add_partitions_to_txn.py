@@ -61,8 +61,12 @@ def api(node: BrokerView) -> Api:
                 elif node.metadata_cache.partition(topic, p) is None:
                     errors[(topic, p)] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if errors:
+            # answered from a map of partitions to errors: a topic listed with no partition
+            # is left out, where the other answers list the request's topics (Kafka's
+            # resultForTransaction and errorResponseForTransaction; seen on Kafka 4.4.0)
             not_tried = int(ErrorCode.OPERATION_NOT_ATTEMPTED)
-            return wanted, lambda tp: errors.get(tp, not_tried)
+            listed = {topic: parts for topic, parts in wanted.items() if parts}
+            return listed, lambda tp: errors.get(tp, not_tried)
         partitions = {(t, p) for t, parts in wanted.items() for p in parts}
         if verify:
             verified = service.coordinator.verify_partitions(tid, pid, epoch, partitions)

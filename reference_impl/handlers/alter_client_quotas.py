@@ -73,17 +73,34 @@ def _check(entry: dict) -> None:
             )
 
 
+def _entity_key(entity: list[dict]) -> tuple[tuple[str, str | None], ...]:
+    """An entity as Kafka keys it: a map of entity types to names (a repeated type keeps its
+    last name), so entries listing the same pairs in any order are one entity."""
+    return tuple(sorted({e["EntityType"]: e["EntityName"] for e in entity}.items(), key=str))
+
+
 async def alter(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
+    """One answer per distinct entity, as Kafka's controller answers from a map of entities:
+    a repeated entity is INVALID_REQUEST ("Ignoring duplicate entity"), the answer to its first
+    entry replaced while that entry's changes stay (ClientQuotaControlManager; seen on Kafka
+    4.4.0: diff, AlterClientQuotas v1, two empty entities answered once)."""
     node.require_active()
     allowed = node.authorize(ctx.session, "ALTER_CONFIGS", CLUSTER)
-    entries = []
+    entries: dict[tuple, dict[str, Any]] = {}
     records: list[dict[str, Any]] = []
     for entry in body["Entries"]:
-        result = {"ErrorCode": 0, "ErrorMessage": None, "Entity": entry["Entity"]}
-        entries.append(result)
+        key = _entity_key(entry["Entity"])
         if not allowed:
-            result["ErrorCode"] = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            code = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            entries[key] = {"ErrorCode": code, "ErrorMessage": None, "Entity": entry["Entity"]}
             continue
+        if key in entries:
+            entries[key].update(
+                ErrorCode=int(ErrorCode.INVALID_REQUEST), ErrorMessage="Ignoring duplicate entity"
+            )
+            continue
+        result = {"ErrorCode": 0, "ErrorMessage": None, "Entity": entry["Entity"]}
+        entries[key] = result
         try:
             _check(entry)
         except KafkaError as e:
@@ -98,4 +115,4 @@ async def alter(node: ControllerView, ctx: RequestContext, body: dict) -> dict:
     if records:
         offset = await node.commit(records)
         await node.wait_propagated(offset, 5000)
-    return {"ThrottleTimeMs": 0, "Entries": entries}
+    return {"ThrottleTimeMs": 0, "Entries": list(entries.values())}

@@ -24,21 +24,31 @@ def api(node: BrokerView) -> Api:
 def delete_records(node: BrokerView, ctx: RequestContext, body: dict) -> dict:
     rm = node.replica_manager
     topics = []
-    for t in body["Topics"]:
-        name = t["Name"]
+    for name, offsets in _merged(body["Topics"]).items():
         allowed = node.authorize(ctx.session, "DELETE", ("TOPIC", name))
         parts = []
-        for p in t["Partitions"]:
-            index = p["PartitionIndex"]
+        for index, offset in offsets.items():
             entry = {"PartitionIndex": index, "LowWatermark": -1, "ErrorCode": 0}
             if not allowed:
                 entry["ErrorCode"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             else:
                 try:
-                    entry["LowWatermark"] = rm.delete_records(name, index, p["Offset"])
+                    entry["LowWatermark"] = rm.delete_records(name, index, offset)
                 except KafkaError as e:
                     entry["ErrorCode"] = int(e.code)
             parts.append(entry)
         if parts:  # Kafka answers per partition: a topic listed with none is not answered
             topics.append({"Name": name, "Partitions": parts})
     return {"ThrottleTimeMs": 0, "Topics": topics}
+
+
+def _merged(topics: list[dict]) -> dict[str, dict[int, int]]:
+    """The request's partitions by topic name, each once: Kafka reads a request into one map
+    by topic-partition (the last offset given wins) and answers each topic once, so entries
+    naming the same topic twice are merged (seen on Kafka 4.4.0: diff, DeleteRecords v2)."""
+    merged: dict[str, dict[int, int]] = {}
+    for t in topics:
+        offsets = merged.setdefault(t["Name"], {})
+        for p in t["Partitions"]:
+            offsets[p["PartitionIndex"]] = p["Offset"]
+    return merged

@@ -338,3 +338,35 @@ def test_a_model_the_second_target_cannot_run_is_named_not_compared(tmp_path: Pa
     path.write_text(json.dumps({"models": [entry | {"tests": []}]}))
     with pytest.raises(maskmod.MaskError, match="tests"):
         maskmod.load(path)
+
+
+def test_request_conditions_bound_numbers_and_look_into_every_element(tmp_path: Path) -> None:
+    """A bound ({"<": 0}) holds for numbers only; a path with [*] holds when one element
+    meets the condition; a malformed bound is refused when the mask loads."""
+    entry = {
+        "id": "negative-partition",
+        "apis": ["FindCoordinator"],
+        "path": "ErrorCode",
+        "request": {"Groups[*].Partitions[*]": {"<": 0}, "TimeoutMs": {"<=": 0}},
+        "compare": "pairs",
+        "pairs": [[15, 0]],
+        "reason": "made up",
+    }
+    cmp = Comparison(_mask(tmp_path, [entry]), "kafka:4.4.0")
+    body = {"ThrottleTimeMs": 0, "ErrorCode": 15, "ErrorMessage": None, "NodeId": 1}
+    a, b = Answer("answered", body), Answer("answered", {**body, "ErrorCode": 0})
+
+    def differs(request: dict) -> bool:
+        return bool(cmp.answers("FindCoordinator", 1, FIND, a, b, request))
+
+    groups = [{"Partitions": [0, 1]}, {"Partitions": [2, -3]}]
+    assert not differs({"Groups": groups, "TimeoutMs": -5})
+    assert not differs({"Groups": groups, "TimeoutMs": 0})
+    assert differs({"Groups": groups, "TimeoutMs": 1})
+    assert differs({"Groups": groups[:1], "TimeoutMs": -5})
+    assert differs({"Groups": [], "TimeoutMs": -5})
+    assert differs({"Groups": groups, "TimeoutMs": None})
+    assert maskmod.lookup({"Groups": groups}, "Groups[1].Partitions[1]") == -3
+    bad = {**entry, "request": {"TimeoutMs": {"~": 0}}}
+    with pytest.raises(maskmod.MaskError, match=r"negative-partition.*a bound is one of"):
+        _mask(tmp_path, [bad])

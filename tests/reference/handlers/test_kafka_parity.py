@@ -258,3 +258,62 @@ def test_admin_refusals_in_kafkas_order(shared_cluster) -> None:
             await conn.close()
 
     run(main())
+
+
+def test_entries_naming_one_thing_twice_are_answered_once(shared_cluster) -> None:
+    """Kafka reads these requests into maps: DeleteRecords by topic-partition (a topic given
+    twice answered once), AddPartitionsToTxn's refused partitions by partition (a topic with
+    none left out, but listed when the coordinator answers), AlterClientQuotas by entity (a
+    repeated one INVALID_REQUEST, answered once)."""
+
+    async def main():
+        host, port = shared_cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+        conn = await Connection.open(host, int(port), codec=CODEC)
+        try:
+            twice = [
+                {"Name": "nowhere", "Partitions": [{"PartitionIndex": i, "Offset": 0}]}
+                for i in (0, 1)
+            ]
+            resp = await conn.request(ApiKey.DELETE_RECORDS, 2, {"Topics": twice, "TimeoutMs": 0})
+            assert [
+                (t["Name"], [p["PartitionIndex"] for p in t["Partitions"]])
+                for t in resp.body["Topics"]
+            ] == [("nowhere", [0, 1])], resp.body
+            body = {
+                "V3AndBelowTransactionalId": "kc-parity",
+                "V3AndBelowProducerId": 1,
+                "V3AndBelowProducerEpoch": 0,
+                "V3AndBelowTopics": [
+                    {"Name": "none", "Partitions": []},
+                    {"Name": "nowhere", "Partitions": [0]},
+                ],
+            }
+            resp = await conn.request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, body)
+            names = [t["Name"] for t in resp.body["ResultsByTopicV3AndBelow"]]
+            assert names == ["nowhere"], resp.body  # a partition refused: by partition
+            body["V3AndBelowTopics"] = body["V3AndBelowTopics"][:1]
+            resp = await conn.request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, body)
+            names = [t["Name"] for t in resp.body["ResultsByTopicV3AndBelow"]]
+            assert names == ["none"], resp.body  # the coordinator's answer: by request
+            user, client = (
+                {"EntityType": "user", "EntityName": "u"},
+                {
+                    "EntityType": "client-id",
+                    "EntityName": "c",
+                },
+            )
+            op = {"Key": "producer_byte_rate", "Value": 1024.0, "Remove": False}
+            entries = [
+                {"Entity": [], "Ops": []},
+                {"Entity": [], "Ops": []},
+                {"Entity": [user, client], "Ops": [op]},
+                {"Entity": [client, user], "Ops": [op]},
+            ]
+            body = {"Entries": entries, "ValidateOnly": True}
+            resp = await conn.request(ApiKey.ALTER_CLIENT_QUOTAS, 1, body)
+            answered = [(len(e["Entity"]), e["ErrorCode"]) for e in resp.body["Entries"]]
+            assert answered == [(0, E.INVALID_REQUEST), (2, E.INVALID_REQUEST)], resp.body
+        finally:
+            await conn.close()
+
+    run(main())
