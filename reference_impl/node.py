@@ -188,6 +188,7 @@ class Node:
                     idle_timeout=self.config.connections_max_idle_ms / 1000,
                     features=features_for(self.config),
                     limits=limits if client else None,
+                    identity=self._identity if self.listener_type != "controller" else None,
                 )
             )
 
@@ -210,6 +211,10 @@ class Node:
                 f"cannot bind the metrics port {self.config.metrics_port}: {e.strerror or e}"
             ) from None
         log.info("metrics on 127.0.0.1:%d", port)
+
+    def _identity(self) -> tuple[str | None, int]:
+        """The cluster id and node id a client may expect of this broker (ApiVersions v5)."""
+        return self.cluster_id, self.config.node_id
 
     def set_cluster_id(self, cluster_id: str) -> None:
         self.cluster_id = cluster_id

@@ -23,8 +23,12 @@ Behaviour / version notes (Kafka 3.9's KafkaApis.handleWriteTxnMarkersRequest):
   so the transaction coordinator retries.
 - The answer lists each producer id once, its partitions' errors merged (Kafka keys the answer
   by producer id). No markers: an empty answer.
-- Versions 0-1 (1 is flexible), Kafka 3.9's range; v2 (TransactionVersion, Kafka 4.x) is not
-  served.
+- Versions 0-2 (1+ flexible), Kafka 4.4.0's range minus v0, which the reference keeps (3.9
+  serves it). v2 (KIP-890) adds each marker's TransactionVersion: a version-2 marker carries
+  the epoch its coordinator bumped at the end of the transaction, so the producer state takes
+  it only newer than the producer's epoch, or at the same epoch once the transaction has
+  completed (a retry), else INVALID_PRODUCER_EPOCH (Kafka 4.4.0's
+  ProducerAppendInfo.checkProducerEpoch); v0-1 markers carry none (0: not older suffices).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 
-MAX_VERSION = 1
+MAX_VERSION = 2
 log = logging.getLogger(__name__)
 
 
@@ -79,6 +83,7 @@ async def write_txn_markers(node: BrokerView, ctx: RequestContext, body: dict) -
                         marker["ProducerEpoch"],
                         marker["CoordinatorEpoch"],
                         marker["TransactionResult"],
+                        marker.get("TransactionVersion", 0),  # v2+; 0 before
                     )
                 )
         if not appends:

@@ -214,10 +214,14 @@ class PartitionLog:
         coordinator_epoch: int,
         commit: bool,
         leader_epoch: int,
+        transaction_version: int = 0,
     ) -> AppendResult:
         """Append a COMMIT or ABORT marker for the coordinator (Kafka's appendAsLeader of an
-        end-transaction control batch); raises KafkaError when the producer state refuses it."""
-        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        end-transaction control batch); raises KafkaError when the producer state refuses it
+        (``transaction_version``: the marker's, WriteTxnMarkers v2)."""
+        self.producers.check_marker(
+            producer_id, producer_epoch, coordinator_epoch, transaction_version
+        )
         base = self.log_end_offset
         kind = ControlType.COMMIT if commit else ControlType.ABORT
         data = encode_batch(

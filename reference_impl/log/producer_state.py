@@ -53,6 +53,10 @@ class AbortedTxn:
     last_offset: int  # the ABORT marker's offset
 
 
+#: the highest producer epoch (a v2 marker at it may repeat the producer's epoch)
+MAX_EPOCH = 32767
+
+
 @dataclass(slots=True)
 class ProducerEntry:
     epoch: int = NO_EPOCH
@@ -131,12 +135,27 @@ class ProducerStateManager:
             )
         return None
 
-    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
-        """Refuse a transaction marker the coordinator asks for (Kafka's appendEndTxnMarker)."""
+    def check_marker(
+        self, producer_id: int, epoch: int, coordinator_epoch: int, transaction_version: int = 0
+    ) -> None:
+        """Refuse a transaction marker the coordinator asks for (Kafka's appendEndTxnMarker).
+
+        A transactions-v2 marker (WriteTxnMarkers v2, TransactionVersion 2: KIP-890) carries
+        the epoch the coordinator bumped when the transaction ended, so it must be newer than
+        the producer's epoch here; at the same epoch only a retry after the transaction
+        completed is taken (Kafka 4.4.0's ProducerAppendInfo.checkProducerEpoch)."""
         entry = self.producers.get(producer_id)
         if entry is None:
             return
-        _check_epoch(producer_id, epoch, entry)
+        if transaction_version >= 2 and epoch == entry.epoch:
+            if entry.txn_first_offset is not None and epoch != MAX_EPOCH:
+                raise KafkaError(
+                    ErrorCode.INVALID_PRODUCER_EPOCH,
+                    f"transaction version 2 marker epoch {epoch} of producer {producer_id} is "
+                    f"not newer than the epoch of its ongoing transaction",
+                )
+        else:
+            _check_epoch(producer_id, epoch, entry)
         if coordinator_epoch < entry.coordinator_epoch:
             raise KafkaError(
                 ErrorCode.TRANSACTION_COORDINATOR_FENCED,

@@ -127,10 +127,12 @@ class Listener:
         idle_timeout: float | None = None,
         features: Features | None = None,
         limits: dict[int, tuple[int, int]] | None = None,
+        identity: Callable[[], tuple[str | None, int]] | None = None,
     ) -> None:
         """``limits``: the API ranges of the Kafka release this listener stands for (an API
         absent from them is not served, the others only where both ranges meet); None: all
-        that the handlers serve."""
+        that the handlers serve. ``identity``: a broker's cluster id and node id, which
+        ApiVersions v5 compares with the client's (a controller's listener has none)."""
         self.name, self.listener_type, self.codec = name, listener_type, codec
         self.host, self.port = host, port
         self.security = security or Security()
@@ -138,11 +140,11 @@ class Listener:
         #: Kafka's connections.max.idle.ms, in seconds (None: never)
         self.idle_timeout = idle_timeout
         self.features = features or Features()
+        self.identity = identity
         self.served: dict[int, Api] = {}
         self.ranges: dict[int, tuple[int, int]] = {}
         if not any(api.key == ApiKey.API_VERSIONS for api in apis):
-            # v5 (Kafka 4.4) carries the client's idea of the cluster id and node id: not written
-            apis = [*apis, Api(ApiKey.API_VERSIONS, self._api_versions, max_version=4)]
+            apis = [*apis, Api(ApiKey.API_VERSIONS, self._api_versions)]
         for api in apis:
             spec = codec.message(api.key, "request")
             if listener_type not in spec.listeners and listener_type not in api.also_on:
@@ -170,6 +172,9 @@ class Listener:
             for f in ("ClientSoftwareName", "ClientSoftwareVersion")
         ):  # KIP-511: Kafka refuses a name or version outside its pattern, listing no API
             return {"ErrorCode": int(ErrorCode.INVALID_REQUEST), "ApiKeys": [], "ThrottleTimeMs": 0}
+        if ctx.version >= 5 and self._elsewhere(body):
+            code = int(ErrorCode.REBOOTSTRAP_REQUIRED)
+            return {"ErrorCode": code, "ApiKeys": [], "ThrottleTimeMs": 0}
         body: dict[str, Any] = {
             "ErrorCode": 0,
             "ApiKeys": self.api_versions_body(),
@@ -178,6 +183,16 @@ class Listener:
         if ctx.version >= 3:
             body.update(self.features.body(ctx.version))
         return body
+
+    def _elsewhere(self, body: dict) -> bool:
+        """ApiVersions v5: a client that names the cluster id (and node id) it expects to find
+        here, and finds another broker, must bootstrap again (REBOOTSTRAP_REQUIRED, listing no
+        API). The node id is compared only with a cluster id given, and a controller does not
+        compare (Kafka 4.4.0's KafkaApis.clusterIdOrNodeIdIsInvalid; ControllerApis has none)."""
+        if self.identity is None or body.get("ClusterId") is None:
+            return False
+        cluster_id, node_id = self.identity()
+        return body["ClusterId"] != cluster_id or body.get("NodeId", -1) != node_id
 
     def api_versions_body(self) -> list[dict]:
         return [

@@ -392,13 +392,13 @@ class ReplicaManager:
                 r.error, r.base_offset = code, -1
 
     async def append_markers(
-        self, timeout_ms: int, markers: list[tuple[str, int, int, int, int, bool]]
+        self, timeout_ms: int, markers: list[tuple[str, int, int, int, int, bool, int]]
     ) -> dict[TopicPartition, int]:
         """Write transaction markers ``(topic, partition, producer id, producer epoch,
-        coordinator epoch, commit)`` as the leader, acks=all as Kafka appends them; returns
-        an error code per partition."""
+        coordinator epoch, commit, transaction version)`` as the leader, acks=all as Kafka
+        appends them; returns an error code per partition."""
         pending = _Pending()
-        for topic, index, pid, epoch, coordinator_epoch, commit in markers:
+        for topic, index, pid, epoch, coordinator_epoch, commit, tv in markers:
             key = (topic, index)
             try:
                 p = self.partition_or_error(topic, index)
@@ -407,7 +407,9 @@ class ReplicaManager:
                         ErrorCode.NOT_ENOUGH_REPLICAS,
                         f"ISR {list(p.isr)} is smaller than min.insync.replicas",
                     )
-                result = p.log.append_marker(pid, epoch, coordinator_epoch, commit, p.leader_epoch)
+                result = p.log.append_marker(
+                    pid, epoch, coordinator_epoch, commit, p.leader_epoch, tv
+                )
             except (KafkaError, OSError) as e:
                 pending.results[key] = _append_failed(key, e)
                 continue

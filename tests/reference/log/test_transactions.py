@@ -81,3 +81,20 @@ def test_a_marker_written_during_a_verification_refuses_the_batch(tmp_path: Path
     append(log, 1, 1)  # an open transaction needs no guard
     producers.check_guard(1, token)
     log.close()
+
+
+def test_a_transactions_v2_marker_must_carry_a_newer_epoch(tmp_path: Path) -> None:
+    """WriteTxnMarkers v2's TransactionVersion 2: the coordinator bumped the epoch when the
+    transaction ended, so a marker at the producer's own epoch is refused while its transaction
+    is open, and taken again once it completed (a retry); a v0-1 marker (version 0) is not."""
+    log = PartitionLog(tmp_path)
+    append(log, 1, 0, epoch=3)
+    with pytest.raises(KafkaError) as same:
+        log.append_marker(1, 3, 0, True, 0, transaction_version=2)
+    assert same.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert log.append_marker(1, 4, 0, True, 0, transaction_version=2).first_offset == 1
+    assert log.append_marker(1, 4, 0, True, 0, transaction_version=2).first_offset == 2
+    append(log, 1, 0, epoch=4)  # the next transaction at the bumped epoch
+    with pytest.raises(KafkaError):
+        log.append_marker(1, 3, 0, False, 0, transaction_version=2)
+    assert log.append_marker(1, 4, 0, False, 0).first_offset == 4

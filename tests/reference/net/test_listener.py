@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from conformance.client.wire import Connection, ConnectionClosed
-from conformance.protocol import ApiKey, Codec
+from conformance.protocol import ApiKey, Codec, ErrorCode
 from conformance.protocol.framing import decode_response, encode_request
 from reference_impl.net.listener import Api, Listener
 
@@ -154,3 +154,45 @@ def test_bytes_after_a_well_formed_body_are_ignored_like_kafka() -> None:
             return (await asyncio.wait_for(fut, 5)).body
 
     assert run(_with_listener("zkBroker", test))["ClusterId"] == "c"
+
+
+def test_api_versions_v5_sends_a_client_expecting_another_broker_to_bootstrap_again() -> None:
+    """v5's ClusterId and NodeId (Kafka 4.4.0): another cluster, or another node of it, is
+    REBOOTSTRAP_REQUIRED listing no API; with no cluster id given nothing is compared, and a
+    listener without an identity (a controller's) compares nothing."""
+
+    async def main():
+        listener = Listener("test", "broker", CODEC, [], identity=lambda: ("abc", 2))
+        port = await listener.start()
+        conn = await Connection.open("127.0.0.1", port, codec=CODEC)
+        software = {"ClientSoftwareName": "kc", "ClientSoftwareVersion": "1"}
+        try:
+            for cid, nid, code in (
+                ("abc", 2, 0),
+                (None, 7, 0),
+                ("abc", 3, ErrorCode.REBOOTSTRAP_REQUIRED),
+                ("abc", -1, ErrorCode.REBOOTSTRAP_REQUIRED),
+                ("xyz", 2, ErrorCode.REBOOTSTRAP_REQUIRED),
+            ):
+                body = {**software, "ClusterId": cid, "NodeId": nid}
+                resp = await conn.request(ApiKey.API_VERSIONS, 5, body)
+                assert resp.body["ErrorCode"] == code, (cid, nid)
+                assert bool(resp.body["ApiKeys"]) == (code == 0), (cid, nid)
+            ranges = await conn.request(ApiKey.API_VERSIONS, 4, software)
+            assert {k["ApiKey"]: k["MaxVersion"] for k in ranges.body["ApiKeys"]} == {
+                ApiKey.API_VERSIONS: 5
+            }
+        finally:
+            await conn.close()
+            await listener.stop()
+        plain = Listener("test", "controller", CODEC, [])
+        port = await plain.start()
+        conn = await Connection.open("127.0.0.1", port, codec=CODEC)
+        try:
+            body = {**software, "ClusterId": "xyz", "NodeId": 9}
+            assert (await conn.request(ApiKey.API_VERSIONS, 5, body)).body["ErrorCode"] == 0
+        finally:
+            await conn.close()
+            await plain.stop()
+
+    run(main())
