@@ -6,7 +6,10 @@ against runs):
     python -m conformance.matrix.explain_kafka reports/runs > reports/latest/kafka-truth-table.md
 
 One line per (requirement, verdict, explanation) with the Kafka targets that got it and how many
-result records; a verdict no row explains is listed first as UNEXPLAINED, and the exit code is 1.
+result records; the released Java clients judged by KIP-42's client tests
+(``kip-42/client/java:V/``, run with whichever broker) are subjects too, labelled ``java V``, as
+their rows name them; a verdict no row explains is listed first as UNEXPLAINED, and the exit
+code is 1.
 The rows are read from ``reports/kafka-truth-table`` of the checkout (``KAFKA_TRUTH_TABLE`` names
 another folder).
 """
@@ -26,6 +29,18 @@ from conformance.results.schema import find_runs, load_run
 #: the rows, in the checkout (reports/ is not shipped in the wheel)
 TABLE = Path(os.environ.get("KAFKA_TRUTH_TABLE", "reports/kafka-truth-table"))
 KAFKA = ("apache-kafka", "apache-kafka-zookeeper")
+#: a client test's id names the client it judged: kip-42/client/java:3.0.2/on-acknowledgement
+CLIENT_TESTS = "kip-42/client/"
+
+
+def client_label(test_id: str) -> str | None:
+    """``java 3.0.2`` for a test of the released Java client 3.0.2, else None (the bundled
+    Python client is the project's own, not a release the truth table speaks for)."""
+    if not test_id.startswith(CLIENT_TESTS):
+        return None
+    client = test_id.removeprefix(CLIENT_TESTS).split("/", 1)[0]
+    kind, _, version = client.partition(":")
+    return f"{kind} {version}" if kind == "java" and version else None
 
 
 def main(argv: list[str]) -> int:
@@ -36,13 +51,15 @@ def main(argv: list[str]) -> int:
     for run_dir in find_runs(argv or ["reports/runs"]):
         run = load_run(run_dir)
         impl, version = run.manifest["target_name"], run.manifest["target_version"]
-        if impl not in KAFKA:
-            continue
-        targets.add((impl, version))
-        seen_records.append((impl, version, run.records))
-        label = f"{impl} {version}"
+        kafka = impl in KAFKA
+        if kafka:
+            targets.add((impl, version))
+            seen_records.append((impl, version, run.records))
         for r in run.records:
             if r["verdict"] == "PASS":
+                continue
+            label = f"{impl} {version}" if kafka else client_label(r["test_id"])
+            if label is None:
                 continue
             match = next((i for i, row in enumerate(rows) if row.matches(r, label)), None)
             key = (r["requirement_id"], r["verdict"], match)
