@@ -18,7 +18,9 @@ runs already in the folder are compared by their manifests' content keys
   outage or has no content key: the run is done again from the start.
 
 Runs of targets no longer asked for, and runs beyond the count, are removed. One line per
-target says what was reused, what was rerun and why. A run that records nothing stops the
+target says what was reused, what was rerun and why. The reruns run one after the other, or,
+with ``--spark-master``, all at once as the tasks of one Spark job on a standalone cluster
+(``conformance.matrix.publish_spark``). A run that records nothing stops the
 publication (exit 1), as in ``reports/publish.sh`` before.
 """
 
@@ -331,9 +333,22 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def execute(the_plan: Plan, runs_dir: Path, runner: Runner, log=_say) -> list[str]:
+#: runs every rerun's (target, clients, select) at once, each into its own folder under the
+#: staging folder given, and returns the run folder each made (None where one made none), in order
+Batch = Callable[[list[tuple[str, tuple[str, ...], str | None]], Path], list[Path | None]]
+
+
+def _select(step: Step) -> str | None:
+    return " or ".join(sorted(step.features)) if step.action == "partial" else None
+
+
+def execute(
+    the_plan: Plan, runs_dir: Path, runner: Runner, log=_say, batch: Batch | None = None
+) -> list[str]:
     """Carry the plan out: each rerun in a staging folder beside ``runs_dir``, moved in once it
-    is whole (merged where partial); removed runs go. Returns the lines it logged."""
+    is whole (merged where partial); removed runs go. With ``batch`` (a Spark job,
+    ``conformance.matrix.publish_spark``) the reruns run together first, else one after the
+    other, each moved in as soon as it ends. Returns the lines it logged."""
     lines = the_plan.lines()
     for line in lines:
         log(line)
@@ -342,14 +357,26 @@ def execute(the_plan: Plan, runs_dir: Path, runner: Runner, log=_say) -> list[st
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     clients = {w.target: w.clients for w in the_plan.wanted}
+    reruns = the_plan.reruns()
     try:
         for step in the_plan.steps:
             if step.action == "remove" and step.previous is not None:
                 shutil.rmtree(step.previous, ignore_errors=True)
-        for step in the_plan.reruns():
-            select = " or ".join(sorted(step.features)) if step.action == "partial" else None
+        made_together: list[Path | None] = []
+        if batch is not None and reruns:
             start = time.monotonic()
-            made = runner(step.target, clients[step.target], select, staging)
+            tasks = [(s.target, clients[s.target], _select(s)) for s in reruns]
+            made_together = batch(tasks, staging)
+            line = f"publish: {len(tasks)} runs together in {time.monotonic() - start:.0f} s"
+            log(line)
+            lines.append(line)
+        for i, step in enumerate(reruns):
+            select = _select(step)
+            start = time.monotonic()
+            if batch is not None:
+                made = made_together[i]
+            else:
+                made = runner(step.target, clients[step.target], select, staging)
             if made is None:
                 raise PublishError(f"publish: {step.target}: the run recorded no {MANIFEST_FILE}")
             if step.action == "partial":
@@ -358,10 +385,11 @@ def execute(the_plan: Plan, runs_dir: Path, runner: Runner, log=_say) -> list[st
             shutil.move(str(made), str(runs_dir / made.name))
             if step.previous is not None:
                 shutil.rmtree(step.previous, ignore_errors=True)
-            what = f"{select} only" if select else "whole"
-            line = f"publish: {step.target}: {what} in {time.monotonic() - start:.0f} s"
-            log(line)
-            lines.append(line)
+            if batch is None:
+                what = f"{select} only" if select else "whole"
+                line = f"publish: {step.target}: {what} in {time.monotonic() - start:.0f} s"
+                log(line)
+                lines.append(line)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return lines
@@ -383,6 +411,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--fresh", action="store_true", help="remove every run first")
     p.add_argument("--dry-run", action="store_true", help="say what would be done, do nothing")
+    p.add_argument(
+        "--spark-master",
+        metavar="URL",
+        help="run the reruns as tasks of one Spark job on this master (spark://host:port, a "
+        "standalone cluster whose workers have the project installed), all at once",
+    )
     args = p.parse_args(argv)
     if args.fresh and not args.dry_run:
         shutil.rmtree(args.runs_dir, ignore_errors=True)
@@ -399,8 +433,13 @@ def main(argv: list[str] | None = None) -> int:
         for line in the_plan.lines():
             _say(line)
         return 0
+    batch = None
+    if args.spark_master:
+        from conformance.matrix.publish_spark import spark_batch
+
+        batch = spark_batch(args.spark_master)
     try:
-        execute(the_plan, args.runs_dir, suite_runner())
+        execute(the_plan, args.runs_dir, suite_runner(), batch=batch)
     except PublishError as e:
         print(e, file=sys.stderr)
         return 1
