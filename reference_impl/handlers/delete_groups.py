@@ -1,6 +1,8 @@
 """DeleteGroups (42): remove Empty groups and their committed offsets (tombstones).
 
-GROUP_ID_NOT_FOUND for unknown groups, NON_EMPTY_GROUP while a group has members.
+GROUP_ID_NOT_FOUND for unknown groups, NON_EMPTY_GROUP while a group has members. v3 (Kafka
+4.4.0) adds an ErrorMessage to each result, left null (Kafka's words are its own; clients act on
+the code).
 """
 
 from __future__ import annotations
@@ -26,5 +28,4 @@ def api(node: BrokerView) -> Api:
             "Results": [{"GroupId": g, "ErrorCode": int(results[g])} for g in names],
         }
 
-    # v3 (Kafka 4.4) adds an error message to each result: not written
-    return Api(ApiKey.DELETE_GROUPS, handle, max_version=2)
+    return Api(ApiKey.DELETE_GROUPS, handle)

@@ -1,13 +1,14 @@
 """DescribeGroups (15): state, protocol and members of groups (assignments once Stable).
 
-A group this coordinator does not hold is described as "Dead" without error (Kafka before
-v6); a coordinator error comes with an empty state.
+A group this coordinator does not hold is described as "Dead" without error before v6; v6
+(KIP-1043, Kafka 4.4.0) answers it GROUP_ID_NOT_FOUND with a message, still "Dead". A
+coordinator error comes with an empty state.
 """
 
 from __future__ import annotations
 
 from conformance.protocol import AUTHORIZED_OPERATIONS_UNSET, ApiKey, ErrorCode
-from reference_impl.groups.group_types import NO_SUMMARY
+from reference_impl.groups.group_types import DEAD_SUMMARY, NO_SUMMARY
 from reference_impl.handlers.common import authorized_operations
 from reference_impl.handlers.group_common import group_allowed, groups
 from reference_impl.net.listener import Api, RequestContext
@@ -26,6 +27,9 @@ def api(node: BrokerView) -> Api:
             error, summary = ErrorCode.GROUP_AUTHORIZATION_FAILED, NO_SUMMARY
         else:
             error, summary = service.coordinator.describe_group(group_id)
+            if ctx.version >= 6 and not error and summary.state == DEAD_SUMMARY.state:
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+                entry["ErrorMessage"] = f"Group {group_id} not found."
         if with_operations and not error and hasattr(node, "authorize"):
             resource = ("GROUP", group_id)
             entry["AuthorizedOperations"] = authorized_operations(
@@ -57,5 +61,4 @@ def api(node: BrokerView) -> Api:
             "Groups": [describe(ctx, g, with_operations) for g in body["Groups"]],
         }
 
-    # v6 (KIP-1043) answers GROUP_ID_NOT_FOUND with a message for an unknown group: not written
-    return Api(ApiKey.DESCRIBE_GROUPS, handle, max_version=5)
+    return Api(ApiKey.DESCRIBE_GROUPS, handle)

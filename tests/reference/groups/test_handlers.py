@@ -676,7 +676,7 @@ def test_offsets_and_groups_survive_a_coordinator_reload() -> None:
 # -- DescribeGroups / ListGroups / DeleteGroups -------------------------------------------------
 
 
-@pytest.mark.parametrize("version", range(6))
+@pytest.mark.parametrize("version", range(7))
 def test_describe_groups_in_every_version(version: int) -> None:
     async def test(broker: Broker) -> None:
         pairs = await stable_group(broker, "g", 2)
@@ -694,7 +694,14 @@ def test_describe_groups_in_every_version(version: int) -> None:
         assert [m["MemberAssignment"] for m in members] == [b"a0", b"a1"]
         assert {m["MemberMetadata"] for m in members} == {b"sub"}
         assert members[0]["ClientHost"] == "/127.0.0.1"
-        assert (unknown["ErrorCode"], unknown["GroupState"], unknown["Members"]) == (0, "Dead", [])
+        # v6 (KIP-1043): an unknown group is GROUP_ID_NOT_FOUND, with a message
+        code = E.GROUP_ID_NOT_FOUND if version >= 6 else 0
+        assert (unknown["ErrorCode"], unknown["GroupState"], unknown["Members"]) == (
+            code,
+            "Dead",
+            [],
+        )
+        assert (unknown.get("ErrorMessage") is not None) == (version >= 6)
         if version >= 3:
             assert g["AuthorizedOperations"] == (1 << 3) | (1 << 6) | (1 << 8)
 
@@ -730,7 +737,7 @@ def test_list_groups_in_every_version(version: int) -> None:
     run(test)
 
 
-@pytest.mark.parametrize("version", range(3))
+@pytest.mark.parametrize("version", range(4))
 def test_delete_groups_in_every_version(version: int) -> None:
     async def test(broker: Broker) -> None:
         await stable_group(broker, "busy", 1)
