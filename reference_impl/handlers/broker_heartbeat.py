@@ -1,4 +1,10 @@
-"""BrokerHeartbeat (63), on the controller listener: liveness, catching up, fencing, shutdown."""
+"""BrokerHeartbeat (63), on the controller listener: liveness, catching up, fencing, shutdown.
+
+Versions 0-2, Kafka 4.4.0's range. The reference models no log directories (a broker's log is
+one directory, never failed or cordoned), so v1's OfflineLogDirs and v2's CordonedLogDirs
+(KIP-1066: directories a broker takes no new replicas into) are read and not acted on; every
+broker stays a placement candidate.
+"""
 
 from __future__ import annotations
 
@@ -23,5 +29,4 @@ def api(node: ControllerView) -> Api:
         )
         return {"ErrorCode": 0, **answer}
 
-    # v2 (Kafka 4.4) reports cordoned log directories, which the reference has none of: not written
-    return Api(ApiKey.BROKER_HEARTBEAT, handle, max_version=1)
+    return Api(ApiKey.BROKER_HEARTBEAT, handle)

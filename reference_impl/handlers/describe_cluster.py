@@ -6,6 +6,11 @@ controller through brokers). On the controller listener: EndpointType BROKER (1,
 the visible brokers of the controller's image with their inter-broker endpoint (it is how a new
 broker learns the cluster id, and where fenced brokers can be seen missing), CONTROLLER (2)
 lists the controllers. Unknown endpoint types are UNSUPPORTED_ENDPOINT_TYPE.
+
+v2 (KIP-1073, Kafka 4.4.0): IncludeFencedBrokers also lists the registered brokers that are
+fenced, each with IsFenced. The controller's listener serves it (its image knows every
+registration); a broker's stays at v1, because a reference broker learns only the live brokers
+(UpdateMetadata carries no fenced ones) and could not list the others.
 """
 
 from __future__ import annotations
@@ -31,12 +36,7 @@ def api(node: NodeView) -> Api:
         )
     assert is_controller(node)
     controller = node
-    # v2 (KIP-1073) lists fenced brokers on request (IncludeFencedBrokers, IsFenced): not written
-    return Api(
-        ApiKey.DESCRIBE_CLUSTER,
-        lambda ctx, body: _controller(controller, ctx, body),
-        max_version=1,
-    )
+    return Api(ApiKey.DESCRIBE_CLUSTER, lambda ctx, body: _controller(controller, ctx, body))
 
 
 def _error(node: NodeView, code: int, message: str, endpoint_type: int) -> dict[str, Any]:
@@ -113,13 +113,17 @@ async def _controller(node: ControllerView, ctx: RequestContext, body: dict) -> 
                 node, ErrorCode.NOT_CONTROLLER, "not the active controller", endpoint_type
             )
         brokers = []
-        for reg in node.image.visible_brokers():
+        fenced_too = ctx.version >= 2 and body["IncludeFencedBrokers"]
+        for _, reg in sorted(node.image.brokers.items()):
+            if not (reg.state.visible or fenced_too):
+                continue
             lst = node.propagator.endpoint_of(reg)
             entry = {
                 "BrokerId": reg.broker_id,
                 "Host": lst["host"],
                 "Port": lst["port"],
                 "Rack": reg.rack,
+                "IsFenced": not reg.state.visible,
             }
             brokers.append(extensions.with_start_time(entry, reg.start_time_ms, True))
         controller_id = node.node_id

@@ -202,3 +202,34 @@ def test_broker_lifecycle_answers_as_kafkas_controller(controller: Cluster) -> N
     again = register(uuid.uuid4())
     assert (first["ErrorCode"], again["ErrorCode"]) == (0, 0), (first, again)
     assert again["BrokerEpoch"] > first["BrokerEpoch"]
+
+
+def test_describe_cluster_v2_lists_fenced_brokers_on_request(controller: Cluster) -> None:
+    """v2's IncludeFencedBrokers (KIP-1073): a fenced broker is left out unless asked for,
+    then listed with IsFenced; the live one IsFenced false. A v2 heartbeat naming cordoned log
+    directories is answered as any other (the reference models no log directories)."""
+    fakes = Fakes(controller, [81, 82])
+    cordoned = {"CordonedLogDirs": [uuid.uuid4()], "OfflineLogDirs": []}
+    answer = call(
+        fakes.address,
+        ApiKey.BROKER_HEARTBEAT,
+        2,
+        {
+            "BrokerId": 82,
+            "BrokerEpoch": fakes.epochs[82],
+            "CurrentMetadataOffset": CAUGHT_UP,
+            "WantFence": True,
+            "WantShutDown": False,
+        }
+        | cordoned,
+    )
+    assert (answer["ErrorCode"], answer["IsFenced"]) == (0, True)
+
+    def listed(version: int, fenced_too: bool) -> dict[int, bool]:
+        body = {"EndpointType": 1, "IncludeFencedBrokers": fenced_too}
+        brokers = call(fakes.address, ApiKey.DESCRIBE_CLUSTER, version, body)["Brokers"]
+        return {b["BrokerId"]: b.get("IsFenced", False) for b in brokers if b["BrokerId"] > 80}
+
+    assert listed(2, False) == {81: False}
+    assert listed(1, True) == {81: False}
+    assert listed(2, True) == {81: False, 82: True}
