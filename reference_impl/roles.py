@@ -4,9 +4,11 @@ A leaf: it imports only the kernel and other leaves, so the security, log and gr
 can name the node they are given without importing ``node.py`` or the broker and controller
 packages. The broker's and the controller's own objects are therefore typed by Protocols of
 what is used of them (authorizer, forwarder, controller channel, propagator, the controller's
-lifecycle); the image (and ``require_active``'s answer) is the metadata leaf's own
-``MetadataImage``; the larger ones (metadata cache, replica manager, the groups' and
-transactions' services, share sessions) are still ``Any``. mypy checks this module (pyproject's
+lifecycle, the metadata cache); the image (and ``require_active``'s answer) is the metadata
+leaf's own ``MetadataImage``, the replica manager the data-plane leaf's ``ReplicaView``. The
+groups' and transactions' services and the share sessions are slots their owning module fills and
+reads (``service_for``, ``sessions``), typed there: to the view they are ``object``, so nothing
+else uses them through the node. mypy checks this module (pyproject's
 ``[tool.mypy]``); ``tests/reference/test_roles.py`` checks that ``BrokerNode`` and
 ``ControllerNode`` have every member their view declares, and that a function typed with a view
 uses no other.
@@ -23,6 +25,7 @@ from typing import Any, Protocol, TypeGuard
 from conformance.client.wire import Response
 from conformance.protocol import Codec
 from reference_impl.config import NodeConfig
+from reference_impl.data_plane import ReplicaView
 from reference_impl.metadata.image import MetadataImage
 from reference_impl.metrics import BrokerMetrics, ControllerMetrics, NodeMetrics
 from reference_impl.net.listener import RequestContext, Session
@@ -165,6 +168,8 @@ class MetadataCacheView(Protocol):
     def quotas(self) -> list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]]: ...
     @property
     def acls(self) -> list[dict[str, Any]]: ...
+    @property
+    def scram(self) -> dict[str, dict[str, dict[str, Any]]]: ...
 
     def apply_update_metadata(self, body: dict[str, Any], version: int) -> None: ...
     def topic_config(self, name: str) -> dict[str, str]: ...
@@ -196,21 +201,23 @@ class BrokerView(NodeView, Protocol):
 
     metrics: BrokerMetrics
     metadata_cache: MetadataCacheView
-    #: ``replica.api.ReplicaManager``
-    replica_manager: Any
+    #: ``replica.manager.ReplicaManager``, as handlers and the coordinators' services use it
+    replica_manager: ReplicaView
     forwarder: Forwarder
     controller_channel: ControllerChannel
     # (the broker's registration and heartbeats, ``broker.lifecycle.BrokerLifecycle``, are not
     # part of the view: no handler uses them; issue 35)
     broker_epoch: int
-    #: the group coordinator's service, attached by ``groups.service.service_for`` on first use
-    groups: Any
-    #: the transaction coordinator's service, attached by ``txn.service.service_for`` on first use
-    transactions: Any
-    #: the broker's share sessions and share-partition states (KIP-932), attached by
-    #: ``handlers.share_common.sessions`` on first use (``groups.share_sessions.ShareSessions``;
-    #: not named here: security imports this leaf and may not reach the groups package)
-    share_sessions: Any
+    # The next three are slots, each filled on first use and read only by its owner, which
+    # types what it finds (tests put stand-ins there): their classes live in packages this leaf
+    # may not import (security imports it and may not reach groups), and no one else may use
+    # them through the view.
+    #: the group coordinator's service (``groups.service.service_for``)
+    groups: object
+    #: the transaction coordinator's service (``txn.service.service_for``)
+    transactions: object
+    #: the share sessions and share-partition states, KIP-932 (``handlers.share_common.sessions``)
+    share_sessions: object
 
     #: ``create_topic(name, partitions, replication_factor, configs=None)``: asks the
     #: controller (auto-creation, internal topics); Kafka's error code

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from conformance.protocol import ErrorCode
 from conformance.protocol.internal_topics import OFFSETS_TOPIC
+from reference_impl.data_plane import HostedPartition, ReplicaView
 from reference_impl.groups.consumer import HeartbeatRequest, HeartbeatResult
 from reference_impl.groups.coordinator import GroupConfig, GroupCoordinator
 from reference_impl.groups.group import JoinRequest, JoinResult, SyncResult
@@ -217,7 +218,9 @@ def group_config(settings: dict[str, Any] | None) -> GroupConfig:
 class ReplicaOffsetsStore:
     """Appends through the replica manager with acks=all; ``done`` runs on the event loop."""
 
-    def __init__(self, replica_manager: Any, spawn: Callable, wall_ms: Callable[[], int]) -> None:
+    def __init__(
+        self, replica_manager: ReplicaView, spawn: Callable, wall_ms: Callable[[], int]
+    ) -> None:
         self.replica_manager = replica_manager
         self.spawn = spawn
         self.wall_ms = wall_ms
@@ -321,7 +324,7 @@ class BrokerGroups(GroupService):
         else:
             log.warning("the replica manager has no leadership listener: groups cannot load")
 
-    def _leadership_changed(self, partition: Any) -> None:
+    def _leadership_changed(self, partition: HostedPartition) -> None:
         if partition.topic != OFFSETS_TOPIC:
             return
         index = partition.index

@@ -25,9 +25,9 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.spec import ZERO_UUID
+from reference_impl.data_plane import FetchPartition, FetchResult
 from reference_impl.handlers.data_common import current_leader, node_endpoints
 from reference_impl.net.listener import Api, RequestContext
-from reference_impl.replica.manager import FetchPartition, FetchResult
 from reference_impl.roles import BrokerView
 from reference_impl.security_hooks import CLUSTER, CLUSTER_ACTION
 

@@ -7,9 +7,9 @@ import uuid
 
 from conformance.protocol import ApiKey
 from conformance.protocol.spec import ZERO_UUID
+from reference_impl.data_plane import PartitionState
 from reference_impl.handlers.common import controller_request_error
 from reference_impl.net.listener import Api, RequestContext
-from reference_impl.replica.api import PartitionState
 from reference_impl.roles import BrokerView
 
 

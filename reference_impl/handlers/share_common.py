@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 from conformance.protocol import ErrorCode, KafkaError
 from conformance.protocol.records.batch import decode_batch_at
@@ -52,7 +51,7 @@ def share_partition(
     name = node.metadata_cache.topic_ids.get(topic_id)
     if name is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, None)
-    p: Any = node.replica_manager.partition_or_error(name, index)
+    p = node.replica_manager.partition_or_error(name, index)
 
     def start() -> int:
         if group_config(node, group, "share.auto.offset.reset") == "latest":

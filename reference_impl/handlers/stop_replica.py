@@ -4,9 +4,9 @@ deleted), handed to the data plane (``ReplicaManager.stop_replicas``)."""
 from __future__ import annotations
 
 from conformance.protocol import ApiKey
+from reference_impl.data_plane import StopReplicaState
 from reference_impl.handlers.common import controller_request_error
 from reference_impl.net.listener import Api, RequestContext
-from reference_impl.replica.api import StopReplicaState
 from reference_impl.roles import BrokerView
 
 

@@ -9,6 +9,10 @@ data plane implements ``ReplicaManager`` and is created by ``create(node)`` in
    for every StopReplica; each returns an error code per partition (only non-zero ones);
 3. ``await shutdown()`` when the process stops (after the controlled shutdown).
 
+The states and results passed across, and ``ReplicaView`` (what handlers and the coordinators'
+services call on the manager), are in the leaf ``reference_impl/data_plane.py``, which the
+groups and security packages may import where they may not import this package.
+
 What the data plane may use of the broker ``node``: ``node_id``, ``config``, ``codec``,
 ``data_dir``, ``broker_epoch``, ``metadata_cache`` (``broker/metadata_cache.py``: partitions,
 leaders' endpoints, topic configs; ``add_listener`` for updates), ``controller_channel``
@@ -21,41 +25,10 @@ leaders' endpoints, topic configs; ``add_listener`` for updates), ``controller_c
 from __future__ import annotations
 
 import importlib
-import uuid
-from dataclasses import dataclass
 from typing import Protocol
 
+from reference_impl.data_plane import PartitionState, StopReplicaState, TopicPartition
 from reference_impl.roles import BrokerView
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    """One partition of a LeaderAndIsr request, version-independent."""
-
-    topic: str
-    topic_id: uuid.UUID
-    partition: int
-    controller_epoch: int
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    partition_epoch: int
-    replicas: tuple[int, ...]
-    is_new: bool = False
-    leader_recovery_state: int = 0
-
-
-@dataclass(frozen=True)
-class StopReplicaState:
-    """One partition of a StopReplica request; ``leader_epoch`` -2 means "deleting the topic"."""
-
-    topic: str
-    partition: int
-    leader_epoch: int
-    delete: bool
-
-
-TopicPartition = tuple[str, int]
 
 
 class ReplicaManager(Protocol):

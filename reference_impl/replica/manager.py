@@ -30,10 +30,18 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from conformance.protocol.records.header import HEADER_SIZE, parse_header
+from reference_impl.data_plane import (
+    FetchPartition,
+    FetchResult,
+    OffsetAnswer,
+    PartitionState,
+    ProduceResult,
+    StopReplicaState,
+    TopicPartition,
+)
 from reference_impl.log import LogConfig, PartitionLog
 from reference_impl.log.validation import validate_batch, validate_internal_batch
 from reference_impl.replica.allocator import keep_large_buffers
-from reference_impl.replica.api import PartitionState, StopReplicaState, TopicPartition
 from reference_impl.replica.config import ReplicationConfig
 from reference_impl.replica.faults import BrokerFaults, without_first_batch
 from reference_impl.replica.fetcher import ReplicaFetcher
@@ -53,47 +61,6 @@ TIERED_ONLY = (-5, -6)
 READ_COMMITTED = 1
 #: DeleteRecords: an offset of -1 means the high watermark
 DELETE_TO_HIGH_WATERMARK = -1
-
-
-@dataclass
-class FetchPartition:
-    topic: str
-    partition: int
-    fetch_offset: int
-    max_bytes: int
-    current_leader_epoch: int = -1
-    last_fetched_epoch: int = -1
-
-
-@dataclass
-class FetchResult:
-    error: int = 0
-    high_watermark: int = -1
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
-    records: bytes = b""
-    diverging: tuple[int, int] | None = None
-    #: read_committed consumers: (producer id, first offset) of the aborted transactions the
-    #: records returned overlap (None for other readers)
-    aborted: list[tuple[int, int]] | None = None
-
-
-@dataclass
-class ProduceResult:
-    error: int = 0
-    base_offset: int = -1
-    log_start_offset: int = -1
-    message: str | None = None
-    #: the append time the leader stamped (LogAppendTime topics), else -1
-    log_append_time: int = -1
-
-
-@dataclass
-class OffsetAnswer:
-    error: int = 0
-    timestamp: int = -1
-    offset: int = -1
-    leader_epoch: int = -1
 
 
 @dataclass

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from conformance.protocol import ErrorCode, KafkaError
 from conformance.protocol.spec import ZERO_UUID
+from reference_impl.data_plane import PartitionState
 from reference_impl.log import PartitionLog
-from reference_impl.replica.api import PartitionState
 
 NONE, LEADER, FOLLOWER = "none", "leader", "follower"
 _tiebreak = itertools.count()

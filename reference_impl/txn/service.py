@@ -30,6 +30,7 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.internal_topics import TRANSACTION_STATE_TOPIC
+from reference_impl.data_plane import HostedPartition, ReplicaView
 from reference_impl.groups.placement import partition_for
 from reference_impl.groups.service import ClusterPlacement, Coordinator
 from reference_impl.groups.store import decode_records, encode_records
@@ -68,7 +69,7 @@ def txn_config(settings: dict[str, Any] | None) -> TxnConfig:
 class ReplicaTxnStore:
     """Appends one record per batch through the replica manager with acks=all."""
 
-    def __init__(self, replica_manager: Any) -> None:
+    def __init__(self, replica_manager: ReplicaView) -> None:
         self.replica_manager = replica_manager
 
     async def append(self, partition: int, key: bytes, value: bytes | None) -> int:
@@ -215,7 +216,7 @@ class TxnService:
 
     # -- leadership ---------------------------------------------------------------------------
 
-    def _leadership_changed(self, partition: Any) -> None:
+    def _leadership_changed(self, partition: HostedPartition) -> None:
         if partition.topic != TRANSACTION_STATE_TOPIC:
             return
         index = partition.index

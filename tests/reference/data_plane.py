@@ -26,9 +26,9 @@ from reference_impl.broker.metadata_cache import (
     PartitionInfo,
     TopicInfo,
 )
+from reference_impl.data_plane import PartitionState
 from reference_impl.handlers import delete_records, fetch, init_producer_id, list_offsets, produce
 from reference_impl.net.listener import Listener
-from reference_impl.replica.api import PartitionState
 from reference_impl.replica.manager import ReplicaManager
 
 CODEC = Codec.from_specs()

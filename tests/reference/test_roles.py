@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import ast
 import inspect
-import re
+import textwrap
 from pathlib import Path
 
-from reference_impl import roles
+from reference_impl import data_plane, roles
 from reference_impl.broker.broker import BrokerNode
 from reference_impl.broker.lifecycle import LifecycleHost
 from reference_impl.broker.zookeeper import ZooKeeperHost
 from reference_impl.controller.controller import ControllerNode
+from reference_impl.log.partition_log import PartitionLog
+from reference_impl.log.producer_state import ProducerEntry, ProducerStateManager
 from reference_impl.replica.fetcher import FetcherHost
 from reference_impl.replica.manager import ReplicaManager
+from reference_impl.replica.partition import Partition
 
 ROOT = Path(__file__).resolve().parents[2] / "reference_impl"
 VIEWS = {"NodeView": roles.NodeView, "BrokerView": roles.BrokerView}
@@ -26,17 +29,32 @@ CLASSES = {
     "ControllerView": (ControllerNode,),
 }
 #: the Protocols a part of a node names its host by (instead of importing the host's class)
-HOSTS = {LifecycleHost: BrokerNode, ZooKeeperHost: BrokerNode, FetcherHost: ReplicaManager}
+HOSTS: dict[type, type] = {
+    LifecycleHost: BrokerNode,
+    ZooKeeperHost: BrokerNode,
+    FetcherHost: ReplicaManager,
+    # the data plane as handlers and services see it (reference_impl/data_plane.py)
+    data_plane.ReplicaView: ReplicaManager,
+    data_plane.HostedPartition: Partition,
+    data_plane.HostedLog: PartitionLog,
+    data_plane.Producers: ProducerStateManager,
+    data_plane.ProducerEntry: ProducerEntry,
+}
 
 
 def members(view: type) -> set[str]:
-    """The names a view declares (annotated attributes and methods, its bases' included)."""
+    """The names a view declares (annotated attributes, properties and methods, its bases'
+    included)."""
     names: set[str] = set()
     for cls in view.__mro__:
         if not cls.__module__.startswith("reference_impl."):
             continue
         names |= set(inspect.get_annotations(cls))
-        names |= {n for n, v in vars(cls).items() if callable(v) and not n.startswith("_")}
+        names |= {
+            n
+            for n, v in vars(cls).items()
+            if (callable(v) or isinstance(v, property)) and not n.startswith("_")
+        }
     return names
 
 
@@ -47,7 +65,24 @@ def offered(cls: type) -> set[str]:
     for base in cls.__mro__:
         if base.__module__.startswith("reference_impl"):
             names |= set(getattr(base, "__annotations__", {}))
-            names |= set(re.findall(r"\bself\.(\w+)\s*(?::[^=\n]+)?=", inspect.getsource(base)))
+            names |= assigned_to_self(inspect.getsource(base))
+    return names
+
+
+def assigned_to_self(source: str) -> set[str]:
+    """The attributes of ``self`` some statement of ``source`` assigns (tuple targets too)."""
+    names = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(source))):
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for t in ast.walk(target):
+                    if (
+                        isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id == "self"
+                    ):
+                        names.add(t.attr)
     return names
 
 
