@@ -1,6 +1,7 @@
 """The type checker keeps its scope clean: mypy (pinned in the ``test`` extras) over the packages
 ``[tool.mypy] files`` names in pyproject.toml (the wire codec, the reference's handlers and group
-coordinator, the node roles) reports no error. Its cache is ``.mypy_cache`` in the checkout, so a
+coordinator, the node roles, the data plane's interface, the replica manager and the transaction
+coordinator) reports no error. Its cache is ``.mypy_cache`` in the checkout, so a
 second run takes a few seconds."""
 
 from __future__ import annotations

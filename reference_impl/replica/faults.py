@@ -22,7 +22,7 @@ configs, to show that each DURABILITY requirement fails against a broker that br
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from reference_impl.replica.config import from_section
 
@@ -45,7 +45,11 @@ class BrokerFaults:
         return from_section(cls, values, "broker faults")
 
 
-def without_first_batch(data: bytes | memoryview) -> bytes | memoryview:
+#: stored batches as read: the fault keeps the reader's kind (bytes stay bytes)
+Batches = TypeVar("Batches", bytes, memoryview)
+
+
+def without_first_batch(data: Batches) -> Batches:
     """Stored batches without the first one, when there is more than one."""
     if len(data) < LOG_OVERHEAD:
         return data

@@ -224,6 +224,8 @@ class ReplicaFetcher:
             return
         for topic in body["Responses"]:
             name = topic.get("Topic") or names.get(topic.get("TopicId"))
+            if name is None:  # an id this fetch did not name: none of its partitions is asked
+                continue
             for r in topic["Partitions"]:
                 entry = by_key.get((name, r["PartitionIndex"]))
                 if entry is None:

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from conformance.protocol.records.header import HEADER_SIZE, parse_header
@@ -36,6 +36,7 @@ from reference_impl.data_plane import (
     OffsetAnswer,
     PartitionState,
     ProduceResult,
+    ReplicaView,
     StopReplicaState,
     TopicPartition,
 )
@@ -643,16 +644,18 @@ class ReplicaManager:
         answered = set()
         for t in resp.body["Topics"]:
             name = t.get("TopicName") or ids.get(t.get("TopicId"))
+            if name is None:  # an id none of the proposals named: nothing of it was proposed
+                continue
             for r in t["Partitions"]:
-                p = by_key.get((name, r["PartitionIndex"]))
-                if p is None:
+                found = by_key.get((name, r["PartitionIndex"]))
+                if found is None:
                     continue
-                answered.add(p.key)
+                answered.add(found.key)
                 if r["ErrorCode"]:
-                    log.info("%r: AlterPartition error %d", p, r["ErrorCode"])
-                    p.isr_refused()
+                    log.info("%r: AlterPartition error %d", found, r["ErrorCode"])
+                    found.isr_refused()
                 else:
-                    p.isr_committed(tuple(r["Isr"]), r["LeaderEpoch"], r["PartitionEpoch"])
+                    found.isr_committed(tuple(r["Isr"]), r["LeaderEpoch"], r["PartitionEpoch"])
         for key, p in by_key.items():
             if key not in answered:
                 p.isr_refused()
@@ -715,6 +718,10 @@ async def validated_batch(
         or (len(records) >= _ATTRIBUTES_END and records[_ATTRIBUTES_END - 1] & 0x07)
     )
     return await asyncio.to_thread(check) if heavy else check()
+
+
+if TYPE_CHECKING:  # mypy checks here that the manager is what handlers take it for
+    _view: type[ReplicaView] = ReplicaManager
 
 
 def _append_failed(key: TopicPartition, e: KafkaError | OSError) -> ProduceResult:
