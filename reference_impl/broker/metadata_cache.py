@@ -71,6 +71,8 @@ class MetadataCache:
         self.quotas: list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]] = []
         #: ACL bindings (JSON dicts, ``security/acl.py``'s AclBinding.to_dict)
         self.acls: list[dict[str, Any]] = []
+        #: the SCRAM credentials of the cluster metadata (KIP-554), as the controller's image
+        self.scram: dict[str, dict[str, dict[str, Any]]] = {}
         self._listeners: list[Callable[[MetadataCache], None]] = []
 
     def add_listener(self, callback: Callable[[MetadataCache], None]) -> None:
@@ -118,6 +120,7 @@ class MetadataCache:
                 for entity, values in configs.get("quotas", [])
             ]
             self.acls = configs.get("acls", [])
+            self.scram = configs.get("scram", {})
         if offset >= 0:
             self.offset = offset
         for callback in self._listeners:
