@@ -26,7 +26,7 @@ from conformance.client.wire import Response
 from conformance.protocol import Codec
 from reference_impl.config import NodeConfig
 from reference_impl.data_plane import ReplicaView
-from reference_impl.metadata.image import MetadataImage
+from reference_impl.metadata.image import BrokerRegistration, MetadataImage
 from reference_impl.metrics import BrokerMetrics, ControllerMetrics, NodeMetrics
 from reference_impl.net.listener import RequestContext, Session
 
@@ -63,7 +63,7 @@ class ControllerChannel(Protocol):
 class Propagator(Protocol):
     """``controller.propagation.Propagator``: pushes metadata to the brokers."""
 
-    def endpoint_of(self, reg: Any) -> dict[str, Any]: ...
+    def endpoint_of(self, reg: BrokerRegistration) -> dict[str, Any]: ...
 
 
 class ControllerLifecycle(Protocol):
