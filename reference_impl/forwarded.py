@@ -23,6 +23,8 @@ FORWARDED = frozenset(
         ApiKey.CREATE_PARTITIONS,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
         ApiKey.ALTER_CLIENT_QUOTAS,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        ApiKey.UPDATE_FEATURES,
     }
 )
 

@@ -371,7 +371,7 @@ DEFAULT_FEATURE_LEVELS = {"transaction.version": 2}
 
 def features_for(config: NodeConfig) -> Features:
     """ApiVersions' features: the levels of ``settings["features"]`` (name -> level; 0 leaves a
-    feature unfinalized), fixed for the cluster's life (no UpdateFeatures)."""
+    feature unfinalized), fixed for the cluster's life (UpdateFeatures changes none)."""
     levels = {**DEFAULT_FEATURE_LEVELS, **config.settings.get("features", {})}
     finalized = {n: int(v) for n, v in levels.items() if int(v) > 0}
     return Features(dict(SUPPORTED_FEATURES), finalized, epoch=1 if finalized else -1)

@@ -81,7 +81,7 @@ class Api:
 class Features:
     """The feature levels ApiVersions v3+ advertises (KIP-584): what this node supports and the
     cluster's finalized levels. The reference finalizes them by configuration
-    (``settings["features"]``); it does not serve UpdateFeatures."""
+    (``settings["features"]``); UpdateFeatures validates updates and changes no level."""
 
     supported: dict[str, tuple[int, int]] = field(default_factory=dict)
     finalized: dict[str, int] = field(default_factory=dict)

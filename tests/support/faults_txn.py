@@ -296,6 +296,19 @@ class TransactionVersionHidden(Fault):
         return True
 
 
+class UpdateBeyondMaxAccepted(Fault):
+    """UpdateFeatures takes a transaction.version level above the supported range: NONE where
+    Kafka answers INVALID_UPDATE_VERSION (TXN.R18's UpdateFeatures part alone)."""
+
+    responses = (ApiKey.UPDATE_FEATURES,)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        if body["ErrorCode"] != ErrorCode.INVALID_UPDATE_VERSION:
+            return False
+        body["ErrorCode"], body["ErrorMessage"] = 0, None
+        return True
+
+
 TXN_FAULTS: dict[str, type[Fault]] = {
     "TXN.R1": NoProducerIdForTransactions,
     "TXN.R2": EpochNotBumped,

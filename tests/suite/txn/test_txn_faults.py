@@ -31,7 +31,12 @@ from conformance.suite.txn import (
 from conformance.targets.base import Target
 from tests.support import in_process
 from tests.support.faults_log import Fault, ProxiedCluster
-from tests.support.faults_txn import TXN_FAULTS, MarkersDropped, StableOffsetIsHighWatermark
+from tests.support.faults_txn import (
+    TXN_FAULTS,
+    MarkersDropped,
+    StableOffsetIsHighWatermark,
+    UpdateBeyondMaxAccepted,
+)
 from tests.support.in_process import SEED, by_requirement, run
 from tests.support.runs import failing, verdicts
 
@@ -84,6 +89,16 @@ def test_the_fault_fails_the_requirement(reference, req: str) -> None:
     assert fault.changed > 0, f"{type(fault).__name__} rewrote nothing"
     named = [f for f in failures if f is not None and req in f.req_ids]
     assert named, f"{type(fault).__name__}: {[str(f) for f in failures]}"
+
+
+def test_an_update_beyond_the_supported_level_accepted_fails_txn_r18(reference) -> None:
+    """The reference serves UpdateFeatures (issue 37): R18's UpdateFeatures check runs there and
+    fails, naming it, when an update above the supported range is answered NONE."""
+    fault = UpdateBeyondMaxAccepted()
+    failures = judged(reference, "TXN.R18", fault)
+    assert fault.changed > 0, "the UpdateFeatures answer was not rewritten"
+    named = [str(f) for f in failures if f is not None and "TXN.R18" in f.req_ids]
+    assert any("UpdateFeatures" in f and "INVALID_UPDATE_VERSION" in f for f in named), named
 
 
 def test_the_model_catches_dropped_markers_and_prints_the_steps(reference) -> None:
