@@ -49,3 +49,27 @@ def partition_errors(topics: list[dict], results: dict[tuple[str, int], int]) ->
         }
         for t in topics
     ]
+
+
+def merged_by_id(answered: list[dict], topics: list[dict]) -> list[dict]:
+    """An offset commit's answer by topic id (OffsetCommit v10+, TxnOffsetCommit v6+): one entry
+    per id, the partitions of entries naming the same id together in the order asked, as Kafka
+    4.4.0 answers them."""
+    by_id: dict = {}
+    for entry, t in zip(answered, topics, strict=True):
+        merged = by_id.setdefault(t["TopicId"], {"TopicId": t["TopicId"], "Partitions": []})
+        merged["Partitions"].extend(entry["Partitions"])
+    return list(by_id.values())
+
+
+def named_by_id(node: BrokerView, topics: list[dict]) -> tuple[list[dict], set[str]]:
+    """A request's topics named by their ids (the broker's metadata gives the names) and the
+    stand-in names of the ids the broker does not know (UNKNOWN_TOPIC_ID)."""
+    named, unknown = [], set()
+    for t in topics:
+        name = node.metadata_cache.topic_ids.get(t["TopicId"])
+        if name is None:
+            name = f"\0unknown topic id {t['TopicId']}"
+            unknown.add(name)
+        named.append({**t, "Name": name})
+    return named, unknown

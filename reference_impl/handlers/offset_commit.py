@@ -16,6 +16,8 @@ from reference_impl.handlers.group_common import (
     allowed,
     group_allowed,
     groups,
+    merged_by_id,
+    named_by_id,
     partition_errors,
 )
 from reference_impl.net.listener import Api, RequestContext
@@ -31,7 +33,9 @@ def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         v = ctx.version
         group_id = body["GroupId"]
-        topics, unknown = _named(node, body["Topics"], v)
+        topics, unknown = (
+            named_by_id(node, body["Topics"]) if v >= TOPIC_IDS_VERSION else (body["Topics"], set())
+        )
         requested = [
             (t["Name"], p["PartitionIndex"], p)
             for t in topics
@@ -71,32 +75,7 @@ def api(node: BrokerView) -> Api:
                 )
         answered = partition_errors(topics, results)
         if v >= TOPIC_IDS_VERSION:
-            answered = _merged_by_id(answered, topics)
+            answered = merged_by_id(answered, topics)
         return {"ThrottleTimeMs": 0, "Topics": answered}
 
     return Api(ApiKey.OFFSET_COMMIT, handle)
-
-
-def _merged_by_id(answered: list[dict], topics: list[dict]) -> list[dict]:
-    """v10+'s answer: one entry per topic id, the partitions of entries naming the same id
-    together in the order asked, as Kafka 4.4.0 answers them."""
-    by_id: dict = {}
-    for entry, t in zip(answered, topics, strict=True):
-        merged = by_id.setdefault(t["TopicId"], {"TopicId": t["TopicId"], "Partitions": []})
-        merged["Partitions"].extend(entry["Partitions"])
-    return list(by_id.values())
-
-
-def _named(node: BrokerView, topics: list[dict], version: int) -> tuple[list[dict], set[str]]:
-    """The request's topics with their names (v10+: looked up by id) and the stand-in names of
-    the ids the broker does not know."""
-    if version < TOPIC_IDS_VERSION:
-        return topics, set()
-    named, unknown = [], set()
-    for t in topics:
-        name = node.metadata_cache.topic_ids.get(t["TopicId"])
-        if name is None:
-            name = f"\0unknown topic id {t['TopicId']}"
-            unknown.add(name)
-        named.append({**t, "Name": name})
-    return named, unknown

@@ -24,7 +24,9 @@ GroupCoordinator.handleTxnCommitOffsets):
   ABORT drops them. Metadata over offset.metadata.max.bytes: OFFSET_METADATA_TOO_LARGE.
 - v5 (KIP-890 part 2): a transaction-version-2 client sends no AddOffsetsToTxn; the group's
   partition is added to the transaction through the coordinator (``txn_verification.py``,
-  ``add=True``). v6 (topic ids, KIP-1319) is not served.
+  ``add=True``). v6 names topics by id, as OffsetCommit v10: the broker's metadata gives the
+  names, an id it does not know is UNKNOWN_TOPIC_ID for each of its partitions (nothing of it
+  committed), and the answer is by id, entries of one id merged.
 """
 
 from __future__ import annotations
@@ -39,15 +41,18 @@ from reference_impl.handlers.group_common import (
     allowed,
     group_allowed,
     groups,
+    merged_by_id,
+    named_by_id,
     partition_errors,
 )
 from reference_impl.handlers.txn_verification import Verifier
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 
-MAX_VERSION = 5
 #: the first version whose commit adds the group's partition to the transaction (TV2)
 TV2_VERSION = 5
+#: the first version naming topics by id
+TOPIC_IDS_VERSION = 6
 
 
 def api(node: BrokerView) -> Api:
@@ -58,10 +63,21 @@ def api(node: BrokerView) -> Api:
         v = ctx.version
         group_id, tid = body["GroupId"], body["TransactionalId"]
         pid, epoch = body["ProducerId"], body["ProducerEpoch"]
+        topics, unknown = (
+            named_by_id(node, body["Topics"]) if v >= TOPIC_IDS_VERSION else (body["Topics"], set())
+        )
         requested = [
-            (t["Name"], p["PartitionIndex"], p) for t in body["Topics"] for p in t["Partitions"]
+            (t["Name"], p["PartitionIndex"], p)
+            for t in topics
+            if t["Name"] not in unknown
+            for p in t["Partitions"]
         ]
-        results: dict[tuple[str, int], int] = {}
+        results: dict[tuple[str, int], int] = {
+            (t["Name"], p["PartitionIndex"]): ErrorCode.UNKNOWN_TOPIC_ID
+            for t in topics
+            if t["Name"] in unknown
+            for p in t["Partitions"]
+        }
         whole = 0
         if not allowed(node, ctx, "WRITE", ("TRANSACTIONAL_ID", tid)):
             whole = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
@@ -70,7 +86,7 @@ def api(node: BrokerView) -> Api:
         else:
             whole = service.coordinator.offsets.group_status(group_id)
         if whole:
-            results = {(t, i): int(whole) for t, i, _ in requested}
+            results.update({(t, i): int(whole) for t, i, _ in requested})
         else:
             offsets = {}
             for topic, index, p in requested:
@@ -98,9 +114,12 @@ def api(node: BrokerView) -> Api:
                         offsets,
                     )
                     results.update(await service.txn_commit(req))
-        return {"ThrottleTimeMs": 0, "Topics": partition_errors(body["Topics"], results)}
+        answered = partition_errors(topics, results)
+        if v >= TOPIC_IDS_VERSION:
+            answered = merged_by_id(answered, topics)
+        return {"ThrottleTimeMs": 0, "Topics": answered}
 
-    return Api(ApiKey.TXN_OFFSET_COMMIT, handle, max_version=MAX_VERSION)
+    return Api(ApiKey.TXN_OFFSET_COMMIT, handle)
 
 
 async def _verify(

@@ -1,9 +1,12 @@
 """Transactions v2 (KIP-890 part 2) on a running reference cluster, over the wire: the
 transaction.version feature in ApiVersions, a partition added by a Produce v12 alone, EndTxn v5's
 epoch bump and answer, a late write at the old epoch refused (the hanging-transaction defence),
-ListTransactions v2's pattern and InitProducerId v6 with two-phase commit disabled."""
+ListTransactions v2's pattern, InitProducerId v6 with two-phase commit disabled and TxnOffsetCommit
+v6 by topic id."""
 
 from __future__ import annotations
+
+import uuid
 
 from conformance.protocol import ApiKey
 from conformance.protocol import ErrorCode as E
@@ -89,6 +92,32 @@ def test_transaction_version_2_on_the_wire(shared_cluster: Cluster) -> None:
     end = {**end, "ProducerEpoch": epoch + 1, "Committed": True}
     r = c.ask(TID, 1, ApiKey.END_TXN, 5, end, _top)
     assert (r["ErrorCode"], r["ProducerEpoch"]) == (0, epoch + 2)
+
+    # TxnOffsetCommit v6 names topics by id (its group partition added implicitly, v5+); an id
+    # the broker does not know is UNKNOWN_TOPIC_ID, entries of one id answered together
+    topic_id, nowhere = md["Topics"][0]["TopicId"], uuid.UUID(int=7)
+    one = {"PartitionIndex": 0, "CommittedOffset": 1, "CommittedMetadata": ""}
+    commit = {
+        "TransactionalId": TID,
+        "GroupId": "txn-v2-group",
+        "ProducerId": pid,
+        "ProducerEpoch": epoch + 2,
+        "Topics": [
+            {"TopicId": topic_id, "Partitions": [one]},
+            {"TopicId": nowhere, "Partitions": [one]},
+            {"TopicId": topic_id, "Partitions": [{**one, "PartitionIndex": 5}]},
+        ],
+    }
+    r = c.ask("txn-v2-group", 0, ApiKey.TXN_OFFSET_COMMIT, 6, commit, lambda r: 0)
+    assert [
+        (t["TopicId"], [(p["PartitionIndex"], p["ErrorCode"]) for p in t["Partitions"]])
+        for t in r["Topics"]
+    ] == [
+        (topic_id, [(0, 0), (5, E.UNKNOWN_TOPIC_OR_PARTITION)]),
+        (nowhere, [(0, E.UNKNOWN_TOPIC_ID)]),
+    ], r
+    end = {**end, "ProducerEpoch": epoch + 2, "Committed": True}
+    assert c.ask(TID, 1, ApiKey.END_TXN, 5, end, _top)["ErrorCode"] == 0
 
     # ListTransactions v2: the whole id must match the pattern
     def listed(pattern: str | None) -> tuple[int, list[str]]:
