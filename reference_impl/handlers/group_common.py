@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conformance.protocol import ErrorCode
 from reference_impl.groups.service import GroupService, service_for
 from reference_impl.net.listener import RequestContext
 from reference_impl.roles import BrokerView
@@ -73,3 +74,28 @@ def named_by_id(node: BrokerView, topics: list[dict]) -> tuple[list[dict], set[s
             unknown.add(name)
         named.append({**t, "Name": name})
     return named, unknown
+
+
+#: a committed partition as the handlers take it: (topic name, partition index, its request entry)
+Requested = tuple[str, int, dict]
+
+
+def commit_topics(
+    node: BrokerView, topics: list[dict], by_id: bool
+) -> tuple[list[dict], list[Requested], dict[tuple[str, int], int]]:
+    """An offset commit's topics (named by id where the version says so), the partitions to
+    go on with, and UNKNOWN_TOPIC_ID already given to those of an id the broker does not know."""
+    named, unknown = named_by_id(node, topics) if by_id else (topics, set())
+    requested = [
+        (t["Name"], p["PartitionIndex"], p)
+        for t in named
+        if t["Name"] not in unknown
+        for p in t["Partitions"]
+    ]
+    results: dict[tuple[str, int], int] = {
+        (t["Name"], p["PartitionIndex"]): ErrorCode.UNKNOWN_TOPIC_ID
+        for t in named
+        if t["Name"] in unknown
+        for p in t["Partitions"]
+    }
+    return named, requested, results

@@ -14,10 +14,10 @@ from conformance.protocol import ApiKey, ErrorCode
 from reference_impl.groups.group_types import OffsetAndMetadata
 from reference_impl.handlers.group_common import (
     allowed,
+    commit_topics,
     group_allowed,
     groups,
     merged_by_id,
-    named_by_id,
     partition_errors,
 )
 from reference_impl.net.listener import Api, RequestContext
@@ -33,21 +33,7 @@ def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         v = ctx.version
         group_id = body["GroupId"]
-        topics, unknown = (
-            named_by_id(node, body["Topics"]) if v >= TOPIC_IDS_VERSION else (body["Topics"], set())
-        )
-        requested = [
-            (t["Name"], p["PartitionIndex"], p)
-            for t in topics
-            if t["Name"] not in unknown
-            for p in t["Partitions"]
-        ]
-        results: dict[tuple[str, int], int] = {
-            (t["Name"], p["PartitionIndex"]): ErrorCode.UNKNOWN_TOPIC_ID
-            for t in topics
-            if t["Name"] in unknown
-            for p in t["Partitions"]
-        }
+        topics, requested, results = commit_topics(node, body["Topics"], v >= TOPIC_IDS_VERSION)
         if not group_allowed(node, ctx, "READ", group_id):
             results.update({(t, i): ErrorCode.GROUP_AUTHORIZATION_FAILED for t, i, _ in requested})
         else:

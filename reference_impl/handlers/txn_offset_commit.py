@@ -39,10 +39,10 @@ from reference_impl.groups.offsets import TxnCommit
 from reference_impl.groups.service import GroupService
 from reference_impl.handlers.group_common import (
     allowed,
+    commit_topics,
     group_allowed,
     groups,
     merged_by_id,
-    named_by_id,
     partition_errors,
 )
 from reference_impl.handlers.txn_verification import Verifier
@@ -63,21 +63,7 @@ def api(node: BrokerView) -> Api:
         v = ctx.version
         group_id, tid = body["GroupId"], body["TransactionalId"]
         pid, epoch = body["ProducerId"], body["ProducerEpoch"]
-        topics, unknown = (
-            named_by_id(node, body["Topics"]) if v >= TOPIC_IDS_VERSION else (body["Topics"], set())
-        )
-        requested = [
-            (t["Name"], p["PartitionIndex"], p)
-            for t in topics
-            if t["Name"] not in unknown
-            for p in t["Partitions"]
-        ]
-        results: dict[tuple[str, int], int] = {
-            (t["Name"], p["PartitionIndex"]): ErrorCode.UNKNOWN_TOPIC_ID
-            for t in topics
-            if t["Name"] in unknown
-            for p in t["Partitions"]
-        }
+        topics, requested, results = commit_topics(node, body["Topics"], v >= TOPIC_IDS_VERSION)
         whole = 0
         if not allowed(node, ctx, "WRITE", ("TRANSACTIONAL_ID", tid)):
             whole = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
