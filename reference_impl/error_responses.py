@@ -95,6 +95,26 @@ def _alter_client_quotas(body: dict, version: int, code: int, message: str | Non
     }
 
 
+def _describe_user_scram_credentials(
+    body: dict, version: int, code: int, message: str | None
+) -> dict:
+    """Kafka's: a result per user asked, its name left empty (none when no user is named)."""
+    results = [
+        {"User": "", "ErrorCode": code, "ErrorMessage": message, "CredentialInfos": []}
+        for _ in body["Users"] or []
+    ]
+    return {"ErrorCode": code, "ErrorMessage": message, "Results": results}
+
+
+def _alter_user_scram_credentials(body: dict, version: int, code: int, message: str | None) -> dict:
+    names = [c["Name"] for c in (*body["Deletions"], *body["Upsertions"])]
+    return {
+        "Results": [
+            {"User": n, "ErrorCode": code, "ErrorMessage": message} for n in dict.fromkeys(names)
+        ]
+    }
+
+
 def _metadata(body: dict, version: int, code: int, message: str | None) -> dict:
     topics = body["Topics"] or []
     return {
@@ -116,6 +136,8 @@ BUILDERS: dict[int, Builder] = {
     37: _create_partitions,
     44: _alter_configs,
     49: _alter_client_quotas,
+    50: _describe_user_scram_credentials,
+    51: _alter_user_scram_credentials,
 }
 
 

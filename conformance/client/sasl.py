@@ -8,6 +8,8 @@ server closes the connection after it, as Kafka does).
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
 
 from scramp import ScramClient, ScramException
@@ -19,6 +21,31 @@ PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
 SCRAM_SHA_512 = "SCRAM-SHA-512"
 MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
+#: the ScramMechanism codes of DescribeUserScramCredentials/AlterUserScramCredentials (KIP-554)
+SCRAM_TYPES = {1: SCRAM_SHA_256, 2: SCRAM_SHA_512}
+#: the iteration counts a SCRAM credential may have, both mechanisms (Kafka's ScramMechanism)
+SCRAM_ITERATIONS = (4096, 16384)
+_HASHES = {SCRAM_SHA_256: "sha256", SCRAM_SHA_512: "sha512"}
+
+
+def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
+    """RFC 5802's Hi(password, salt, i): what an AlterUserScramCredentials upsertion carries."""
+    return hashlib.pbkdf2_hmac(_HASHES[mechanism], password.encode(), salt, iterations)
+
+
+def scram_upsertion(name: str, password: str, mechanism: int, iterations: int) -> dict:
+    """An AlterUserScramCredentials upsertion as a client makes it: a fresh 16-byte salt and
+    the salted password (a code that is no SCRAM mechanism is salted as SHA-256: it is there to
+    be refused)."""
+    salt = os.urandom(16)
+    salted = salted_password(SCRAM_TYPES.get(mechanism, SCRAM_SHA_256), password, salt, iterations)
+    return {
+        "Name": name,
+        "Mechanism": mechanism,
+        "Iterations": iterations,
+        "Salt": salt,
+        "SaltedPassword": salted,
+    }
 
 
 class SaslAuthenticationError(ConnectionError):

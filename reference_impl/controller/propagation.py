@@ -44,6 +44,7 @@ def config_image(image: MetadataImage) -> dict[str, Any]:
         "groups": {n: v for (t, n), v in image.configs.items() if t == ConfigResourceType.GROUP},
         "quotas": [[[list(e) for e in entity], values] for entity, values in image.quotas.items()],
         "acls": image.acls,
+        "scram": image.scram,
     }
 
 

@@ -40,6 +40,7 @@ from urllib.parse import quote, unquote
 
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
+from conformance.client.sasl import SCRAM_TYPES
 from conformance.protocol import (
     AclOperation,
     AclPatternType,
@@ -57,6 +58,7 @@ from reference_impl.metadata.image import (
     config_record,
     quota_entity,
     quota_record,
+    scram_record,
 )
 from reference_impl.process import NodeFatal
 from reference_impl.zk import CONTROLLER, CONTROLLER_EPOCH, ZooKeeper, ZooKeeperError
@@ -163,6 +165,21 @@ def quota_path(entity: QuotaEntity) -> str:
     if "user" in names:
         return f"/config/users/{_sanitize(names['user'])}"
     return f"/config/clients/{_sanitize(names.get('client-id'))}"
+
+
+def _scram_config(image: MetadataImage, user: str) -> dict[str, str]:
+    """A user's SCRAM credentials as Kafka keeps them in ``/config/users/<user>``."""
+    return {
+        mechanism: ",".join(f"{k}={c[k]}" for k in ("salt", "stored_key", "server_key"))
+        + f",iterations={c['iterations']}"
+        for mechanism, c in image.scram.get(user, {}).items()
+    }
+
+
+def _scram_record(user: str, mechanism: str, text: str) -> dict[str, Any]:
+    fields = dict(part.split("=", 1) for part in text.split(","))
+    credential = {k: fields[k] for k in ("salt", "stored_key", "server_key")}
+    return scram_record(user, mechanism, {**credential, "iterations": int(fields["iterations"])})
 
 
 def acl_path(binding: dict[str, Any]) -> str:
@@ -380,7 +397,11 @@ class ZooKeeperStore(MetadataStore):
         for path, entity in paths:
             found = await self._json(path)
             values = (found[0] or {}).get("config", {}) if found else {}
-            records.extend(quota_record(entity, k, float(v)) for k, v in values.items())
+            for k, v in values.items():
+                if k in SCRAM_TYPES.values():  # a user's SCRAM credential (KIP-554), not a quota
+                    records.append(_scram_record(dict(entity)["user"], k, v))
+                else:
+                    records.append(quota_record(entity, k, float(v)))
         return records
 
     async def _load_acls(self) -> list[dict[str, Any]]:
@@ -465,8 +486,18 @@ class ZooKeeperStore(MetadataStore):
             elif kind == "quota":
                 entity = quota_entity(r["entity"])
                 values = {k: str(v) for k, v in after.quotas.get(entity, {}).items()}
+                names = dict(entity)
+                if set(names) == {"user"} and names["user"] is not None:
+                    values |= _scram_config(after, names["user"])
                 path = quota_path(entity)
                 puts[path] = _dumps({"version": 1, "config": values})
+                changes.append(path.removeprefix("/config/"))
+            elif kind in ("scram", "remove_scram"):
+                entity = quota_entity([("user", r["user"])])
+                values = {k: str(v) for k, v in after.quotas.get(entity, {}).items()}
+                path = quota_path(entity)
+                config = values | _scram_config(after, r["user"])
+                puts[path] = _dumps({"version": 1, "config": config})
                 changes.append(path.removeprefix("/config/"))
             elif kind in ("acl", "remove_acl"):
                 path = acl_path(r["binding"])

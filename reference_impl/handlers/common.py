@@ -9,6 +9,7 @@ from conformance.protocol import AclOperation, ErrorCode
 from reference_impl import config as cfg
 from reference_impl.net.listener import Session
 from reference_impl.roles import BrokerView, NodeView
+from reference_impl.security.settings import SecuritySettings
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
@@ -57,9 +58,13 @@ def topic_name_error(name: str | None) -> str | None:
 def authorized_operations(
     node: NodeView, session: Session, resource: tuple[str, str], operations: tuple[str, ...]
 ) -> int:
+    """The bitfield of ``operations`` the session may do on ``resource`` (KIP-430): bit
+    ``1 << code`` of each. The ``report_every_operation`` security fault (for the project's
+    tests of SECURITY.R14 only) sets every bit, whatever the ACLs."""
+    every = "report_every_operation" in SecuritySettings.of(node.config).faults
     bits = 0
     for op in operations:
-        if node.authorize(session, op, resource):
+        if every or node.authorize(session, op, resource):
             bits |= 1 << AclOperation[op]  # the bit of an operation is its code
     return bits
 

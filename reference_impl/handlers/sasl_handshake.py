@@ -11,12 +11,13 @@ from typing import Any
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import NodeView
 from reference_impl.security import sasl
+from reference_impl.security.scram import scram_view
 
 ROLES = ("broker", "controller")
 
 
 def api(node: NodeView) -> Api:
     async def handler(ctx: RequestContext, body: dict) -> Any:
-        return sasl.handshake(ctx.session, body)
+        return sasl.handshake(ctx.session, body, scram_view(node))
 
     return Api(17, handler, min_version=1)

@@ -7,7 +7,9 @@ written once.
 
 Record types: ``cluster_id``, ``controller_epoch``, ``register_broker``, ``broker_state``,
 ``unregister_broker``, ``topic``, ``partition``, ``remove_topic``, ``config``, ``quota``,
-``acl`` / ``remove_acl`` (the ACL bindings, kept for the authorizer).
+``acl`` / ``remove_acl`` (the ACL bindings, kept for the authorizer), ``scram`` /
+``remove_scram`` (a user's SCRAM credential for one mechanism, KIP-554: salt, stored and server
+keys in base64 and the iterations, never a password).
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ class MetadataImage:
     configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
     quotas: dict[QuotaEntity, dict[str, float]] = field(default_factory=dict)
     acls: list[dict[str, Any]] = field(default_factory=list)
+    #: user -> mechanism name -> {"salt", "stored_key", "server_key", "iterations"}
+    scram: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def copy(self) -> MetadataImage:
         return copy.deepcopy(self)
@@ -169,6 +173,16 @@ class MetadataImage:
         if r["binding"] in self.acls:
             self.acls.remove(r["binding"])
 
+    def _apply_scram(self, r: dict) -> None:
+        keys = ("salt", "stored_key", "server_key", "iterations")
+        self.scram.setdefault(r["user"], {})[r["mechanism"]] = {k: r[k] for k in keys}
+
+    def _apply_remove_scram(self, r: dict) -> None:
+        held = self.scram.get(r["user"], {})
+        held.pop(r["mechanism"], None)
+        if not held:
+            self.scram.pop(r["user"], None)
+
     # --- questions ---------------------------------------------------------------------
 
     def active_brokers(self) -> list[int]:
@@ -196,7 +210,13 @@ class MetadataImage:
         for entity, values in self.quotas.items():
             out.extend(quota_record(entity, k, v) for k, v in sorted(values.items()))
         out.extend({"type": "acl", "binding": b} for b in self.acls)
+        for user, held in sorted(self.scram.items()):
+            out.extend(scram_record(user, m, c) for m, c in sorted(held.items()))
         return out
+
+
+def scram_record(user: str, mechanism: str, credential: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "scram", "user": user, "mechanism": mechanism, **credential}
 
 
 def quota_entity(entity: list | tuple) -> QuotaEntity:

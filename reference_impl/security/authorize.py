@@ -14,6 +14,10 @@ InitProducerId(22)  WRITE on the TRANSACTIONAL_ID; without one IDEMPOTENT_WRITE 
 DescribeAcls (29)   DESCRIBE on CLUSTER (CLUSTER_AUTHORIZATION_FAILED)
 CreateAcls (30)     ALTER on CLUSTER, on the controller (every result refused)
 DeleteAcls (31)     ALTER on CLUSTER, on the controller (every filter result refused)
+DescribeUserScram-  DESCRIBE on CLUSTER (CLUSTER_AUTHORIZATION_FAILED, a nameless result per
+Credentials (50)    user asked, as Kafka's)
+AlterUserScram-     ALTER on CLUSTER, on the controller (every user's result refused)
+Credentials (51)
 ==================  ===================================================================
 
 On a broker the forwarded APIs (KIP-590) are not checked: the controller authorises them as
@@ -172,4 +176,6 @@ RULES: dict[int, Rule] = {
     29: _cluster("DESCRIBE"),
     30: _cluster("ALTER"),
     31: _cluster("ALTER"),
+    50: _cluster("DESCRIBE"),
+    51: _cluster("ALTER"),
 }

@@ -33,6 +33,7 @@ from scramp import ScramMechanism
 
 from conformance.protocol import ErrorCode
 from reference_impl.net.listener import CLOSE, Security, Session
+from reference_impl.security.scram import Scram
 from reference_impl.security.settings import PLAIN, SCRAM_MECHANISMS, SecuritySettings
 
 ANONYMOUS = "User:ANONYMOUS"
@@ -40,6 +41,7 @@ AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authe
 
 
 _UNKNOWN_USER = "Authentication failed: Invalid user credentials"
+_NONE_HELD: dict = {}
 
 
 class SaslFailure(Exception):
@@ -79,7 +81,24 @@ class Credentials:
         ok = hmac.compare_digest(expected or b"\0" * 32, password) or self.any_password
         return expected is not None and ok
 
-    def scram(self, username: str, mechanism: str = SCRAM_MECHANISMS[0]) -> ScramCredential | None:
+    def any_password_of(self, username: str | None) -> bool:
+        """The ``accept_wrong_password`` fault, for the configured users only (a credential of
+        the cluster metadata, SECURITY.R11's, keeps its password)."""
+        return self.any_password and username in self._passwords
+
+    def scram(
+        self, username: str, mechanism: str = SCRAM_MECHANISMS[0], held: Scram = _NONE_HELD
+    ) -> ScramCredential | None:
+        """The user's credential: from the cluster metadata's ``held`` (KIP-554) first, else
+        the configured one."""
+        stored = held.get(username, _NONE_HELD).get(mechanism)
+        if stored is not None:
+            return ScramCredential(
+                base64.b64decode(stored["salt"]),
+                base64.b64decode(stored["stored_key"]),
+                base64.b64decode(stored["server_key"]),
+                int(stored["iterations"]),
+            )
         return self._scram.get((mechanism, username))
 
 
@@ -136,16 +155,22 @@ class ScramServer(MechanismServer):
     """RFC 5802/7677 through scramp: client-first, server-first, client-final, server-final;
     SCRAM-SHA-256 or SCRAM-SHA-512."""
 
-    def __init__(self, credentials: Credentials, mechanism: str = SCRAM_MECHANISMS[0]) -> None:
+    def __init__(
+        self,
+        credentials: Credentials,
+        mechanism: str = SCRAM_MECHANISMS[0],
+        held: Scram = _NONE_HELD,
+    ) -> None:
         self.name = mechanism
         self.credentials = credentials
+        self.held = held
         self._user: str | None = None
         self._server = credentials.mechanisms[mechanism].make_server(self._auth_info)
         self._round = 0
         self._unknown_user = False
 
     def _auth_info(self, username: str) -> tuple[bytes, bytes, bytes, int]:
-        cred = self.credentials.scram(username, self.name)
+        cred = self.credentials.scram(username, self.name, self.held)
         if cred is None:
             self._unknown_user = True
             raise SaslFailure(_UNKNOWN_USER)
@@ -165,7 +190,7 @@ class ScramServer(MechanismServer):
                 self.username = self._user
                 return final.encode()
         except Exception:
-            if self._round == 2 and self._user is not None and self.credentials.any_password:
+            if self._round == 2 and self.credentials.any_password_of(self._user):
                 self.username = self._user  # the fault: success, with a signature of nothing
                 return b"v=" + base64.b64encode(bytes(32))
             # scramp may wrap what the credential lookup raised
@@ -233,18 +258,19 @@ class SaslSecurity(Security):
     def new_session(self) -> Session:
         return SaslSession(self)
 
-    def exchange(self, mechanism: str) -> MechanismServer:
+    def exchange(self, mechanism: str, held: Scram = _NONE_HELD) -> MechanismServer:
         if mechanism == PLAIN:
             return PlainServer(self.credentials)
-        return ScramServer(self.credentials, mechanism)
+        return ScramServer(self.credentials, mechanism, held)
 
 
 def _close_after(session: Session) -> None:
     session.close_after_response = True
 
 
-def handshake(session: Session, body: dict[str, Any]) -> Any:
-    """The SaslHandshake answer (or CLOSE) for ``session``."""
+def handshake(session: Session, body: dict[str, Any], held: Scram = _NONE_HELD) -> Any:
+    """The SaslHandshake answer (or CLOSE) for ``session``; ``held``: the SCRAM credentials of
+    the node's metadata (``scram.scram_view``)."""
     if not isinstance(session, SaslSession):
         return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "Mechanisms": []}
     security = session.security
@@ -269,7 +295,7 @@ def handshake(session: Session, body: dict[str, Any]) -> Any:
             "ErrorCode": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
             "Mechanisms": list(security.mechanisms),
         }
-    session.exchange = security.exchange(mechanism)
+    session.exchange = security.exchange(mechanism, held)
     session.mechanism = mechanism
     return {"ErrorCode": 0, "Mechanisms": list(security.mechanisms)}
 

@@ -21,12 +21,17 @@ and the ACL APIs answer SECURITY_DISABLED.
 
 ``faults`` (names, for the project's tests of the SECURITY requirements only: nothing shipped
 writes them, ``tests/support/faulty_security.py`` does): ``accept_wrong_password`` (PLAIN takes
-any password of a known user, SCRAM answers a wrong proof with success),
+any password of a configured user, SCRAM answers such a user's wrong proof with success),
 ``serve_before_authentication`` (a SASL connection is served as ``User:ANONYMOUS`` before it
 authenticates), ``ignore_deny`` (the authorizer passes over DENY bindings),
 ``match_literal_only`` (a MATCH filter selects only the LITERAL bindings of its name),
 ``accept_any_mechanism`` (a handshake naming a mechanism that is not enabled is answered NONE
-with no mechanism listed, then the connection is closed).
+with no mechanism listed, then the connection is closed), ``keep_deleted_credentials``
+(AlterUserScramCredentials answers a deletion NONE and keeps the credential),
+``accept_any_credential`` (it refuses nothing: unknown mechanisms, iterations out of range,
+a user twice, deleting what does not exist are all answered NONE), ``report_every_operation``
+(the authorized-operations fields of Metadata, DescribeCluster and DescribeGroups carry every
+operation of the resource, whatever the ACLs).
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ FAULTS = (
     "ignore_deny",
     "match_literal_only",
     "accept_any_mechanism",
+    "keep_deleted_credentials",
+    "accept_any_credential",
+    "report_every_operation",
 )
 
 

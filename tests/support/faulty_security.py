@@ -4,7 +4,8 @@ Loaded with ``-p tests.support.faulty_security --security-faults NAME[,NAME]`` i
 It makes a secured reference target (``--target 'reference[:zookeeper]?security=sasl'``) write
 the named faults into every node's ``security`` settings (``reference_impl/security/
 settings.py``: ``accept_wrong_password``, ``serve_before_authentication``, ``ignore_deny``,
-``match_literal_only``, ``accept_any_mechanism``), plus ``allow_everyone``: the authorizer's
+``match_literal_only``, ``accept_any_mechanism``, ``keep_deleted_credentials``,
+``accept_any_credential``, ``report_every_operation``), plus ``allow_everyone``: the authorizer's
 ``allow_everyone_if_no_acl_found`` on, so a principal with no ACL may do anything. Nothing else
 can switch them on: the option exists only where this plugin is loaded.
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from conformance.protocol import (
@@ -28,20 +26,23 @@ from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
 from conformance.suite.kit.meta import conformance
-from conformance.suite.kit.provision import obtain, release
 from conformance.suite.kit.records_io import leader
 from conformance.suite.kit.safety import fresh_name
-from conformance.suite.security.shared import acl_filter, binding
+from conformance.suite.security.shared import (
+    NO_PRINCIPAL,
+    PROPAGATION_S,
+    acl_filter,
+    acls,
+    binding,
+    create_acls,
+    delete_acls,
+    described,
+    key_of,
+    topic,
+)
 
 R4, R5, R6, R7 = "SECURITY.R4", "SECURITY.R5", "SECURITY.R6", "SECURITY.R7"
 R8, R9, R10 = "SECURITY.R8", "SECURITY.R9", "SECURITY.R10"
-NO_PRINCIPAL = (
-    "the target names no unprivileged principal (kafka:V?security=sasl and "
-    "reference?security=sasl do: alice; an external one takes --unprivileged-username/"
-    "--unprivileged-password)"
-)
-#: how long bindings may take to reach every broker
-PROPAGATION_S = 15.0
 
 
 def _alice(harness: Harness) -> Any:
@@ -52,89 +53,6 @@ def _alice(harness: Harness) -> Any:
 
 def _name(what: str) -> str:
     return fresh_name(f"sec-{what}")
-
-
-def described(harness: Harness, conn: SyncConnection, f: dict) -> set[tuple]:
-    version = harness.pick_version(ApiKey.DESCRIBE_ACLS, "1+")
-    body = conn.request(ApiKey.DESCRIBE_ACLS, version, f).body
-    if body["ErrorCode"] != 0:
-        raise MissingPrecondition(f"DescribeAcls as the suite's super user: {body['ErrorCode']}")
-    return {
-        (r["ResourceName"], r["PatternType"], a["Principal"], a["Operation"], a["PermissionType"])
-        for r in body["Resources"]
-        for a in r["Acls"]
-    }
-
-
-def _key(b: dict) -> tuple:
-    return (
-        b["ResourceName"],
-        b["ResourcePatternType"],
-        b["Principal"],
-        b["Operation"],
-        b["PermissionType"],
-    )
-
-
-def create_acls(harness: Harness, bindings: list[dict]) -> None:
-    """Create ``bindings`` as the suite's super user; return once every bootstrap broker's
-    DescribeAcls shows them."""
-    version = harness.pick_version(ApiKey.CREATE_ACLS, "1+")
-    body = harness.connect().request(ApiKey.CREATE_ACLS, version, {"Creations": bindings}).body
-    codes = [r["ErrorCode"] for r in body["Results"]]
-    if any(codes):
-        raise MissingPrecondition(f"CreateAcls as the suite's super user answered {codes}")
-    wanted = {_key(b) for b in bindings}
-    principals = {b["Principal"] for b in bindings}
-    deadline = time.monotonic() + PROPAGATION_S
-    for ep in harness.target.bootstrap:
-        conn = harness.connect(ep)
-        while True:
-            seen: set[tuple] = set()
-            for p in principals:
-                for rtype in {b["ResourceType"] for b in bindings}:
-                    seen |= described(harness, conn, acl_filter(None, p, rtype=rtype))
-            if wanted <= seen:
-                break
-            if time.monotonic() > deadline:
-                raise MissingPrecondition(f"bindings not seen by {ep} after {PROPAGATION_S} s")
-            time.sleep(0.1)
-
-
-def delete_acls(harness: Harness, filters: list[dict]) -> list[dict]:
-    version = harness.pick_version(ApiKey.DELETE_ACLS, "1+")
-    body = harness.connect().request(ApiKey.DELETE_ACLS, version, {"Filters": filters}).body
-    return body["FilterResults"]
-
-
-@contextmanager
-def acls(harness: Harness, bindings: list[dict]) -> Iterator[None]:
-    create_acls(harness, bindings)
-    try:
-        yield
-    finally:
-        try:
-            delete_acls(
-                harness,
-                [
-                    acl_filter(b["ResourceName"], b["Principal"], rtype=b["ResourceType"])
-                    for b in bindings
-                ],
-            )
-        except (ConnectionError, TimeoutError):
-            pass
-
-
-@contextmanager
-def topic(harness: Harness, what: str) -> Iterator[str]:
-    got = obtain(harness, what)
-    if not got.owned:
-        release(harness, [got])
-        raise MissingPrecondition("the test needs a topic of its own, which the suite creates")
-    try:
-        yield got.name
-    finally:
-        release(harness, [got])
 
 
 def metadata_as(harness: Harness, conn: SyncConnection, names: list[str] | None) -> dict:
@@ -166,7 +84,7 @@ def test_a_match_filter_returns_the_bindings_that_apply(harness: Harness) -> Non
     conn = harness.connect()
     try:
         got = described(harness, conn, acl_filter(name, principal, AclPatternType.MATCH))
-        want = {_key(b) for b in (literal, prefixed, wildcard)}
+        want = {key_of(b) for b in (literal, prefixed, wildcard)}
         verify.check(
             got == want,
             f"a MATCH filter for {name} returned {sorted(got)}, not its literal, wildcard and "
@@ -175,7 +93,7 @@ def test_a_match_filter_returns_the_bindings_that_apply(harness: Harness) -> Non
         )
         lit = described(harness, conn, acl_filter(name, principal, AclPatternType.LITERAL))
         verify.check(
-            lit == {_key(literal)},
+            lit == {key_of(literal)},
             f"a LITERAL filter for {name} returned {sorted(lit)}, not its one literal binding",
             R4,
         )

@@ -14,14 +14,11 @@ from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
+from conformance.suite.security.shared import NO_SASL
 
 R1, R2, R3 = "SECURITY.R1", "SECURITY.R2", "SECURITY.R3"
 #: how long a refused connection may take to close
 CLOSE_S = 5.0
-NO_SASL = (
-    "the target is not run with SASL (kafka:V?security=sasl, reference?security=sasl, or "
-    "--sasl-mechanism/--sasl-username/--sasl-password for an external target)"
-)
 
 
 def _sasl(harness: Harness):

@@ -1,13 +1,15 @@
-"""SECURITY R1-R10 and KIP-590.R2 (a client's Envelope, sent as alice under SASL) on
+"""SECURITY R1-R14 and KIP-590.R2 (a client's Envelope, sent as alice under SASL) on
 ``reference?security=sasl``: PASS as it is (both metadata stores), each FAILing against a fault
 (``tests.support.faulty_security``), and no password in what a run keeps.
 
 * as it is: every requirement PASS; the passwords the target drew appear nowhere in the run's
   results, manifest and report (the secret-leak check; the Kafka one is test_security.py's);
 * ``accept_wrong_password`` (R1), ``serve_before_authentication`` (R2), ``accept_any_mechanism``
-  (R3), ``match_literal_only`` (R4), ``ignore_deny`` (R5) and ``allow_everyone`` (a principal
-  with no ACL may do anything: R6-R10, and alice's Envelope is taken: KIP-590.R2) in one run:
-  each FAILs.
+  (R3), ``match_literal_only`` (R4), ``ignore_deny`` (R5), ``keep_deleted_credentials`` (R11:
+  a deleted SCRAM credential still logs in), ``accept_any_credential`` (R12: no alteration
+  refused), ``report_every_operation`` (R14: every operation reported) and ``allow_everyone``
+  (a principal with no ACL may do anything: R6-R10, R13, and alice's Envelope is taken:
+  KIP-590.R2) in one run: each FAILs, R11-R14 with their own fault's message.
 """
 
 from __future__ import annotations
@@ -19,11 +21,19 @@ import pytest
 
 from tests.support.runs import only_run, suite_pytest
 
-ALL = {f"SECURITY.R{i}" for i in range(1, 11)} | {"KIP-590.R2"}
+ALL = {f"SECURITY.R{i}" for i in range(1, 15)} | {"KIP-590.R2"}
 FAULTS = (
     "accept_wrong_password,serve_before_authentication,accept_any_mechanism,match_literal_only,"
-    "ignore_deny,allow_everyone"
+    "ignore_deny,allow_everyone,keep_deleted_credentials,accept_any_credential,"
+    "report_every_operation"
 )
+#: what each SCRAM requirement's failure says: its own fault's doing, not another's
+SCRAM_FAILURES = {
+    "SECURITY.R11": "after its credential was deleted",
+    "SECURITY.R12": "answered {",
+    "SECURITY.R13": "by a principal without ALTER on the cluster answered",
+    "SECURITY.R14": "TopicAuthorizedOperations for User:alice was",
+}
 
 
 def run(tmp_path: Path, target: str, *args: str) -> tuple[dict[str, str], object]:
@@ -74,3 +84,6 @@ def test_each_requirement_fails_against_its_fault(tmp_path: Path) -> None:
     verdicts, got = run(tmp_path, "reference?security=sasl", f"--security-faults={FAULTS}")
     assert got.manifest["target_name"] == "faulty-reference"
     assert verdicts == dict.fromkeys(ALL, "FAIL"), verdicts
+    messages = {r["requirement_id"]: r["message"] for r in got.records}
+    for req, said in SCRAM_FAILURES.items():
+        assert said in messages[req], (req, messages[req])
