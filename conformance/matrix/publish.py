@@ -17,7 +17,8 @@ runs already in the folder are compared by their manifests' content keys
   reference target), or the target, seed, options or environment, or the earlier run had an
   outage or has no content key: the run is done again from the start.
 
-Runs of targets no longer asked for, and runs beyond the count, are removed. One line per
+Runs of targets no longer asked for, and runs beyond the count, are removed; runs of external
+targets (a broker started by hand, ``--bootstrap-server``) are kept as they are. One line per
 target says what was reused, what was rerun and why. The reruns run one after the other, or,
 with ``--spark-master``, all at once as the tasks of one Spark job on a standalone cluster
 (``conformance.matrix.publish_spark``). A run that records nothing stops the
@@ -60,6 +61,10 @@ from conformance.results.schema import (
 Runner = Callable[[str, tuple[str, ...], str | None, Path], Path | None]
 
 
+#: the content key's target of a run of a broker started by hand (--bootstrap-server)
+EXTERNAL = "external:"
+
+
 class PublishError(RuntimeError):
     """Publication cannot go on (a run recorded nothing)."""
 
@@ -79,7 +84,8 @@ class Step:
 
     target: str
     #: "reuse", "partial" (rerun ``features``, reuse the others from ``previous``), "rerun"
-    #: (replaces ``previous``), "new", "remove"
+    #: (replaces ``previous``), "new", "remove", "keep" (an external target's run: a broker
+    #: publication does not start, run by hand and documented in reports/README.md)
     action: str
     previous: Path | None = None
     features: set[str] = field(default_factory=set)
@@ -117,6 +123,12 @@ class Plan:
                 parts.append(f"removed {len(dropped)} ({dropped[0].why})")
             n = f"{w.count} run{'s' if w.count != 1 else ''}"
             out.append(f"publish: {w.target} ({n}): {', '.join(parts)}")
+        kept = [s for s in self.steps if s.action == "keep"]
+        if kept:
+            out.append(
+                f"publish: kept {len(kept)} run{'s' if len(kept) != 1 else ''} of external "
+                "targets as they are (publication cannot start them again)"
+            )
         others = Counter(
             s.why for s in self.steps if s.action == "remove" and s.target not in self.keys
         )
@@ -170,6 +182,8 @@ def plan(runs_dir: Path, wanted: list[Wanted], src: Sources | None = None) -> Pl
         target = key.get("target") if isinstance(key, dict) else None
         if target in keys:
             by_target.setdefault(target, []).append((folder, manifest))
+        elif isinstance(target, str) and target.startswith(EXTERNAL):
+            steps.append(Step(target, "keep", folder, why="an external target's run"))
         else:
             why = "no content key" if target is None else "target not asked for"
             steps.append(Step(target or "?", "remove", folder, why=why))

@@ -261,3 +261,23 @@ def test_outages_or_other_options_rerun_whole(tree: Sources) -> None:
     other = {**new, "options": {**new["options"], "clients": ["java:4.4.0", "python"]}}
     assert differences(other, new)[0] == ["option clients changed"]
     assert differences(new, new) == ([], set())
+
+
+def test_an_external_targets_run_is_kept(tree: Sources, tmp_path: Path) -> None:
+    """A run of a broker started by hand (reports/README.md: kfake) cannot be redone by
+    publication: it stays whatever changed, where a run of a target not asked for goes."""
+    runs = first_publication(tree, tmp_path)
+    external = Runner(tree)(REF, (), None, tmp_path / "by-hand")
+    m = read_manifest(external)
+    m["content_key"]["target"] = "external:127.0.0.1:29501"
+    (external / "manifest.json").write_text(json.dumps(m))
+    moved = runs / "by-hand-run"
+    external.rename(moved)
+    touch(tree, "conformance/plugin.py")  # the runner changed: every other run is redone
+    the_plan, _ = republish(tree, runs)
+    assert [s.action for s in the_plan.steps if s.previous == moved] == ["keep"]
+    assert moved.is_dir()
+    assert (
+        "publish: kept 1 run of external targets as they are (publication cannot start them "
+        "again)" in the_plan.lines()
+    )
