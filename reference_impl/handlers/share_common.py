@@ -14,6 +14,7 @@ from conformance.protocol.records.entries import complete_entries
 from reference_impl.config import GROUP_CONFIGS
 from reference_impl.groups.share_partition import SharePartition
 from reference_impl.groups.share_sessions import ShareSessions
+from reference_impl.replica.faults import BrokerFaults
 from reference_impl.roles import BrokerView
 
 #: how much of a partition's log one acquisition reads at most
@@ -29,7 +30,9 @@ def now_ms() -> int:
 def sessions(node: BrokerView) -> ShareSessions:
     found = getattr(node, "share_sessions", None)
     if found is None:
-        found = ShareSessions(now_ms, Path(node.data_dir) / STORE)
+        settings = getattr(node.config, "settings", None) or {}
+        forget = BrokerFaults.from_settings(settings.get("faults")).forget_share_state
+        found = ShareSessions(now_ms, None if forget else Path(node.data_dir) / STORE)
         node.share_sessions = found
     return found
 

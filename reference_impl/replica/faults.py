@@ -16,7 +16,10 @@ configs, to show that each DURABILITY requirement fails against a broker that br
 * ``ignore_min_insync_replicas``: an acks=all Produce is taken however small the ISR is;
 * ``never_expand_isr``: a follower that caught up is never proposed back into the ISR;
 * ``hide_first_batch``: a consumer's Fetch answer leaves out its first batch when it holds
-  more than one (a hole in the offsets the consumer sees).
+  more than one (a hole in the offsets the consumer sees);
+* ``forget_share_state``: the broker keeps its share partitions' state in memory only
+  (``handlers/share_common.py``): what a share group acknowledged is delivered again after a
+  restart (SHARE-GROUPS.R21).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class BrokerFaults:
     ignore_min_insync_replicas: bool = False
     never_expand_isr: bool = False
     hide_first_batch: bool = False
+    forget_share_state: bool = False
 
     @classmethod
     def from_settings(cls, section: dict[str, Any] | None) -> BrokerFaults:

@@ -216,14 +216,18 @@ class Faults:
         self.dead.discard(node_id)
 
     def start_all(self, nodes: list[int]) -> None:
-        """Start several killed nodes again, one after the other, from this thread: a target's
-        processes may be tied to the thread that started them (Kafka's die with it,
-        ``PR_SET_PDEATHSIG``), so never from a pool's short-lived threads."""
-        for node in nodes:
-            try:
-                self.start(node)
-            except TargetError as e:
-                raise TargetError(f"node {node} did not start again: {e}") from None
+        """Start several killed nodes again from this thread, their starts overlapping where the
+        target can (``Target.start_nodes``: every process spawned, then each waited for). Never
+        from a pool's short-lived threads: a target's processes may be tied to the thread that
+        started them (Kafka's die with it, ``PR_SET_PDEATHSIG``)."""
+        if not nodes:
+            return
+        self.note(f"start nodes {nodes}")
+        try:
+            self.target.start_nodes(nodes)
+        except TargetError as e:
+            raise TargetError(f"nodes {nodes} did not all start again: {e}") from None
+        self.dead.difference_update(nodes)
 
     def pause_leader(self, topic: str, leader: int, at_most: float) -> None:
         """SIGSTOP of ``leader`` until the partition has another leader (the target noticed the
@@ -309,12 +313,14 @@ class Faults:
 # --- the scenarios' topic -------------------------------------------------------------------
 
 
-def create_topic(faults: Faults, name: str, replicas: int, min_isr: int) -> None:
-    """One partition on ``replicas`` brokers with ``min.insync.replicas``; waits until it has
-    a leader and its whole ISR."""
+def create_topic(
+    faults: Faults, name: str, replicas: int, min_isr: int, brokers: list[int] | None = None
+) -> None:
+    """One partition on ``replicas`` brokers (the first of ``brokers``, else of the target's)
+    with ``min.insync.replicas``; waits until it has a leader and its whole ISR."""
     harness = faults.harness
     version = quiet_version(harness, ApiKey.CREATE_TOPICS)
-    ids = faults.brokers[:replicas]
+    ids = (brokers or faults.brokers)[:replicas]
     body = {
         "Topics": [
             {
