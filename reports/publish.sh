@@ -47,11 +47,14 @@ done
 set -f  # the targets' '?' is no glob
 kafka_targets=($KAFKA_TARGETS)
 set +f
+# SPARK_MASTER=spark://host:7077: the reruns are the tasks of one Spark job on that standalone
+# cluster, all at once (conformance/matrix/publish_spark.py; reports/README.md)
 .venv/bin/python -m conformance.matrix.publish reports/runs ${FRESH:+--fresh} \
+    ${SPARK_MASTER:+--spark-master "$SPARK_MASTER"} \
     --runs "$RUNS" --kafka-runs "$KAFKA_RUNS" "${client_options[@]}" --clients-on reference \
     reference 'reference:zookeeper?controllers=3' tansu "${kafka_targets[@]}"
 find reports/runs -path '*/kafka/*.log' -delete
-"$KC" matrix reports/runs --out reports/latest \
+"$KC" matrix reports/runs --out reports/latest ${SPARK_MASTER:+--spark-master "$SPARK_MASTER"} \
     --title "Kafka protocol conformance: Apache Kafka releases, the reference cluster (embedded and ZooKeeper stores) and tansu"
 rm -rf reports/latest/results.parquet  # rebuilt from reports/runs by the command above
 .venv/bin/python -m conformance.matrix.explain_kafka reports/runs > reports/latest/kafka-truth-table.md ||

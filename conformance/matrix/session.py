@@ -91,6 +91,9 @@ def spark_session(
             builder = builder.config(
                 "spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable)
             )
+            # an RDD's Python tasks (publication's runs) take their interpreter from the driver's
+            # PYSPARK_PYTHON, else python3 on the worker's PATH, which lacks the project
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if log_file is None:
         spark = builder.getOrCreate()
     else:

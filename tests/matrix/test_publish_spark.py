@@ -77,7 +77,8 @@ def verdicts(run_dir: Path) -> list[tuple[str, str, str]]:
 def test_runs_on_a_standalone_cluster_equal_local_runs(tmp_path: Path) -> None:
     from tests.matrix.spark_cluster import StandaloneCluster
 
-    tasks = [("reference", (), "kip-78"), ("reference", (), "kip-536")]
+    # no disruptive test (a restart's timing is the machine's, not the cluster's)
+    tasks = [("reference", (), "kip-78"), ("reference", (), "kip-536 and not KIP-536.R4")]
     with StandaloneCluster(tmp_path / "spark") as cluster:
         on_cluster = spark_batch(cluster.master_url)(tasks, tmp_path / "staging")
         # the tasks ran on the cluster's executors, not in a local fallback
