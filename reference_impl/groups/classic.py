@@ -26,6 +26,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from conformance.protocol import ErrorCode
 from reference_impl.groups.classic_rebalance import ClassicRebalance
@@ -49,6 +50,9 @@ from reference_impl.groups.group_types import (
 from reference_impl.groups.records import GroupKey, GroupRecord, decode_group_value, group_key
 from reference_impl.groups.store import KeyValue
 
+if TYPE_CHECKING:
+    from reference_impl.groups.migration import ClassicMembers
+
 EMPTY = GroupState.EMPTY
 PREPARING = GroupState.PREPARING_REBALANCE
 COMPLETING = GroupState.COMPLETING_REBALANCE
@@ -70,6 +74,12 @@ class ClassicGroups:
         self._member_id_factory = member_id_factory or (lambda prefix: f"{prefix}-{uuid.uuid4()}")
         #: partition being loaded -> group id -> its last group record (None: a tombstone)
         self._replaying: dict[int, dict[str, GroupRecord | None]] = {}
+
+    def _mixed(self, group: BaseGroup | None) -> ClassicMembers | None:
+        """What answers the classic APIs for a consumer group (None: another type)."""
+        if group is None or group.is_dead or group.group_type != "consumer":
+            return None
+        return getattr(self.host.types.named("consumer"), "classic_members", None)
 
     def _now(self) -> int:
         return self.host.scheduler.now_ms()
@@ -126,8 +136,12 @@ class ClassicGroups:
         other = self.host.groups.get(req.group_id)
         if other is not None and not isinstance(other, Group) and not other.is_dead:
             if not other.is_empty:
-                # Kafka lets classic members join a consumer group (a mixed group): not served
-                respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+                mixed = self._mixed(other)
+                if mixed is None:
+                    respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+                else:
+                    # classic members join a consumer group (online migration, migration.py)
+                    mixed.join(other, req, respond)
                 return
             self._replace(other)
         group = self._group(req.group_id)
@@ -350,6 +364,15 @@ class ClassicGroups:
         assignments: dict[str, bytes],
         respond: Callable[[SyncResult], None],
     ) -> None:
+        other = self.host.groups.get(group_id)
+        mixed = self._mixed(other)
+        if mixed is not None and not self.host.check(group_id, "sync"):
+            error, data, name = mixed.sync(
+                other, generation_id, member_id, group_instance_id, protocol_type, protocol_name
+            )
+            ok = SyncResult(error, CONSUMER_PROTOCOL, name, data)
+            respond(SyncResult(error) if error else ok)
+            return
         group = self._group(group_id)
         error = self._sync_error(group_id, group, generation_id, member_id, group_instance_id)
         if not error and group is not None:
@@ -425,6 +448,11 @@ class ClassicGroups:
         error = self.host.check(group_id, "heartbeat")
         if error:
             return error
+        mixed = self._mixed(self.host.groups.get(group_id))
+        if mixed is not None:
+            return mixed.heartbeat(
+                self.host.groups[group_id], generation_id, member_id, group_instance_id
+            )
         group = self._group(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -450,6 +478,9 @@ class ClassicGroups:
         error = self.host.check(group_id, "leave")
         if error:
             return error, []
+        mixed = self._mixed(self.host.groups.get(group_id))
+        if mixed is not None:
+            return ErrorCode.NONE, mixed.leave(self.host.groups[group_id], members)
         group = self._group(group_id)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)

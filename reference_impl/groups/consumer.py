@@ -39,8 +39,9 @@ import base64
 import logging
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from conformance.protocol import ErrorCode
 from conformance.protocol.spec import ZERO_UUID
@@ -61,11 +62,13 @@ from reference_impl.groups.consumer_group import (
 )
 from reference_impl.groups.group import Group
 from reference_impl.groups.group_types import BaseGroup, TopicPartition, cancel
+from reference_impl.groups.migration import ClassicMembers
 from reference_impl.groups.modern import (
     LEAVE_EPOCH,
     GroupConfigsView,
     HeartbeatResult,
     ModernGroups,
+    ModernMember,
     Partitions,
     Refused,
     TopicsView,
@@ -132,6 +135,11 @@ class ConsumerGroups(ModernGroups[ConsumerGroup]):
     group_class = ConsumerGroup
     leave_epochs = (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
     record_key_type = ConsumerGroupKey
+
+    @cached_property
+    def classic_members(self) -> ClassicMembers:
+        """The classic members of consumer groups, and the migration both ways."""
+        return ClassicMembers(self)
 
     def record_key(self, group_id: str) -> bytes:
         return consumer_group_key(group_id)
@@ -201,6 +209,8 @@ class ConsumerGroups(ModernGroups[ConsumerGroup]):
                 setattr(replacing, name, getattr(group, name))
             self.host.types.of(group).deleted(group)
             return replacing, [(group_key(group_id), None)]
+        if create and isinstance(group, Group) and not group.is_dead:
+            return self.classic_members.upgrade(group)
         raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def _member(self, group: ConsumerGroup, req: HeartbeatRequest, owned: Partitions | None):
@@ -357,6 +367,35 @@ class ConsumerGroups(ModernGroups[ConsumerGroup]):
 
         member.rebalance_timer = self.host.scheduler.call_at(when, expired)
 
+    def _schedule_session(self, group: ConsumerGroup, member: ModernMember) -> None:
+        """A classic member's session is its own JoinGroup's session timeout."""
+        timeout = getattr(member, "classic_session_timeout_ms", None)
+        if timeout is None:
+            super()._schedule_session(group, member)
+            return
+        cancel(member.session_timer)
+        member.session_timer = self.host.scheduler.call_at(
+            self.host.scheduler.now_ms() + timeout,
+            lambda: self._expired(group, member, "session timeout"),
+        )
+
+    def _fence(self, group: ConsumerGroup, member: ModernMember) -> None:
+        """Removing the last member of the consumer protocol when classic members stay makes
+        the group classic again (``migration.py``)."""
+        if self.classic_members.downgrades(group, member.member_id):
+            self.classic_members.to_classic(group, member.member_id)
+            return
+        super()._fence(group, member)
+
+    def _store(
+        self, group: ConsumerGroup, done: Callable[[int], None], records: Sequence[KeyValue] = ()
+    ) -> None:
+        """As every type's, except for a group no longer held (downgraded): nothing to write."""
+        if group.dead and not records:
+            done(ErrorCode.NONE)
+            return
+        super()._store(group, done, records)
+
     # -- leaving --------------------------------------------------------------------------------
 
     def _leave(self, req: HeartbeatRequest, respond: Callable[[HeartbeatResult], None]) -> None:
@@ -403,6 +442,9 @@ class ConsumerGroups(ModernGroups[ConsumerGroup]):
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if epoch != member.member_epoch:
+            # a classic member's epoch is its generation (Kafka's validateMemberEpoch)
+            if member.uses_classic:
+                return ErrorCode.ILLEGAL_GENERATION
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
@@ -427,6 +469,11 @@ class ConsumerGroups(ModernGroups[ConsumerGroup]):
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if member.uses_classic:
+            # a classic member commits with its generation, its member epoch
+            if generation_id != member.member_epoch:
+                return ErrorCode.ILLEGAL_GENERATION
+            return ErrorCode.NONE
         if not transactional and api_version < 9:
             # a member of the consumer protocol commits with OffsetCommit v9+ (Kafka 4.4.0)
             return ErrorCode.UNSUPPORTED_VERSION
@@ -443,6 +490,8 @@ class ConsumerGroups(ModernGroups[ConsumerGroup]):
         assert isinstance(group, ConsumerGroup)
         member = group.members.get(member_id)
         if member is None or generation_id < 0 or generation_id >= member.member_epoch:
+            return {}
+        if member.uses_classic:
             return {}
         ids = {name: tid for name, (tid, _) in self.topics().items()}
         refused: dict[TopicPartition, int] = {}

@@ -14,6 +14,7 @@ first), unreleased_partitions (it waits for partitions another member still owns
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -47,13 +48,31 @@ class ConsumerMember(ModernMember):
     #: topic id -> partition -> the member epoch it was given to the member at (KIP-1251)
     epochs: dict[uuid.UUID, dict[int, int]] = field(default_factory=dict)
     rebalance_timer: object | None = None
+    #: a member of the classic protocol (JoinGroup, online migration): its session timeout
+    #: and (protocol name, metadata) in its order of preference; None for a KIP-848 member
+    classic_session_timeout_ms: int | None = None
+    classic_protocols: list[tuple[str, bytes]] | None = None
+    #: a classic member's timer: its SyncGroup must follow its JoinGroup within the rebalance
+    #: timeout, its JoinGroup follow a REBALANCE_IN_PROGRESS heartbeat
+    classic_timer: object | None = None
 
-    STRUCTURED: ClassVar[tuple[str, ...]] = ("assigned", "pending_revocation", "epochs")
+    STRUCTURED: ClassVar[tuple[str, ...]] = (
+        "assigned",
+        "pending_revocation",
+        "epochs",
+        "classic_protocols",
+    )
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic_protocols is not None
 
     def cancel_timers(self) -> None:
         super().cancel_timers()
         cancel(self.rebalance_timer)
         self.rebalance_timer = None
+        cancel(self.classic_timer)
+        self.classic_timer = None
 
     def note_epochs(self) -> None:
         """Partitions it newly owns get the member's epoch; those it gave back are forgotten."""
@@ -80,6 +99,10 @@ class ConsumerMember(ModernMember):
             "state": self.state,
             "pending_revocation": partitions_json(self.pending_revocation),
             "epochs": {str(t): {str(p): e for p, e in ps.items()} for t, ps in self.epochs.items()},
+            "classic_session_timeout_ms": self.classic_session_timeout_ms,
+            "classic_protocols": None
+            if self.classic_protocols is None
+            else [[n, base64.b64encode(m).decode()] for n, m in self.classic_protocols],
         }
 
     @classmethod
@@ -91,6 +114,9 @@ class ConsumerMember(ModernMember):
                 uuid.UUID(t): {int(p): int(e) for p, e in ps.items()}
                 for t, ps in d.get("epochs", {}).items()
             },
+            "classic_protocols": None
+            if d.get("classic_protocols") is None
+            else [(n, base64.b64decode(m)) for n, m in d["classic_protocols"]],
         }
 
 
@@ -128,6 +154,10 @@ class ConsumerGroup(ModernGroup[ConsumerMember]):
             if self.static_members.get(member.instance_id) == member_id:
                 del self.static_members[member.instance_id]
         return member
+
+    def uses_classic_only(self, but: str | None = None) -> bool:
+        """Whether every member other than ``but`` uses the classic protocol."""
+        return all(m.uses_classic for m in self.members.values() if m.member_id != but)
 
     def static_member(self, instance_id: str | None) -> ConsumerMember | None:
         if instance_id is None:

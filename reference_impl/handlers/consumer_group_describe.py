@@ -17,8 +17,9 @@ from reference_impl.net.listener import Api
 from reference_impl.roles import BrokerView
 
 MAX_VERSION = 1
-#: ConsumerGroupDescribe v1's MemberType of a member using the consumer protocol
-CONSUMER_MEMBER = 1
+#: ConsumerGroupDescribe v1's MemberType of a member using the classic protocol (a classic
+#: consumer in a consumer group, online migration) and of one using the consumer protocol
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1
 
 
 def api(node: BrokerView) -> Api:
@@ -35,7 +36,7 @@ def api(node: BrokerView) -> Api:
             "SubscribedTopicRegex": m.subscribed_topic_regex or "",
             "Assignment": assignment(node, m.assigned),
             "TargetAssignment": assignment(node, group.target.get(m.member_id, {})),
-            "MemberType": CONSUMER_MEMBER,
+            "MemberType": CLASSIC_MEMBER if m.uses_classic else CONSUMER_MEMBER,
         }
 
     return describe_api(

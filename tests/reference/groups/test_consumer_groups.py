@@ -195,16 +195,19 @@ def test_a_replay_brings_the_group_back() -> None:
     assert b.error == 0
 
 
-def test_classic_and_consumer_groups_do_not_mix() -> None:
+def test_classic_and_consumer_groups_mix_only_as_consumers() -> None:
+    """A classic join of another protocol type (or unreadable metadata) to a consumer group is
+    refused; an Empty classic group becomes a consumer group, one with members whose metadata
+    is not a consumer subscription is not upgraded (the migration: test_consumer_migration)."""
     from reference_impl.groups.group import JoinRequest
 
     w = World()
     w.hb("a", 0)
     joined: list = []
-    req = JoinRequest("g", "", 10_000, 10_000, "consumer", [("range", b"")])
-    w.c.classic.join_group(req, joined.append)
-    assert joined[0].error == E.INCONSISTENT_GROUP_PROTOCOL
-    # an Empty classic group becomes a consumer group; one with members is refused
+    for ptype, metadata in (("connect", b"x"), ("consumer", b"")):
+        req = JoinRequest("g", "m", 10_000, 10_000, ptype, [("range", metadata)])
+        w.c.classic.join_group(req, joined.append)
+    assert [j.error for j in joined] == [E.INCONSISTENT_GROUP_PROTOCOL] * 2
     empty = JoinRequest("c", "", 10_000, 10_000, "consumer", [("r", b"")])
     w.c.classic.join_group(empty, joined.append)
     assert joined[-1].error == E.MEMBER_ID_REQUIRED and w.c.groups["c"].group_type == "classic"
