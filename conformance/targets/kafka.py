@@ -638,6 +638,26 @@ class KafkaTarget(Target):
         if node.role == "broker":
             self.started[node_id] = (spawned, _now_ms())
 
+    def start_nodes(self, node_ids: list[int]) -> None:
+        """KRaft: every JVM spawned from this thread, then each waited for (their starts
+        overlap). ZooKeeper mode starts them one by one: a broker may need starting again
+        until its old znode's session expires (``start_node``)."""
+        if self.store == "zookeeper":
+            super().start_nodes(node_ids)
+            return
+        nodes = [self._fault_node(i) for i in node_ids]
+        for node in nodes:
+            if node.proc is not None and node.proc.poll() is None:
+                raise TargetError(f"Apache Kafka {node.role} {node.node_id} is already running")
+        spawned = _now_ms()
+        deadline = time.monotonic() + self.startup_timeout
+        for node in nodes:
+            self._spawn(node)
+        for node in nodes:
+            self._wait_node(node, deadline)
+            if node.role == "broker":
+                self.started[node.node_id] = (spawned, _now_ms())
+
     def node_running(self, node_id: int) -> bool:
         proc = self._fault_node(node_id).proc
         return proc is not None and proc.poll() is None

@@ -275,14 +275,20 @@ class ReferenceTarget(Target):
         self._cluster.kill(self._fault_node(node_id).name, sig)
 
     def start_node(self, node_id: int) -> None:
-        node = self._fault_node(node_id)
+        self.start_nodes([node_id])
+
+    def start_nodes(self, node_ids: list[int]) -> None:
+        """Every node's process spawned first, then each waited for: their starts overlap."""
+        nodes = [self._fault_node(i) for i in node_ids]
         spawned = _now_ms()
-        self._cluster.start_node(node.name)
-        listener = node.config.listeners[0]
-        if not wait_listening(Endpoint(listener.host, listener.port), self.startup_timeout):
-            raise TargetError(f"{node.name} did not listen again: {node.last_words()}")
-        if node.config.role == "broker":
-            self.started[node_id] = (spawned, _now_ms())
+        for node in nodes:
+            self._cluster.start_node(node.name)
+        for node in nodes:
+            listener = node.config.listeners[0]
+            if not wait_listening(Endpoint(listener.host, listener.port), self.startup_timeout):
+                raise TargetError(f"{node.name} did not listen again: {node.last_words()}")
+            if node.config.role == "broker":
+                self.started[node.config.node_id] = (spawned, _now_ms())
 
     def node_running(self, node_id: int) -> bool:
         return self._fault_node(node_id).running

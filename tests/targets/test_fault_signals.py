@@ -18,7 +18,11 @@ from conformance.targets.tansu import NODE_ID, TansuTarget
 def test_an_external_target_offers_no_faults() -> None:
     target = make_target(TargetOptions(bootstrap="127.0.0.1:9"))
     assert target.fault_nodes("broker") == [] and target.fault_nodes("controller") == []
-    for call in (lambda: target.signal_node(1, signal.SIGKILL), lambda: target.start_node(1)):
+    for call in (
+        lambda: target.signal_node(1, signal.SIGKILL),
+        lambda: target.start_node(1),
+        lambda: target.start_nodes([1, 2]),
+    ):
         with pytest.raises(TargetError, match=CANNOT_STOP):
             call()
     assert not target.node_running(1)
