@@ -103,3 +103,39 @@ def consumer_group_described_as_classic(api: int, version: int, body: dict) -> b
             g["GroupState"], g["ErrorCode"] = "Stable", ErrorCode.NONE
             hit = True
     return hit
+
+
+def classic_member_made_leader(api: int, version: int, body: dict) -> bool:
+    """CONSUMER-GROUPS.R21: a classic consumer's JoinGroup into a consumer group (answered with
+    no leader: the coordinator assigns) names it the leader, as if it were to assign."""
+    if api != ApiKey.JOIN_GROUP or body.get("ErrorCode") or body.get("Leader") != "":
+        return False
+    body["Leader"] = body["MemberId"]
+    return True
+
+
+def classic_member_typed_consumer(api: int, version: int, body: dict) -> bool:
+    """CONSUMER-GROUPS.R22: ConsumerGroupDescribe calls a classic member a consumer-protocol
+    member (MemberType 1)."""
+    if api != ApiKey.CONSUMER_GROUP_DESCRIBE:
+        return False
+    hit = False
+    for g in body.get("Groups") or []:
+        for m in g.get("Members") or []:
+            if m.get("MemberType") == 0:
+                m["MemberType"] = 1
+                hit = True
+    return hit
+
+
+def classic_group_described_dead(api: int, version: int, body: dict) -> bool:
+    """CONSUMER-GROUPS.R23: DescribeGroups answers a classic group of consumers with members as
+    a group it does not hold (Dead, no members): a downgrade that did not happen."""
+    if api != ApiKey.DESCRIBE_GROUPS:
+        return False
+    hit = False
+    for g in body.get("Groups") or []:
+        if g.get("ProtocolType") == "consumer" and g.get("Members"):
+            g["GroupState"], g["ProtocolType"], g["Members"] = "Dead", "", []
+            hit = True
+    return hit

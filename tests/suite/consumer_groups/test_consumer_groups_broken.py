@@ -15,6 +15,9 @@ import pytest
 from conformance.protocol import ApiKey, ErrorCode
 from tests.support.faults_consumer_groups import (
     EpochGoesBack,
+    classic_group_described_dead,
+    classic_member_made_leader,
+    classic_member_typed_consumer,
     consumer_group_described_as_classic,
     leave_keeps_epoch,
     no_heartbeat_interval,
@@ -41,6 +44,8 @@ CLASSIC = "consumer-groups/describe-groups/classic-api"
 STUCK = "consumer-groups/heartbeat/rebalance-timeout"
 SILENT = "consumer-groups/heartbeat/session-timeout"
 NOT_CONSUMER = "consumer-groups/heartbeat/classic-group-not-consumer"
+MIXED = "consumer-groups/migration/classic-member"
+MIGRATE = "consumer-groups/migration/upgrade-downgrade"
 
 
 def only(api: int) -> set[int]:
@@ -97,20 +102,26 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             (CLASSIC, "CONSUMER-GROUPS.R17"),
         },
     ),
-    "new-partitions-regex-second-topic-withheld-removed-member-kept": (
+    "new-partitions-regex-second-topic-withheld-removed-member-kept-migration-broken": (
         lambda: (
             partitions_beyond_one_withheld,
             regex_not_described,
             second_topic_withheld,
             replace_code(HEARTBEAT, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.NONE),
+            classic_member_made_leader,
+            classic_member_typed_consumer,
+            classic_group_described_dead,
         ),
-        (GROWN, REGEX, MODEL, STUCK, SILENT),
+        (GROWN, REGEX, MODEL, STUCK, SILENT, MIXED, MIGRATE),
         {
             (GROWN, "CONSUMER-GROUPS.R10"),
             (REGEX, "CONSUMER-GROUPS.R11"),
             (MODEL, "CONSUMER-GROUPS.R14"),
             (STUCK, "CONSUMER-GROUPS.R18"),
             (SILENT, "CONSUMER-GROUPS.R19"),
+            (MIXED, "CONSUMER-GROUPS.R21"),
+            (MIGRATE, "CONSUMER-GROUPS.R22"),
+            (MIGRATE, "CONSUMER-GROUPS.R23"),
         },
     ),
     "epoch-goes-back": (
