@@ -126,6 +126,13 @@ class Sasl:
     password: str
 
 
+#: ``security=sasl`` (the reference's and Kafka's): sessions of this one mechanism last this
+#: long and are re-authenticated (KIP-368, Kafka's listener.name.L.M.connections.max.reauth.ms);
+#: the suite logs in with PLAIN and the nodes with PLAIN or SCRAM-SHA-512, whose sessions do not
+#: expire, so only SECURITY.R15's connections meet the lifetime
+REAUTH_MECHANISM, REAUTH_MS = "SCRAM-SHA-256", 4000
+
+
 @dataclass
 class Target:
     """Endpoints and facts of a running target; subclasses start and stop it."""

@@ -31,7 +31,9 @@ set-up and checks run as before; the SECURITY requirements open connections of t
 unauthenticated or as ``alice``. The settings kept with the run show the passwords as
 ``[hidden]``; Kafka reads its own copy in the temporary folder removed at stop. The
 controllers' listener is SASL_PLAINTEXT with PLAIN only (Kafka does not take SCRAM there): nodes
-and the suite's ``--controller-bootstrap`` authenticate as ``admin``.
+and the suite's ``--controller-bootstrap`` authenticate as ``admin``. SCRAM-SHA-256 sessions on the
+brokers last ``REAUTH_MS`` and are re-authenticated (KIP-368: the listener's and mechanism's
+``connections.max.reauth.ms``; SECURITY.R15); the suite's PLAIN ones do not expire.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ from urllib.parse import parse_qs
 
 from conformance.client.ports import free_port
 from conformance.targets.base import (
+    REAUTH_MECHANISM,
+    REAUTH_MS,
     Endpoint,
     Sasl,
     Target,
@@ -329,6 +333,7 @@ class KafkaTarget(Target):
                 )
                 for m in SASL_MECHANISMS_ENABLED[1:]
             },
+            f"{prefix}.{REAUTH_MECHANISM.lower()}.connections.max.reauth.ms": str(REAUTH_MS),
         }
 
     def _security_settings(self, listen: str, role: str) -> dict[str, str]:

@@ -11,7 +11,8 @@ does (issue 40): passwords drawn at each start for ``admin`` (a super user, as w
 authenticates with PLAIN), ``alice`` (no ACL: the target's ``unprivileged`` principal) and
 ``broker`` (the nodes' own principal, SCRAM-SHA-512 between nodes); they live only in the node
 configs of the temporary data dir, removed at stop (the nodes' principal ``User:broker`` is the
-launcher's).
+launcher's). SCRAM-SHA-256 sessions last ``REAUTH_MS`` and are re-authenticated (KIP-368), as
+on ``kafka:V?security=sasl``.
 
 Started with ``reference_impl.launcher.Cluster`` in a temporary data dir and stopped gracefully
 (brokers through Stopping, then the controller); a broker can be restarted for the suite's
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+from conformance.targets import base
 from conformance.targets.base import Endpoint, Sasl, Target, TargetError, wait_listening
 from conformance.targets.zookeeper import ZooKeeperServer
 
@@ -238,6 +240,8 @@ class ReferenceTarget(Target):
                 "password": self.passwords[broker],
             },
             "authorizer": "acl",
+            "session_lifetime_ms": base.REAUTH_MS,
+            "session_lifetime_mechanisms": [base.REAUTH_MECHANISM],
         }
         return {"settings": settings, "super_users": [f"User:{admin}"]}
 

@@ -12,7 +12,8 @@ is Kafka's (``SaslServerAuthenticator``):
 - SaslAuthenticate carries the mechanism's tokens; a SaslAuthenticate before any handshake
   closes the connection; wrong credentials get SASL_AUTHENTICATION_FAILED (58) with Kafka's
   message, then the connection is closed; success makes the session ``User:<username>`` and only
-  then authenticated; v1+ answers carry SessionLifetimeMs (0 unless ``session_lifetime_ms``);
+  then authenticated; v1+ answers carry SessionLifetimeMs (0 unless ``session_lifetime_ms``,
+  for the ``session_lifetime_mechanisms`` if named);
 - with a session lifetime, the session stops counting as authenticated when it expires (the
   listener then closes on the next request) unless the client re-authenticates (KIP-368: a new
   handshake with the same mechanism, ending in the same principal);
@@ -216,6 +217,8 @@ class SaslSession(Session):
     def authenticated(self) -> bool:
         if not self._authenticated:
             return False
+        if self.security.keep_expired:  # the ``ignore_session_lifetime`` fault (settings.py)
+            return True
         return self.expires_at is None or time.monotonic() < self.expires_at
 
     @authenticated.setter
@@ -232,14 +235,26 @@ class SaslSecurity(Security):
         credentials: Credentials,
         *,
         session_lifetime_ms: int = 0,
+        lifetime_mechanisms: Iterable[str] | None = None,
         serve_unauthenticated: bool = False,
         accept_any_mechanism: bool = False,
+        keep_expired: bool = False,
     ) -> None:
         self.serve_unauthenticated = serve_unauthenticated
+        self.keep_expired = keep_expired
         self.accept_any_mechanism = accept_any_mechanism
         self.mechanisms = list(mechanisms)
         self.credentials = credentials
         self.session_lifetime_ms = session_lifetime_ms
+        #: the mechanisms whose sessions have that lifetime (None: all), as Kafka's
+        #: listener.name.L.M.connections.max.reauth.ms sets it per mechanism
+        self.lifetime_mechanisms = None if lifetime_mechanisms is None else set(lifetime_mechanisms)
+
+    def lifetime_ms(self, mechanism: str | None) -> int:
+        """The session lifetime of an exchange of ``mechanism`` (0: none, no re-authentication)."""
+        if self.lifetime_mechanisms is not None and mechanism not in self.lifetime_mechanisms:
+            return 0
+        return max(self.session_lifetime_ms, 0)
 
     @classmethod
     def from_settings(cls, settings: SecuritySettings) -> SaslSecurity:
@@ -251,8 +266,10 @@ class SaslSecurity(Security):
                 any_password="accept_wrong_password" in settings.faults,
             ),
             session_lifetime_ms=settings.session_lifetime_ms,
+            lifetime_mechanisms=settings.session_lifetime_mechanisms,
             serve_unauthenticated="serve_before_authentication" in settings.faults,
             accept_any_mechanism="accept_any_mechanism" in settings.faults,
+            keep_expired="ignore_session_lifetime" in settings.faults,
         )
 
     def new_session(self) -> Session:
@@ -278,7 +295,7 @@ def handshake(session: Session, body: dict[str, Any], held: Scram = _NONE_HELD) 
     if session.exchange is not None:
         return CLOSE  # a second handshake in one exchange
     if session.authenticated and session.mechanism is not None:  # (not the fault's ANONYMOUS)
-        if security.session_lifetime_ms <= 0:
+        if security.lifetime_ms(session.mechanism) <= 0:
             return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "Mechanisms": []}
         if mechanism != session.mechanism:
             _close_after(session)
@@ -333,7 +350,7 @@ def authenticate(session: Session, body: dict[str, Any], version: int) -> Any:
     session.exchange = None
     session.reauthenticating = False
     session.principal = f"User:{exchange.username}"
-    lifetime = session.security.session_lifetime_ms
+    lifetime = session.security.lifetime_ms(exchange.name)
     session.expires_at = time.monotonic() + lifetime / 1000 if lifetime > 0 else None
     session.authenticated = True
     if version >= 1:

@@ -6,18 +6,21 @@ JSON form (every key optional)::
      "users": {"alice": "alice-secret", "broker": "broker-secret"},
      "scram_iterations": 4096,
      "session_lifetime_ms": 0,
+     "session_lifetime_mechanisms": ["SCRAM-SHA-512"],
      "inter_node": {"mechanism": "SCRAM-SHA-256", "username": "broker",
                     "password": "broker-secret"},
      "authorizer": "acl",
      "allow_everyone_if_no_acl_found": false}
 
 SASL is on for the listeners whose ``security_protocol`` is ``SASL_PLAINTEXT`` (Kafka's names);
-``users`` are the PLAIN passwords, from which the credentials of both SCRAMs (SHA-256 and
-SHA-512) are derived (random salt) when the node starts. ``inter_node`` is what this node
-authenticates as on other nodes' SASL listeners (Kafka's inter-broker JAAS login); its
-principal belongs in ``broker_principals``. ``authorizer: "acl"`` turns on the ACL authorizer
-(``acl.py``); without it the node keeps the default one of ``reference_impl/security_hooks.py``
-and the ACL APIs answer SECURITY_DISABLED.
+``session_lifetime_ms`` (KIP-368, Kafka's connections.max.reauth.ms) is the lifetime of an
+authenticated session, for the ``session_lifetime_mechanisms`` only when they are named (Kafka's
+listener.name.L.M.connections.max.reauth.ms); ``users`` are the PLAIN passwords, from which
+the credentials of both SCRAMs (SHA-256 and SHA-512) are derived (random salt) when the node
+starts. ``inter_node`` is what this node authenticates as on other nodes' SASL listeners
+(Kafka's inter-broker JAAS login); its principal belongs in ``broker_principals``.
+``authorizer: "acl"`` turns on the ACL authorizer (``acl.py``); without it the node keeps the
+default one of ``reference_impl/security_hooks.py`` and the ACL APIs answer SECURITY_DISABLED.
 
 ``faults`` (names, for the project's tests of the SECURITY requirements only: nothing shipped
 writes them, ``tests/support/faulty_security.py`` does): ``accept_wrong_password`` (PLAIN takes
@@ -31,7 +34,8 @@ with no mechanism listed, then the connection is closed), ``keep_deleted_credent
 ``accept_any_credential`` (it refuses nothing: unknown mechanisms, iterations out of range,
 a user twice, deleting what does not exist are all answered NONE), ``report_every_operation``
 (the authorized-operations fields of Metadata, DescribeCluster and DescribeGroups carry every
-operation of the resource, whatever the ACLs).
+operation of the resource, whatever the ACLs), ``ignore_session_lifetime`` (SaslAuthenticate
+announces the session lifetime but a session that was not re-authenticated is served on).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ FAULTS = (
     "keep_deleted_credentials",
     "accept_any_credential",
     "report_every_operation",
+    "ignore_session_lifetime",
 )
 
 
@@ -72,6 +77,7 @@ class SecuritySettings:
     users: dict[str, str] = field(default_factory=dict)
     scram_iterations: int = 4096
     session_lifetime_ms: int = 0
+    session_lifetime_mechanisms: list[str] | None = None
     inter_node: ClientCredentials | None = None
     authorizer: str | None = None
     allow_everyone_if_no_acl_found: bool = False
@@ -122,6 +128,7 @@ class SecuritySettings:
             "users": dict(self.users),
             "scram_iterations": self.scram_iterations,
             "session_lifetime_ms": self.session_lifetime_ms,
+            "session_lifetime_mechanisms": self.session_lifetime_mechanisms,
             "authorizer": self.authorizer,
             "allow_everyone_if_no_acl_found": self.allow_everyone_if_no_acl_found,
         }

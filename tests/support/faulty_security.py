@@ -5,9 +5,10 @@ It makes a secured reference target (``--target 'reference[:zookeeper]?security=
 the named faults into every node's ``security`` settings (``reference_impl/security/
 settings.py``: ``accept_wrong_password``, ``serve_before_authentication``, ``ignore_deny``,
 ``match_literal_only``, ``accept_any_mechanism``, ``keep_deleted_credentials``,
-``accept_any_credential``, ``report_every_operation``), plus ``allow_everyone``: the authorizer's
-``allow_everyone_if_no_acl_found`` on, so a principal with no ACL may do anything. Nothing else
-can switch them on: the option exists only where this plugin is loaded.
+``accept_any_credential``, ``report_every_operation``, ``ignore_session_lifetime``), plus
+``allow_everyone``: the authorizer's ``allow_everyone_if_no_acl_found`` on, so a principal
+with no ACL may do anything. Nothing else can switch them on: the option exists only where this
+plugin is loaded.
 
 ``--record-passwords FILE`` writes the passwords the target drew (JSON, user -> password) into
 FILE, outside the run's folders, so that a project test can look for them in what the run kept.

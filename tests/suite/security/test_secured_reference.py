@@ -1,4 +1,4 @@
-"""SECURITY R1-R14 and KIP-590.R2 (a client's Envelope, sent as alice under SASL) on
+"""SECURITY R1-R15 and KIP-590.R2 (a client's Envelope, sent as alice under SASL) on
 ``reference?security=sasl``: PASS as it is (both metadata stores), each FAILing against a fault
 (``tests.support.faulty_security``), and no password in what a run keeps.
 
@@ -7,9 +7,10 @@
 * ``accept_wrong_password`` (R1), ``serve_before_authentication`` (R2), ``accept_any_mechanism``
   (R3), ``match_literal_only`` (R4), ``ignore_deny`` (R5), ``keep_deleted_credentials`` (R11:
   a deleted SCRAM credential still logs in), ``accept_any_credential`` (R12: no alteration
-  refused), ``report_every_operation`` (R14: every operation reported) and ``allow_everyone``
+  refused), ``report_every_operation`` (R14: every operation reported), ``ignore_session_lifetime``
+  (R15: an expired session served on) and ``allow_everyone``
   (a principal with no ACL may do anything: R6-R10, R13, and alice's Envelope is taken:
-  KIP-590.R2) in one run: each FAILs, R11-R14 with their own fault's message.
+  KIP-590.R2) in one run: each FAILs, R11-R15 with their own fault's message.
 """
 
 from __future__ import annotations
@@ -21,18 +22,19 @@ import pytest
 
 from tests.support.runs import only_run, suite_pytest
 
-ALL = {f"SECURITY.R{i}" for i in range(1, 15)} | {"KIP-590.R2"}
+ALL = {f"SECURITY.R{i}" for i in range(1, 16)} | {"KIP-590.R2"}
 FAULTS = (
     "accept_wrong_password,serve_before_authentication,accept_any_mechanism,match_literal_only,"
     "ignore_deny,allow_everyone,keep_deleted_credentials,accept_any_credential,"
-    "report_every_operation"
+    "report_every_operation,ignore_session_lifetime"
 )
-#: what each SCRAM requirement's failure says: its own fault's doing, not another's
+#: what each newer requirement's failure says: its own fault's doing, not another's
 SCRAM_FAILURES = {
     "SECURITY.R11": "after its credential was deleted",
     "SECURITY.R12": "answered {",
     "SECURITY.R13": "by a principal without ALTER on the cluster answered",
     "SECURITY.R14": "TopicAuthorizedOperations for User:alice was",
+    "SECURITY.R15": "not re-authenticated was still served",
 }
 
 
