@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.client.sasl import authenticate
 from conformance.client.wire import Connection, ConnectionClosed, ProtocolViolation
 from conformance.diff.compare import Answer, Comparison, plain
 from conformance.diff.mask import MASK_FILE, Mask, load
@@ -108,12 +109,26 @@ def _configure(target: Target, brokers: int, logs: Path) -> Target:
     return target
 
 
-async def _send_all(target: Target, codec: Codec, stream: list[Request], side: Side, timeout):
+async def _open(target: Target, codec: Codec, timeout: float) -> Connection:
+    """A connection to the target's first bootstrap broker, authenticated as the suite's
+    principal where the target takes SASL (``?security=sasl``: both sides as their super user)."""
     ep = target.bootstrap[0]
+    conn = await Connection.open(ep.host, ep.port, codec=codec, client_id="kafka-conformance")
+    if target.sasl is not None:
+        sasl = target.sasl
+        try:
+            await authenticate(conn, sasl.mechanism, sasl.username, sasl.password, timeout=timeout)
+        except BaseException:
+            await conn.close()
+            raise
+    return conn
+
+
+async def _send_all(target: Target, codec: Codec, stream: list[Request], side: Side, timeout):
     conn: Connection | None = None
 
     async def connect() -> Connection:
-        return await Connection.open(ep.host, ep.port, codec=codec, client_id="kafka-conformance")
+        return await _open(target, codec, timeout)
 
     conn = await connect()
     side.advertised = await conn.api_versions(3, timeout=timeout)
@@ -257,8 +272,7 @@ def _one_id_per_partition(partitions: int) -> list[str]:
 
 def _advertised(target: Target, codec: Codec, timeout: float) -> dict[int, tuple[int, int]]:
     async def ask() -> dict[int, tuple[int, int]]:
-        ep = target.bootstrap[0]
-        async with await Connection.open(ep.host, ep.port, codec=codec) as conn:
+        async with await _open(target, codec, timeout) as conn:
             return await conn.api_versions(3, timeout=timeout)
 
     return asyncio.run(ask())

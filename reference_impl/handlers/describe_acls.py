@@ -3,7 +3,10 @@
 A broker answers from the ACLs it learned with the metadata, the controller from its image
 (``reference_impl/security/authorizer.py``). DESCRIBE on CLUSTER is required
 (``security/authorize.py``). Without the ACL authorizer the answer is SECURITY_DISABLED, as
-Kafka's; a filter holding UNKNOWN values is INVALID_REQUEST. Versions below 3 cannot express
+Kafka's; a filter whose pattern type is UNKNOWN is INVALID_REQUEST, one with another UNKNOWN
+value (resource type, operation, permission: a code Kafka does not define) matches nothing and
+is answered NONE with no resource, as Kafka 4.4.0's StandardAuthorizer answers it (the diff of
+reference?security=sasl against kafka:4.4.0?security=sasl). Versions below 3 cannot express
 USER resources, so those bindings are left out of their answers.
 """
 
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import AclPatternType, ApiKey, ErrorCode
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import NodeView
 from reference_impl.security import acl
@@ -37,8 +40,10 @@ def binding_filter(f: dict[str, Any]) -> acl.AclBindingFilter:
 def describe(authorizer: NodeAclAuthorizer, body: dict, version: int) -> dict[str, Any]:
     f = binding_filter(body)
     reason = f.unknown_reason()
-    if reason is not None:
+    if reason is not None and f.pattern_type == AclPatternType.UNKNOWN:
         return {"ErrorCode": ErrorCode.INVALID_REQUEST, "ErrorMessage": reason, "Resources": []}
+    if reason is not None:
+        return {"ErrorCode": 0, "ErrorMessage": None, "Resources": []}
     found = [
         b
         for b in authorizer.acl.matching(f)

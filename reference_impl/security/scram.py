@@ -149,7 +149,8 @@ def describe(
         found = {m: c["iterations"] for m, c in held.get(user, _EMPTY).items()}
         if user in configured:
             found = {m: configured[user] for m in codes} | found
-        return [{"Mechanism": codes[m], "Iterations": i} for m, i in sorted(found.items())]
+        # SHA-512 first, as Kafka 4.4.0 lists them
+        return [{"Mechanism": codes[m], "Iterations": i} for m, i in sorted(found.items())[::-1]]
 
     asked = [u["Name"] for u in body["Users"] or []]
     if not asked:
