@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from conformance.protocol._generated.api_keys import ApiKey
-
 _RANGE = re.compile(r"^(?:(none)|(\d+)(?:(\+)|-(\d+))?)$")
 
 #: The highest version any field or message can have; "N+" ranges end here.
@@ -58,32 +56,3 @@ class Versions:
 
 
 NONE = Versions(1, 0)
-
-
-#: The APIs whose newest versions the suite's hand-built request bodies are not written for yet:
-#: api key -> (the highest version they are written for, why). The harness's negotiation stops
-#: there; every other API is spoken at the newest version both sides advertise (issue 37: no
-#: Kafka 3.9 cap). The client (``conformance.client``) writes every version of the APIs it
-#: uses, and the reference's handlers declare their own highest versions
-#: (``reference_impl.net.listener.Api.max_version``).
-NOT_WRITTEN: dict[int, tuple[int, str]] = {
-    ApiKey.OFFSET_COMMIT: (
-        9,
-        "OffsetCommit v10 names topics by id; the offsets and groups tests' commits are by name",
-    ),
-    ApiKey.OFFSET_FETCH: (
-        9,
-        "OffsetFetch v10 names topics by id; the offsets and groups tests' look-ups are by name",
-    ),
-    ApiKey.TXN_OFFSET_COMMIT: (
-        5,
-        "TxnOffsetCommit v6 names topics by id; the transactions tests' commits are by name",
-    ),
-}
-
-
-def negotiable(api_key: int, ours: Versions) -> Versions:
-    """Our versions of an API that a negotiation may pick: all that our specs know, but up to
-    :data:`NOT_WRITTEN`'s version for an API whose newer bodies are not written yet."""
-    cap = NOT_WRITTEN.get(api_key)
-    return ours if cap is None else Versions(ours.lo, min(ours.hi, cap[0]))

@@ -109,23 +109,28 @@ def test_table_check_names_each_api_whose_range_differs() -> None:
     assert zk["listener"] == "zkBroker" and zk["differences"]  # LeaderAndIsr and co. are zkBroker's
 
 
-def test_the_suite_caps_only_apis_whose_newest_bodies_are_not_written() -> None:
-    """Issue 37: no Kafka 3.9 cap. conformance.protocol.versions.NOT_WRITTEN holds each API the
-    suite's bodies stop short of, with its reason; an entry at or past the specs' newest version
-    would cap nothing (stale), and every other API negotiates up to the specs' newest."""
+def test_the_suite_negotiates_every_version_its_specs_know() -> None:
+    """Issue 37: no cap. Harness.pick_version is the newest version both the target advertises
+    and the specs know: given Kafka 4.4.0's table (a stand-in harness carrying what the method
+    reads), every API at 4.4.0's newest, OffsetCommit/OffsetFetch 10 and TxnOffsetCommit 6
+    (topics by id) among them."""
+    from types import SimpleNamespace
+
     from conformance.protocol import Codec
-    from conformance.protocol.versions import NOT_WRITTEN, negotiable
+    from conformance.suite.kit.harness import Harness
 
     codec = Codec.from_specs()
-    newest_4_4 = release_table.load()["4.4.0"]
-    for key in newest_4_4:
-        ours = codec.message(key, "request").valid_versions
-        got = negotiable(key, ours)
-        if key in NOT_WRITTEN:
-            top, why = NOT_WRITTEN[key]
-            assert top < ours.hi and why and got.hi == top, key
-        else:
-            assert got == ours, key
+    table = release_table.load()["4.4.0"]
+    stub = SimpleNamespace(
+        codec=codec,
+        require=lambda *a: None,
+        note=lambda *a: None,
+        advertised_on=lambda listener: {k: (r.min, r.max) for k, r in table.items()},
+    )
+    picked = {k: Harness.pick_version(stub, k) for k in table}  # type: ignore[arg-type]
+    ours = {k: codec.message(k, "request").valid_versions.hi for k in table}
+    assert picked == {k: min(r.max, ours[k]) for k, r in table.items()}
+    assert (picked[8], picked[9], picked[28]) == (10, 10, 6)
 
 
 def test_every_release_line_from_2_8_to_4_4_has_a_row():

@@ -11,7 +11,6 @@ from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.protocol.spec import ZERO_UUID
-from conformance.protocol.versions import negotiable
 from conformance.results.verdicts import Unsupported
 from conformance.suite.groups.members import TRANSIENT, find_coordinator
 from conformance.suite.kit import verify
@@ -156,11 +155,11 @@ class ConsumerGroup(HeartbeatGroup):
 
 
 def advertised(harness: Harness, api: int) -> list[int]:
-    """Every version of ``api`` both the target advertises and the suite's bodies are written
-    for (:func:`negotiable`), oldest first."""
+    """Every version of ``api`` both the target advertises and the suite's specs know, oldest
+    first."""
     harness.require(api)
     lo, hi = harness.advertised_on("client")[api]
-    ours = negotiable(api, harness.codec.message(api, "request").valid_versions)
+    ours = harness.codec.message(api, "request").valid_versions
     return [v for v in range(max(lo, ours.lo), min(hi, ours.hi) + 1)]
 
 

@@ -15,6 +15,7 @@ from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.provision import obtain
 from conformance.suite.kit.safety import fresh_name
+from conformance.suite.kit.topic_ids import name_both_ways
 
 
 @conformance(
@@ -37,6 +38,7 @@ def test_offset_member_checks(harness: Harness) -> None:
             "MemberEpoch": epoch,
             "Topics": [{"Name": topic.name, "PartitionIndexes": [0]}],
         }
+        name_both_ways(harness, ApiKey.OFFSET_FETCH, fv, entry["Topics"])
         body = {"Groups": [entry], "RequireStable": False}
         got = verify.expect_response(g.admin, ApiKey.OFFSET_FETCH, fv, body).body
         return got["Groups"][0]["ErrorCode"]
@@ -55,6 +57,7 @@ def test_offset_member_checks(harness: Harness) -> None:
             "GroupInstanceId": None,
             "Topics": [{"Name": topic.name, "Partitions": [part]}],
         }
+        name_both_ways(harness, ApiKey.OFFSET_COMMIT, cv, body["Topics"])
         got = verify.expect_response(g.admin, ApiKey.OFFSET_COMMIT, cv, body).body
         return got["Topics"][0]["Partitions"][0]["ErrorCode"]
 

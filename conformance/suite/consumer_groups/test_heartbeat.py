@@ -24,6 +24,7 @@ from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.provision import obtain
 from conformance.suite.kit.records_io import admin_call
 from conformance.suite.kit.safety import fresh_name
+from conformance.suite.kit.topic_ids import name_both_ways
 
 PARTITIONS = 4
 #: how long new partitions may take to be assigned (Kafka 4.4.0: about a second)
@@ -251,6 +252,7 @@ def test_describe_list_commit(harness: Harness) -> None:
                 }
             ],
         }
+        name_both_ways(harness, ApiKey.OFFSET_COMMIT, ov, body["Topics"])
         got = verify.expect_response(g.admin, ApiKey.OFFSET_COMMIT, ov, body).body
         return got["Topics"][0]["Partitions"][0]["ErrorCode"]
 

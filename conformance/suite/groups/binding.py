@@ -19,6 +19,7 @@ from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
 from conformance.suite.kit.models import Binding, ModelRunner
 from conformance.suite.kit.safety import fresh_name
+from conformance.suite.kit.topic_ids import name_both_ways
 from conformance.targets.base import Endpoint
 
 MEMBER = "<member>"
@@ -79,10 +80,12 @@ class GroupsBinding(Binding):
             v = g.versions[ApiKey.HEARTBEAT]
             return g.request(ApiKey.HEARTBEAT, v, body).body
         if name == "commit":
+            body = {**body, "Topics": [dict(t) for t in body["Topics"]]}
+            name_both_ways(self.harness, ApiKey.OFFSET_COMMIT, self.commit_version, body["Topics"])
             return g.request(ApiKey.OFFSET_COMMIT, self.commit_version, body).body
         if name == "fetch":
             v = self.fetch_version
-            req = fetch_body(g.name, v, [(self.topic, 0)])
+            req, _ = fetch_body(self.harness, g.name, v, [(self.topic, 0)])
             got = g.request(ApiKey.OFFSET_FETCH, v, req).body
             entry = got["Groups"][0] if v >= 8 else got
             parts = [p for t in entry["Topics"] for p in t["Partitions"]]

@@ -4,18 +4,21 @@ offsets package imports the groups package and never the other way).
 
 ``Offsets`` maps (topic, partition) to (offset, metadata); answers come back as (topic,
 partition) -> (offset, metadata, error code), whichever layout the version uses (v8+ nests the
-topics under Groups).
+topics under Groups; v10 names topics by id: ``kit.topic_ids`` gives bodies both, and reads
+answers back to names).
 """
 
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from conformance.protocol import ApiKey
 from conformance.protocol.kafka_errors import error_name
 from conformance.suite.groups.members import coordinator_request
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
+from conformance.suite.kit.topic_ids import complete, name_both_ways, name_of
 
 Partition = tuple[str, int]
 Offsets = dict[Partition, tuple[int, str | None]]
@@ -52,25 +55,31 @@ def commit(
     """OffsetCommit: the error code of every partition in the answer."""
     v = version if version is not None else harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")
     body = commit_body(group, offsets, generation=generation, member_id=member_id)
+    ids = name_both_ways(harness, ApiKey.OFFSET_COMMIT, v, body["Topics"])
     got = coordinator_request(harness, conn, ApiKey.OFFSET_COMMIT, v, body).body
     return {
-        (t["Name"], p["PartitionIndex"]): p["ErrorCode"]
+        (name_of(t, ids), p["PartitionIndex"]): p["ErrorCode"]
         for t in got["Topics"]
         for p in t["Partitions"]
     }
 
 
-def fetch_body(group: str, version: int, partitions: list[Partition] | None) -> dict[str, Any]:
+def fetch_body(
+    harness: Harness, group: str, version: int, partitions: list[Partition] | None
+) -> tuple[dict[str, Any], dict[str, UUID]]:
+    """OffsetFetch's body, and the topic ids it names (v10; empty before)."""
     topics: list[dict] | None = None
+    ids: dict[str, UUID] = {}
     if partitions is not None:
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(partitions):
             by_topic.setdefault(t, []).append(p)
         topics = [{"Name": t, "PartitionIndexes": ps} for t, ps in by_topic.items()]
+        ids = name_both_ways(harness, ApiKey.OFFSET_FETCH, version, topics)
     if version >= 8:
         entry = {"GroupId": group, "MemberId": None, "MemberEpoch": -1, "Topics": topics}
-        return {"Groups": [entry], "RequireStable": False}
-    return {"GroupId": group, "Topics": topics, "RequireStable": False}
+        return {"Groups": [entry], "RequireStable": False}, ids
+    return {"GroupId": group, "Topics": topics, "RequireStable": False}, ids
 
 
 def fetch(
@@ -89,9 +98,8 @@ def fetch(
         if version is not None
         else harness.pick_version(ApiKey.OFFSET_FETCH, "1+" if partitions is not None else "2+")
     )
-    got = coordinator_request(
-        harness, conn, ApiKey.OFFSET_FETCH, v, fetch_body(group, v, partitions)
-    ).body
+    body, ids = fetch_body(harness, group, v, partitions)
+    got = coordinator_request(harness, conn, ApiKey.OFFSET_FETCH, v, body).body
     entry = got["Groups"][0] if v >= 8 else got
     code = entry.get("ErrorCode", 0)
     verify.check(
@@ -99,8 +107,13 @@ def fetch(
         f"OffsetFetch v{v} of group {group}: error {code} ({error_name(code)})",
         req,
     )
+    complete(harness, entry["Topics"], ids)
     return {
-        (t["Name"], p["PartitionIndex"]): (p["CommittedOffset"], p["Metadata"], p["ErrorCode"])
+        (name_of(t, ids), p["PartitionIndex"]): (
+            p["CommittedOffset"],
+            p["Metadata"],
+            p["ErrorCode"],
+        )
         for t in entry["Topics"]
         for p in t["Partitions"]
     }

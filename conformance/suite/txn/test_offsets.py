@@ -29,7 +29,7 @@ def offset_fetch(
 ) -> tuple[int, int]:
     """OffsetFetch of one partition: (committed offset, partition error code)."""
     version = quiet_version(harness, ApiKey.OFFSET_FETCH, "7+" if stable else "1+")
-    body = commits.fetch_body(group, version, [partition])
+    body, _ = commits.fetch_body(harness, group, version, [partition])
     body["RequireStable"] = stable
     answer = verify.expect_response(conn, ApiKey.OFFSET_FETCH, version, body, served="TXN.R8").body
     entry = answer["Groups"][0] if version >= 8 else answer

@@ -28,6 +28,7 @@ from conformance.suite.kit.harness import Harness, SyncConnection
 from conformance.suite.kit.partitions import SuiteTopic, batch_bytes, now_ms, records_of
 from conformance.suite.kit.records_io import quiet_version
 from conformance.suite.kit.safety import fresh_name
+from conformance.suite.kit.topic_ids import name_both_ways, name_of
 from conformance.targets.base import Endpoint
 
 TXN_KEY = 1
@@ -66,8 +67,8 @@ def name(code: int) -> str:
 
 def newest(harness: Harness, api_key: int, within: str, *, note: bool = True) -> int:
     """The highest version of ``api_key`` in ``within`` that the target advertises and our specs
-    define, or Unsupported. Transactions v2 is Kafka 4.x's: these versions are named here, not
-    negotiated up to 3.9's (``negotiable``); ``note``: the API the test's results name."""
+    define, or Unsupported. Transactions v2 is Kafka 4.x's: these versions are named here;
+    ``note``: the API the test's results name."""
     harness.require(api_key)
     lo, hi = harness.advertised_on("client")[api_key]
     ours = harness.codec.message(api_key, "request").valid_versions
@@ -264,6 +265,7 @@ class TxnProducer:
             "GroupInstanceId": None,
             "Topics": [{"Name": t, "Partitions": ps} for t, ps in topics.items()],
         }
+        ids = name_both_ways(self.harness, ApiKey.TXN_OFFSET_COMMIT, version, body["Topics"])
         conn = self.harness.connect(coordinator.endpoint)
         deadline = time.monotonic() + WAIT
         while True:
@@ -271,7 +273,7 @@ class TxnProducer:
                 conn, ApiKey.TXN_OFFSET_COMMIT, version, body, served=self.reqs[0]
             ).body
             got = {
-                (t["Name"], p["PartitionIndex"]): p["ErrorCode"]
+                (name_of(t, ids), p["PartitionIndex"]): p["ErrorCode"]
                 for t in answer["Topics"]
                 for p in t["Partitions"]
             }
