@@ -168,6 +168,20 @@ class UnknownPartitionAccepted(Fault):
         return bool(parts)
 
 
+class UnknownTopicIdAnsweredByName(Fault):
+    """A topic id the broker does not know is answered as an unknown topic name would be,
+    UNKNOWN_TOPIC_OR_PARTITION, by Produce and Fetch (LOG.R23)."""
+
+    responses = (ApiKey.PRODUCE, ApiKey.FETCH)
+
+    def on_response(self, api, version, body, asked) -> bool:
+        parts = _produce_parts(body) if api == ApiKey.PRODUCE else _fetch_parts(body)
+        unknown = [p for p in parts if p["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_ID]
+        for p in unknown:
+            p["ErrorCode"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return bool(unknown)
+
+
 class AcksZeroAnswered(Fault):
     """acks=0 is treated as acks=1, so it gets an answer (LOG.R5)."""
 
@@ -606,6 +620,7 @@ LOG_FAULTS: dict[str, type[Fault]] = {
     "LOG.R20": BaseOffsetsMoved,
     "LOG.R21": RecordsMoved,
     "LOG.R22": LogStartReportedZero,
+    "LOG.R23": UnknownTopicIdAnsweredByName,
 }
 TOPICS_FAULTS: dict[str, type[Fault]] = {
     "TOPICS.R1": IllegalNamesAccepted,

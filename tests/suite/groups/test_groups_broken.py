@@ -83,6 +83,7 @@ UNKNOWN_TOPIC = "configs/describe/unknown-topic"
 UNKNOWN_TOPIC_ALTERED = "configs/alter/unknown-topic"
 OFFSET_DELETE = "offsets/delete/empty-group"
 OFFSET_DELETE_SUBSCRIBED = "offsets/delete/subscribed-topic"
+UNKNOWN_ID = "offsets/topic-ids/commit-unknown-id"
 
 #: case -> (answer faults, request faults, tests run, (test, requirement) pairs that FAIL)
 CASES = {
@@ -113,14 +114,17 @@ CASES = {
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 ErrorCode.NONE,
             ),
+            # a commit naming an unknown topic id acknowledged as if it were known
+            replace_code({ApiKey.OFFSET_COMMIT}, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NONE),
         ),
         (),
-        (ROUNDS, GENERATION, UNKNOWN_TOPIC, UNKNOWN_TOPIC_ALTERED),
+        (ROUNDS, GENERATION, UNKNOWN_TOPIC, UNKNOWN_TOPIC_ALTERED, UNKNOWN_ID),
         {
             (ROUNDS, "GROUPS.R3"),
             (GENERATION, "OFFSETS.R6"),
             (UNKNOWN_TOPIC, "CONFIGS.R10"),
             (UNKNOWN_TOPIC_ALTERED, "CONFIGS.R12"),
+            (UNKNOWN_ID, "OFFSETS.R10"),
         },
     ),
     "metadata-to-followers": (

@@ -24,6 +24,7 @@ from conformance.suite.log import (
     test_offsets,
     test_partition_model,
     test_produce_fetch,
+    test_topic_ids,
 )
 from conformance.suite.topics import (
     test_admin_model,
@@ -48,6 +49,7 @@ FAULTS = {**LOG_FAULTS, **IDEMPOTENCE_FAULTS, **TOPICS_FAULTS}
 FILES = ("log", "idempotence", "topics")
 MODULES = (
     test_produce_fetch,
+    test_topic_ids,
     test_offsets,
     test_compression,
     test_delete_records,
