@@ -1,4 +1,8 @@
-"""CreateTopics' refusals and what a creation makes (TOPICS.R1-R6), on fresh suite names."""
+"""CreateTopics' refusals and what a creation makes (TOPICS.R1-R6), on fresh suite names.
+
+The refusals (R1-R4) are judged at the oldest and the newest CreateTopics version the target
+advertises (issue 37): the versions differ in what they send (v4 lets -1 mean the broker's
+default partition count and replication factor, v5 answers the topic's configs, v7 its id)."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from conformance.suite.kit import brokers as cluster
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, run_property
 from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.partitions import oldest_and_newest
 from conformance.suite.kit.provision import topic_body
 from conformance.suite.kit.records_io import quiet_version
 from conformance.suite.kit.safety import fresh_name
@@ -32,25 +37,31 @@ def not_created(harness: Harness, name: str, req: str, why: str) -> None:
 
 @conformance("topics/create/illegal-name-refused", "TOPICS.R1", api=ApiKey.CREATE_TOPICS)
 def test_illegal_names_are_refused(harness: Harness) -> None:
-    version = harness.pick_version(ApiKey.CREATE_TOPICS)
+    versions = oldest_and_newest(harness, ApiKey.CREATE_TOPICS, "0+")
 
     def check(name: str) -> None:
-        entry = admin.create(harness, topic_body(name, 1, version), "TOPICS.R1", version=version)
-        if entry["ErrorCode"] == 0:
-            admin.delete(harness, name, "TOPICS.R1")
-        verify.check(
-            entry["ErrorCode"] == ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"CreateTopics v{version} of the illegal name {shown(name)}: ErrorCode "
-            f"{entry['ErrorCode']}, expected 17 (INVALID_TOPIC_EXCEPTION)",
-            "TOPICS.R1",
-        )
+        for version in versions:
+            body = topic_body(name, 1, version)
+            entry = admin.create(harness, body, "TOPICS.R1", version=version)
+            if entry["ErrorCode"] == 0:
+                admin.delete(harness, name, "TOPICS.R1")
+            verify.check(
+                entry["ErrorCode"] == ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"CreateTopics v{version} of the illegal name {shown(name)}: ErrorCode "
+                f"{entry['ErrorCode']}, expected 17 (INVALID_TOPIC_EXCEPTION)",
+                "TOPICS.R1",
+            )
 
     run_property(harness, ILLEGAL_NAMES, check)
 
 
 @conformance("topics/create/existing-refused", "TOPICS.R2", api=ApiKey.CREATE_TOPICS)
 def test_an_existing_topic_is_refused(harness: Harness) -> None:
-    version = harness.pick_version(ApiKey.CREATE_TOPICS)
+    for version in oldest_and_newest(harness, ApiKey.CREATE_TOPICS, "0+"):
+        existing_refused(harness, version)
+
+
+def existing_refused(harness: Harness, version: int) -> None:
     name = fresh_name("topics-existing")
     first = admin.create(harness, topic_body(name, 1, version), "TOPICS.R2", version=version)
     verify.check(first["ErrorCode"] == 0, f"CreateTopics of {name}: {first}", "TOPICS.R2")
@@ -73,32 +84,34 @@ def test_an_existing_topic_is_refused(harness: Harness) -> None:
 )
 def test_a_replication_factor_above_the_brokers_is_refused(harness: Harness) -> None:
     live = len(cluster.brokers(harness))
-    version = harness.pick_version(ApiKey.CREATE_TOPICS)
-    name = fresh_name("topics-rf")
-    entry = dict(topic_body(name, 1, version), ReplicationFactor=live + 1)
-    answer = admin.create(harness, entry, "TOPICS.R3", version=version)
-    verify.check(
-        answer["ErrorCode"] == ErrorCode.INVALID_REPLICATION_FACTOR,
-        f"CreateTopics v{version} with replication factor {live + 1} ({live} live brokers in "
-        f"Metadata): ErrorCode {answer['ErrorCode']}, expected 38 (INVALID_REPLICATION_FACTOR)",
-        "TOPICS.R3",
-    )
-    not_created(harness, name, "TOPICS.R3", "the refused creation")
+    for version in oldest_and_newest(harness, ApiKey.CREATE_TOPICS, "0+"):
+        name = fresh_name("topics-rf")
+        entry = dict(topic_body(name, 1, version), ReplicationFactor=live + 1)
+        answer = admin.create(harness, entry, "TOPICS.R3", version=version)
+        verify.check(
+            answer["ErrorCode"] == ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"CreateTopics v{version} with replication factor {live + 1} ({live} live brokers "
+            f"in Metadata): ErrorCode {answer['ErrorCode']}, expected 38 "
+            "(INVALID_REPLICATION_FACTOR)",
+            "TOPICS.R3",
+        )
+        not_created(harness, name, "TOPICS.R3", f"the refused creation (v{version})")
 
 
 @conformance("topics/create/non-positive-partitions", "TOPICS.R4", api=ApiKey.CREATE_TOPICS)
 def test_non_positive_partition_counts_are_refused(harness: Harness) -> None:
-    version = harness.pick_version(ApiKey.CREATE_TOPICS)
-    for count in (0, -2):
+    versions = oldest_and_newest(harness, ApiKey.CREATE_TOPICS, "0+")
+    for version, count in ((v, c) for v in versions for c in (0, -2)):
         name = fresh_name("topics-partitions")
-        answer = admin.create(harness, topic_body(name, count, version), "TOPICS.R4")
+        body = topic_body(name, count, version)
+        answer = admin.create(harness, body, "TOPICS.R4", version=version)
         verify.check(
             answer["ErrorCode"] == ErrorCode.INVALID_PARTITIONS,
             f"CreateTopics v{version} with NumPartitions {count}: ErrorCode "
             f"{answer['ErrorCode']}, expected 37 (INVALID_PARTITIONS)",
             "TOPICS.R4",
         )
-        not_created(harness, name, "TOPICS.R4", f"NumPartitions {count}")
+        not_created(harness, name, "TOPICS.R4", f"NumPartitions {count} (v{version})")
 
 
 @conformance("topics/create/validate-only", "TOPICS.R5", api=ApiKey.CREATE_TOPICS)
