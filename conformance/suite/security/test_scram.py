@@ -32,7 +32,7 @@ R11, R12, R13 = "SECURITY.R11", "SECURITY.R12", "SECURITY.R13"
 SHA256, SHA512 = (code for code, name in sorted(SCRAM_TYPES.items()))
 LOW, HIGH = SCRAM_ITERATIONS
 #: how long a credential change may take to reach the broker a login goes to
-PROPAGATION_S = 10.0
+PROPAGATION_S = 6.0
 
 
 def upsertion(name: str, password: str, mechanism: int = SHA256, iterations: int = LOW) -> dict:
