@@ -93,6 +93,7 @@ class Broker:
             authorize=self._authorize,
             transactions=NoTransactions(),
             metadata_cache=metadata_cache,
+            config=SimpleNamespace(settings={}),  # no security settings: plain, no faults
         )
         self.listener = Listener("PLAINTEXT", "zkBroker", CODEC, [m.api(node) for m in MODULES])
         self.conns: list[Connection] = []
