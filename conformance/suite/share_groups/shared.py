@@ -13,7 +13,7 @@ from typing import Any
 from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
 from conformance.suite.consumer_groups.shared import HeartbeatGroup, newest
 from conformance.suite.kit import verify
-from conformance.suite.kit.harness import SyncConnection
+from conformance.suite.kit.harness import Harness, SyncConnection
 from conformance.suite.kit.records_io import leader
 
 #: KIP-932's versions before 1 were Kafka 4.0's early access (not served by default): judged
@@ -40,6 +40,14 @@ class ShareMember:
         return {(t, p) for t, ps in self.assigned.items() for p in ps}
 
     held = pairs
+
+
+def served(harness: Harness) -> None:
+    """UNSUPPORTED (before any set-up) where ShareFetch or ShareAcknowledge of KIP-932's
+    served versions is not advertised."""
+    newest(harness, ApiKey.SHARE_FETCH, SERVED)
+    newest(harness, ApiKey.SHARE_ACKNOWLEDGE, SERVED)
+    newest(harness, ApiKey.SHARE_GROUP_HEARTBEAT, SERVED)
 
 
 class ShareGroup(HeartbeatGroup):

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.suite.consumer_groups.shared import newest, topic_ids
+from conformance.suite.consumer_groups.shared import topic_ids
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
@@ -18,13 +18,13 @@ from conformance.suite.share_groups.shared import (
     ACCEPT,
     REJECT,
     RELEASE,
-    SERVED,
     ShareGroup,
     ShareMember,
     ShareSession,
     counts,
     offsets,
     partition_errors,
+    served,
 )
 
 
@@ -59,14 +59,6 @@ def members(
             req,
         )
     return g, ms, sessions, topic.name
-
-
-def served(harness: Harness) -> None:
-    """UNSUPPORTED (before any set-up) where ShareFetch or ShareAcknowledge of KIP-932's
-    served versions is not advertised."""
-    newest(harness, ApiKey.SHARE_FETCH, SERVED)
-    newest(harness, ApiKey.SHARE_ACKNOWLEDGE, SERVED)
-    newest(harness, ApiKey.SHARE_GROUP_HEARTBEAT, SERVED)
 
 
 def done(g: ShareGroup, ms: list[ShareMember], sessions: list[ShareSession]) -> None:

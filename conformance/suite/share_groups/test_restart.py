@@ -32,8 +32,8 @@ from conformance.suite.share_groups.shared import (
     ShareSession,
     counts,
     partition_errors,
+    served,
 )
-from conformance.suite.share_groups.test_fetch import served
 
 REQ = "SHARE-GROUPS.R21"
 #: FindCoordinator's key type of a share partition's share coordinator (KIP-932)

@@ -19,6 +19,8 @@ FOLLOWER_KILL = "durability/follower-kill/isr-shrinks-and-grows"
 CLUSTER_KILL = "durability/cluster-kill/restart"
 MIN_ISR = "durability/min-isr/not-enough-replicas"
 UNCLEAN = "durability/unclean-election/off-by-default"
+#: SHARE-GROUPS.R21 rides on the first case's run (one cluster start fewer; issue 39)
+SHARE_RESTART = "share-groups/restart/acknowledged-stay-done"
 
 
 def run_scenarios(tmp_path: Path, select: str, faults: str = "") -> dict[tuple[str, str], str]:
@@ -46,7 +48,11 @@ def test_a_leader_kill_keeps_every_acknowledged_record(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("select", "faults", "failing"),
     [
-        (LEADER_KILL, "ack_before_replication", {(LEADER_KILL, "R1")}),
+        (
+            f"{LEADER_KILL} or {SHARE_RESTART}",
+            "ack_before_replication,forget_share_state",
+            {(LEADER_KILL, "R1"), (SHARE_RESTART, "SHARE-GROUPS.R21")},
+        ),
         (
             f"{LEADER_KILL} or {MIN_ISR}",
             "no_duplicate_check,hide_first_batch,ignore_min_insync_replicas",
@@ -65,7 +71,7 @@ def test_a_leader_kill_keeps_every_acknowledged_record(tmp_path: Path) -> None:
         ),
     ],
     ids=[
-        "ack-before-replication",
+        "ack-before-replication-share-state-forgotten",
         "duplicates-hole-min-isr",
         "isr-never-grows-log-forgotten-unclean-election",
     ],
