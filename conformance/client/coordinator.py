@@ -75,10 +75,13 @@ class GroupCoordinator:
         *,
         request_timeout: float | None = None,
         max_version: int | None = None,
+        topics: list[str] | None = None,
     ) -> T:
         """Send ``build(version)`` to the coordinator; ``check(version, body)`` gives the result
         or raises KafkaError. Connection failures and retriable codes are retried (the
-        coordinator looked up again when it moved) until ``timeout``."""
+        coordinator looked up again when it moved, the metadata of ``topics`` asked again when
+        a code says it is stale, e.g. UNKNOWN_TOPIC_ID for an id sent by v10) until
+        ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
             node = await self.find(max(deadline - time.monotonic(), 0.1))
@@ -94,6 +97,9 @@ class GroupCoordinator:
                     self.node = None
                 if time.monotonic() + self.cluster.retry_backoff > deadline:
                     raise
+                if isinstance(e, errors.KafkaError) and e.code in errors.STALE_METADATA and topics:
+                    with contextlib.suppress(ConnectionError, TimeoutError):
+                        await self.cluster.refresh(topics)
             await asyncio.sleep(self.cluster.retry_backoff)
 
     async def _by_id(self, topics: list[str]) -> int | None:
@@ -156,7 +162,9 @@ class GroupCoordinator:
                     errors.raise_for(p["ErrorCode"], context=f"OffsetCommit {tp}")
 
         top = await self._by_id(list(topics))
-        await self.call(ApiKey.OFFSET_COMMIT, build, check, timeout, max_version=top)
+        await self.call(
+            ApiKey.OFFSET_COMMIT, build, check, timeout, max_version=top, topics=list(topics)
+        )
 
     async def fetch(
         self, partitions: list[TopicPartition], *, timeout: float = 30.0
@@ -200,8 +208,11 @@ class GroupCoordinator:
             out: dict[TopicPartition, OffsetAndMetadata | None] = {}
             for t in answered:
                 name = self._topic(version, t)
-                if name is None:  # an id the metadata does not know (deleted meanwhile)
-                    continue
+                if name is None:  # an id the metadata no longer knows: ask again, never "none"
+                    raise errors.KafkaError(
+                        ErrorCode.UNKNOWN_TOPIC_ID,
+                        context=f"OffsetFetch of topic id {t['TopicId']}",
+                    )
                 for p in t["Partitions"]:
                     tp = TopicPartition(name, p["PartitionIndex"])
                     errors.raise_for(p["ErrorCode"], context=f"OffsetFetch {tp}")
@@ -217,4 +228,6 @@ class GroupCoordinator:
             return out
 
         top = await self._by_id(list(topics))
-        return await self.call(ApiKey.OFFSET_FETCH, build, check, timeout, max_version=top)
+        return await self.call(
+            ApiKey.OFFSET_FETCH, build, check, timeout, max_version=top, topics=list(topics)
+        )
