@@ -29,6 +29,8 @@ from conformance.suite.kit.topic_ids import name_both_ways
 PARTITIONS = 4
 #: how long new partitions may take to be assigned (Kafka 4.4.0: about a second)
 GROWN_WAIT = 10.0
+#: how long a group config may take to reach the broker that describes it (KRaft metadata)
+CONFIG_WAIT = 5.0
 
 
 @conformance(
@@ -331,13 +333,20 @@ def test_group_configs(harness: Harness) -> None:
         "IncludeSynonyms": False,
         "IncludeDocumentation": False,
     }
-    (res,) = verify.expect_response(conn, ApiKey.DESCRIBE_CONFIGS, dv, body).body["Results"]
-    values = [c["Value"] for c in res.get("Configs") or []]
+    # KRaft Kafka answers the alteration once its controller committed it; a broker shows it
+    # once it has the metadata: asked again for up to CONFIG_WAIT seconds
+    deadline = time.monotonic() + CONFIG_WAIT
+    while True:
+        (res,) = verify.expect_response(conn, ApiKey.DESCRIBE_CONFIGS, dv, body).body["Results"]
+        values = [c["Value"] for c in res.get("Configs") or []]
+        if values == ["6000"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     verify.soft(
         harness,
         res["ErrorCode"] == ErrorCode.NONE and values == ["6000"],
-        f"DescribeConfigs v{dv} of the group after setting consumer.heartbeat.interval.ms=6000: "
-        f"error {res['ErrorCode']}, values {values}",
+        f"DescribeConfigs v{dv} of the group {CONFIG_WAIT:.0f} s after setting "
+        f"consumer.heartbeat.interval.ms=6000: error {res['ErrorCode']}, values {values}",
         "CONSUMER-GROUPS.R9",
     )
     m = g.new_member()
