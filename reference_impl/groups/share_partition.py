@@ -87,6 +87,14 @@ class SharePartition:
                 got.append((offset, offset, r.delivery_count))
         return got
 
+    def archive(self, offsets: list[int]) -> None:
+        """Records never to be delivered (a read_committed group's aborted transactions):
+        archived where not delivered yet."""
+        for offset in offsets:
+            if offset >= self.start_offset and offset not in self.records:
+                self.records[offset] = InFlight(ARCHIVED)
+        self._advance()
+
     def acknowledge(self, member: str, first: int, last: int, types: list[int], now_ms: int) -> int:
         """One acknowledgement batch: ``types`` has one type for the whole range, or one per
         offset. NONE, INVALID_REQUEST (malformed) or INVALID_RECORD_STATE (nothing changed)."""

@@ -27,11 +27,16 @@ def now_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+def faults(node: BrokerView) -> BrokerFaults:
+    """The broker's test-only faults (``replica/faults.py``): all off unless a test set them."""
+    settings = getattr(node.config, "settings", None) or {}
+    return BrokerFaults.from_settings(settings.get("faults"))
+
+
 def sessions(node: BrokerView) -> ShareSessions:
     found = getattr(node, "share_sessions", None)
     if found is None:
-        settings = getattr(node.config, "settings", None) or {}
-        forget = BrokerFaults.from_settings(settings.get("faults")).forget_share_state
+        forget = faults(node).forget_share_state
         found = ShareSessions(now_ms, None if forget else Path(node.data_dir) / STORE)
         node.share_sessions = found
     return found
@@ -82,17 +87,58 @@ def acknowledge(sp: SharePartition, member: str, batches: list[dict]) -> int:
     return error
 
 
+#: ListOffsets' isolation level and timestamp a read_committed share read bounds itself by
+READ_COMMITTED, LATEST = 1, -1
+#: the control type of a transaction's abort marker (1 commits)
+ABORT = 0
+
+
+def read_committed(node: BrokerView, group: str) -> bool:
+    if faults(node).share_read_uncommitted:
+        return False
+    return group_config(node, group, "share.isolation.level") == "read_committed"
+
+
 def log_batches(
-    node: BrokerView, name: str, index: int, offset: int
-) -> list[tuple[int, int, bytes, list[int]]]:
-    """The committed batches of a partition from ``offset``: (base, last offset, raw bytes, the
-    offsets of its records; none for a control batch)."""
+    node: BrokerView, name: str, index: int, offset: int, committed_only: bool = False
+) -> tuple[list[tuple[int, int, bytes, list[int]]], list[int]]:
+    """The batches of a partition from ``offset`` up to the high watermark: (base, last
+    offset, raw bytes, the offsets of its records; none for a control batch); and, with
+    ``committed_only`` (the group's share.isolation.level read_committed), only those below
+    the last stable offset and not of an aborted transaction, whose records' offsets come
+    second (Kafka archives them: never delivered)."""
     data = node.replica_manager.read(name, index, offset, READ_BYTES)
-    out = []
-    for i, (s, e, _magic) in enumerate(complete_entries(data, allow_partial=True, noun="batch")):
-        batch = decode_batch_at(data, s, e, index=i)
-        offsets = (
-            [] if batch.is_control else [batch.base_offset + r.offset_delta for r in batch.records]
+    decoded = [
+        (decode_batch_at(data, s, e, index=i), data[s:e])
+        for i, (s, e, _magic) in enumerate(complete_entries(data, allow_partial=True, noun="batch"))
+    ]
+    out = [
+        (
+            b.base_offset,
+            b.last_offset,
+            raw,
+            [] if b.is_control else [b.base_offset + r.offset_delta for r in b.records],
         )
-        out.append((batch.base_offset, batch.last_offset, data[s:e], offsets))
-    return out
+        for b, raw in decoded
+    ]
+    if not committed_only:
+        return out, []
+    stable = node.replica_manager.list_offset(-1, READ_COMMITTED, name, index, -1, LATEST).offset
+    # each transactional batch's fate: its producer's next marker (None: not in this read)
+    next_marker: dict[int, int] = {}
+    fate: list[int | None] = []
+    for b, _raw in reversed(decoded):
+        if b.is_control and b.records:
+            next_marker[b.producer_id] = b.control_types()[0]
+        fate.append(next_marker.get(b.producer_id) if b.is_transactional else 1)
+    fate.reverse()
+    kept: list[tuple[int, int, bytes, list[int]]] = []
+    archived: list[int] = []
+    for (b, _raw), batch, ends in zip(decoded, out, fate, strict=True):
+        if b.base_offset >= stable or ends is None:
+            break  # an open transaction (or one ending past this read): not read yet
+        if b.is_transactional and not b.is_control and ends == ABORT:
+            archived += batch[3]
+        else:
+            kept.append(batch)
+    return kept, archived

@@ -131,10 +131,13 @@ def _acquire(node, group, member, partitions, max_records, entry) -> bool:
             break
         try:
             name, sp = sc.share_partition(node, group, *tp)
-            batches = sc.log_batches(node, name, tp[1], sp.start_offset)
+            batches, aborted = sc.log_batches(
+                node, name, tp[1], sp.start_offset, sc.read_committed(node, group)
+            )
         except KafkaError as failed:
             entry(tp)["ErrorCode"] = int(failed.code)
             continue
+        sp.archive(aborted)
         offsets = [o for _b, _l, _raw, os in batches for o in os]
         ranges = sp.acquire(member, offsets, left, sc.now_ms())
         if not ranges:

@@ -19,7 +19,9 @@ configs, to show that each DURABILITY requirement fails against a broker that br
   more than one (a hole in the offsets the consumer sees);
 * ``forget_share_state``: the broker keeps its share partitions' state in memory only
   (``handlers/share_common.py``): what a share group acknowledged is delivered again after a
-  restart (SHARE-GROUPS.R21).
+  restart (SHARE-GROUPS.R21);
+* ``share_read_uncommitted``: ShareFetch reads every group as read_uncommitted, whatever its
+  share.isolation.level (SHARE-GROUPS.R22).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class BrokerFaults:
     never_expand_isr: bool = False
     hide_first_batch: bool = False
     forget_share_state: bool = False
+    share_read_uncommitted: bool = False
 
     @classmethod
     def from_settings(cls, section: dict[str, Any] | None) -> BrokerFaults:

@@ -117,6 +117,16 @@ class ShareGroup(HeartbeatGroup):
                 return
             time.sleep(0.3)
 
+    def configured(self, configs: dict[str, str], req: str) -> None:
+        """``configure`` that must be answered NONE (else ``req`` FAILs)."""
+        got = self.configure(configs)
+        verify.check(
+            got["ErrorCode"] == ErrorCode.NONE,
+            f"IncrementalAlterConfigs of group configs {configs}: error {got['ErrorCode']} "
+            f"({got.get('ErrorMessage')})",
+            req,
+        )
+
     def leave(self, m: ShareMember) -> dict:
         return self.heartbeat(m, MemberEpoch=-1)
 

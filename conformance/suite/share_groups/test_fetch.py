@@ -38,13 +38,7 @@ def members(
     tid = topic_ids(harness, [topic.name])[topic.name]
     g = ShareGroup(harness, [topic.name])
     if configs:
-        got = g.configure(configs)
-        verify.check(
-            got["ErrorCode"] == ErrorCode.NONE,
-            f"IncrementalAlterConfigs of group configs {configs}: error {got['ErrorCode']} "
-            f"({got.get('ErrorMessage')})",
-            req,
-        )
+        g.configured(configs, req)
     ms = [g.new_member() for _ in range(n)]
     for m in ms:
         g.join(m, {(tid, 0)}, req, settle=False)

@@ -100,12 +100,7 @@ def test_acknowledged_records_survive_a_kill(harness: Harness) -> None:
     tid = topic_ids(harness, [topic])[topic]
     written = [a.offset for a in produce(harness, topic, [b"r%d" % i for i in range(6)])]
     accepted, rejected, released, held = written[:2], written[2:3], written[3:4], written[4:]
-    got = g.configure({"share.auto.offset.reset": "earliest"})
-    verify.check(
-        got["ErrorCode"] == ErrorCode.NONE,
-        f"IncrementalAlterConfigs share.auto.offset.reset earliest: {got}",
-        REQ,
-    )
+    g.configured({"share.auto.offset.reset": "earliest"}, REQ)
     m = g.new_member()
     g.join(m, {(tid, 0)}, REQ)
     s = ShareSession(g, m, topic, tid)

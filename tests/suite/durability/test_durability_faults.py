@@ -21,6 +21,8 @@ MIN_ISR = "durability/min-isr/not-enough-replicas"
 UNCLEAN = "durability/unclean-election/off-by-default"
 #: SHARE-GROUPS.R21 rides on the first case's run (one cluster start fewer; issue 39)
 SHARE_RESTART = "share-groups/restart/acknowledged-stay-done"
+#: and SHARE-GROUPS.R22 (not disruptive: it runs first)
+SHARE_ISOLATION = "share-groups/isolation/read-committed"
 
 
 def run_scenarios(tmp_path: Path, select: str, faults: str = "") -> dict[tuple[str, str], str]:
@@ -49,9 +51,13 @@ def test_a_leader_kill_keeps_every_acknowledged_record(tmp_path: Path) -> None:
     ("select", "faults", "failing"),
     [
         (
-            f"{LEADER_KILL} or {SHARE_RESTART}",
-            "ack_before_replication,forget_share_state",
-            {(LEADER_KILL, "R1"), (SHARE_RESTART, "SHARE-GROUPS.R21")},
+            f"{LEADER_KILL} or {SHARE_RESTART} or {SHARE_ISOLATION}",
+            "ack_before_replication,forget_share_state,share_read_uncommitted",
+            {
+                (LEADER_KILL, "R1"),
+                (SHARE_RESTART, "SHARE-GROUPS.R21"),
+                (SHARE_ISOLATION, "SHARE-GROUPS.R22"),
+            },
         ),
         (
             f"{LEADER_KILL} or {MIN_ISR}",
@@ -71,7 +77,7 @@ def test_a_leader_kill_keeps_every_acknowledged_record(tmp_path: Path) -> None:
         ),
     ],
     ids=[
-        "ack-before-replication-share-state-forgotten",
+        "ack-before-replication-share-state-forgotten-share-uncommitted",
         "duplicates-hole-min-isr",
         "isr-never-grows-log-forgotten-unclean-election",
     ],
