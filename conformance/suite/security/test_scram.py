@@ -2,9 +2,11 @@
 
 R11 needs a SASL listener enabling SCRAM-SHA-256 (else SKIP), R13 the target's unprivileged
 principal (else SKIP); R12 is judged wherever the target advertises the APIs, as the suite's
-principal. Each test alters only users of its own (fresh names, so concurrent tests never meet)
-and deletes what it made. Brokers learn credentials with the cluster metadata: a login waits
-(bounded) for the change to arrive.
+principal. Alterations go to the broker Metadata names as controller, as Kafka's admin client
+sends them (ZooKeeper-mode brokers answer NOT_CONTROLLER elsewhere; KRaft brokers forward them
+from any broker). Each test alters only users of its own (fresh names, so concurrent tests
+never meet) and deletes what it made. Brokers learn credentials with the cluster metadata: a
+login waits (bounded) for the change to arrive.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
 from conformance.suite.kit.meta import conformance
+from conformance.suite.kit.records_io import controller_endpoint
 from conformance.suite.kit.safety import fresh_name
 from conformance.suite.security.shared import NO_PRINCIPAL, NO_SASL
 
@@ -103,7 +106,7 @@ def test_an_upserted_credential_logs_in_until_deleted(harness: Harness) -> None:
     harness.pick_version(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
     _scram_listener(harness)
     user, password = _user()
-    conn = harness.connect()
+    conn = harness.connect(controller_endpoint(harness))
     made = upsertion(user, password)
     upserted = alter(harness, conn, [made], [])
     try:
@@ -168,7 +171,7 @@ def test_an_upserted_credential_logs_in_until_deleted(harness: Harness) -> None:
 def test_each_wrong_alteration_is_refused_per_user(harness: Harness) -> None:
     harness.pick_version(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
     harness.pick_version(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
-    conn = harness.connect()
+    conn = harness.connect(controller_endpoint(harness))
     _, password = _user()
     cases = {
         "mechanism 0 (UNKNOWN)": ([upsertion(fresh_name("scram"), password, 0)], [], "UPS"),
@@ -246,7 +249,8 @@ def test_the_scram_apis_need_the_cluster_operations(harness: Harness) -> None:
     harness.pick_version(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
     if harness.target.sasl is None or harness.target.unprivileged is None:
         raise MissingPrecondition(NO_PRINCIPAL)
-    alice = harness.connect(as_=harness.target.unprivileged)
+    where = controller_endpoint(harness)
+    alice = harness.connect(where, as_=harness.target.unprivileged)
     user, password = _user()
     got = alter(harness, alice, [upsertion(user, password)], [])
     listed = describe(harness, alice, [harness.target.unprivileged.username]).body
@@ -254,7 +258,7 @@ def test_the_scram_apis_need_the_cluster_operations(harness: Harness) -> None:
     made = describe(harness, harness.connect(), [user]).body["Results"]
     created = [r["User"] for r in made if r["ErrorCode"] == 0]
     if created:
-        alter(harness, harness.connect(), [], [{"Name": user, "Mechanism": SHA256}])
+        alter(harness, harness.connect(where), [], [{"Name": user, "Mechanism": SHA256}])
     verify.check(
         [code for code, _ in got.values()] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED],
         f"AlterUserScramCredentials v0 by a principal without ALTER on the cluster answered {got}",
