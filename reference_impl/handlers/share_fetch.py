@@ -137,7 +137,9 @@ def _acquire(node, group, member, partitions, max_records, entry) -> bool:
         except KafkaError as failed:
             entry(tp)["ErrorCode"] = int(failed.code)
             continue
-        sp.archive(aborted)
+        # transaction markers are no records: archived, so the start offset moves past them
+        markers = [o for base, last, _r, os in batches if not os for o in range(base, last + 1)]
+        sp.archive(aborted + markers)
         offsets = [o for _b, _l, _raw, os in batches for o in os]
         ranges = sp.acquire(member, offsets, left, sc.now_ms())
         if not ranges:

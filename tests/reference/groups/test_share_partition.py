@@ -41,6 +41,17 @@ def test_acquire_accept_release_reject_and_the_start_offset() -> None:
     assert sp.acknowledge("a", 6, 6, [ACCEPT], 0) == E.INVALID_RECORD_STATE  # past the SPSO
 
 
+def test_archived_offsets_are_never_delivered_and_pass_the_start_offset() -> None:
+    """A read_committed group's aborted records and the transaction markers (issue 39)."""
+    sp = SharePartition(0)
+    assert sp.acquire("a", [0], 1, now_ms=0) == [(0, 0, 1)]
+    sp.archive([0, 1, 2])  # 0 is acquired: left as it is
+    assert sp.state_of(0, 0) == ACQUIRED and sp.start_offset == 0
+    assert sp.acknowledge("a", 0, 0, [ACCEPT], 0) == E.NONE
+    assert sp.start_offset == 3
+    assert sp.acquire("a", [1, 2, 3], 5, now_ms=0) == [(3, 3, 1)]
+
+
 def test_acquisition_lock_ends() -> None:
     sp = SharePartition(0, lock_duration_ms=1000, delivery_limit=5)
     assert sp.acquire("a", LOG[:3], 10, now_ms=0) == [(0, 2, 1)]
