@@ -335,6 +335,9 @@ class ClassicMembers:
         group = _consumer(group)
         errors: list[int] = []
         for member_id, instance_id in members:
+            if group.dead:  # an earlier one's leaving made it a classic group again
+                errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                continue
             if member_id == "" and instance_id is not None:
                 found = group.static_member(instance_id)
                 member_id = found.member_id if found else "\0"
@@ -358,11 +361,11 @@ class ClassicMembers:
         """Whether ``leaving`` going makes the group classic again: it is the last member of the
         consumer protocol and classic members stay (within the classic group's maximum size)."""
         left = [m for m in group.members.values() if m.member_id != leaving]
-        return (
-            bool(left)
-            and group.uses_classic_only(but=leaving)
-            and len(left) <= self.host.config.max_size
-        )
+        if group.dead or not left or not group.uses_classic_only(but=leaving):
+            return False
+        # a classic group needs a protocol every member supports
+        common = set.intersection(*({n for n, _ in m.classic_protocols or ()} for m in left))
+        return bool(common) and len(left) <= self.host.config.max_size
 
     def to_classic(self, group: ConsumerGroup, leaving: str) -> Group:
         """The classic group the consumer group becomes without ``leaving`` (Kafka's

@@ -142,3 +142,18 @@ def test_a_replay_keeps_classic_members() -> None:
     again = World(w.store)
     member = again.group().members[c.member_id]
     assert member.uses_classic and member.classic_session_timeout_ms == 6_000
+
+
+def test_classic_members_keep_a_common_protocol() -> None:
+    """A classic member naming no protocol the group's classic members all support is refused
+    (Kafka's throwIfClassicProtocolIsNotSupported), so a downgrade can always choose one."""
+    w = World()
+    w.hb("b", 0)
+    got: list[JoinResult] = []
+    for name in ("range", "roundrobin"):
+        req = JoinRequest("g", "", 6_000, 2_000, "consumer", [(name, _sub(["t"]))])
+        req.require_known_member_id = False
+        w.c.classic.join_group(req, got.append)
+    assert [j.error for j in got] == [0, E.INCONSISTENT_GROUP_PROTOCOL]
+    assert w.hb("b", -1).error == 0
+    assert w.group().group_type == "classic" and len(w.group().members) == 1
