@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -38,6 +39,9 @@ MODEL_TESTS = (
 )
 #: seconds one target's model run may take, start and stop included
 RUN_TIMEOUT = 600
+#: a member id drawn at random (KIP-848: by the model, or by the coordinator for a v0 join): a
+#: UUID as Python writes it, or as Kafka's Uuid.toString does (22 characters of URL-safe base64)
+DRAWN_MEMBER_ID = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|[A-Za-z0-9_-]{22}")
 
 
 def record(target: str, seed: int, out: Path, tests: tuple[str, ...] = MODEL_TESTS) -> int:
@@ -93,7 +97,8 @@ def run_models(
 def _steps(path: Path, refused: Refused | None = None) -> dict[str, list[dict]]:
     """Each test's exchanges, its suite names made alike (by order of first appearance in the
     test's requests, then in its answers: the models draw fresh random names, so the same step
-    names different topics, and a target lists groups or topics in an order of its own), a
+    names different topics, and a target lists groups or topics in an order of its own; so are
+    random member ids, ``DRAWN_MEMBER_ID``, two different ids staying different), a
     request or a short cycle of them repeated back to back kept once with its last answers
     (``_collapse``: the suite's helpers poll until a target shows a change), and a refusal the
     mask names followed by its retry elsewhere kept as the retry alone (``_retried``)."""
@@ -258,14 +263,16 @@ def _same_request(x: dict, y: dict) -> bool:
     return (x["api_key"], x["version"], x["request"]) == (y["api_key"], y["version"], y["request"])
 
 
-def _alike(value: Any, alias: dict[str, Any]) -> Any:
+def _alike(value: Any, alias: dict[str, Any], key: str = "") -> Any:
+    if key == "MemberId" and isinstance(value, str) and DRAWN_MEMBER_ID.fullmatch(value):
+        return alias.setdefault(f"#member{value}", f"{PREFIX}member{len(alias)}")
     if isinstance(value, str) and value.startswith(PREFIX) and value != PREFIX:
         return alias.setdefault(value, f"{PREFIX}m{len(alias)}")
     if isinstance(value, int) and not isinstance(value, bool) and SUITE_IDS <= value < 2**31:
         # the broker-registration model's fake broker ids: a block drawn afresh per process
         return alias.setdefault(f"#id{value}", SUITE_IDS + len(alias))
     if isinstance(value, dict):
-        return {k: _alike(v, alias) for k, v in value.items()}
+        return {k: _alike(v, alias, k) for k, v in value.items()}
     if isinstance(value, list):
         return [_alike(v, alias) for v in value]
     return value

@@ -370,3 +370,31 @@ def test_request_conditions_bound_numbers_and_look_into_every_element(tmp_path: 
     bad = {**entry, "request": {"TimeoutMs": {"~": 0}}}
     with pytest.raises(maskmod.MaskError, match=r"negative-partition.*a bound is one of"):
         _mask(tmp_path, [bad])
+
+
+def test_model_member_ids_drawn_per_run_are_aliased_and_stay_distinct(tmp_path) -> None:
+    """KIP-848 member ids the model (a UUID) or a coordinator (Kafka's 22-character Uuid text)
+    draws differ per run: aliased by first appearance, so the same member matches on both
+    sides, while an answer naming another member than the request still differs."""
+    from conformance.diff.models import compare_models
+
+    def step(sent: str, answered: str) -> dict:
+        request = {"GroupId": "kc-suite-g", "MemberId": sent, "MemberEpoch": 0}
+        body = {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None, "MemberId": answered}
+        body |= {"MemberEpoch": 1, "HeartbeatIntervalMs": 5000, "Assignment": None}
+        return {"api_key": 68, "version": 1, "request": request, "outcome": "answered"} | {
+            "response": body
+        }
+
+    def write(path: Path, steps: list[dict]) -> Path:
+        path.write_text("".join(json.dumps({"test": "t", **s}) + "\n" for s in steps))
+        return path
+
+    ours, theirs = str(uuid.uuid4()), str(uuid.uuid4())
+    a = write(tmp_path / "a.jsonl", [step(ours, ours), step("", "AAAAAAAAAAAAAAAAAAAAAA")])
+    b = write(tmp_path / "b.jsonl", [step(theirs, theirs), step("", "fWk3b-ZtT0KV_5Xn2Dq1cw")])
+    found, summary = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, b])
+    assert (summary["t"]["compared"], found) == (2, [])
+    c = write(tmp_path / "c.jsonl", [step(theirs, str(uuid.uuid4())), step("", "x")])
+    found, _ = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, c])
+    assert [(d["index"], d["path"]) for d in found] == [(0, "MemberId"), (1, "MemberId")]
