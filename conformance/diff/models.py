@@ -17,7 +17,9 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +100,8 @@ def _steps(path: Path, refused: Refused | None = None) -> dict[str, list[dict]]:
     """Each test's exchanges, its suite names made alike (by order of first appearance in the
     test's requests, then in its answers: the models draw fresh random names, so the same step
     names different topics, and a target lists groups or topics in an order of its own; so are
-    random member ids, ``DRAWN_MEMBER_ID``, two different ids staying different), a
+    random member ids, ``DRAWN_MEMBER_ID``, two different ids staying different, and the
+    topic ids each target drew, through the topic's name), a
     request or a short cycle of them repeated back to back kept once with its last answers
     (``_collapse``: the suite's helpers poll until a target shows a change), and a refusal the
     mask names followed by its retry elsewhere kept as the retry alone (``_retried``)."""
@@ -107,12 +110,15 @@ def _steps(path: Path, refused: Refused | None = None) -> dict[str, list[dict]]:
     if refused is not None:
         rows = _retried(rows, refused)
     names: dict[str, dict[str, Any]] = {}
+    topics: dict[str, Topics] = {}
     for row in rows:
-        _alike(row["request"], names.setdefault(row["test"], {}))
+        _topic_names(row, topics.setdefault(row["test"], Topics()).names)
+    for row in rows:
+        _alike(row["request"], names.setdefault(row["test"], {}), topics[row["test"]])
     out: dict[str, list[dict]] = {}
     for row in rows:
         steps = out.setdefault(row["test"], [])
-        row = _alike(row, names[row["test"]])
+        row = _alike(row, names[row["test"]], topics[row["test"]])
         if steps and _per_coordinator(steps[-1], row):
             steps[-1] = _merged(steps[-1], row)
         else:
@@ -263,18 +269,52 @@ def _same_request(x: dict, y: dict) -> bool:
     return (x["api_key"], x["version"], x["request"]) == (y["api_key"], y["version"], y["request"])
 
 
-def _alike(value: Any, alias: dict[str, Any], key: str = "") -> Any:
+def _topic_names(value: Any, out: dict[str, str]) -> None:
+    """Each topic id an exchange pairs with a suite topic's name (CreateTopics, Metadata and
+    ConsumerGroupDescribe answers name both), into ``out``."""
+    if isinstance(value, dict):
+        name, tid = value.get("Name", value.get("TopicName")), value.get("TopicId")
+        if isinstance(name, str) and name.startswith(PREFIX) and isinstance(tid, str):
+            if tid != str(uuid.UUID(int=0)):
+                out.setdefault(tid, name)
+        value = list(value.values())
+    if isinstance(value, list):
+        for v in value:
+            _topic_names(v, out)
+
+
+@dataclass
+class Topics:
+    """A test's topic ids by the suite name each belongs to (``_topic_names``), and the ids
+    seen per name, in order (a topic deleted and made again has another)."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    ids: dict[str, list[str]] = field(default_factory=dict)
+
+    def alike(self, value: str, alias: dict[str, Any]) -> str:
+        """The id each target drew for the same topic (the n-th of a name): one made-up UUID."""
+        name = self.names[value]
+        ids = self.ids.setdefault(name, [])
+        if value not in ids:
+            ids.append(value)
+        named = _alike(name, alias, self)
+        return str(uuid.uuid5(uuid.NAMESPACE_OID, f"{named}#{ids.index(value)}"))
+
+
+def _alike(value: Any, alias: dict[str, Any], topics: Topics, key: str = "") -> Any:
     if key == "MemberId" and isinstance(value, str) and DRAWN_MEMBER_ID.fullmatch(value):
         return alias.setdefault(f"#member{value}", f"{PREFIX}member{len(alias)}")
+    if key == "TopicId" and isinstance(value, str) and value in topics.names:
+        return topics.alike(value, alias)
     if isinstance(value, str) and value.startswith(PREFIX) and value != PREFIX:
         return alias.setdefault(value, f"{PREFIX}m{len(alias)}")
     if isinstance(value, int) and not isinstance(value, bool) and SUITE_IDS <= value < 2**31:
         # the broker-registration model's fake broker ids: a block drawn afresh per process
         return alias.setdefault(f"#id{value}", SUITE_IDS + len(alias))
     if isinstance(value, dict):
-        return {k: _alike(v, alias, k) for k, v in value.items()}
+        return {k: _alike(v, alias, topics, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [_alike(v, alias) for v in value]
+        return [_alike(v, alias, topics) for v in value]
     return value
 
 

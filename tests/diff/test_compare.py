@@ -372,24 +372,32 @@ def test_request_conditions_bound_numbers_and_look_into_every_element(tmp_path: 
         _mask(tmp_path, [bad])
 
 
+def _heartbeat_step(sent: str, answered: str, topic: str | None = None) -> dict:
+    """A recorded ConsumerGroupHeartbeat v1 step: the member id sent and answered, and the
+    topic id of its assignment (none: no assignment)."""
+    request = {"GroupId": "kc-suite-g", "MemberId": sent, "MemberEpoch": 0}
+    assignment = (
+        None if topic is None else {"TopicPartitions": [{"TopicId": topic, "Partitions": [0]}]}
+    )
+    body = {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None, "MemberId": answered}
+    body |= {"MemberEpoch": 1, "HeartbeatIntervalMs": 5000, "Assignment": assignment}
+    return {"api_key": 68, "version": 1, "request": request, "outcome": "answered"} | {
+        "response": body
+    }
+
+
+def _written(path: Path, steps: list[dict]) -> Path:
+    path.write_text("".join(json.dumps({"test": "t", **s}) + "\n" for s in steps))
+    return path
+
+
 def test_model_member_ids_drawn_per_run_are_aliased_and_stay_distinct(tmp_path) -> None:
     """KIP-848 member ids the model (a UUID) or a coordinator (Kafka's 22-character Uuid text)
     draws differ per run: aliased by first appearance, so the same member matches on both
     sides, while an answer naming another member than the request still differs."""
     from conformance.diff.models import compare_models
 
-    def step(sent: str, answered: str) -> dict:
-        request = {"GroupId": "kc-suite-g", "MemberId": sent, "MemberEpoch": 0}
-        body = {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None, "MemberId": answered}
-        body |= {"MemberEpoch": 1, "HeartbeatIntervalMs": 5000, "Assignment": None}
-        return {"api_key": 68, "version": 1, "request": request, "outcome": "answered"} | {
-            "response": body
-        }
-
-    def write(path: Path, steps: list[dict]) -> Path:
-        path.write_text("".join(json.dumps({"test": "t", **s}) + "\n" for s in steps))
-        return path
-
+    step, write = _heartbeat_step, _written
     ours, theirs = str(uuid.uuid4()), str(uuid.uuid4())
     a = write(tmp_path / "a.jsonl", [step(ours, ours), step("", "AAAAAAAAAAAAAAAAAAAAAA")])
     b = write(tmp_path / "b.jsonl", [step(theirs, theirs), step("", "fWk3b-ZtT0KV_5Xn2Dq1cw")])
@@ -398,3 +406,34 @@ def test_model_member_ids_drawn_per_run_are_aliased_and_stay_distinct(tmp_path) 
     c = write(tmp_path / "c.jsonl", [step(theirs, str(uuid.uuid4())), step("", "x")])
     found, _ = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, c])
     assert [(d["index"], d["path"]) for d in found] == [(0, "MemberId"), (1, "MemberId")]
+
+
+def test_model_topic_ids_are_aliased_through_their_names(tmp_path) -> None:
+    """Each target draws its own id for a topic: an id an answer pairs with a suite topic's
+    name is made alike through that name, so an assignment naming the same topic by id matches,
+    and one naming another topic still differs."""
+    from conformance.diff.models import compare_models
+
+    def metadata(ids: dict[str, str]) -> dict:
+        topics = [
+            {"ErrorCode": 0, "Name": n, "TopicId": t, "IsInternal": False, "Partitions": []}
+            for n, t in ids.items()
+        ]
+        asked = [{"TopicId": str(uuid.UUID(int=0)), "Name": n} for n in sorted(ids)]
+        request = {"Topics": asked, "AllowAutoTopicCreation": False}
+        return {"api_key": 3, "version": 12, "request": request, "outcome": "answered"} | {
+            "response": {"Brokers": [], "Topics": topics}
+        }
+
+    def heartbeat(topic: str) -> dict:
+        return _heartbeat_step("m", "m", topic)
+
+    write = _written
+    x, y, u, v = (str(uuid.uuid4()) for _ in range(4))
+    a = write(tmp_path / "a.jsonl", [metadata({"kc-suite-1": x, "kc-suite-2": y}), heartbeat(x)])
+    b = write(tmp_path / "b.jsonl", [metadata({"kc-suite-2": v, "kc-suite-1": u}), heartbeat(u)])
+    found, _ = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, b])
+    assert found == []
+    c = write(tmp_path / "c.jsonl", [metadata({"kc-suite-2": v, "kc-suite-1": u}), heartbeat(v)])
+    found, _ = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, c])
+    assert {d["path"].split("[")[0] for d in found} == {"Assignment.TopicPartitions"}
