@@ -2,9 +2,10 @@
 
 Per group: DESCRIBE on the GROUP (else GROUP_AUTHORIZATION_FAILED); a group this coordinator
 does not hold, or a classic group, is GROUP_ID_NOT_FOUND; an empty group id INVALID_GROUP_ID.
-Each member's Assignment (what it owns now) and TargetAssignment (where it is heading) by topic
-id and name. Versions 0-1 (Kafka 4.4.0's): v1 adds MemberType (KIP-1099; 1: a member of the
-consumer protocol). What ShareGroupDescribe shares with it is ``modern_groups.describe_api``.
+Each member's Assignment (what it owns now, partitions it has yet to revoke included) and
+TargetAssignment (where it is heading) by topic id and name. Versions 0-1 (Kafka 4.4.0's): v1
+adds MemberType (KIP-1099; 1: a member of the consumer protocol). What ShareGroupDescribe
+shares with it is ``modern_groups.describe_api``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,15 @@ MAX_VERSION = 1
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1
 
 
+def owned(m: ConsumerMember) -> dict:
+    """What a member still owns: its assigned partitions and those it has yet to revoke (Kafka
+    4.4.0 describes both, KAFKA-20431: the member answers for them until it revokes them)."""
+    out = {t: set(ps) for t, ps in m.assigned.items()}
+    for t, ps in m.pending_revocation.items():
+        out.setdefault(t, set()).update(ps)
+    return out
+
+
 def api(node: BrokerView) -> Api:
     def member(group: ConsumerGroup, m: ConsumerMember) -> dict:
         return {
@@ -34,7 +44,7 @@ def api(node: BrokerView) -> Api:
             "SubscribedTopicNames": list(m.subscribed_topic_names),
             # Kafka 4.4.0 describes a member without one with "", not null
             "SubscribedTopicRegex": m.subscribed_topic_regex or "",
-            "Assignment": assignment(node, m.assigned),
+            "Assignment": assignment(node, owned(m)),
             "TargetAssignment": assignment(node, group.target.get(m.member_id, {})),
             "MemberType": CLASSIC_MEMBER if m.uses_classic else CONSUMER_MEMBER,
         }

@@ -293,3 +293,19 @@ def test_group_config_bounds_keep_every_group_config() -> None:
     assert set(cfg.group_configs({"consumer_min_session_timeout_ms": 1000})) == set(
         cfg.GROUP_CONFIGS
     )
+
+
+def test_described_assignment_keeps_the_partitions_being_revoked() -> None:
+    """ConsumerGroupDescribe's Assignment: what a member still answers for, the partitions it
+    must give back included until it acknowledges (Kafka 4.4.0, KAFKA-20431)."""
+    from reference_impl.handlers.consumer_group_describe import owned
+
+    w = World()
+    a = w.hb("a", 0)
+    w.hb("b", 0)
+    a2 = w.hb("a", 2, owned=owned_of(a))
+    member = w.group().members["a"]
+    assert a2.assignment is not None and a2.assignment[T1] != {0, 1, 2}
+    assert member.assigned == a2.assignment and owned(member) == {T1: {0, 1, 2}}
+    w.hb("a", 2, owned=owned_of(a2))  # acknowledged: the revoked partitions are gone
+    assert owned(member) == a2.assignment
