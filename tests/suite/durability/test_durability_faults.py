@@ -91,12 +91,13 @@ def test_each_requirement_fails_against_a_fault(
 
 
 def test_every_requirement_has_a_failing_fault() -> None:
-    """The cases above cover every DURABILITY requirement."""
+    """The cases above cover every DURABILITY requirement (written without their prefix; the
+    SHARE-GROUPS requirements that ride on the first case keep theirs and are not counted)."""
     from conformance.requirements import requirements
 
     ids = {r.id.removeprefix("DURABILITY.") for r in requirements() if r.feature == "DURABILITY"}
     cases = test_each_requirement_fails_against_a_fault.pytestmark[0].args[1]
-    covered = {r for _, _, failing in cases for _, r in failing}
+    covered = {r for _, _, failing in cases for _, r in failing if "." not in r}
     assert ids == covered, ids ^ covered
 
 
