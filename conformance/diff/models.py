@@ -27,6 +27,7 @@ from conformance.diff.compare import Answer, Comparison, plain
 from conformance.diff.mask import RefusalRule
 from conformance.protocol import ApiKey, Codec
 from conformance.protocol.jsonform import from_json, to_json
+from conformance.protocol.spec import ZERO_UUID
 from conformance.suite.broker_registration.binding import SUITE_IDS
 from conformance.suite.kit.safety import PREFIX
 
@@ -275,7 +276,7 @@ def _topic_names(value: Any, out: dict[str, str]) -> None:
     if isinstance(value, dict):
         name, tid = value.get("Name", value.get("TopicName")), value.get("TopicId")
         if isinstance(name, str) and name.startswith(PREFIX) and isinstance(tid, str):
-            if tid != str(uuid.UUID(int=0)):
+            if tid != str(ZERO_UUID):
                 out.setdefault(tid, name)
         value = list(value.values())
     if isinstance(value, list):

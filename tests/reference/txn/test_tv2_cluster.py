@@ -95,6 +95,9 @@ def test_transaction_version_2_on_the_wire(shared_cluster: Cluster) -> None:
 
     # TxnOffsetCommit v6 names topics by id (its group partition added implicitly, v5+); an id
     # the broker does not know is UNKNOWN_TOPIC_ID, entries of one id answered together
+    # once the commit's markers are written: until then the coordinator answers a next
+    # transaction's offsets CONCURRENT_TRANSACTIONS (51, retriable), in Kafka as here
+    wait_until(lambda: described(c)["TransactionState"] == "CompleteCommit", 30)
     topic_id, nowhere = md["Topics"][0]["TopicId"], uuid.UUID(int=7)
     one = {"PartitionIndex": 0, "CommittedOffset": 1, "CommittedMetadata": ""}
     commit = {
