@@ -32,8 +32,9 @@ from conformance.protocol.spec import read_spec_json
 from conformance.protocol.versions import Versions
 
 DEFAULT_SPECS_ROOT = Path(__file__).resolve().parents[3] / "shared" / "kafka-specs"
-#: Releases whose facts come from their kafka-clients jar (the shared spec folders end at 3.9).
-JAR_RELEASES = ("4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0")
+#: Releases whose facts come from their kafka-clients jar (the shared spec folders end at 3.9.0,
+#: 3.8.0 and 3.7.1; the publication runs the lines' latest patches).
+JAR_RELEASES = ("3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0")
 
 
 def _release_key(name: str) -> tuple[Any, ...]:

@@ -49,7 +49,8 @@ def advertised_by(release: str) -> dict[int, tuple[int, int]]:
 
 
 def test_best_guess_recognises_each_release():
-    for release in ("2.3.1", "2.8.2", "3.5.2", "3.9.0", "4.0.2", "4.4.0"):
+    # a line's patches keep its API versions (3.9.0 advertises what 3.9.2 does): the latest wins
+    for release in ("2.3.1", "2.8.2", "3.5.2", "3.9.2", "4.0.2", "4.4.0"):
         guess = kafka_releases.best_guess(advertised_by(release))
         assert guess == (release, 1.0)
 
@@ -80,7 +81,9 @@ def test_version_order():
 def test_a_patch_release_stands_for_its_line() -> None:
     releases = release_table.load()
     assert release_table.release_of("3.9.0", releases) == "3.9.0"
-    assert release_table.release_of("3.9.1", releases) == "3.9.0"
+    assert (
+        release_table.release_of("3.9.1", releases) == "3.9.2"
+    )  # the line's newest patch in the table
     assert release_table.release_of("1.0.0", releases) is None
 
 
@@ -95,7 +98,7 @@ def test_table_check_names_each_api_whose_range_differs() -> None:
         and not (a.latest_unstable and a.max == a.min)
     }
     same = kafka_releases.table_check("apache-kafka", "3.9.1", dict(table))
-    assert same == {"release": "3.9.0", "listener": "broker", "differences": []}
+    assert same == {"release": "3.9.2", "listener": "broker", "differences": []}
     lo, hi = table[3]
     changed = {**table, 3: (lo, hi + 1)}
     del changed[0]
