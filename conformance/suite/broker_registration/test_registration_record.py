@@ -5,6 +5,11 @@ its states (settings, epoch, state and version as the draft's znode shows them),
 brokers' records say ONLINE with their endpoints, and the server's transaction log shows that
 only the controller's ZooKeeper session ever wrote them. SKIP without a connect string (or, for
 the last, where the transaction log cannot be read here).
+
+Both tests are ``disruptive``, as the lifecycle's: their fake broker is Online, so listed in every
+broker's Metadata, at a port nobody listens on. Run beside them (``--jobs``), a test that
+connects to every listed broker (CONFIGS.R10/R12, BROKER-REGISTRATION.R11, KIP-536 …) got
+ECONNREFUSED from it: the ZooKeeper store's CI flake of sessions 11-12.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from conformance.suite.kit.znodes import zookeeper
 R8 = "BROKER-REGISTRATION.R8"
 
 
-@conformance("broker-registration/zookeeper/registration-record", R8)
+@conformance("broker-registration/zookeeper/registration-record", R8, disruptive=True)
 def test_registration_record_follows_the_states(harness: Harness) -> None:
     with zookeeper(harness) as zk:
         facts = lb.learn(harness)
@@ -70,7 +75,7 @@ def test_registration_record_follows_the_states(harness: Harness) -> None:
             runner.cleanup()
 
 
-@conformance("broker-registration/zookeeper/written-by-controller-only", R8)
+@conformance("broker-registration/zookeeper/written-by-controller-only", R8, disruptive=True)
 def test_only_the_controller_writes_registration_records(harness: Harness) -> None:
     with zookeeper(harness) as zk:
         facts = lb.learn(harness)

@@ -12,16 +12,13 @@ named reason it cannot be (a missing API or precondition).
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
 from collections.abc import Callable
 
 import pytest
 
-import conformance.suite
 from conformance.protocol import Codec
 from conformance.suite.kit.harness import Harness
+from tests.support import suite_tests
 
 CODEC = Codec.from_specs()
 #: seeds whose draws left a listed requirement "not checked" before the fixed steps and tours:
@@ -36,16 +33,11 @@ CI_SEEDS = (1, 9)
 def state_machine_tests() -> dict[str, tuple[Callable, tuple[str, ...]]]:
     """test id -> (the suite's test function, the requirements it lists), for every test whose
     id ends in ``/state-machine``."""
-    out: dict[str, tuple[Callable, tuple[str, ...]]] = {}
-    for info in pkgutil.walk_packages(conformance.suite.__path__, "conformance.suite."):
-        if not info.name.rsplit(".", 1)[-1].startswith("test_"):
-            continue
-        module = importlib.import_module(info.name)
-        for _, fn in inspect.getmembers(module, inspect.isfunction):
-            for mark in getattr(fn, "pytestmark", []):
-                if mark.name == "conformance" and mark.kwargs["test_id"].endswith("/state-machine"):
-                    out[mark.kwargs["test_id"]] = (fn, mark.kwargs["requirements"])
-    return out
+    return {
+        mark["test_id"]: (fn, mark["requirements"])
+        for fn, mark in suite_tests.declared()
+        if mark["test_id"].endswith("/state-machine")
+    }
 
 
 def test_every_state_machine_is_found() -> None:

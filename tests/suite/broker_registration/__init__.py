@@ -1,0 +1,1 @@
+"""Tests of the BROKER-REGISTRATION suite tests (``conformance/suite/broker_registration/``)."""
