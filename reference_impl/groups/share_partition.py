@@ -15,10 +15,12 @@ ShareAcknowledge handlers and the tests drive the same code.
   that comes back (released, or its lock ended) is archived, never delivered again.
 * Acknowledgement types (ShareFetch/ShareAcknowledge ``AcknowledgeTypes``): GAP 0 (the offset is
   no record), ACCEPT 1 (acknowledged), RELEASE 2 (available again, or archived at the limit),
-  REJECT 3 (archived). Acknowledging a record that is not acquired by that member (another
-  member's, one whose lock ended, one never delivered) is INVALID_RECORD_STATE and changes
-  nothing of that batch; offsets below the SPSO are passed over (Kafka 4.4.0 answers NONE to an
-  acknowledgement of records already done there).
+  REJECT 3 (archived), RENEW 4 (KIP-1222, ShareFetch/ShareAcknowledge v2: the record stays
+  acquired by the member and its acquisition lock starts again; refused with INVALID_RECORD_STATE
+  where the group's ``share.renew.acknowledge.enable`` is false). Acknowledging a record that is
+  not acquired by that member (another member's, one whose lock ended, one never delivered) is
+  INVALID_RECORD_STATE and changes nothing of that batch; offsets below the SPSO are passed over
+  (Kafka 4.4.0 answers NONE to an acknowledgement of records already done there).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from conformance.protocol import ErrorCode
 
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = "available", "acquired", "acknowledged", "archived"
-GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 
 
 @dataclass
@@ -62,15 +64,24 @@ class SharePartition:
             self.start_offset += 1
 
     def acquire(
-        self, member: str, offsets: list[int], max_records: int, now_ms: int
+        self,
+        member: str,
+        offsets: list[int],
+        max_records: int,
+        now_ms: int,
+        batches: list[tuple[int, int]] | None = None,
     ) -> list[tuple[int, int, int]]:
         """Acquire for ``member`` up to ``max_records`` of the record ``offsets`` the log holds
-        (ascending) that are available: (first, last, delivery count) ranges."""
+        (ascending) that are available: (first, last, delivery count) ranges. With ``batches``
+        (the log batches' (base, last) offsets: KIP-1206's batch-optimized mode, Kafka's
+        default) a batch once started is acquired whole, so the limit is passed to finish it;
+        without, the limit is exact (record_limit)."""
         self._expire(now_ms)
         got: list[tuple[int, int, int]] = []
         taken = 0
+        ends = sorted(batches or [])
         for offset in offsets:
-            if taken >= max_records:
+            if taken >= max_records and not (ends and _same_batch(ends, got, offset)):
                 break
             if offset < self.start_offset:
                 continue
@@ -95,16 +106,27 @@ class SharePartition:
                 self.records[offset] = InFlight(ARCHIVED)
         self._advance()
 
-    def acknowledge(self, member: str, first: int, last: int, types: list[int], now_ms: int) -> int:
+    def acknowledge(
+        self,
+        member: str,
+        first: int,
+        last: int,
+        types: list[int],
+        now_ms: int,
+        renew: bool = True,
+    ) -> int:
         """One acknowledgement batch: ``types`` has one type for the whole range, or one per
-        offset. NONE, INVALID_REQUEST (malformed) or INVALID_RECORD_STATE (nothing changed)."""
+        offset. NONE, INVALID_REQUEST (malformed) or INVALID_RECORD_STATE (nothing changed;
+        also a RENEW where ``renew`` is off: the group's share.renew.acknowledge.enable)."""
         if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
             return ErrorCode.INVALID_REQUEST
-        if any(t not in (GAP, ACCEPT, RELEASE, REJECT) for t in types):
+        if any(t not in (GAP, ACCEPT, RELEASE, REJECT, RENEW) for t in types):
             return ErrorCode.INVALID_REQUEST
         self._expire(now_ms)
         kinds = types * (last - first + 1) if len(types) == 1 else types
         plan = list(zip(range(first, last + 1), kinds, strict=True))
+        if not renew and RENEW in kinds:
+            return ErrorCode.INVALID_RECORD_STATE
         for offset, kind in plan:
             r = self.records.get(offset)
             if offset < self.start_offset:
@@ -117,7 +139,9 @@ class SharePartition:
             r = self.records.get(offset)
             if r is None or r.state != ACQUIRED:
                 continue
-            if kind in (ACCEPT, GAP):
+            if kind == RENEW:
+                r.deadline_ms = now_ms + self.lock_duration_ms
+            elif kind in (ACCEPT, GAP):
                 r.state, r.member = (ACKNOWLEDGED if kind == ACCEPT else ARCHIVED), None
             elif kind == REJECT:
                 r.state, r.member = ARCHIVED, None
@@ -158,3 +182,12 @@ class SharePartition:
         for o, (state, count) in d.get("records", {}).items():
             sp.records[int(o)] = InFlight(state, int(count))
         return sp
+
+
+def _same_batch(ends: list[tuple[int, int]], got: list[tuple[int, int, int]], offset: int) -> bool:
+    """Whether ``offset`` is in the log batch of the last record acquired (batch-optimized
+    acquisition finishes a batch it started)."""
+    if not got:
+        return False
+    last = got[-1][1]
+    return any(base <= last <= end and base <= offset <= end for base, end in ends)

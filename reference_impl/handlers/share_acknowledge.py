@@ -1,11 +1,14 @@
 """ShareAcknowledge (79): a share-group member acknowledges records it holds, outside a fetch.
 
-Version 1 (Kafka 4.4.0 advertises 1-2; v2's IsRenewAck is not served). A null or empty GroupId
+Versions 1-2, as Kafka 4.4.0 (v2, KIP-1222: RENEW acknowledgements, type 4, allowed where
+IsRenewAck is true, and the answer's AcquisitionLockTimeoutMs, the group's
+share.record.lock.duration.ms as ShareFetch's). A null or empty GroupId
 or MemberId is INVALID_REQUEST; then READ on the GROUP, else GROUP_AUTHORIZATION_FAILED. The
 share session must exist and the epoch be its next one (SHARE_SESSION_NOT_FOUND,
 INVALID_SHARE_SESSION_EPOCH; epoch 0 is refused as Kafka does, since only ShareFetch opens a
 session); -1 closes it after the acknowledgements. Each partition's ErrorCode is its batches'
-(INVALID_RECORD_STATE for records the member does not hold).
+(INVALID_RECORD_STATE for records the member does not hold; INVALID_REQUEST for batches
+Kafka's KafkaApis finds malformed, ``share_common.batches_invalid``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 
 MIN_VERSION = 1
-MAX_VERSION = 1
+MAX_VERSION = 2
 
 
 def api(node: BrokerView) -> Api:
@@ -32,12 +35,17 @@ def api(node: BrokerView) -> Api:
         if error or session is None:
             return _top(error, [])
         responses = []
+        renew_ack = ctx.version >= 2 and body.get("IsRenewAck", False)
+        renew = sc.renew_enabled(node, group)
         for t in body["Topics"]:
             parts = []
             for p in t["Partitions"]:
+                batches = p["AcknowledgementBatches"]
                 try:
+                    if sc.batches_invalid(batches, ctx.version, renew_ack):
+                        raise KafkaError(ErrorCode.INVALID_REQUEST, None)
                     _name, sp = sc.share_partition(node, group, t["TopicId"], p["PartitionIndex"])
-                    code = sc.acknowledge(sp, member, p["AcknowledgementBatches"])
+                    code = sc.acknowledge(sp, member, batches, renew)
                 except KafkaError as e:
                     code = int(e.code)
                 parts.append(
@@ -53,7 +61,7 @@ def api(node: BrokerView) -> Api:
             shared.close(group, member)
         if responses or epoch == -1:
             shared.save()
-        return _top(ErrorCode.NONE, responses)
+        return _top(ErrorCode.NONE, responses, sc.lock_duration_ms(node, group))
 
     return Api(
         ApiKey.SHARE_ACKNOWLEDGE,
@@ -64,12 +72,12 @@ def api(node: BrokerView) -> Api:
     )
 
 
-def _top(error: int, responses: list[dict]) -> dict:
+def _top(error: int, responses: list[dict], lock_ms: int = 0) -> dict:
     return {
         "ThrottleTimeMs": 0,
         "ErrorCode": int(error),
         "ErrorMessage": None,
-        "AcquisitionLockTimeoutMs": 0,
+        "AcquisitionLockTimeoutMs": lock_ms,
         "Responses": responses,
         "NodeEndpoints": [],
     }

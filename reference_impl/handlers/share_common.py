@@ -76,15 +76,43 @@ def share_partition(
     return name, sp
 
 
-def acknowledge(sp: SharePartition, member: str, batches: list[dict]) -> int:
-    """Apply a partition's acknowledgement batches in order; the first error, else NONE."""
+def acknowledge(sp: SharePartition, member: str, batches: list[dict], renew: bool = True) -> int:
+    """Apply a partition's acknowledgement batches in order; the first error, else NONE.
+    ``renew``: the group's share.renew.acknowledge.enable (a RENEW is refused without it)."""
     error = 0
     for b in batches:
-        got = sp.acknowledge(
-            member, b["FirstOffset"], b["LastOffset"], list(b["AcknowledgeTypes"]), now_ms()
-        )
+        types = list(b["AcknowledgeTypes"])
+        got = sp.acknowledge(member, b["FirstOffset"], b["LastOffset"], types, now_ms(), renew)
         error = error or int(got)
     return error
+
+
+#: the acknowledge types of each version (KIP-1222: RENEW from v2)
+MAX_TYPE_V1, MAX_TYPE_V2 = 3, 4
+
+
+def batches_invalid(batches: list[dict], version: int, renew_ack: bool) -> bool:
+    """Whether a partition's acknowledgement batches are malformed for the request, which Kafka
+    4.4.0 answers INVALID_REQUEST for that partition before touching the share partition: a
+    batch whose first offset passes its last or comes before the previous batch's last, no
+    types, a count of types neither 1 nor one per offset, a type above the version's (RENEW 4
+    from v2), or a RENEW in a request whose IsRenewAck is false."""
+    top = MAX_TYPE_V2 if version >= 2 else MAX_TYPE_V1
+    previous = -1
+    for b in batches:
+        first, last, types = b["FirstOffset"], b["LastOffset"], list(b["AcknowledgeTypes"] or [])
+        if first > last or first < previous or not types:
+            return True
+        if len(types) > 1 and last - first + 1 != len(types):
+            return True
+        if any(t < 0 or t > top for t in types) or (4 in types and not renew_ack):
+            return True
+        previous = last
+    return False
+
+
+def renew_enabled(node: BrokerView, group: str) -> bool:
+    return group_config(node, group, "share.renew.acknowledge.enable").lower() == "true"
 
 
 #: ListOffsets' isolation level and timestamp a read_committed share read bounds itself by

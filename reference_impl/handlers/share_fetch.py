@@ -1,9 +1,8 @@
 """ShareFetch (78): a share-group member acquires records, and acknowledges those it holds.
 
-Version 1 (Kafka 4.4.0 advertises 1-2; v2's ShareAcquireMode and IsRenewAck are not served).
-A null or empty GroupId or MemberId is INVALID_REQUEST (as Kafka 4.4.0, the
-spec-derived diff); then READ on the GROUP, else GROUP_AUTHORIZATION_FAILED for the whole
-request. The share session
+Versions 1-2, as Kafka 4.4.0. A null or empty GroupId or MemberId is INVALID_REQUEST (as Kafka
+4.4.0, the spec-derived diff); then READ on the GROUP, else GROUP_AUTHORIZATION_FAILED for the
+whole request. The share session
 (``groups/share_sessions.py``) decides the request's partitions and refuses a wrong epoch
 (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, with AcquisitionLockTimeoutMs 0). The
 acknowledgement batches are applied first (a partition's AcknowledgeErrorCode:
@@ -13,6 +12,14 @@ their share-partition start offsets, waiting up to MaxWaitMs while there is none
 partition's answer carries the batches holding what was acquired and the AcquiredRecords ranges
 with their delivery counts. As Kafka: a session's first answer (epoch 0) lists every partition
 of the session; later ones only those with records, acknowledgements or errors.
+
+Version 2 (KIP-1206, KIP-1222): ShareAcquireMode 0 (batch-optimized, v1's only mode) acquires
+whole log batches, passing MaxRecords to finish the last one; 1 (record_limit) at most
+MaxRecords records. IsRenewAck true marks a request of RENEW acknowledgements (type 4, which
+keep records acquired and start their locks again): it acquires nothing, and Kafka 4.4.0 refuses
+it with INVALID_REQUEST unless MaxBytes, MinBytes, MaxRecords and MaxWaitMs are all 0. A batch
+Kafka's KafkaApis finds malformed (``share_common.batches_invalid``) is that partition's
+AcknowledgeErrorCode INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 
 MIN_VERSION = 1
-MAX_VERSION = 1
+MAX_VERSION = 2
+#: ShareAcquireMode (v2)
+RECORD_LIMIT = 1
 POLL_SECONDS = 0.05
 
 
@@ -75,6 +84,10 @@ async def share_fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict
         return _top(ErrorCode.INVALID_REQUEST, 0, [])
     if not group_allowed(node, ctx, "READ", group):
         return _top(ErrorCode.GROUP_AUTHORIZATION_FAILED, 0, [])
+    renew_ack = ctx.version >= 2 and body.get("IsRenewAck", False)
+    limits = ("MaxBytes", "MinBytes", "MaxRecords", "MaxWaitMs")
+    if renew_ack and any(body[k] != 0 for k in limits):
+        return _top(ErrorCode.INVALID_REQUEST, 0, [])
     adds = [(t["TopicId"], p["PartitionIndex"]) for t in body["Topics"] for p in t["Partitions"]]
     forgets = [(t["TopicId"], p) for t in body["ForgottenTopicsData"] for p in t["Partitions"]]
     acks = {
@@ -92,23 +105,28 @@ async def share_fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict
     def entry(tp: tuple[uuid.UUID, int]) -> dict:
         return out.setdefault(tp, _entry(tp[1]))
 
+    renew = sc.renew_enabled(node, group)
     for tp, batches in acks.items():
+        if sc.batches_invalid(batches, ctx.version, renew_ack):
+            entry(tp)["AcknowledgeErrorCode"] = int(ErrorCode.INVALID_REQUEST)
+            continue
         try:
             _name, sp = sc.share_partition(node, group, *tp)
-            entry(tp)["AcknowledgeErrorCode"] = sc.acknowledge(sp, member, batches)
+            entry(tp)["AcknowledgeErrorCode"] = sc.acknowledge(sp, member, batches, renew)
         except KafkaError as e:
             entry(tp)["AcknowledgeErrorCode"] = int(e.code)
     lock_ms = sc.lock_duration_ms(node, group)
+    whole = body.get("ShareAcquireMode", 0) != RECORD_LIMIT
     if epoch == -1:
         shared.close(group, member)
-    else:
+    elif not renew_ack:
         if epoch == 0:
             for tp in session.partitions:
                 entry(tp)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(body["MaxWaitMs"], 0) / 1000
         while True:
-            if _acquire(node, group, member, session.partitions, body["MaxRecords"], entry):
+            if _acquire(node, group, member, session, body["MaxRecords"], whole, entry):
                 break
             if loop.time() >= deadline:
                 break
@@ -122,11 +140,12 @@ async def share_fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict
     return _top(ErrorCode.NONE, lock_ms, responses)
 
 
-def _acquire(node, group, member, partitions, max_records, entry) -> bool:
-    """Acquire for the member across its session's partitions; whether anything was."""
+def _acquire(node, group, member, session, max_records, whole, entry) -> bool:
+    """Acquire for the member across its session's partitions (``whole``: whole log batches);
+    whether anything was."""
     left = max(max_records, 1)
     any_acquired = False
-    for tp in partitions:
+    for tp in session.partitions:
         if left <= 0:
             break
         try:
@@ -141,7 +160,8 @@ def _acquire(node, group, member, partitions, max_records, entry) -> bool:
         markers = [o for base, last, _r, os in batches if not os for o in range(base, last + 1)]
         sp.archive(aborted + markers)
         offsets = [o for _b, _l, _raw, os in batches for o in os]
-        ranges = sp.acquire(member, offsets, left, sc.now_ms())
+        ends = [(base, last) for base, last, _raw, _os in batches] if whole else None
+        ranges = sp.acquire(member, offsets, left, sc.now_ms(), ends)
         if not ranges:
             continue
         any_acquired = True

@@ -116,3 +116,12 @@ def unknown_start_as_zero(api: int, version: int, body: dict) -> bool:
     for p in hit:
         p["StartOffset"] = 0
     return bool(hit)
+
+
+def renew_lock_unsaid(api: int, version: int, body: dict) -> bool:
+    """SHARE-GROUPS.R23: ShareAcknowledge v2 answers AcquisitionLockTimeoutMs 0 (a broker that
+    took the field on with v2 but never fills it in)."""
+    if api != ApiKey.SHARE_ACKNOWLEDGE or version < 2 or not body.get("AcquisitionLockTimeoutMs"):
+        return False
+    body["AcquisitionLockTimeoutMs"] = 0
+    return True

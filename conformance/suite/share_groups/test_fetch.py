@@ -19,47 +19,14 @@ from conformance.suite.share_groups.shared import (
     REJECT,
     RELEASE,
     ShareGroup,
-    ShareMember,
     ShareSession,
     counts,
+    done,
+    members,
     offsets,
     partition_errors,
     served,
 )
-
-
-def members(
-    harness: Harness, n: int, req: str, configs: dict[str, str] | None = None
-) -> tuple[ShareGroup, list[ShareMember], list[ShareSession], str]:
-    """A fresh one-partition topic and share group (``configs`` set first), ``n`` members
-    assigned its partition, each with a share session opened (epoch 0)."""
-    served(harness)
-    topic = obtain(harness, "sgfetch", 1, exact=True)
-    tid = topic_ids(harness, [topic.name])[topic.name]
-    g = ShareGroup(harness, [topic.name])
-    if configs:
-        g.configured(configs, req)
-    ms = [g.new_member() for _ in range(n)]
-    for m in ms:
-        g.join(m, {(tid, 0)}, req, settle=False)
-    g.settle(ms, {(tid, 0)}, req)
-    sessions = [ShareSession(g, m, topic.name, tid) for m in ms]
-    for s in sessions:
-        opened = s.fetch(wait_ms=0)
-        verify.check(
-            opened["ErrorCode"] == ErrorCode.NONE,
-            f"ShareFetch at share session epoch 0: error {opened['ErrorCode']} "
-            f"({opened.get('ErrorMessage')})",
-            req,
-        )
-    return g, ms, sessions, topic.name
-
-
-def done(g: ShareGroup, ms: list[ShareMember], sessions: list[ShareSession]) -> None:
-    for s in sessions:
-        s.close()
-    for m in ms:
-        g.leave(m)
 
 
 @conformance(

@@ -17,6 +17,7 @@ from reference_impl.groups.share_partition import (
     AVAILABLE,
     REJECT,
     RELEASE,
+    RENEW,
     SharePartition,
 )
 
@@ -67,6 +68,27 @@ def test_malformed_batches() -> None:
     assert sp.acknowledge("a", 3, 2, [ACCEPT], 0) == E.INVALID_REQUEST
     assert sp.acknowledge("a", 0, 2, [ACCEPT, ACCEPT], 0) == E.INVALID_REQUEST
     assert sp.acknowledge("a", 0, 0, [7], 0) == E.INVALID_REQUEST
+
+
+def test_renew_restarts_the_lock_and_keeps_the_record() -> None:
+    """KIP-1222: a RENEW keeps the record acquired by its member, count unchanged, with a new
+    lock; another member's RENEW, or one where the group disables it, changes nothing."""
+    sp = SharePartition(0, lock_duration_ms=1000)
+    assert sp.acquire("a", LOG[:2], 10, now_ms=0) == [(0, 1, 1)]
+    assert sp.acknowledge("b", 0, 0, [RENEW], 500) == E.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", 0, 0, [RENEW], 500, renew=False) == E.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", 0, 0, [RENEW], 500) == E.NONE
+    assert sp.acquire("b", LOG[:2], 10, now_ms=1200) == [(1, 1, 2)]  # 1's lock ended, not 0's
+    assert sp.state_of(0, 1499) == ACQUIRED and sp.state_of(0, 1500) == AVAILABLE
+
+
+def test_batch_optimized_acquires_whole_batches() -> None:
+    """KIP-1206: with the log's batches (batch-optimized) a batch begun is acquired whole, past
+    MaxRecords; without them (record_limit) MaxRecords is exact."""
+    sp = SharePartition(0)
+    assert sp.acquire("a", LOG, 2, 0, batches=[(0, 4), (5, 9)]) == [(0, 4, 1)]
+    assert sp.acquire("a", LOG, 2, 0) == [(5, 6, 1)]
+    assert sp.acquire("a", LOG, 1, 0, batches=[(0, 4), (5, 9)]) == [(7, 9, 1)]
 
 
 class Members(RuleBasedStateMachine):

@@ -22,6 +22,7 @@ from tests.support.faults_share_groups import (
     log_start_withheld,
     member_id_not_kept,
     ranges_widened,
+    renew_lock_unsaid,
     share_type_hidden,
     unknown_start_as_zero,
 )
@@ -38,6 +39,8 @@ RESET = "share-groups/fetch/auto-offset-reset"
 LISTED = "share-groups/admin/list-and-delete"
 OFFSETS = "share-groups/admin/offsets"
 SILENT = "share-groups/heartbeat/session-timeout"
+RENEW = "share-groups/acknowledge/renew"
+RECORD_LIMIT = "share-groups/fetch/record-limit"
 HEARTBEAT = {ApiKey.SHARE_GROUP_HEARTBEAT}
 SESSION_APIS = {ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE}
 
@@ -88,13 +91,15 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             (SILENT, "SHARE-GROUPS.R20"),
         },
     ),
-    "counts-stuck-ranges-widened": (
-        lambda: (delivery_count_stuck, ranges_widened),
-        (ACQUIRE, LIMIT),
+    "counts-stuck-ranges-widened-renew-lock-unsaid": (
+        lambda: (delivery_count_stuck, ranges_widened, renew_lock_unsaid),
+        (ACQUIRE, LIMIT, RENEW, RECORD_LIMIT),
         {
             (ACQUIRE, "SHARE-GROUPS.R9"),
             (ACQUIRE, "SHARE-GROUPS.R10"),
             (LIMIT, "SHARE-GROUPS.R13"),
+            (RENEW, "SHARE-GROUPS.R23"),
+            (RECORD_LIMIT, "SHARE-GROUPS.R24"),
         },
     ),
     "epoch-back-log-start-withheld": (
