@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import base64
 import ctypes
+import json
 import os
 import secrets
 import shutil
@@ -628,9 +629,12 @@ class KafkaTarget(Target):
         spawned = _now_ms()
         deadline = time.monotonic() + self.startup_timeout
         while True:
+            this_spawn = _now_ms()
             self._spawn(node)
             try:
                 self._wait_node(node, deadline)
+                if self.store == "zookeeper" and node.role == "broker":
+                    self._wait_registered(node, this_spawn, deadline)
                 break
             except TargetError:
                 # ZooKeeper mode: a broker killed with SIGKILL leaves its /brokers/ids znode
@@ -642,6 +646,33 @@ class KafkaTarget(Target):
                 time.sleep(1.0)
         if node.role == "broker":
             self.started[node_id] = (spawned, _now_ms())
+
+    def _wait_registered(self, node: Node, since_ms: int, deadline: float) -> None:
+        """ZooKeeper mode: until the broker's /brokers/ids znode is its own (the broker JSON's
+        timestamp is when this process registered). A broker listens before it registers, and
+        one that finds the znode of its killed predecessor exits then (NodeExists: that
+        session has not ended yet), so listening alone does not say it started: 2.8.2's
+        cluster-kill lost broker 1 so under load (issue 41)."""
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import NoNodeError
+
+        zk = KazooClient(hosts=str(self.zookeeper), read_only=True)
+        zk.start(timeout=max(1.0, deadline - time.monotonic()))
+        try:
+            while True:
+                self._check_alive(node)
+                try:
+                    data, _ = zk.get(f"/brokers/ids/{node.node_id}")
+                    if int(json.loads(data).get("timestamp", 0)) >= since_ms:
+                        return
+                except NoNodeError:
+                    pass
+                if time.monotonic() >= deadline:
+                    self._failed(node, "did not register in ZooKeeper")
+                time.sleep(0.2)
+        finally:
+            zk.stop()
+            zk.close()
 
     def start_nodes(self, node_ids: list[int]) -> None:
         """KRaft: every JVM spawned from this thread, then each waited for (their starts
