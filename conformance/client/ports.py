@@ -56,27 +56,27 @@ class Holding:
         self.release()
         return Holding()
 
-    def claim(self, lo: int, top: int) -> int | None:
-        """A block within ``lo``..``top`` no process holds, now held by this one (its number);
-        None when there is none, or the folder cannot be used."""
+    def claim(self, lo: int, top: int, count: int = 1) -> int | None:
+        """``count`` consecutive blocks within ``lo``..``top`` no process holds, now held by this
+        one (the first one's number); None when there are none, or the folder cannot be used."""
         folder = _folder()
         if folder is None:
             return None
-        candidates = [k for k in range(-(-lo // BLOCK), top // BLOCK) if k not in self.blocks]
-        _rng.shuffle(candidates)
-        for k in candidates:
-            try:
-                fd = os.open(folder / str(k), os.O_RDWR | os.O_CREAT, 0o600)
-            except OSError:
-                return None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+        starts = list(range(-(-lo // BLOCK), top // BLOCK - count + 1))
+        _rng.shuffle(starts)
+        for k in starts:
+            files: list[int] = []
+            for j in range(k, k + count):
+                fd = None if j in self.blocks else _lock(folder / str(j))
+                if fd is None:
+                    break
+                files.append(fd)
+            if len(files) == count:
+                self.files.extend(files)
+                self.blocks.extend(range(k, k + count))
+                return k
+            for fd in files:
                 os.close(fd)
-                continue
-            self.files.append(fd)
-            self.blocks.append(k)
-            return k
         return None
 
     def release(self) -> None:
@@ -88,6 +88,21 @@ class Holding:
 
 
 _holding = Holding()
+
+
+def _lock(path: Path) -> int | None:
+    """The file at ``path``, open and exclusively locked by this process; None where another
+    holds it (or it cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _folder() -> Path | None:
@@ -130,15 +145,20 @@ def _in_block(host: str, k: int, lo: int, top: int) -> int | None:
     return None
 
 
+def _held() -> Holding:
+    global _holding
+    _holding = _holding.current()
+    return _holding
+
+
 def _from_blocks(host: str, lo: int, top: int) -> int | None:
     """A port from the blocks this process holds, holding another block while they have none
     left; None when no block can be held."""
-    global _holding
-    _holding = _holding.current()
-    for k in _holding.blocks:
+    holding = _held()
+    for k in holding.blocks:
         if (port := _in_block(host, k, lo, top)) is not None:
             return port
-    while (new := _holding.claim(lo, top)) is not None:
+    while (new := holding.claim(lo, top)) is not None:
         if (port := _in_block(host, new, lo, top)) is not None:
             return port
     return None
@@ -161,3 +181,28 @@ def free_port(host: str = "127.0.0.1") -> int:
         s.bind((host, 0))
         port = s.getsockname()[1]
     return _give(port)
+
+
+def free_run(size: int, host: str = "127.0.0.1", attempts: int = 50) -> int | None:
+    """The first of ``size`` consecutive ports on ``host`` nobody listens on now, below the
+    ephemeral range, in blocks this process holds (from a block's first port), none given
+    before; drawn at random where no blocks can be held; None when none is found."""
+    if size == 1:
+        return free_port(host)
+    top = _ephemeral_start()
+    for _ in range(attempts):
+        k = _held().claim(LOWEST, top, -(-size // BLOCK))
+        if k is None:
+            break
+        run = range(k * BLOCK, k * BLOCK + size)
+        if not _given.intersection(run) and all(_bindable(host, p) for p in run):
+            _given.update(run)
+            return run[0]
+        # the blocks stay held: free_port hands out their free ports
+    for _ in range(attempts):
+        base = _rng.randrange(LOWEST, top - size)
+        run = range(base, base + size)
+        if not _given.intersection(run) and all(_bindable(host, p) for p in run):
+            _given.update(run)
+            return base
+    return None

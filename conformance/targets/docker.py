@@ -20,7 +20,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import random
 import signal
 import socket
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from conformance.client.ports import free_port
+from conformance.client.ports import free_run
 from conformance.targets import docker_nodes
 from conformance.targets.base import (
     Endpoint,
@@ -50,9 +49,6 @@ OWNER_LABEL = "kafka-conformance.owner"
 START_LABEL = "kafka-conformance.start"
 #: the OCI label an image may carry its version in (read when the tag says nothing: latest)
 VERSION_LABEL = "org.opencontainers.image.version"
-#: port blocks of more than one port are taken below Linux's ephemeral range (32768-60999), so
-#: that ports the OS hands out to connections meanwhile do not land in them
-BLOCK_RANGE = (20000, 32768)
 
 
 def parse_image(image: str) -> tuple[str, str]:
@@ -69,25 +65,14 @@ def parse_image(image: str) -> tuple[str, str]:
     return repository, "latest"
 
 
-def free_block(size: int, host: str = "127.0.0.1", attempts: int = 50) -> int:
-    """The first of ``size`` consecutive ports nobody listens on right now."""
-    if size == 1:
-        return free_port(host)
-    rng = random.Random()
-    for _ in range(attempts):
-        base = rng.randrange(BLOCK_RANGE[0], BLOCK_RANGE[1] - size)
-        if all(_bindable(host, base + i) for i in range(size)):
-            return base
-    raise TargetError(f"no block of {size} free ports on {host} in {BLOCK_RANGE}")
-
-
-def _bindable(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
+def free_block(size: int, host: str = "127.0.0.1") -> int:
+    """The first of ``size`` consecutive ports nobody listens on right now, below the ephemeral
+    range (where connections take their local ports) and held by this process as its other
+    ports are (``conformance.client.ports``)."""
+    base = free_run(size, host)
+    if base is None:
+        raise TargetError(f"no block of {size} free ports on {host} below the ephemeral range")
+    return base
 
 
 def _now_ms() -> int:

@@ -4,6 +4,7 @@ once (each draws from blocks it holds), bindable when handed out."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -17,6 +18,8 @@ from conformance.client import ports
 #: ports each of two processes draws: were they drawn independently from the whole range, as
 #: before the blocks, about DRAWN**2 / 12768 (about 20) would be the same
 DRAWN = 500
+#: consecutive ports a docker target takes (``free_run``): more than a block
+RUN = 40
 
 
 @pytest.fixture
@@ -41,13 +44,15 @@ def test_ports_lie_below_the_ephemeral_range_and_are_never_repeated() -> None:
 
 
 def test_two_processes_never_hand_out_one_port(holding, tmp_path: Path) -> None:
-    """Another process draws DRAWN ports (and binds none: its servers have not started yet),
-    then this one draws DRAWN: none is the same."""
+    """Another process draws three runs of RUN ports and DRAWN single ones (and binds none: its
+    servers have not started yet), then this one does: none is the same."""
     code = (
         "import sys, pathlib\n"
         "from conformance.client import ports\n"
         "ports.LOCKS = pathlib.Path(sys.argv[1])\n"
+        f"runs = [ports.free_run({RUN}) for _ in range(3)]\n"
         f"print(*[ports.free_port() for _ in range({DRAWN})], flush=True)\n"
+        f"print(*[b + i for b in runs for i in range({RUN})], flush=True)\n"
         "sys.stdin.read()\n"
     )
     other = subprocess.Popen(
@@ -59,13 +64,16 @@ def test_two_processes_never_hand_out_one_port(holding, tmp_path: Path) -> None:
     try:
         assert other.stdout is not None and other.stdin is not None
         theirs = {int(p) for p in other.stdout.readline().split()}
+        their_runs = {int(p) for p in other.stdout.readline().split()}
+        our_runs = {b + i for b in [ports.free_run(RUN) for _ in range(3)] for i in range(RUN)}
         ours = {ports.free_port() for _ in range(DRAWN)}
     finally:
         if other.stdin is not None:
             other.stdin.close()
         other.wait(30)
-    assert len(theirs) == len(ours) == DRAWN
-    assert ours & theirs == set()
+    assert len(theirs) == len(ours) == DRAWN and len(their_runs) == len(our_runs) == 3 * RUN
+    assert (ours | our_runs) & (theirs | their_runs) == set()
+    assert ours & our_runs == set()
     assert len(list(tmp_path.iterdir())) >= 2 * DRAWN // ports.BLOCK
 
 
@@ -100,3 +108,13 @@ def test_a_forked_child_holds_none_of_its_parents_blocks(holding) -> None:
         os.close(read_end)
         os.waitpid(pid, 0)
     assert theirs // ports.BLOCK not in holding.blocks, (ours, theirs, holding.blocks)
+
+
+def test_a_run_is_consecutive_free_ports_from_a_block(holding) -> None:
+    base = ports.free_run(RUN)
+    assert base is not None and base % ports.BLOCK == 0
+    assert {base // ports.BLOCK, (base + RUN - 1) // ports.BLOCK} <= set(holding.blocks)
+    with contextlib.ExitStack() as stack:  # every port of it is free to serve on
+        for port in range(base, base + RUN):
+            s = stack.enter_context(socket.socket())
+            s.bind(("127.0.0.1", port))
