@@ -8,6 +8,7 @@ to it with the suite's wire client, in every version of each API where the answe
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
@@ -196,6 +197,26 @@ async def stable_group(broker: Broker, group: str, n: int = 2) -> list[tuple[Con
     return list(zip(conns, joined, strict=True))
 
 
+async def until(done: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Until ``done()``, looked at every turn of the loop in the awaiting task (a fixed sleep is
+    stretched by a loaded host past the timers the tests race; a task of its own would cost one
+    more turn before the awaiting one runs); bounded by ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"{what}: not after {timeout} s"
+        await asyncio.sleep(0)
+
+
+def preparing(broker: Broker, group: str, members: int) -> Callable[[], bool]:
+    """Whether ``group`` waits in PreparingRebalance with ``members`` members joined."""
+
+    def check() -> bool:
+        g = broker.coordinator.groups.get(group)
+        return g is not None and g.state.value == "PreparingRebalance" and len(g.members) == members
+
+    return check
+
+
 # -- FindCoordinator ------------------------------------------------------------------------
 
 
@@ -288,7 +309,7 @@ def test_two_members_rebalance_on_join_and_on_leave() -> None:
         # a third member joins: the others learn it from their heartbeats
         c2 = await broker.connect("c2")
         joining = asyncio.ensure_future(join(c2, "g"))
-        await asyncio.sleep(0.05)
+        await until(preparing(broker, "g", 3), "the third member's join")
         assert await beat(c0, "g", r0) == E.REBALANCE_IN_PROGRESS
         rejoins = [join(c0, "g", member=r0["MemberId"]), join(c1, "g", member=r1["MemberId"])]
         results = await asyncio.gather(joining, *rejoins)
@@ -417,8 +438,12 @@ def test_static_member_rejoining_fences_its_old_id_without_a_rebalance() -> None
 def test_session_expiry_removes_a_silent_member_and_rebalances() -> None:
     async def test(broker: Broker) -> None:
         c0, c1 = await broker.connect("c0"), await broker.connect("c1")
+        # only c1's session is short: a loaded host's pause between c0's heartbeats cannot
+        # expire c0 as well
         quick = {"SessionTimeoutMs": 300, "RebalanceTimeoutMs": 2000}
-        joined = await asyncio.gather(join(c0, "g", **quick), join(c1, "g", **quick))
+        joined = await asyncio.gather(
+            join(c0, "g", RebalanceTimeoutMs=2000), join(c1, "g", **quick)
+        )
         leader = next(r for r in joined if r["Members"])
         plan = {r["MemberId"]: b"x" for r in joined}
         await asyncio.gather(
@@ -427,12 +452,13 @@ def test_session_expiry_removes_a_silent_member_and_rebalances() -> None:
                 for c, r in zip((c0, c1), joined, strict=True)
             )
         )
-        for _ in range(6):  # only c0 keeps heartbeating
+        deadline = time.monotonic() + 10
+        while (error := await beat(c0, "g", joined[0])) == 0:  # only c0 keeps heartbeating
+            assert time.monotonic() < deadline, "c1's session never expired"
             await asyncio.sleep(0.1)
-            error = await beat(c0, "g", joined[0])
         assert error == E.REBALANCE_IN_PROGRESS
         assert list(broker.coordinator.groups["g"].members) == [joined[0]["MemberId"]]
-        r = await join(c0, "g", member=joined[0]["MemberId"], **quick)
+        r = await join(c0, "g", member=joined[0]["MemberId"], RebalanceTimeoutMs=2000)
         assert r["GenerationId"] == 2 and len(r["Members"]) == 1
 
     run(test)
@@ -465,10 +491,14 @@ def test_coordinator_errors_for_partitions_not_led_or_still_loading() -> None:
 
 
 def test_a_pending_join_gets_not_coordinator_when_the_partition_moves() -> None:
+    """The partition is unloaded while the member waits out the initial rebalance delay (seen
+    at once, ``until``: after a fixed 10 ms sleep the join had completed first in about 1 run
+    in 6, four such runs at once)."""
+
     async def test(broker: Broker) -> None:
         conn = await broker.connect()
         pending = asyncio.ensure_future(join(conn, "g"))
-        await asyncio.sleep(0.01)
+        await until(preparing(broker, "g", 1), "the join")
         broker.coordinator.unload(partition_for("g", PARTITIONS))
         assert (await pending)["ErrorCode"] == E.NOT_COORDINATOR
 
