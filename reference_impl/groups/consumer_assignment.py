@@ -60,7 +60,8 @@ def compute_target(group: ConsumerGroup) -> None:
     }
     partitions = {tid: count for tid, count in topics.values()}
     assignor = ASSIGNORS[preferred_assignor(group)]
-    group.target = assignor.assign(subscriptions, partitions, group.target)
+    statics = {m.member_id: m.instance_id for m in group.members.values() if m.instance_id}
+    group.target = assignor.assign(subscriptions, partitions, group.target, statics)
     group.assignment_epoch = group.group_epoch
 
 
