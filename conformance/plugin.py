@@ -19,7 +19,8 @@ NOT_EVALUATED are skips whose reason starts with the verdict.
 Concurrency (``--jobs N``, ``run``'s default 'auto'): the tests run in N pytest-xdist workers
 against the one target this process (xdist's controller) started; the ``disruptive`` ones run
 after them in this process, one at a time, so verdicts are those of a one-process run at the same
-seed (see the section "concurrency" below).
+seed (see the section "concurrency" below). ``run`` against the bundled reference runs them
+instead beside the workers, in side runs with clusters of their own (``conformance.side_runs``).
 
 A target that goes down: tests marked ``disruptive`` (malformed input, DURABILITY's faults,
 restarts) run after all the others. After a test that failed, or a disruptive one, the target is
@@ -357,6 +358,8 @@ class SuiteRun:
         self.report_by_default = report_by_default
         self.run_dir: Path | None = None
         self.report: Path | None = None
+        #: a side run of a concurrent run: its disruptive tests only (``conformance.side_runs``)
+        self.disruptive_only = False
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -490,6 +493,8 @@ class State:
     #: the run's content key over every feature, taken when the run opens (issue 41); the
     #: manifest keeps it narrowed to the features whose tests recorded
     content_key: dict[str, Any] | None = None
+    #: a concurrent run's side runs of the disruptive tests (``conformance.side_runs.Sides``)
+    sides: Any = None
 
 
 STATE = pytest.StashKey[State]()
@@ -609,6 +614,14 @@ def _select_and_open(config: pytest.Config, items: list) -> None:
             return
     if state.worker is not None:
         _worker_items(config, state, items)
+    if config.stash[RUN].disruptive_only:  # a side run (``conformance.side_runs``)
+        keep = [i for i in items if (ti := info(i)) is not None and ti.disruptive]
+        if len(keep) < len(items):
+            chosen = set(map(id, keep))
+            config.hook.pytest_deselected(items=[i for i in items if id(i) not in chosen])
+            items[:] = keep
+        if not keep:
+            return
     _disruptive_last(items)
     if config.option.collectonly or state.active:  # the controller opened it at its start
         return
@@ -1097,19 +1110,32 @@ class _Controller:
         """The target, started before xdist starts its workers (they need its endpoints)."""
         import tempfile
 
-        state = session.config.stash[STATE]
-        _open_run(session.config, state)
+        from conformance import side_runs
+
+        config, state = session.config, session.config.stash[STATE]
+        run, seed = config.stash[RUN], opt(config, "seed")
+        # ``run``'s runs only (it gives the target): a pytest session's ``-p`` plugins (a
+        # project test's faulty target) would not be in the side runs
+        beside = run.target is not None and side_runs.beside(run.target, state.jobs)
+        if beside and seed != "random":  # spawned first: their start overlaps the target's
+            sides = side_runs.sides_for(state.jobs)
+            state.sides = side_runs.start(_given_options(config), run_seed(seed), sides)
+        _open_run(config, state)
         flags = Path(tempfile.mkdtemp(prefix="kafka-conformance-"))
         state.outage_flag = flags / "target-down"
+        if beside and state.sides is None and state.active:  # the seed drawn ('random')
+            sides = side_runs.sides_for(state.jobs)
+            state.sides = side_runs.start(_given_options(config), state.seed, sides)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if (sides := config.stash[STATE].sides) is not None:
+            sides.close()
 
     def pytest_configure_node(self, node: Any) -> None:
         config = node.config
-        state, run = config.stash[STATE], config.stash[RUN]
+        state = config.stash[STATE]
         node.workerinput[WORKER_INPUT] = {
-            "options": {
-                o.dest: str(v) if isinstance(v := getattr(run.options, o.dest), Path) else v
-                for o in OPTIONS
-            },
+            "options": _given_options(config),
             "target": target_facts(state.target),
             "seed": state.seed,
             "flag": str(state.outage_flag),
@@ -1142,9 +1168,19 @@ class _Controller:
         return result
 
 
+def _given_options(config: pytest.Config) -> dict[str, Any]:
+    """The run's options in types execnet and JSON carry (for workers and side runs)."""
+    run = config.stash[RUN]
+    return {
+        o.dest: str(v) if isinstance(v := getattr(run.options, o.dest), Path) else v
+        for o in OPTIONS
+    }
+
+
 def _the_rest(session: pytest.Session) -> None:
-    """In the controller, after the workers: the target restarted if a worker saw it down, then
-    the deferred tests and the disruptive ones, one by one, in their collected order."""
+    """In the controller, after the workers: the target restarted if a worker saw it down, the
+    side runs' records taken, then the deferred tests and the disruptive ones no side run
+    recorded, one by one, in their collected order."""
     config = session.config
     state = config.stash[STATE]
     if state.worker_outage is not None:
@@ -1153,11 +1189,16 @@ def _the_rest(session: pytest.Session) -> None:
         state.outage_flag.unlink(missing_ok=True)
         state.outage_flag.parent.rmdir()
     started = time.monotonic()
+    sided = _sides_done(session, state)
+    if sided is not None and sided[1] and not state.deferred:
+        return
+    recorded = sided[0] if sided is not None else set()
     items = session.perform_collect()
     rest = [
         i
         for i in items
-        if (ti := info(i)) is not None and (ti.disruptive or i.nodeid in state.deferred)
+        if (ti := info(i)) is not None
+        and ((ti.disruptive and ti.test_id not in recorded) or i.nodeid in state.deferred)
     ]
     for n, item in enumerate(rest):
         nextitem = rest[n + 1] if n + 1 < len(rest) else None
@@ -1166,6 +1207,44 @@ def _the_rest(session: pytest.Session) -> None:
             break
     took = time.monotonic() - started
     state.phases_timed.append(("this process, one at a time", len(rest), took))
+
+
+def _sides_done(session: pytest.Session, state: State) -> tuple[set[str], bool] | None:
+    """A run with side runs (``conformance.side_runs``): wait for them, take their records,
+    outages and set-up defects into the run. The tests they recorded, and whether every side
+    completed (else the controller runs the disruptive tests not recorded); None: no sides."""
+    sides = state.sides
+    if sides is None:
+        return None
+    started = time.monotonic()
+    sides.finish()
+    failed: set[str] = set()
+    done: set[str] = set()
+    for record in sides.merged():
+        _record(state, record)
+        done.add(record["test_id"])
+        if record["verdict"] in ("FAIL", "ERROR"):
+            failed.add(record["test_id"])
+    session.testsfailed += len(failed)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    from conformance.side_runs import log_tail
+
+    for side in sides.runs:
+        state.outages += side.manifest.get("outages", [])
+        for d in side.manifest.get("setup_defects", []):
+            key = (d["api_key"], d["version"], d["node"])
+            kept = state.setup_defects.setdefault(key, {**d, "tests": 0})
+            kept["tests"] += d["tests"]
+        side.keep = side.records is None or bool(failed)  # its cluster's logs for the reader
+        if reporter is not None and side.keep:
+            reporter.write_line(
+                f"\nkafka-conformance: side run {side.index} (exit {side.exit_code}"
+                f"{'' if side.records is not None else ', what it claimed runs here'}; "
+                f"its folder: {side.folder}):\n" + log_tail(side)
+            )
+    waited = f"{len(sides.runs)} side runs beside them, waited {time.monotonic() - started:.1f} s"
+    state.phases_timed.append((waited, len(done), max(s.took() for s in sides.runs)))
+    return done, all(s.records is not None for s in sides.runs)
 
 
 # --- the end -----------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ def test_the_whole_suite_passes_against_the_reference() -> None:
     assert not bad, bad[:10]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert run.manifest["target_kind"] == "reference" and run.manifest["controller_bootstrap"]
+    # its disruptive tests ran in a side run with a cluster of its own (conformance.side_runs)
+    assert "side runs beside them" in proc.stdout, proc.stdout[-2000:]
     counts = {v: sum(r["verdict"] == v for r in run.records) for v in ("PASS", "SKIP")}
     assert counts["PASS"] > 1000
     # what is skipped names its missing precondition (the ZooKeeper store is another run)

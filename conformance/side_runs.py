@@ -1,0 +1,250 @@
+"""Disruptive tests beside the workers: a concurrent run against the bundled reference (issue 36).
+
+A concurrent run's disruptive tests (faults, restarts, malformed input) may bring the target down,
+so they cannot share it with the workers; the controller ran them after the workers, one at a
+time, and their waits (node restarts, failure detection) were most of the run's wall time. The
+reference is cheap to start (a few Python processes on free ports), so for it the controller
+starts one-process runs (``python -m conformance.side_runs``, one per two workers) as the workers
+start. Each starts a reference cluster of its own with the run's options and seed, selects the
+disruptive tests only, and runs each one it claims first (a file created exclusively in a folder
+the sides share), in the collected order, recovering its own cluster as a one-process run does.
+When the workers are done the controller takes the sides' records into the run in the collected
+order (the claims' order), with their outages and set-up defects; a disruptive test no side
+recorded (a side that could not start or did not finish) the controller runs itself, as before.
+The verdicts are those of a one-process run at the same seed (``tests/suite/runs/
+test_side_runs.py``; whole runs in benchmarks/README.md). Other targets (a JVM cluster each, an
+external one) keep the controller's way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+#: side runs per two workers of a concurrent run (at least one): the disruptive tests mostly
+#: wait, so two side runs beside ``--jobs auto``'s four workers finish about when the workers do
+#: on two cores, and each side costs a process, a collection and a cluster
+SIDES_PER_TWO_JOBS = 1
+#: a side run is bounded by its tests' own bounds; this is the last resort (then it is stopped and
+#: the controller runs its share)
+SIDE_TIMEOUT_S = 1800.0
+#: the options file's name in a side's folder
+INPUT = "side.json"
+#: a side's exit code when the run selected no disruptive test
+NOTHING = 4
+
+
+class RunTarget(Protocol):
+    kind: str
+
+
+def beside(target: RunTarget, jobs: int) -> bool:
+    """Whether a concurrent run's disruptive tests run in side runs: the bundled reference only."""
+    return jobs > 1 and target.kind.partition("?")[0].partition(":")[0] == "reference"
+
+
+@dataclass
+class Side:
+    index: int
+    folder: Path
+    proc: subprocess.Popen | None = None
+    #: the records, outages and set-up defects it recorded (None: it did not complete)
+    records: list[dict[str, Any]] | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+    exit_code: int | None = None
+    #: its folder is kept (its cluster's logs): it did not complete, or a test failed
+    keep: bool = False
+    #: when it was spawned (``time.time()``)
+    spawned: float = field(default_factory=time.time)
+
+    def took(self) -> float:
+        """Its wall time: from its spawn to its log's last write (its end)."""
+        try:
+            return (self.folder / "side.log").stat().st_mtime - self.spawned
+        except OSError:
+            return 0.0
+
+
+@dataclass
+class Sides:
+    """The side runs of one concurrent run and the folder of their claims."""
+
+    runs: list[Side]
+    claims: Path
+
+    def finish(self, timeout: float = SIDE_TIMEOUT_S) -> None:
+        """Wait for every side (bounded), then read what each recorded."""
+        deadline = time.monotonic() + timeout
+        for side in self.runs:
+            assert side.proc is not None
+            try:
+                side.exit_code = side.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                stop(side)
+                continue
+            runs = sorted((side.folder / "results").glob("*/manifest.json"))
+            if side.exit_code == NOTHING:  # no disruptive test selected: no cluster started
+                side.records = []
+            elif side.exit_code == 0 and len(runs) == 1:
+                side.manifest = json.loads(runs[0].read_text(encoding="utf-8"))
+                text = (runs[0].parent / "results.jsonl").read_text(encoding="utf-8")
+                side.records = [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def merged(self) -> list[dict[str, Any]]:
+        """The completed sides' records in the collected order (the order of the claims)."""
+        by_test: dict[str, list[dict[str, Any]]] = {}
+        for side in self.runs:
+            for r in side.records or []:
+                by_test.setdefault(r["test_id"], []).append(
+                    {k: v for k, v in r.items() if k != "run_id"}
+                )
+        out: list[dict[str, Any]] = []
+        for path in sorted(self.claims.iterdir()):
+            out += by_test.pop(path.read_text(encoding="utf-8"), [])
+        return out
+
+    def close(self) -> None:
+        """Stop the sides still running; remove their folders but those kept (``Side.keep``)."""
+        import shutil
+
+        for side in self.runs:
+            stop(side)
+            if not side.keep:
+                shutil.rmtree(side.folder, ignore_errors=True)
+        shutil.rmtree(self.claims, ignore_errors=True)
+
+
+def sides_for(jobs: int) -> int:
+    return max(1, jobs // 2 * SIDES_PER_TWO_JOBS)
+
+
+def start(options: dict[str, Any], seed: int, sides: int) -> Sides:
+    """Spawn the side runs (each in a folder of its own, its output in ``side.log``), sharing
+    the disruptive tests through a folder of claims."""
+    claims = Path(tempfile.mkdtemp(prefix="kafka-conformance-claims-"))
+    out = Sides([], claims)
+    for k in range(sides):
+        folder = Path(tempfile.mkdtemp(prefix=f"kafka-conformance-side{k}-"))
+        given = {**options, "seed": seed, "jobs": 1, "no_report": True, "report": None}
+        given["results_dir"] = str(folder / "results")
+        (folder / INPUT).write_text(json.dumps({"options": given, "claims": str(claims)}))
+        log = (folder / "side.log").open("wb")
+        side = Side(k, folder)
+        try:
+            side.proc = subprocess.Popen(
+                [sys.executable, "-m", "conformance.side_runs", str(folder / INPUT)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONPATH": _pythonpath()},
+            )
+        finally:
+            log.close()
+        out.runs.append(side)
+    return out
+
+
+def _pythonpath() -> str:
+    """This process's ``conformance`` first: a side runs the same code as its controller."""
+    here = str(Path(__file__).resolve().parent.parent)
+    rest = os.environ.get("PYTHONPATH", "")
+    return here + (os.pathsep + rest if rest else "")
+
+
+def stop(side: Side) -> None:
+    """Stop a side still running (by pid; it stops its cluster on SIGTERM)."""
+    if side.proc is not None and side.proc.poll() is None:
+        side.proc.terminate()
+        try:
+            side.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            side.proc.kill()
+            side.proc.wait()
+
+
+def log_tail(side: Side, lines: int = 20) -> str:
+    try:
+        text = (side.folder / "side.log").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class Share:
+    """A side run's plugin (its run keeps the disruptive tests only, ``SuiteRun.disruptive_only``):
+    it runs each one this side claims first (``claim``), so the sides share the tests out as they
+    go and the long ones do not pile up in one side."""
+
+    def __init__(self, claims: Path) -> None:
+        self.claims = claims
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        """pytest's loop over the tests this side claims, one claimed ahead (its next test is
+        known when the current one tears down, as in pytest's own loop)."""
+        from conformance.plugin import info
+
+        items = session.items
+        ids = [info(i).test_id for i in items]
+        now = claim(self.claims, ids, 0)
+        while now is not None and not (session.shouldfail or session.shouldstop):
+            after = claim(self.claims, ids, now + 1)
+            nextitem = items[after] if after is not None else None
+            items[now].config.hook.pytest_runtest_protocol(item=items[now], nextitem=nextitem)
+            now = after
+        return True
+
+
+def claim(claims: Path, ids: list[str], start: int) -> int | None:
+    """The first test from ``start`` on that no side claimed yet, claimed (a file created
+    exclusively, holding its test id); None when none is left."""
+    for n in range(start, len(ids)):
+        try:
+            fd = os.open(claims / f"{n:05d}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(ids[n])
+        return n
+    return None
+
+
+def main(argv: list[str]) -> int:
+    """One side run: the controller's options, a reference cluster of its own, its share."""
+    from conformance.plugin import SuiteRun, args_for_pytest, make_run_target
+    from conformance.run import _interrupt_on_sigterm
+    from conformance.targets import TargetError
+
+    given = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    options = argparse.Namespace(**given["options"])
+    for name in ("results_dir", "spec_dir", "junit_xml"):
+        if getattr(options, name, None):
+            setattr(options, name, Path(getattr(options, name)))
+    options.junit_xml = None
+    try:
+        target = make_run_target(options)
+        target.prepare()
+    except TargetError as e:
+        print(f"side run: {e}", file=sys.stderr)
+        return 2
+    Path(options.results_dir).mkdir(parents=True, exist_ok=True)
+    _interrupt_on_sigterm()
+    run = SuiteRun(options, target=target)
+    run.disruptive_only = True
+    code = pytest.main(args_for_pytest(options), plugins=[run, Share(Path(given["claims"]))])
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        return NOTHING
+    return 0 if code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) else int(code) + 10
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

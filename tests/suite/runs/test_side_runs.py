@@ -1,0 +1,83 @@
+"""``conformance.side_runs``: a concurrent run against the bundled reference runs its disruptive
+tests in side runs beside the workers, each with a cluster of its own (issue 36).
+
+* The sides share the tests out by claims: each test is claimed by one side only, each side's
+  tests come in the collected order, and none is left unclaimed.
+* The controller takes the sides' records in the collected order (the claims'), whichever side
+  ran each test, without the side's run id; a test no side recorded is left to the controller.
+* Only the reference (in any of its set-ups) is run so, and only with more than one process.
+
+The whole suite's verdicts with side runs against a one-process run's at the same seed are
+compared in benchmarks/README.md; the shared reference run (test_against_reference) goes through
+them in CI.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+from conformance.side_runs import Side, Sides, beside, claim, sides_for
+
+
+def test_each_test_is_claimed_once_in_order(tmp_path: Path) -> None:
+    ids = [f"t{n}" for n in range(200)]
+    got: dict[int, list[int]] = {0: [], 1: [], 2: []}
+
+    def side(k: int) -> None:
+        now = claim(tmp_path, ids, 0)
+        while now is not None:
+            got[k].append(now)
+            now = claim(tmp_path, ids, now + 1)
+
+    threads = [threading.Thread(target=side, args=(k,)) for k in got]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(n for ns in got.values() for n in ns) == list(range(200))
+    assert all(ns == sorted(ns) for ns in got.values()), got
+    assert {p.read_text() for p in tmp_path.iterdir()} == set(ids)
+
+
+def _record(test_id: str, rid: str) -> dict:
+    return {"run_id": "side-run", "test_id": test_id, "requirement_id": rid, "verdict": "PASS"}
+
+
+def test_records_are_merged_in_the_collected_order(tmp_path: Path) -> None:
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    for n, test_id in enumerate(["a", "b", "c", "d"]):
+        (claims / f"{n:05d}").write_text(test_id)
+    one = Side(0, tmp_path, records=[_record("b", "R1"), _record("b", "R2"), _record("c", "R1")])
+    two = Side(1, tmp_path, records=[_record("a", "R1"), _record("d", "R3")])
+    gone = Side(2, tmp_path, records=None)  # did not finish: what it claimed is not recorded
+    merged = Sides([one, two, gone], claims).merged()
+    assert [(r["test_id"], r["requirement_id"]) for r in merged] == [
+        ("a", "R1"), ("b", "R1"), ("b", "R2"), ("c", "R1"), ("d", "R3"),
+    ]  # fmt: skip
+    assert not any("run_id" in r for r in merged)
+
+
+def test_a_side_that_did_not_finish_is_not_read(tmp_path: Path) -> None:
+    """Only a side that exited 0 with one recorded run gives records."""
+    runs = tmp_path / "results" / "reference-x"
+    runs.mkdir(parents=True)
+    (runs / "manifest.json").write_text(json.dumps({"outages": []}))
+    (runs / "results.jsonl").write_text(json.dumps(_record("a", "R1")) + "\n")
+    done = SimpleNamespace(wait=lambda timeout: 0, poll=lambda: 0)
+    broke = SimpleNamespace(wait=lambda timeout: 2, poll=lambda: 2)
+    ok, bad = Side(0, tmp_path, proc=done), Side(1, tmp_path, proc=broke)  # type: ignore[arg-type]
+    Sides([ok, bad], tmp_path).finish(timeout=5)
+    assert ok.records == [_record("a", "R1")] and bad.records is None
+
+
+def test_only_the_reference_in_a_concurrent_run() -> None:
+    for kind in ("reference", "reference:zookeeper?controllers=3", "reference?security=sasl"):
+        assert beside(SimpleNamespace(kind=kind), 4), kind
+        assert not beside(SimpleNamespace(kind=kind), 1), kind
+    for kind in ("kafka:4.4.0", "external", "tansu", "docker:reference"):
+        assert not beside(SimpleNamespace(kind=kind), 4), kind
+    assert [sides_for(j) for j in (2, 3, 4)] == [1, 1, 2]
