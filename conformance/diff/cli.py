@@ -56,6 +56,15 @@ def add_diff(sub: argparse._SubParsersAction) -> None:
         help="also run the state-machine models against each target (the suite's own set-up, "
         "its default broker count) and compare their exchanges step by step",
     )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=None,
+        metavar="TEST",
+        help="with --models: only this model test, by its suite id (repeatable; e.g. "
+        "share-groups/consumers/state-machine or consumer-groups/members/state-machine; "
+        "default: the models conformance.diff.models.MODEL_TESTS names)",
+    )
     parser.set_defaults(handler=diff_command)
 
 
@@ -90,7 +99,8 @@ def diff_command(args: argparse.Namespace) -> int:
         out_dir=args.out,
         mask_file=args.mask,
         timeout=args.timeout,
-        models=args.models,
+        models=args.models or bool(args.model),
+        model_tests=tuple(args.model) if args.model else None,
     )
     try:
         result = run_diff(opts)

@@ -38,6 +38,7 @@ MODEL_TESTS = (
     "kip-590/routing/state-machine",
     "kip-78/metadata/cluster-id/state-machine",
     "log/partition/state-machine",
+    "share-groups/consumers/state-machine",
     "topics/admin/state-machine",
 )
 #: seconds one target's model run may take, start and stop included
@@ -231,17 +232,30 @@ READS = frozenset(
 #: the longest cycle of requests a poll repeats (a model reading two views in turn until both
 #: show a change: Metadata, then DescribeConfigs, again)
 POLL_CYCLE = 3
+#: the longest cycle of requests sent again exactly, whatever they are, that is a poll: the
+#: consumer-group model's members each heartbeating with what they own, then ConsumerGroupDescribe,
+#: until the assignment settles (a member sends the same heartbeat again only while the answers
+#: changed nothing it holds; how many rounds that takes is each target's timing)
+REPEATED_CYCLE = 6
 
 
 def _collapse(steps: list[dict]) -> None:
     """A poll repeated until the target shows a change kept once, with its last answers: when the
-    last step sends the request of the one before it, or is a read sending the request of a step
+    last step sends the request of the one before it, when the last few steps (up to
+    ``REPEATED_CYCLE``) send again exactly the requests of the few before them, or is a read
+    sending the request of a step
     up to ``POLL_CYCLE`` back with only reads of other APIs between (a round: Metadata, then
     DescribeConfigs of the topics it listed, again; the last round may be shorter), the earlier
     steps from that one on go (how many rounds a poll takes is each target's timing)."""
     if len(steps) >= 2 and _same_request(steps[-2], steps[-1]):
         del steps[-2]
         return
+    for k in range(2, REPEATED_CYCLE + 1):
+        if len(steps) >= 2 * k and all(
+            _same_request(steps[-k - i], steps[-i]) for i in range(1, k + 1)
+        ):
+            del steps[-2 * k : -k]
+            return
     if steps[-1]["api_key"] not in READS:
         return
     for e in range(len(steps) - 2, max(len(steps) - 2 - POLL_CYCLE, 0) - 1, -1):

@@ -343,6 +343,12 @@ class ShareGroups(ModernGroups[ShareGroup]):
                 f"Member {req.member_id} is not a member of group {req.group_id}.",
             )
         self._fence(group, member)
+        if not group.members:
+            # Kafka 4.4.0 describes a share group its last member left with its target
+            # assignment at the new group epoch (diff --models: Empty, GroupEpoch 6,
+            # AssignmentEpoch 6), where one left beside others waits for the next heartbeat
+            group.target = {}
+            group.assignment_epoch = group.group_epoch
         self._answer_leave(group, req.member_id, LEAVE_EPOCH, respond)
 
     # -- share-group offsets (DescribeShareGroupOffsets, Alter…, Delete…) ----------------------

@@ -53,7 +53,7 @@ def api(node: BrokerView) -> Api:
                         "PartitionIndex": p["PartitionIndex"],
                         "ErrorCode": code,
                         "ErrorMessage": None,
-                        "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1},
+                        "CurrentLeader": dict(sc.NO_LEADER_CHANGE),
                     }
                 )
             responses.append({"TopicId": t["TopicId"], "Partitions": parts})

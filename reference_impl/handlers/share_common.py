@@ -17,6 +17,10 @@ from reference_impl.groups.share_sessions import ShareSessions
 from reference_impl.replica.faults import BrokerFaults
 from reference_impl.roles import BrokerView
 
+#: a partition answer's CurrentLeader where it names no new leader: Kafka 4.4.0 leaves the
+#: field's defaults (0, 0) unless the partition is answered NOT_LEADER_OR_FOLLOWER (seen in
+#: ``diff --models`` with the share-group model: LeaderId 0 on brokers numbered from 1)
+NO_LEADER_CHANGE = {"LeaderId": 0, "LeaderEpoch": 0}
 #: how much of a partition's log one acquisition reads at most
 READ_BYTES = 1 << 20
 #: the broker's share-partition state, in its data directory

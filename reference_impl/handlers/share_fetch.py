@@ -72,7 +72,7 @@ def _entry(index: int) -> dict[str, Any]:
         "ErrorMessage": None,
         "AcknowledgeErrorCode": 0,
         "AcknowledgeErrorMessage": None,
-        "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1},
+        "CurrentLeader": dict(sc.NO_LEADER_CHANGE),
         "Records": b"",
         "AcquiredRecords": [],
     }

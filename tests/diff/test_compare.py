@@ -437,3 +437,24 @@ def test_model_topic_ids_are_aliased_through_their_names(tmp_path) -> None:
     c = write(tmp_path / "c.jsonl", [metadata({"kc-suite-2": v, "kc-suite-1": u}), heartbeat(v)])
     found, _ = compare_models(CODEC, Comparison(_mask(tmp_path, []), "k"), [a, c])
     assert {d["path"].split("[")[0] for d in found} == {"Assignment.TopicPartitions"}
+
+
+def test_diff_model_option_names_the_model_tests(monkeypatch) -> None:
+    """``diff --model TEST`` (repeatable) runs the models with just those tests: the share-group
+    and consumer-group models are run so (they are not among MODEL_TESTS' defaults)."""
+    from conformance import cli
+    from conformance.diff import runner
+    from conformance.diff.mask import MaskError
+
+    seen = []
+
+    def fake(opts):
+        seen.append(opts)
+        raise MaskError("stop here")
+
+    monkeypatch.setattr(runner, "run_diff", fake)
+    argv = ["diff", "--target", "reference", "--target", "kafka:4.4.0"]
+    argv += ["--model", "share-groups/consumers/state-machine", "--model", "x/y"]
+    assert cli.main(argv) == 2
+    assert seen[0].models is True
+    assert seen[0].model_tests == ("share-groups/consumers/state-machine", "x/y")

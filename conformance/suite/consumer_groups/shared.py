@@ -95,6 +95,27 @@ class HeartbeatGroup:
         body = {"GroupIds": [name or self.name], "IncludeAuthorizedOperations": False}
         return self.settled(self.admin, self.describe_key, v, body)["Groups"][0]
 
+    def described(self, req: str) -> dict | None:
+        """The group as described (None: GROUP_ID_NOT_FOUND); another error FAILs ``req``."""
+        g = self.describe()
+        if g["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        verify.check(
+            g["ErrorCode"] == ErrorCode.NONE,
+            f"{self.describe_api} of {self.name}: error {g['ErrorCode']}",
+            req,
+        )
+        return g
+
+    def delete_quietly(self) -> None:
+        """DeleteGroups of the group, best effort (a model's clean-up)."""
+        try:
+            v = self.harness.pick_version(ApiKey.DELETE_GROUPS)
+            body = {"GroupsNames": [self.name]}
+            verify.expect_response(self.admin, ApiKey.DELETE_GROUPS, v, body)
+        except Exception:
+            pass
+
 
 class ConsumerGroup(HeartbeatGroup):
     heartbeat_key = ApiKey.CONSUMER_GROUP_HEARTBEAT

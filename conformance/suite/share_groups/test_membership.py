@@ -205,14 +205,16 @@ def test_session_timeout(harness: Harness) -> None:
         SESSION_REQ,
     )
     a, b = g.new_member(), g.new_member()
+    # a's silence begins when its last heartbeat is sent (b's round trip after it counts in)
+    silent = time.monotonic()
     for m in (a, b):
         g.join(m, want, SESSION_REQ, settle=False)
     deadline = time.monotonic() + SETTLE
     while time.monotonic() < deadline and not (a.pairs() and b.pairs()):
         time.sleep(INTERVAL_MS / 1000)
+        silent = time.monotonic()
         g.heartbeat(a)
         g.heartbeat(b)
-    silent = time.monotonic()
     # a falls silent; b heartbeats at the group's interval
     what = f"a member of a group with share.session.timeout.ms {SESSION_MS} stopped heartbeating"
     removed(harness, g, a, b, want, (silent, SESSION_MS, INTERVAL_MS / 1000), what, SESSION_REQ)

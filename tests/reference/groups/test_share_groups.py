@@ -235,3 +235,17 @@ def test_share_group_offsets_admin() -> None:
     assert delete(["t", "nope"]) == (0, None, {"t": 0, "nope": E.UNKNOWN_TOPIC_OR_PARTITION})
     assert w.c.share.describe_offsets("g", None)[2] == []
     assert w.c.share.describe_offsets("g", [("t", [0])])[2][0].start_offsets == {0: -1}
+
+
+def test_the_last_member_leaving_moves_the_assignment_epoch() -> None:
+    """Kafka 4.4.0 (diff --models): a member leaving beside others leaves the target assignment
+    at its epoch until the next heartbeat; the last one leaving moves it to the new group epoch."""
+    w = World()
+    w.hb("a")
+    w.hb("b")
+    w.settle(["a", "b"])
+    assigned = w.group().assignment_epoch
+    assert w.hb("b", -1).error == 0
+    assert w.group().assignment_epoch == assigned < w.group().group_epoch
+    assert w.hb("a", -1).error == 0
+    assert w.group().assignment_epoch == w.group().group_epoch and not w.group().target
