@@ -289,7 +289,9 @@ class ConsumerGroups(ModernGroups[ConsumerGroup]):
         assigned_before = copy_partitions(member.assigned)
         changed = self._update(member, req)
         group.add(member)
-        bump = self._advance(group, member, owned, group.group_epoch == 0 or new_member or changed)
+        bump = self._advance(
+            group, member, owned, group.group_epoch == 0 or new_member or changed, changed=changed
+        )
         self._schedule_session(group, member)
         full = req.member_epoch == 0 or (
             req.rebalance_timeout_ms != -1
@@ -306,16 +308,21 @@ class ConsumerGroups(ModernGroups[ConsumerGroup]):
         )
 
     def _advance(
-        self, group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None, bump: bool
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        owned: Partitions | None,
+        bump: bool,
+        changed: bool = False,
     ) -> bool:
         """The group epoch (``bump``: the member joined or changed its subscription), the target
-        assignment when it is stale, and one reconciliation step of the member; whether the
-        group epoch moved."""
+        assignment when it is stale, and one reconciliation step of the member (``changed``: its
+        subscription changed in this heartbeat); whether the group epoch moved."""
         steps = self._advance_group_epoch(group, bump, subscribed_metadata(group, self.topics()))
         # Kafka 4.4.0 computes a group's target at most every consumer.assignment.interval.ms
         # (1 s): meanwhile members reconcile to the previous one (the group is Assigning)
         self._maybe_assign(group)
-        step = reconcile(group, member, owned)
+        step = reconcile(group, member, owned, changed)
         if step == REVOKING:
             self._schedule_rebalance_timeout(group, member)
         elif step == RECONCILED:

@@ -20,6 +20,7 @@ from reference_impl.groups.consumer_group import (
     ConsumerMember,
     Partitions,
 )
+from reference_impl.groups.modern import copy_partitions
 
 #: topic name -> (topic id, partition count)
 Topics = dict[str, tuple[uuid.UUID, int]]
@@ -65,21 +66,25 @@ def compute_target(group: ConsumerGroup) -> None:
     group.assignment_epoch = group.group_epoch
 
 
-def reconcile(group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None) -> str:
+def reconcile(
+    group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None, changed: bool = False
+) -> str:
     """One step of the member towards its target (Kafka's CurrentAssignmentBuilder): REVOKING
     (partitions to give back first, epoch unchanged), WAITING (it has not given them back yet)
-    or RECONCILED (at the assignment epoch; partitions another member still owns come later)."""
+    or RECONCILED (at the assignment epoch; partitions another member still owns come later).
+    ``changed``: its subscription changed in this heartbeat, so a member the target does not
+    move yet gives back at once the partitions of topics it no longer subscribes to."""
     target_epoch = group.assignment_epoch
-    target = group.target.get(member.member_id, {})
+    # a topic it no longer subscribes to is no part of its target, whatever the target says
+    # (Kafka 4.4.0's computeNextAssignment, from its bytecode)
+    ids = _subscribed_ids(group, member)
+    target = {t: ps for t, ps in group.target.get(member.member_id, {}).items() if t in ids}
     if member.state == UNREVOKED:
-        still = owned is None or any(
-            ps & member.pending_revocation.get(t, set()) for t, ps in owned.items()
-        )
-        if still:
-            return WAITING
+        if _still_owns(owned, member.pending_revocation):
+            return _unsubscribed_revoked(group, member, owned) if changed else WAITING
         member.pending_revocation = {}
     elif member.state == STABLE and member.member_epoch == target_epoch:
-        return RECONCILED
+        return _unsubscribed_revoked(group, member, owned) if changed else RECONCILED
     keep: Partitions = {}
     revoke: Partitions = {}
     for t, ps in member.assigned.items():
@@ -107,3 +112,42 @@ def reconcile(group: ConsumerGroup, member: ConsumerMember, owned: Partitions | 
     member.state = UNRELEASED if unreleased else STABLE
     member.note_epochs()
     return RECONCILED
+
+
+def _still_owns(owned: Partitions | None, revoked: Partitions) -> bool:
+    """Whether the member (by what its heartbeat says it owns; unsaid: yes) still owns any."""
+    return owned is None or any(ps & revoked.get(t, set()) for t, ps in owned.items())
+
+
+def _unsubscribed_revoked(
+    group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None
+) -> str:
+    """Kafka 4.4.0 (``CurrentAssignmentBuilder.updateCurrentAssignment``, read from its bytecode):
+    on a subscription change the member's partitions of topics it no longer subscribes to move to
+    its pending revocation at once, before any new target (all of them when it subscribes to
+    nothing); if it still owns any it is revoking them, else it just no longer has them."""
+    ids = _subscribed_ids(group, member)
+    stay = WAITING if member.state == UNREVOKED else RECONCILED
+    if not ids and not member.pending_revocation:
+        keep: Partitions = {}
+        revoke = copy_partitions(member.assigned)
+    else:
+        gone = [t for t in member.assigned if t not in ids]
+        if not gone:
+            return stay
+        keep = {t: set(ps) for t, ps in member.assigned.items() if t in ids}
+        revoke = copy_partitions(member.pending_revocation)
+        for t in gone:
+            revoke[t] = revoke.get(t, set()) | member.assigned[t]
+    member.assigned = keep
+    if revoke and _still_owns(owned, revoke):
+        member.pending_revocation = revoke
+        member.state = UNREVOKED
+        member.note_epochs()
+        return REVOKING
+    member.note_epochs()
+    return stay
+
+
+def _subscribed_ids(group: ConsumerGroup, member: ConsumerMember) -> set[uuid.UUID]:
+    return {group.subscribed[n][0] for n in matching(member, group.subscribed)}

@@ -309,3 +309,39 @@ def test_described_assignment_keeps_the_partitions_being_revoked() -> None:
     assert member.assigned == a2.assignment and owned(member) == {T1: {0, 1, 2}}
     w.hb("a", 2, owned=owned_of(a2))  # acknowledged: the revoked partitions are gone
     assert owned(member) == a2.assignment
+
+
+def unsubscribing(w: World) -> tuple[HeartbeatResult, HeartbeatResult]:
+    """Member a owns t and u at the target epoch; it subscribes to t alone within the
+    assignment interval (the new target not computed yet): the answer, then the next one."""
+    w.topics["u"] = (T2, 2)
+    a = w.hb("a", 0, subscribed_topic_names=["t", "u"])
+    assert a.assignment == {T1: {0, 1, 2}, T2: {0, 1}}
+    changed = w.hb("a", a.member_epoch, owned=owned_of(a), subscribed_topic_names=["t"])
+    acked = w.hb("a", a.member_epoch, owned=owned_of(changed))
+    return changed, acked
+
+
+def test_a_subscription_change_revokes_the_dropped_topic_at_once() -> None:
+    """Kafka 4.4.0 (CurrentAssignmentBuilder.updateCurrentAssignment, from its bytecode): a
+    member at the target epoch that stops subscribing to a topic is told to give back that
+    topic's partitions in the answer to its change, at the same epoch, before any new target."""
+    w = World(interval=500)
+    changed, acked = unsubscribing(w)
+    assert (changed.member_epoch, changed.assignment) == (2, {T1: {0, 1, 2}})
+    assert w.group().members["a"].pending_revocation == {}  # acknowledged by its next heartbeat
+    assert acked.assignment is None and w.group().assignment_epoch == 2
+
+
+def test_without_the_revocation_the_dropped_topic_stays(monkeypatch) -> None:
+    """The fault: subscription changes ignored until the next target (the reference before
+    session 13) keeps u with the member, and the check above fails."""
+    from reference_impl.groups import consumer_assignment
+
+    plain = consumer_assignment.reconcile
+    monkeypatch.setattr(
+        "reference_impl.groups.consumer.reconcile",
+        lambda group, member, owned, changed=False: plain(group, member, owned),
+    )
+    changed, _ = unsubscribing(World(interval=500))
+    assert changed.assignment is None  # nothing said: it still holds u
