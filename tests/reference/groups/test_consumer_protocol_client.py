@@ -4,7 +4,8 @@
 Two members share a 3-partition topic, the second joins while the first consumes and the first
 leaves while the second does: every record is consumed exactly once (each committed
 synchronously), and a third member reads the committed offsets back: nothing left to consume.
-One broker, heartbeats every 300 ms: about 15 s.
+Also with the first member on the classic protocol (its group upgraded when the second joins)
+and on the ZooKeeper store (publication). One broker, heartbeats every 300 ms: about 15 s.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from conformance.targets.zookeeper import ZooKeeperServer
 from reference_impl.launcher import Cluster
+from tests.reference.control_plane import new_cluster
 from tests.reference.groups.test_clients import create_offsets_topic, wait_until
 
-TOPIC, GROUP, RECORDS = "kip848", "kip848-group", 300
+GROUP, RECORDS = "kip848-group", 300
 SETTINGS = {
     "settings": {
         "groups": {
@@ -30,11 +34,14 @@ SETTINGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """One broker for the module's tests (each uses its own topic and group)."""
-    c = Cluster(
-        tmp_path_factory.mktemp("kip848") / "cluster",
+def started(
+    data_dir: Path, store: str = "embedded", zookeeper: ZooKeeperServer | None = None
+) -> Iterator[Cluster]:
+    """One broker of the store, ``__consumer_offsets`` created, stopped after."""
+    c = new_cluster(
+        data_dir,
+        store,
+        zookeeper,
         brokers=1,
         overrides={"heartbeat_interval_ms": 100, "session_timeout_ms": 2000},
         broker_overrides=SETTINGS,
@@ -45,6 +52,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
     finally:
         c.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One broker for the module's tests (each uses its own topic and group)."""
+    yield from started(tmp_path_factory.mktemp("kip848") / "cluster")
 
 
 def members(cluster: Cluster, group: str) -> int:
@@ -59,45 +72,72 @@ def members(cluster: Cluster, group: str) -> int:
     return len(answer["Groups"][0]["Members"])
 
 
-def consumer(bootstrap: str):
+def consumer(bootstrap: str, group: str = GROUP, protocol: str = "consumer"):
     from confluent_kafka import Consumer
 
     return Consumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": GROUP,
-            "group.protocol": "consumer",
+            "group.id": group,
+            "group.protocol": protocol,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
         }
     )
 
 
-def test_members_joining_and_leaving_consume_every_record_once(cluster: Cluster) -> None:
+@pytest.fixture(scope="module")
+def zookeeper_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[Cluster]:
+    """The ``cluster`` fixture's one broker, its metadata in ZooKeeper."""
+    yield from started(tmp_path_factory.mktemp("kip848-zk") / "cluster", "zookeeper", zookeeper)
+
+
+PUBLICATION = pytest.mark.publication
+#: (first member's group.protocol, metadata store): CI runs the first, publication the others
+#: (classic first: the classic member's group is upgraded when the second joins with the
+#: consumer protocol; the classic member then leaves the consumer group)
+CASES = [
+    ("consumer", "embedded"),
+    pytest.param("classic", "embedded", marks=PUBLICATION),
+    pytest.param("consumer", "zookeeper", marks=PUBLICATION),
+    pytest.param("classic", "zookeeper", marks=PUBLICATION),
+]
+
+
+@pytest.mark.parametrize(("first_protocol", "store"), CASES)
+def test_members_joining_and_leaving_consume_every_record_once(
+    request: pytest.FixtureRequest, first_protocol: str, store: str
+) -> None:
     from confluent_kafka import Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    cluster: Cluster = request.getfixturevalue(
+        "zookeeper_cluster" if store == "zookeeper" else "cluster"
+    )
+    topic, group = f"kip848-{first_protocol}", f"kip848-group-{first_protocol}"
     bootstrap = cluster.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, 3, 1)], operation_timeout=10)[TOPIC].result(15)
+    admin.create_topics([NewTopic(topic, 3, 1)], operation_timeout=10)[topic].result(15)
     wait_until(
         "the topic has leaders",
         lambda: all(
             p.leader >= 0
-            for p in admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions.values()
+            for p in admin.list_topics(topic, timeout=5).topics[topic].partitions.values()
         ),
     )
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     for i in range(RECORDS):
-        producer.produce(TOPIC, value=str(i).encode(), partition=i % 3)
+        producer.produce(topic, value=str(i).encode(), partition=i % 3)
     assert producer.flush(30) == 0
     seen: list[tuple[str, int, str]] = []
     errors: list[str] = []
     stop: dict[str, bool] = {}
 
-    def member(name: str) -> None:
-        c = consumer(bootstrap)
-        c.subscribe([TOPIC])
+    def member(name: str, protocol: str = "consumer") -> None:
+        c = consumer(bootstrap, group, protocol)
+        c.subscribe([topic])
         deadline = time.monotonic() + 60
         try:
             while not stop.get(name) and time.monotonic() < deadline:
@@ -113,24 +153,26 @@ def test_members_joining_and_leaving_consume_every_record_once(cluster: Cluster)
         finally:
             c.close()
 
-    first = threading.Thread(target=member, args=("first",))
+    first = threading.Thread(target=member, args=("first", first_protocol))
     first.start()
     wait_until("the first member consumes", lambda: len(seen) > 20)
     second = threading.Thread(target=member, args=("second",))
     second.start()
     # the second is in the group (it may get no partition if the first has consumed everything)
-    wait_until("the second member joins", lambda: members(cluster, GROUP) == 2, 30)
+    wait_until("the second member joins", lambda: members(cluster, group) == 2, 30)
     stop["first"] = True
     first.join()
     wait_until("every record is consumed", lambda: len({v for *_, v in seen}) >= RECORDS, 40)
     stop["second"] = True
     second.join()
     values = [v for *_, v in seen]
+    counts = {who: sum(1 for w, *_ in seen if w == who) for who in ("first", "second")}
+    print(f"{store} store, first {first_protocol}: {len(values)} of {RECORDS} by {counts}")
     assert not errors
     assert sorted(values, key=int) == [str(i) for i in range(RECORDS)], "lost or duplicated"
-    third = consumer(bootstrap)
+    third = consumer(bootstrap, group)
     try:
-        got = third.committed([TopicPartition(TOPIC, p) for p in range(3)], timeout=10)
+        got = third.committed([TopicPartition(topic, p) for p in range(3)], timeout=10)
         assert sorted(tp.offset for tp in got) == [RECORDS // 3] * 3
     finally:
         third.close()

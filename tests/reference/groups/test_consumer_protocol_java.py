@@ -4,20 +4,27 @@ KIP-42 harness is) share a 3-partition topic, the second joining while the first
 first then leaving: every record consumed exactly once (commitSync after each poll). The
 migration case starts the first with ``group.protocol=classic``: its classic group is upgraded
 when the second joins with the consumer protocol, and the classic member then leaves the consumer
-group (issue 38). Marked ``java`` (a JDK and the kafka-clients jar); two JVMs: about 15 s each.
+group (issue 38). Both on each metadata store (the ZooKeeper ones, and the migration, in the
+publication run). Marked ``java`` (a JDK and the kafka-clients jar); two JVMs: about 15 s each.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from conformance.targets.zookeeper import ZooKeeperServer
 from reference_impl.launcher import Cluster
 from tests.reference.groups.test_clients import wait_until
-from tests.reference.groups.test_consumer_protocol_client import cluster, members  # noqa: F401
+from tests.reference.groups.test_consumer_protocol_client import (  # noqa: F401
+    cluster,
+    members,
+    started,
+)
 
 VERSION = "4.4.0"
 SOURCE = Path(__file__).resolve().parents[2] / "java" / "Kip848Harness.java"
@@ -26,16 +33,37 @@ SOURCE = Path(__file__).resolve().parents[2] / "java" / "Kip848Harness.java"
 RECORDS = {"consumer": 300, "classic": 900}
 
 
+@pytest.fixture(scope="module")
+def zookeeper_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[Cluster]:
+    """The ``cluster`` fixture's one broker, its metadata in ZooKeeper."""
+    yield from started(tmp_path_factory.mktemp("kip848-zk") / "cluster", "zookeeper", zookeeper)
+
+
+PUBLICATION = pytest.mark.publication
+
+
 @pytest.mark.java
-# the migration loop costs 16 s more: publication runs it, CI the consumer-protocol one
+# CI runs the consumer-protocol loop on the embedded store; each other one costs 15-30 s more
 @pytest.mark.parametrize(
-    "first_protocol", ["consumer", pytest.param("classic", marks=pytest.mark.publication)]
+    ("first_protocol", "store"),
+    [
+        ("consumer", "embedded"),
+        pytest.param("classic", "embedded", marks=PUBLICATION),
+        pytest.param("consumer", "zookeeper", marks=PUBLICATION),
+        pytest.param("classic", "zookeeper", marks=PUBLICATION),
+    ],
 )
 def test_java_members_joining_and_leaving_consume_every_record_once(
-    cluster: Cluster,  # noqa: F811
+    request: pytest.FixtureRequest,
     tmp_path: Path,
     first_protocol: str,
+    store: str,
 ) -> None:
+    target: Cluster = request.getfixturevalue(
+        "zookeeper_cluster" if store == "zookeeper" else "cluster"
+    )
     topic, group = f"kip848-java-{first_protocol}", f"kip848-java-group-{first_protocol}"
     records = RECORDS[first_protocol]
     from confluent_kafka import Producer
@@ -48,7 +76,7 @@ def test_java_members_joining_and_leaving_consume_every_record_once(
         libs = fetch_client(VERSION)
     except Exception as e:  # no JDK, no network for the jar
         pytest.skip(f"kafka-clients {VERSION} harness unavailable: {e}")
-    bootstrap = cluster.bootstrap_servers
+    bootstrap = target.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 3, 1)], operation_timeout=10)[topic].result(15)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
@@ -75,7 +103,7 @@ def test_java_members_joining_and_leaving_consume_every_record_once(
         second, second_out, second_stop = start("second")
         try:
             # the second is in the group (it may get no partition if the first consumed all)
-            wait_until("the second member joins", lambda: members(cluster, group) == 2, 60)
+            wait_until("the second member joins", lambda: members(target, group) == 2, 60)
             first_stop.touch()
             first.wait(30)
 
@@ -93,6 +121,7 @@ def test_java_members_joining_and_leaving_consume_every_record_once(
         first.kill()
     consumed = values()
     counts = {o.stem: sum("value" in r for r in lines(o)) for o in (first_out, second_out)}
+    print(f"{store} store, first {first_protocol}: {len(consumed)} of {records} by {counts}")
     assert sorted(consumed, key=int) == [str(i) for i in range(records)], (
         f"lost or duplicated: {len(consumed)} consumed of {records}, by member {counts}"
     )
