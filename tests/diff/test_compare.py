@@ -227,6 +227,40 @@ def test_a_poll_of_read_rounds_is_kept_once_other_rounds_are_steps() -> None:
     assert steps == [step(20, {"Topics": ["a"]}), meta], "a last round may be shorter"
 
 
+def test_a_cycle_of_requests_sent_again_exactly_is_a_poll_kept_once() -> None:
+    """Members heartbeating with what they own, then a describe, until the assignment settles:
+    each round sending exactly the requests of the one before is a poll, kept once with its
+    last answers (how many rounds a target takes is its timing); a round whose requests
+    changed (a member acted on an answer) is a step of its own."""
+    from conformance.diff.models import _collapse
+
+    def step(api: int, request: dict, answer: int = 0) -> dict:
+        return {"api_key": api, "version": 1, "request": request, "response": {"n": answer}}
+
+    def rounds(answers: list[int], then: int) -> list[dict]:
+        steps: list[dict] = []
+        for n in answers:
+            for member in ("a", "b"):
+                steps.append(step(68, {"MemberId": member, "Epoch": 1}, n))
+                _collapse(steps)
+            steps.append(step(69, {"GroupIds": ["g"]}, n))
+            _collapse(steps)
+        steps.append(step(68, {"MemberId": "a", "Epoch": then}))
+        _collapse(steps)
+        return steps
+
+    # one target takes five rounds to show the change (answer 1), the other two
+    slow, fast = rounds([0, 0, 0, 0, 1], 2), rounds([0, 1], 2)
+    assert slow == fast and len(slow) == 4 and slow[0]["response"] == {"n": 1}
+    # a round with another request is kept: three rounds, the second's heartbeat at epoch 2
+    steps: list[dict] = []
+    for epoch in (1, 2, 1):
+        for s in (step(68, {"MemberId": "a", "Epoch": epoch}), step(69, {"GroupIds": ["g"]})):
+            steps.append(s)
+            _collapse(steps)
+    assert len(steps) == 6
+
+
 def test_the_groups_looked_at_per_coordinator_are_one_step(tmp_path: Path) -> None:
     """DescribeGroups sent to each group's coordinator, ListGroups to each of those brokers:
     one step each, however the target placed the groups; asking again is a poll's round."""
