@@ -37,6 +37,8 @@ from conformance.suite.share_groups.shared import (
 #: the group's configs: every record from the log start, and locks that outlast a run
 CONFIGS = {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "60000"}
 LOCK_S, DELIVERY_LIMIT = 60.0, 5
+#: seconds an acknowledgement may take to reach the leader
+ACK_MARGIN = 5.0
 TYPES = {"accept": ACCEPT, "release": RELEASE, "reject": REJECT}
 #: how long a joining member polls for the partition: the first share group of a fresh Kafka
 #: 4.4.0 cluster took more than SETTLE under load (its share-group state is set up then; diff
@@ -73,7 +75,9 @@ class ShareGroupBinding(Binding):
         if self.problem is None:
             self.problem = finding
 
-    def handed(self, m: ShareMember, answer: dict) -> None:
+    def handed(self, m: ShareMember, answer: dict, sent: float) -> None:
+        """Note what ``answer`` handed ``m``; ``sent``: when its request was sent (no sooner
+        was the record acquired, so its lock lasts at least until ``sent`` + LOCK_S)."""
         now = time.monotonic()
         for first, last, count in acquired(answer):
             for o in range(first, last + 1):
@@ -86,10 +90,15 @@ class ShareGroupBinding(Binding):
                     self.note(f"offset {o} handed out again after it was accepted or rejected")
                 if count > DELIVERY_LIMIT:
                     self.note(f"offset {o} delivered {count} times (limit {DELIVERY_LIMIT})")
-                self.held[o], self.counts[o] = (m.member_id, now), count
+                self.held[o], self.counts[o] = (m.member_id, sent), count
 
     def holding(self, m: ShareMember) -> list[int]:
-        return sorted(o for o, (who, _t) in self.held.items() if who == m.member_id)
+        """What ``m`` surely still holds: its lock cannot end within ACK_MARGIN (a longer run
+        under load than LOCK_S leaves older records out rather than acknowledge them late)."""
+        soon = time.monotonic() + ACK_MARGIN
+        return sorted(
+            o for o, (who, t) in self.held.items() if who == m.member_id and soon < t + LOCK_S
+        )
 
     def summary(self, code: int, **more: Any) -> dict[str, Any]:
         return {"ErrorCode": code, "Problems": self.problem, **more}
@@ -122,8 +131,9 @@ class ShareGroupBinding(Binding):
             code = self.settle(m)
             s = ShareSession(g, m, self.topic, self.tid)
             self.members.append((m, s))
+            sent = time.monotonic()
             opened = s.fetch(wait_ms=0)
-            self.handed(m, opened)
+            self.handed(m, opened, sent)
             return self.summary(code or first_error(opened))
         if name == "heartbeat":
             codes = [g.heartbeat(m)["ErrorCode"] for m, _s in self.members]
@@ -133,8 +143,9 @@ class ShareGroupBinding(Binding):
             return self.summary(ErrorCode.NONE)
         if name == "fetch":
             m, s = self.members[body["Member"] % len(self.members)]
+            sent = time.monotonic()
             got = s.fetch(max_records=body["MaxRecords"], wait_ms=200)
-            self.handed(m, got)
+            self.handed(m, got, sent)
             return self.summary(first_error(got))
         if name == "acknowledge":
             m, s = self.members[body["Member"] % len(self.members)]
@@ -155,8 +166,7 @@ class ShareGroupBinding(Binding):
             s.close()
             got = g.leave(m)
             m.conn.close()
-            for o in self.holding(m):
-                del self.held[o]
+            self.held = {o: h for o, h in self.held.items() if h[0] != m.member_id}
             return self.summary(got["ErrorCode"], MemberEpoch=got.get("MemberEpoch"))
         raise KeyError(name)
 
