@@ -4,9 +4,10 @@ group coordinator: balance first, stickiness second).
 Two cases, as Kafka has:
 
 * every member subscribes to the same topics (*homogeneous*): each member gets the floor of
-  partitions / members, the first members (in member order) one more until the remainder is
-  used; a member keeps its current partitions up to that quota and gives back the rest; what is
-  free then fills the members below their quota, in member order;
+  partitions / members, members (in order) one more until the remainder is used, except that a
+  member owning too few to fill that extra one leaves it to a later member while enough are
+  still to come; a member keeps its current partitions up to its quota and gives back the rest;
+  what is free then fills the members below their quota, in member order;
 * the subscriptions differ (*heterogeneous*): a member keeps every current partition of a topic
   it still subscribes to; the free partitions go, topic by topic (most partitions per subscriber
   first), to the subscribers with the fewest partitions *in total*; then each topic with two
@@ -15,8 +16,9 @@ Two cases, as Kafka has:
   (16 rounds at most) until a whole round moves nothing. So a member owning two topics gives a
   second member subscribed to one of them that whole topic when that evens their totals.
 
-The members are taken in member-id order (Kafka's order is that of its hash map of members, so
-where ties are broken by order the two may pick different members of equal load).
+The members are taken in Kafka's order, where ties between members of equal load fall: that of
+the ``java.util.HashMap`` of member ids its group spec is (``member_order``: by bucket of the id's
+``String.hashCode``, then in the order the group lists them, its members by join).
 """
 
 from __future__ import annotations
@@ -40,17 +42,39 @@ def _java_order(topic: uuid.UUID) -> tuple[int, int]:
     )
 
 
+def member_order(members: list[str]) -> list[str]:
+    """The order a ``java.util.HashMap`` (16 buckets, doubled past three quarters full) iterates
+    these string keys put in this order: by bucket (``String.hashCode``, its high half folded
+    into the low one, masked), then by insertion."""
+    buckets = 16
+    while len(members) > buckets * 3 // 4:
+        buckets *= 2
+
+    def bucket(key: str) -> int:
+        h = 0
+        for unit in key.encode("utf-16-be").hex(" ", 2).split():
+            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (buckets - 1)
+
+    place = {m: i for i, m in enumerate(members)}
+    return sorted(members, key=lambda m: (bucket(m), place[m]))
+
+
 def uniform(
     subscriptions: Mapping[str, set[uuid.UUID]],
     partitions: Mapping[uuid.UUID, int],
     current: Assignment,
+    *,
+    leave_extra: bool = True,
 ) -> Assignment:
-    members = sorted(subscriptions)
+    """The target; ``subscriptions`` in the order the group lists its members (``leave_extra``
+    False: the rule of Kafka before 4.x's, every extra to the first members, a tests' fault)."""
+    members = member_order(list(subscriptions))
     if not members:
         return {}
     topics = [set(t for t in subscriptions[m] if t in partitions) for m in members]
     if all(t == topics[0] for t in topics):
-        return _homogeneous(members, topics[0], partitions, current)
+        return _homogeneous(members, topics[0], partitions, current, leave_extra)
     return _Heterogeneous(members, dict(zip(members, topics, strict=True)), partitions).build(
         current
     )
@@ -61,6 +85,7 @@ def _homogeneous(
     topics: set[uuid.UUID],
     partitions: Mapping[uuid.UUID, int],
     current: Assignment,
+    leave_extra: bool,
 ) -> Assignment:
     held = {(t, p) for m in members for t, ps in current.get(m, {}).items() for p in ps}
     free = [
@@ -74,7 +99,8 @@ def _homogeneous(
     out: Assignment = {}
     room: list[tuple[str, int]] = []
     for i, m in enumerate(members):
-        quota = floor + (1 if i < extra else 0)
+        bonus = extra > 0  # one of the remainder's partitions, tentatively
+        quota = floor + bonus
         mine: dict[uuid.UUID, set[int]] = {}
         for t, ps in sorted(current.get(m, {}).items(), key=lambda x: _java_order(x[0])):
             if t not in topics:
@@ -88,8 +114,13 @@ def _homogeneous(
                 else:
                     free.append((t, p))
         out[m] = mine
+        # a member that did not fill its extra one gives it up while enough members are still
+        # to come to take every remaining extra (Kafka 4.4.0, from its bytecode)
+        if leave_extra and quota > 0 and bonus and len(members) - i > extra:
+            quota, bonus = quota - 1, False
         if quota > 0:
             room.append((m, quota))
+        extra -= bonus
     for m, quota in room:
         for t, p in free[:quota]:
             out[m].setdefault(t, set()).add(p)

@@ -1,17 +1,19 @@
-"""A faulty ``uniform`` assignor for ``tests/reference/groups/test_assignors.py``: balance per
-topic instead of by members' totals (the reference's assignor before session 13). A member keeps
-its current partitions up to its fair share of the topics it subscribes to, the rest goes to the
-least loaded subscriber: a member owning two topics of two partitions keeps one or both
-partitions of the topic a newcomer subscribes to (3 and 1, or 4 and 0, by topic order), where
-Kafka 4.x gives the newcomer that whole topic (2 and 2)."""
+"""Faulty ``uniform`` assignors for ``tests/reference/groups/test_assignors.py``. The first
+balances per topic instead of by members' totals (the reference's before session 13): a member
+keeps its current partitions up to its fair share of the topics it subscribes to, the rest goes
+to the least loaded subscriber, so a member owning two topics of two partitions keeps one or
+both partitions of the topic a newcomer subscribes to (3 and 1, or 4 and 0, by topic order),
+where Kafka 4.x gives the newcomer that whole topic (2 and 2)."""
 
 from __future__ import annotations
 
 import math
 import uuid
 from collections.abc import Mapping
+from functools import partial
 
 from reference_impl.groups.assignors import Assignment, UniformAssignor
+from reference_impl.groups.uniform import uniform
 
 TopicPartition = tuple[uuid.UUID, int]
 
@@ -54,3 +56,7 @@ def per_topic_share(
 
 #: the faulty assignor
 PER_TOPIC_SHARE = UniformAssignor(per_topic_share)
+
+#: the faulty homogeneous quotas: every extra partition to the first members in order, even one
+#: owning none while a later member owns one it must then give up (a needless move)
+EXTRA_TO_THE_FIRST = UniformAssignor(partial(uniform, leave_extra=False))

@@ -4,6 +4,7 @@ Nothing here judges the answers: the tests do, naming their requirements."""
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -117,6 +118,20 @@ class HeartbeatGroup:
             pass
 
 
+#: the run's seed -> the member ids drawn from it, one stream per process: a run against two
+#: targets gives the same members the same ids (diff --models: where members are equally loaded
+#: Kafka's uniform assignor picks by the hash of their ids, and so does the reference)
+_MEMBER_IDS: dict[int, random.Random] = {}
+
+
+def drawn_member_id(harness: Harness) -> str:
+    """A KIP-848 member id (v1: the client draws it), from the run's seed when it has one."""
+    if harness.seed is None:
+        return str(uuid.uuid4())
+    draws = _MEMBER_IDS.setdefault(harness.seed, random.Random(harness.seed))
+    return str(uuid.UUID(int=draws.getrandbits(128), version=4))
+
+
 class ConsumerGroup(HeartbeatGroup):
     heartbeat_key = ApiKey.CONSUMER_GROUP_HEARTBEAT
     describe_key = ApiKey.CONSUMER_GROUP_DESCRIBE
@@ -128,7 +143,7 @@ class ConsumerGroup(HeartbeatGroup):
         m = Member(conn, instance_id=instance_id)
         m.version = self.version if version is None else version
         if m.version >= 1:
-            m.member_id = str(uuid.uuid4())
+            m.member_id = drawn_member_id(self.harness)
         return m
 
     def heartbeat(self, m: Member, *, full: bool = False, **override: Any) -> dict:

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference_impl.groups.assignors import ASSIGNORS, Assignment, Assignor
-from tests.support.faults_assignors import PER_TOPIC_SHARE
+from reference_impl.groups.uniform import member_order
+from tests.support.faults_assignors import EXTRA_TO_THE_FIRST, PER_TOPIC_SHARE
 
 T1, T2, T3 = (uuid.UUID(int=i) for i in (1, 2, 3))
 UNIFORM = ASSIGNORS["uniform"]
@@ -46,6 +47,42 @@ def shape(assignor: Assignor) -> Assignment:
     """Member a subscribes to two topics of two partitions and owns them; b joins on the first."""
     subs = {"a": {T1, T2}, "b": {T1}}
     return assignor.assign(subs, {T1: 2, T2: 2}, {"a": {T1: {0, 1}, T2: {0, 1}}})
+
+
+def test_members_are_taken_in_the_order_of_kafkas_hash_map() -> None:
+    """Kafka's group spec lists members as a java.util.HashMap of their ids does (checked
+    against a JVM's HashMap for random ids, 2 to 30 of them): by bucket of String.hashCode
+    (folded, 16 buckets until 12 keys), then by insertion; "q" hashes to bucket 1 as "a" does."""
+    assert member_order(["a", "b", "c", "q"]) == ["a", "q", "b", "c"]
+    assert member_order(["q", "a"]) == ["q", "a"]
+    many = [f"m{i}" for i in range(13)]  # 32 buckets past 12 keys: a JVM's order
+    assert member_order(many) == [
+        "m0",
+        "m1",
+        "m2",
+        "m3",
+        "m4",
+        "m5",
+        "m6",
+        "m7",
+        "m8",
+        "m9",
+        "m11",
+        "m10",
+        "m12",
+    ]
+
+
+def test_a_member_short_of_its_extra_partition_leaves_it_to_a_later_one() -> None:
+    """Kafka 4.4.0, seen in diff --models: 2 partitions, 3 members with the same subscription,
+    the first and the last (in Kafka's order) owning one each: the middle one, owning none,
+    leaves the second extra partition to the last, which keeps its own; nothing moves."""
+    first, middle, last = member_order(["a", "b", "c"])
+    subs = {m: {T1} for m in (first, middle, last)}
+    current: Assignment = {first: {T1: {1}}, last: {T1: {0}}}
+    assert UNIFORM.assign(subs, {T1: 2}, current) == current | {middle: {}}
+    moved = EXTRA_TO_THE_FIRST.assign(subs, {T1: 2}, current)  # the fault moves partition 0
+    assert moved == {first: {T1: {1}}, middle: {T1: {0}}, last: {}}
 
 
 def test_a_newcomer_on_one_topic_gets_it_whole() -> None:
@@ -93,13 +130,13 @@ def test_uniform_gives_every_partition_once_and_balances_totals(group) -> None:
 @given(groups())
 def test_uniform_keeps_the_quota_with_the_same_subscriptions(group) -> None:
     _, partitions, current = group
-    subs = {m: {T1, T2} for m in ("m0", "m1", "m2")}
+    subs = {m: {T1, T2} for m in ("m0", "m1", "m2", "member-a")}
     out = UNIFORM.assign(subs, partitions, current)
     total = partitions[T1] + partitions[T2]
-    floor, extra = divmod(total, 3)
-    counts = [sum(len(ps) for ps in out[m].values()) for m in sorted(subs)]
-    # Kafka's quotas: the first members (in member order) one more until the remainder is used
-    assert counts == [floor + (i < extra) for i in range(3)]
+    floor, extra = divmod(total, 4)
+    counts = [sum(len(ps) for ps in out[m].values()) for m in member_order(list(subs))]
+    # Kafka's quotas: the floor, and the remainder's extra ones to as many members
+    assert sorted(counts) == [floor] * (4 - extra) + [floor + 1] * extra
     for m in subs:  # a member keeps its partitions of subscribed topics up to its quota
         mine = {(t, p) for t, ps in current.get(m, {}).items() if t in (T1, T2) for p in ps}
         now = {(t, p) for t, ps in out[m].items() for p in ps}
