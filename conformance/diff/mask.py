@@ -187,8 +187,9 @@ class RefusalRule:
     reason: str
     when: str = "*"
 
-    def names(self, api: str, codes: set[int]) -> bool:
-        """Whether an answer of ``api`` whose entries carry ``codes`` is this refusal."""
+    def names(self, api: str, codes: set[int | None]) -> bool:
+        """Whether an answer of ``api`` whose entries carry ``codes`` (None: an entry without
+        one) is this refusal."""
         return ("*" in self.apis or api in self.apis) and codes == {self.error}
 
 
@@ -244,9 +245,11 @@ class Mask:
         for v in self.versions:
             item = {"id": v.id, "apis": list(v.apis), "when": v.when}
             out.append(item | ({"only": v.only} if v.only else {}) | {"reason": v.reason})
-        for r in self.refusals:
-            item = {"id": r.id, "apis": list(r.apis), "when": r.when, "error": r.error}
-            out.append(item | {"reason": r.reason})
+        for refusal in self.refusals:
+            out.append(
+                {"id": refusal.id, "apis": list(refusal.apis), "when": refusal.when}
+                | {"error": refusal.error, "reason": refusal.reason}
+            )
         for m in self.models:
             out.append({"id": m.id, "tests": list(m.tests), "when": m.when, "reason": m.reason})
         return out
@@ -294,7 +297,8 @@ def load(path: Path = MASK_FILE) -> Mask:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
         raise MaskError(f"{path}: {e}") from None
-    fields, versions, refusals, models, ids = [], [], [], [], set()
+    fields, versions, refusals, models = [], [], [], []
+    ids: set[str] = set()
     for where, rid, reason, raw in _entries(data, "fields", path.name, ids):
         compare = raw.get("compare")
         if compare not in COMPARES:

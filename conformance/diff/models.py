@@ -21,7 +21,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from conformance.diff.compare import Answer, Comparison, plain
 from conformance.diff.mask import RefusalRule
@@ -142,7 +142,7 @@ class Refused:
             return None
         body = row.get("response") or {}
         entries = body.get("Topics") or body.get("Responses") or body.get("Results") or []
-        codes = {e.get("ErrorCode") for e in entries if isinstance(e, dict)}
+        codes: set[int | None] = {e.get("ErrorCode") for e in entries if isinstance(e, dict)}
         api = _name(self.codec, row["api_key"])
         for r in self.rules:
             if r.names(api, codes):
@@ -344,9 +344,22 @@ def _name(codec: Codec, api_key: int) -> str:
     return codec.message(api_key, "request").name.removesuffix("Request")
 
 
+class ModelRow(TypedDict, total=False):
+    """One model test's line of the summary: step counts, and why it was not compared."""
+
+    steps_a: int
+    steps_b: int
+    compared: int
+    other_version: int
+    repeats: int
+    differences: int
+    refused: int  # steps the second target refused and the first did not (not compared)
+    not_compared: str  # the mask's model rule: a model the second target cannot run at all
+
+
 def compare_models(
     codec: Codec, comparison: Comparison, paths: list[Path]
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+) -> tuple[list[dict[str, Any]], dict[str, ModelRow]]:
     """(differences, per test: steps on each side, steps compared, differences).
 
     The two sequences of a test are aligned on the API as a text diff aligns lines: the pairs it
@@ -358,10 +371,10 @@ def compare_models(
     refused = Refused(codec, comparison.mask.refusal_rules(comparison.other), comparison.hidden)
     a, b = _steps(paths[0]), _steps(paths[1], refused)
     differences: list[dict[str, Any]] = []
-    summary: dict[str, dict[str, int]] = {}
+    summary: dict[str, ModelRow] = {}
     for test in sorted(set(a) | set(b)):
         sa, sb = a.get(test, []), b.get(test, [])
-        row = {"steps_a": len(sa), "steps_b": len(sb), "compared": 0, "other_version": 0}
+        row = ModelRow(steps_a=len(sa), steps_b=len(sb), compared=0, other_version=0)
         row["repeats"] = 0
         row["differences"] = 0
         summary[test] = row

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.client.sasl import authenticate
 from conformance.client.wire import Connection, ConnectionClosed, ProtocolViolation
@@ -37,6 +37,9 @@ from conformance.protocol.errors import DecodeError, EncodeError
 from conformance.protocol.internal_topics import TRANSACTION_STATE_TOPIC
 from conformance.protocol.jsonform import to_json
 from conformance.targets import Target, TargetError, TargetOptions, make_target
+
+if TYPE_CHECKING:  # the models (and the suite they import) load only when --models asks
+    from conformance.diff.models import ModelRow
 
 FIND_COORDINATOR, INIT_PRODUCER_ID = int(ApiKey.FIND_COORDINATOR), int(ApiKey.INIT_PRODUCER_ID)
 ADD_PARTITIONS_TO_TXN = int(ApiKey.ADD_PARTITIONS_TO_TXN)
@@ -93,7 +96,7 @@ class DiffResult:
     mask: Mask
     hidden: Counter
     #: per model test: steps on each side, steps compared, differences (empty: not run)
-    models: dict[str, dict[str, int]] = field(default_factory=dict)
+    models: dict[str, ModelRow] = field(default_factory=dict)
 
     @property
     def unexplained(self) -> int:
@@ -195,7 +198,7 @@ async def _ready(conn: Connection, advertised: dict, timeout: float) -> float:
     reference is ready at once -- a difference of timing, not of behaviour.
     """
     began = time.monotonic()
-    probes = [
+    probes: list[tuple[int, int, dict]] = [
         (FIND_COORDINATOR, 1, {"Key": READY_KEY, "KeyType": 0}),
         (INIT_PRODUCER_ID, 0, {"TransactionalId": None, "TransactionTimeoutMs": 60000}),
     ]
@@ -445,14 +448,16 @@ def lines(result: DiffResult) -> list[str]:
     if result.models:
         out.append("")
         out.append(f"{'model test':<72} {'steps':>11} {'compared':>8} {'diffs':>6}")
-        for test, row in result.models.items():
-            steps = f"{row['steps_a']}/{row['steps_b']}"
+        for test, model in result.models.items():
+            steps = f"{model['steps_a']}/{model['steps_b']}"
             why = ""
-            if row.get("not_compared"):
-                why = f"  (not run by the second: {row['not_compared']})"
-            elif row.get("refused"):
-                why = f"  ({row['refused']} step(s) at or after a refusal the mask names)"
-            out.append(f"{test:<72} {steps:>11} {row['compared']:>8} {row['differences']:>6}{why}")
+            if model.get("not_compared"):
+                why = f"  (not run by the second: {model['not_compared']})"
+            elif model.get("refused"):
+                why = f"  ({model['refused']} step(s) at or after a refusal the mask names)"
+            out.append(
+                f"{test:<72} {steps:>11} {model['compared']:>8} {model['differences']:>6}{why}"
+            )
     out.append("")
     for v in result.versions:
         why = f"masked ({v['mask']})" if v["reason"] else "UNEXPLAINED"

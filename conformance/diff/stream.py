@@ -54,7 +54,7 @@ def parse_selection(text: str) -> Selection:
         raise ValueError(f"cannot read API selection {text!r}: expected NAME or NAME:VERSIONS")
     api = m.group("api")
     by_name = {k.api_name.lower(): k for k in ApiKey}
-    key = ApiKey(int(api)) if api.isdigit() else by_name.get(api.lower())
+    key = {int(k): k for k in ApiKey}.get(int(api)) if api.isdigit() else by_name.get(api.lower())
     if key is None:
         raise ValueError(f"unknown API {api!r}")
     versions = Versions.parse(m.group("versions")) if m.group("versions") else None

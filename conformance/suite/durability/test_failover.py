@@ -17,7 +17,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite.durability.faults import Faults, create_topic
 from conformance.suite.durability.history import History, conclude, judge, read_partition
 from conformance.suite.durability.shared import committed_offsets
-from conformance.suite.groups.commits import commit
+from conformance.suite.groups.commits import Offsets, commit
 from conformance.suite.groups.members import find_coordinator
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
@@ -164,7 +164,7 @@ def test_whole_cluster_kill_and_restart(harness: Harness) -> None:
     replicas = min(3, len(faults.brokers))
     create_topic(faults, topic, replicas, min(2, replicas))
     group = fresh_name("durability-group")
-    committed = {(topic, 0): (7, "durability")}
+    committed: Offsets = {(topic, 0): (7, "durability")}
     where = find_coordinator(harness, group, harness.pick_version(ApiKey.FIND_COORDINATOR))
     codes = commit(harness, harness.connect(where.endpoint), group, committed)
     verify.check(set(codes.values()) == {ErrorCode.NONE}, f"OffsetCommit: {codes}", "DURABILITY.R5")
