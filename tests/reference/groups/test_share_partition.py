@@ -156,3 +156,22 @@ class Members(RuleBasedStateMachine):
 
 TestMembers = Members.TestCase
 TestMembers.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+
+
+def test_acknowledgement_batches_kafka_refuses() -> None:
+    """Kafka 4.4.0's KafkaApis.validateAcknowledgementBatches: what is INVALID_REQUEST for the
+    partition before the share partition is touched (RENEW only from v2, with IsRenewAck)."""
+    from reference_impl.handlers.share_common import batches_invalid
+
+    def b(first: int, last: int, *types: int) -> dict:
+        return {"FirstOffset": first, "LastOffset": last, "AcknowledgeTypes": list(types)}
+
+    assert not batches_invalid([b(0, 1, ACCEPT), b(1, 1, REJECT)], 1, False)
+    assert batches_invalid([b(2, 1, ACCEPT)], 1, False)  # first past last
+    assert batches_invalid([b(3, 4, ACCEPT), b(2, 2, ACCEPT)], 1, False)  # before the last one
+    assert batches_invalid([b(0, 0)], 1, False)  # no types
+    assert batches_invalid([b(0, 2, ACCEPT, ACCEPT)], 1, False)  # neither 1 nor one per offset
+    assert batches_invalid([b(0, 0, RENEW)], 1, True)  # RENEW is v2's
+    assert batches_invalid([b(0, 0, RENEW)], 2, False)  # without IsRenewAck
+    assert not batches_invalid([b(0, 0, RENEW)], 2, True)
+    assert batches_invalid([b(0, 0, 5)], 2, True)
