@@ -388,11 +388,19 @@ class ConsumerGroups(ModernGroups[ConsumerGroup]):
 
     def _fence(self, group: ConsumerGroup, member: ModernMember) -> None:
         """Removing the last member of the consumer protocol when classic members stay makes
-        the group classic again (``migration.py``)."""
+        the group classic again (``migration.py``); removing the very last one empties the
+        target."""
         if self.classic_members.downgrades(group, member.member_id):
             self.classic_members.to_classic(group, member.member_id)
             return
         super()._fence(group, member)
+        if not group.members:
+            # Kafka 4.4.0 (consumerGroupFenceMembers, from its bytecode): the last member gone,
+            # the target is the empty one at the new group epoch, its timestamp 0, so the next
+            # member's target is computed at once, whatever the assignment interval
+            group.target = {}
+            group.assignment_epoch = group.group_epoch
+            group.assigned_at_ms = -(2**62)
 
     def _store(
         self, group: ConsumerGroup, done: Callable[[int], None], records: Sequence[KeyValue] = ()

@@ -345,3 +345,27 @@ def test_without_the_revocation_the_dropped_topic_stays(monkeypatch) -> None:
     )
     changed, _ = unsubscribing(World(interval=500))
     assert changed.assignment is None  # nothing said: it still holds u
+
+
+def test_the_last_member_gone_the_next_is_assigned_at_once(monkeypatch) -> None:
+    """Kafka 4.4.0 (consumerGroupFenceMembers, from its bytecode; seen in diff --models): when the
+    last member leaves, the group is Empty with its assignment epoch at the new group epoch and
+    its assignment time reset, so a member joining within the interval is assigned at once. The
+    fault (the target left as it was) leaves the newcomer waiting out the interval."""
+    from reference_impl.groups.modern import ModernGroups
+
+    def joined_after_the_last_left(w: World) -> HeartbeatResult:
+        w.hb("a", 0)
+        left = w.hb("a", -1)
+        assert left.member_epoch == -1 and w.group().state == "Empty"
+        return w.hb("b", 0)
+
+    w = World(interval=500)
+    b = joined_after_the_last_left(w)
+    assert w.group().assignment_epoch == w.group().group_epoch == b.member_epoch == 4
+    assert b.assignment == {T1: {0, 1, 2}}
+    monkeypatch.setattr(
+        "reference_impl.groups.consumer.ConsumerGroups._fence",
+        lambda self, group, member: ModernGroups._fence(self, group, member),
+    )
+    assert joined_after_the_last_left(World(interval=500)).assignment == {}
