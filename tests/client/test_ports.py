@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
+import signal
 import socket
 import subprocess
 import sys
@@ -103,10 +105,14 @@ def test_a_forked_child_holds_none_of_its_parents_blocks(holding) -> None:
             os._exit(0)
     os.close(write_end)
     try:
-        theirs = int(os.read(read_end, 16))
+        ready, _, _ = select.select([read_end], [], [], 30)  # bounded, should the child hang
+        theirs = int(os.read(read_end, 16)) if ready else None
     finally:
         os.close(read_end)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+    assert theirs is not None, "the forked child gave no port in 30 s"
     assert theirs // ports.BLOCK not in holding.blocks, (ours, theirs, holding.blocks)
 
 
