@@ -37,6 +37,14 @@ TRANSIENT = frozenset(
         ErrorCode.NOT_COORDINATOR,
     }
 )
+#: JoinGroup answers a round is joined again after (every member, like Kafka's clients): the
+#: coordinator is loading, or storing the group timed out (Kafka 3.9 under load answers
+#: COORDINATOR_NOT_AVAILABLE then). Not NOT_COORDINATOR: from the broker FindCoordinator named,
+#: that answer is what GROUPS.R1 judges
+REJOIN = TRANSIENT - {ErrorCode.NOT_COORDINATOR}
+#: at most so many extra rounds, so far apart: a target that keeps answering so costs bounded time
+REJOIN_TRIES = 3
+REJOIN_PAUSE = 1.0
 PROTOCOL_TYPE = "consumer"
 PROTOCOL_NAME = "range"
 #: a member's session: longer than any step of a test (each round refreshes it), so that only
@@ -106,6 +114,7 @@ class Round:
     leave: dict | None = None
     heartbeats: list[int] = field(default_factory=list)  # codes while the rebalance started
     joins: dict[str, dict] = field(default_factory=dict)  # client id -> JoinGroup answer
+    rejoined: list[dict[str, dict]] = field(default_factory=list)  # earlier tries' REJOIN answers
     syncs: dict[str, dict] = field(default_factory=dict)  # client id -> SyncGroup answer
     assigned: dict[str, bytes] = field(default_factory=dict)  # member id -> what leader gave
 
@@ -260,7 +269,9 @@ class Group:
     ) -> Round:
         """One round: ``joining`` members enter, ``leaving`` ones leave, the rest rejoin; the
         leader assigns ``assignment_for`` each member and everyone syncs (unless ``sync`` is
-        False: the round stops after JoinGroup, the group CompletingRebalance)."""
+        False: the round stops after JoinGroup, the group CompletingRebalance). Where every
+        JoinGroup is answered with a REJOIN error, all join again (at most REJOIN_TRIES
+        times); ``Round.rejoined`` keeps those answers."""
         joining, leaving = list(joining), list(leaving)
         staying = [m for m in self.members if m not in leaving]
         r = Round()
@@ -278,6 +289,20 @@ class Group:
         pending.update({m.client_id: (m, self.join(m)) for m in staying})
         members = [*staying, *joining]
         self.members = members
+        self.finish_joins(r, pending)
+        for _ in range(REJOIN_TRIES):
+            if not r.joins or any(b["ErrorCode"] not in REJOIN for b in r.joins.values()):
+                break
+            r.rejoined.append(r.joins)
+            r.joins = {}
+            time.sleep(REJOIN_PAUSE)
+            self.finish_joins(r, {m.client_id: (m, self.join(m)) for m in members})
+        if sync and all(b["ErrorCode"] == ErrorCode.NONE for b in r.joins.values()):
+            self.sync_all(r)
+        return r
+
+    def finish_joins(self, r: Round, pending: dict[str, tuple[Member, Future]]) -> None:
+        """The round's JoinGroup answers, each noted in ``r`` and in its member."""
         for cid, (m, fut) in pending.items():
             body = self.finish(m, ApiKey.JOIN_GROUP, fut)
             m.joins.append(body)
@@ -288,9 +313,6 @@ class Group:
                     body["GenerationId"],
                     body["Leader"],
                 )
-        if sync and all(b["ErrorCode"] == ErrorCode.NONE for b in r.joins.values()):
-            self.sync_all(r)
-        return r
 
     def sync_all(self, r: Round) -> None:
         leader = next((m for m in self.members if m.member_id == m.leader), None)
