@@ -10,6 +10,7 @@ from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.partitions import batch_bytes, now_ms
+from conformance.suite.kit.records_io import quiet_version
 
 #: what a broker answers while it has no producer id to give yet (Apache Kafka's brokers ask
 #: the controller for a block of ids asynchronously and answer this until it comes); a producer
@@ -18,10 +19,12 @@ NOT_READY_YET = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_N
 RETRY_FOR = 15.0
 
 
-def init_producer_id(harness: Harness, req: str) -> tuple[int, dict]:
+def init_producer_id(harness: Harness, req: str, *, quiet: bool = False) -> tuple[int, dict]:
     """InitProducerId for idempotence (no transactional id): its version and the first answer
-    that is not a retriable "not ready yet" (or the last one, past the deadline)."""
-    version = harness.pick_version(ApiKey.INIT_PRODUCER_ID)
+    that is not a retriable "not ready yet" (or the last one, past the deadline). ``quiet``: a
+    set-up step, so not the API the test's results name."""
+    pick = quiet_version if quiet else Harness.pick_version
+    version = pick(harness, ApiKey.INIT_PRODUCER_ID)
     body = {
         "TransactionalId": None,
         "TransactionTimeoutMs": 60000,
@@ -40,8 +43,9 @@ def init_producer_id(harness: Harness, req: str) -> tuple[int, dict]:
 
 
 def producer_id(harness: Harness, req: str) -> tuple[int, int]:
-    """A producer id and epoch for the Produce checks; the test cannot go on without one."""
-    version, answer = init_producer_id(harness, req)
+    """A producer id and epoch for the Produce checks; the test cannot go on without one (its
+    results name Produce, not InitProducerId)."""
+    version, answer = init_producer_id(harness, req, quiet=True)
     if (
         answer["ErrorCode"] != ErrorCode.NONE
         or answer["ProducerId"] < 0

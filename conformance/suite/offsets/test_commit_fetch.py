@@ -17,6 +17,7 @@ from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, run_property
 from conformance.suite.kit.meta import conformance
 from conformance.suite.kit.provision import Topics
+from conformance.suite.kit.records_io import quiet_version
 from conformance.suite.kit.safety import fresh_name
 from conformance.suite.offsets.shared import every_partition, two_topics
 
@@ -54,9 +55,9 @@ def same_metadata(sent: str | None, got: str | None) -> bool:
 def test_simple_commits_read_back(harness: Harness) -> None:
     """Drawn commits to a fresh group with no members (generation -1): each partition read
     back by name and by fetching everything; partitions never committed read -1."""
-    cv = harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")
     fv = harness.pick_version(ApiKey.OFFSET_FETCH, "1+")
     all_v = harness.pick_version(ApiKey.OFFSET_FETCH, "2+") if fv >= 2 else None
+    cv = harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")  # the API the results name: last
     topics = two_topics(harness)
 
     def check(offsets: Offsets) -> None:
@@ -129,7 +130,8 @@ def test_metadata_read_back(harness: Harness) -> None:
 
 
 def pick_fc(harness: Harness) -> int:
-    return harness.pick_version(10)
+    """FindCoordinator's version: a step of the test, not the API its results name."""
+    return quiet_version(harness, ApiKey.FIND_COORDINATOR)
 
 
 @conformance("offsets/commit/generation", "OFFSETS.R3", "OFFSETS.R6", api=ApiKey.OFFSET_COMMIT)

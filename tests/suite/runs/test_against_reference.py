@@ -55,3 +55,20 @@ def test_the_zookeeper_store_serves_the_cluster_id_znode(tmp_path) -> None:
     v = {r["requirement_id"]: r["verdict"] for r in run.records}
     assert v["KIP-78.R8"] == "PASS" and set(v.values()) == {"PASS"}, run.records
     assert proc.returncode == 0
+
+
+#: tests whose records once named a set-up step's API (InitProducerId, FindCoordinator) instead
+#: of the one their requirements judge (closing12 'Noticed')
+JUDGED_API = {
+    "idempotence/produce/retry-not-duplicated": "Produce",
+    "idempotence/produce/sequence-gap-refused": "Produce",
+    "idempotence/produce/older-epoch-fenced": "Produce",
+    "offsets/commit-fetch/read-back": "OffsetCommit",
+}
+
+
+def test_records_name_the_api_their_test_judges() -> None:
+    proc, run = shared_run("reference")
+    assert run is not None, proc.stderr[-2000:]
+    named = {(r["test_id"], r["api_name"]) for r in run.records if r["test_id"] in JUDGED_API}
+    assert named == set(JUDGED_API.items())
