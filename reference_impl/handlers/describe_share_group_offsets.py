@@ -3,19 +3,90 @@
 Per group: DESCRIBE on the GROUP (else GROUP_AUTHORIZATION_FAILED); the share group type
 (``groups/share.py``, ``describe_offsets``) answers each partition asked, or with Topics null
 every partition the group has share state for: its start offset, -1 where the group has none (a
-group that does not exist is answered without error, as Kafka 4.4.0 does). LeaderEpoch 0, as
-Kafka answers it; v1's Lag -1 (the coordinator does not know the partitions' high watermarks).
-Versions 0-1, as Kafka 4.4.0 advertises.
+group that does not exist is answered without error, as Kafka 4.4.0 does). The coordinator
+knows only AlterShareGroupOffsets' values: the share partitions live on their leaders, so each
+leader is asked for the current start offset of those it has state for
+(ReadShareGroupStateSummary, ``read_share_group_state_summary.py``; a leader that does not
+answer in 5 s leaves the coordinator's value), as Kafka's coordinator asks its share
+coordinator. LeaderEpoch 0, as Kafka answers it; v1's Lag -1 (the coordinator does not know the
+partitions' high watermarks). Versions 0-1, as Kafka 4.4.0 advertises.
 """
 
 from __future__ import annotations
 
+import asyncio
+import uuid
+
 from conformance.protocol import ApiKey, ErrorCode
+from reference_impl import security_hooks
 from reference_impl.handlers.group_common import group_allowed, groups
+from reference_impl.handlers.read_share_group_state_summary import start_offsets
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 
 MAX_VERSION = 1
+#: seconds a leader has to answer ReadShareGroupStateSummary
+LEADER_WAIT = 5.0
+Asked = dict[uuid.UUID, list[int]]
+
+
+async def leader_starts(
+    node: BrokerView, leader: int, group: str, asked: Asked
+) -> dict[tuple[uuid.UUID, int], tuple[int, int]]:
+    """(topic id, partition) -> (error, start offset) as ``leader`` has them ({} when it does
+    not answer)."""
+    if leader == node.node_id:
+        return {
+            (tid, p): v
+            for tid, ps in asked.items()
+            for p, v in start_offsets(node, group, tid, ps).items()
+        }
+    listener = node.config.inter_broker_listener or node.config.listeners[0].name
+    ep = node.metadata_cache.endpoint(leader, listener)
+    if ep is None:
+        return {}
+    body = {
+        "GroupId": group,
+        "Topics": [
+            {"TopicId": tid, "Partitions": [{"Partition": p, "LeaderEpoch": -1} for p in ps]}
+            for tid, ps in asked.items()
+        ],
+    }
+    try:
+        async with asyncio.timeout(LEADER_WAIT):
+            conn = await security_hooks.connect(
+                ep.host, ep.port, codec=node.codec, client_id="share-offsets", timeout=LEADER_WAIT
+            )
+            async with conn:
+                got = await conn.request(
+                    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, body, timeout=LEADER_WAIT
+                )
+    except (OSError, ConnectionError, TimeoutError):
+        return {}
+    return {
+        (r["TopicId"], p["Partition"]): (p["ErrorCode"], p["StartOffset"])
+        for r in got.body["Results"]
+        for p in r["Partitions"]
+    }
+
+
+async def from_leaders(node: BrokerView, group: str, topics: list[dict]) -> None:
+    """Each answered partition's StartOffset made its leader's, where the leader has state."""
+    by_leader: dict[int, list[tuple[uuid.UUID, dict]]] = {}
+    for t in topics:
+        for p in t["Partitions"]:
+            led = node.metadata_cache.partition(t["TopicName"], p["PartitionIndex"])
+            if led is not None and led.leader >= 0:
+                by_leader.setdefault(led.leader, []).append((t["TopicId"], p))
+    for leader, parts in by_leader.items():
+        asked: Asked = {}
+        for tid, p in parts:
+            asked.setdefault(tid, []).append(p["PartitionIndex"])
+        got = await leader_starts(node, leader, group, asked)
+        for tid, p in parts:
+            error, start = got.get((tid, p["PartitionIndex"]), (-1, -1))
+            if error == 0 and start >= 0:
+                p["StartOffset"] = start
 
 
 def api(node: BrokerView) -> Api:
@@ -54,7 +125,11 @@ def api(node: BrokerView) -> Api:
         return entry
 
     async def handle(ctx: RequestContext, body: dict) -> dict:
-        return {"ThrottleTimeMs": 0, "Groups": [describe(ctx, g) for g in body["Groups"]]}
+        answers = [describe(ctx, g) for g in body["Groups"]]
+        for a in answers:
+            if not a["ErrorCode"]:
+                await from_leaders(node, a["GroupId"], a["Topics"])
+        return {"ThrottleTimeMs": 0, "Groups": answers}
 
     return Api(
         ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,

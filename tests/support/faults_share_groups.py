@@ -101,20 +101,33 @@ def share_type_hidden(api: int, version: int, body: dict) -> bool:
     return bool(hit)
 
 
-def unknown_start_as_zero(api: int, version: int, body: dict) -> bool:
-    """SHARE-GROUPS.R17, R19: DescribeShareGroupOffsets answers 0, not -1, for a partition the
-    group has no start offset for (a missing offset read as a default)."""
+def described(api: int, body: dict) -> list[dict]:
+    """The partitions of a DescribeShareGroupOffsets answer (none for another API's)."""
     if api != ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS:
-        return False
-    hit = [
+        return []
+    return [
         p
         for g in body.get("Groups") or []
         for t in g.get("Topics") or []
         for p in t.get("Partitions") or []
-        if p.get("StartOffset") == -1
     ]
+
+
+def unknown_start_as_zero(api: int, version: int, body: dict) -> bool:
+    """SHARE-GROUPS.R17, R19: DescribeShareGroupOffsets answers 0, not -1, for a partition the
+    group has no start offset for (a missing offset read as a default)."""
+    hit = [p for p in described(api, body) if p.get("StartOffset") == -1]
     for p in hit:
         p["StartOffset"] = 0
+    return bool(hit)
+
+
+def start_offset_unsaid(api: int, version: int, body: dict) -> bool:
+    """SHARE-GROUPS.R25: DescribeShareGroupOffsets answers -1 for every start offset (a group
+    coordinator that never learns its share partitions' start offsets from where they live)."""
+    hit = [p for p in described(api, body) if p.get("StartOffset", -1) >= 0]
+    for p in hit:
+        p["StartOffset"] = -1
     return bool(hit)
 
 

@@ -24,6 +24,7 @@ from tests.support.faults_share_groups import (
     ranges_widened,
     renew_lock_unsaid,
     share_type_hidden,
+    start_offset_unsaid,
     unknown_start_as_zero,
 )
 from tests.support.runs import failing, verdicts
@@ -41,6 +42,7 @@ OFFSETS = "share-groups/admin/offsets"
 SILENT = "share-groups/heartbeat/session-timeout"
 RENEW = "share-groups/acknowledge/renew"
 RECORD_LIMIT = "share-groups/fetch/record-limit"
+START = "share-groups/admin/start-offset"
 HEARTBEAT = {ApiKey.SHARE_GROUP_HEARTBEAT}
 SESSION_APIS = {ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE}
 
@@ -91,15 +93,16 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             (SILENT, "SHARE-GROUPS.R20"),
         },
     ),
-    "counts-stuck-ranges-widened-renew-lock-unsaid": (
-        lambda: (delivery_count_stuck, ranges_widened, renew_lock_unsaid),
-        (ACQUIRE, LIMIT, RENEW, RECORD_LIMIT),
+    "counts-stuck-ranges-widened-renew-lock-start-offset-unsaid": (
+        lambda: (delivery_count_stuck, ranges_widened, renew_lock_unsaid, start_offset_unsaid),
+        (ACQUIRE, LIMIT, RENEW, RECORD_LIMIT, START),
         {
             (ACQUIRE, "SHARE-GROUPS.R9"),
             (ACQUIRE, "SHARE-GROUPS.R10"),
             (LIMIT, "SHARE-GROUPS.R13"),
             (RENEW, "SHARE-GROUPS.R23"),
             (RECORD_LIMIT, "SHARE-GROUPS.R24"),
+            (START, "SHARE-GROUPS.R25"),
         },
     ),
     "epoch-back-log-start-withheld": (
