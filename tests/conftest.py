@@ -32,6 +32,14 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parents[1]
+#: processes the tests start from elsewhere (``python -m conformance`` in a temporary folder,
+#: the reference nodes it starts, ``serve``) import this tree's code, not the checkout the
+#: environment's editable install names: tests run in a `git archive` tree or a second clone
+#: judge that tree (they judged the editable install's checkout before, whatever its state)
+_paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT), *(p for p in _paths if p and p != str(ROOT))]
+)
 #: Upstream Kafka message specs, one folder per release (reference data beside the project).
 KAFKA_SPECS = ROOT.parent / "shared" / "kafka-specs"
 
