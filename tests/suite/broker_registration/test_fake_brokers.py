@@ -9,7 +9,8 @@ Disruptive tests run after the others, one at a time (``conformance.plugin``).
 
 A test registers fake brokers when its code (its lambdas included) builds that binding
 (``binding.new_runner`` or ``binding.LifecycleBinding``, named through the module or imported):
-found by reading each suite test's code objects, so a new such test is caught without running it.
+found by reading the code objects of the suite tests whose module names broker_registration, so a
+new such test is caught without running it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ def registers(fn: FunctionType) -> bool:
 def registering_tests() -> dict[str, bool]:
     """test id -> whether it is marked disruptive, for every suite test that builds fake
     brokers."""
-    return {m["test_id"]: m["disruptive"] for fn, m in suite_tests.declared() if registers(fn)}
+    return {
+        m["test_id"]: m["disruptive"]
+        for fn, m in suite_tests.declared(mentioning="broker_registration")
+        if registers(fn)
+    }
 
 
 def test_every_test_that_registers_fake_brokers_is_disruptive() -> None:
