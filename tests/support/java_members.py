@@ -38,3 +38,14 @@ def start_jvm(classes: Path, libs: Path, args: list[str], out: Path, log: Path) 
     cmd = ["java", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", f"{classes}:{libs}/*", *args]
     with open(out, "w") as sink, open(log, "w") as err:
         return subprocess.Popen(cmd, stdout=sink, stderr=err, stdin=subprocess.DEVNULL)
+
+
+def stop_jvms(stop: Path, procs: list[subprocess.Popen]) -> None:
+    """Touch the harnesses' stop file and wait for each (killed after 30 s)."""
+    stop.touch()
+    for p in procs:
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
