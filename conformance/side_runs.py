@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -141,8 +142,9 @@ def start(options: dict[str, Any], seed: int, sides: int) -> Sides:
         log = (folder / "side.log").open("wb")
         side = Side(k, folder)
         try:
-            side.proc = subprocess.Popen(
+            side.proc = subprocess.Popen(  # its stdin is its lifeline (``_lifeline``)
                 [sys.executable, "-m", "conformance.side_runs", str(folder / INPUT)],
+                stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONPATH": _pythonpath()},
@@ -169,6 +171,23 @@ def stop(side: Side) -> None:
         except subprocess.TimeoutExpired:
             side.proc.kill()
             side.proc.wait()
+    if side.proc is not None and side.proc.stdin is not None:
+        side.proc.stdin.close()
+
+
+def _lifeline() -> None:
+    """A side stops as on SIGTERM when its controller is gone, however it went: its stdin is a
+    pipe whose writing end only the controller holds, so it reads end of file."""
+    import threading
+
+    fd = os.dup(0)  # pytest's capture puts /dev/null on fd 0
+
+    def watch() -> None:
+        while os.read(fd, 4096):
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="lifeline", daemon=True).start()
 
 
 def log_tail(side: Side, lines: int = 20) -> str:
@@ -218,10 +237,13 @@ def claim(claims: Path, ids: list[str], start: int) -> int | None:
     return None
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str]) -> int:
     """One side run: the controller's options, a reference cluster of its own, its share."""
     from conformance.plugin import SuiteRun, args_for_pytest, make_run_target
-    from conformance.run import _interrupt_on_sigterm
     from conformance.targets import TargetError
 
     given = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
@@ -237,7 +259,8 @@ def main(argv: list[str]) -> int:
         print(f"side run: {e}", file=sys.stderr)
         return 2
     Path(options.results_dir).mkdir(parents=True, exist_ok=True)
-    _interrupt_on_sigterm()
+    signal.signal(signal.SIGTERM, _interrupted)  # the controller's stop: its cluster stopped too
+    _lifeline()
     run = SuiteRun(options, target=target)
     run.disruptive_only = True
     code = pytest.main(args_for_pytest(options), plugins=[run, Share(Path(given["claims"]))])
