@@ -15,11 +15,12 @@ of the session; later ones only those with records, acknowledgements or errors.
 
 Version 2 (KIP-1206, KIP-1222): ShareAcquireMode 0 (batch-optimized, v1's only mode) acquires
 whole log batches, passing MaxRecords to finish the last one; 1 (record_limit) at most
-MaxRecords records. IsRenewAck true marks a request of RENEW acknowledgements (type 4, which
-keep records acquired and start their locks again): it acquires nothing, and Kafka 4.4.0 refuses
-it with INVALID_REQUEST unless MaxBytes, MinBytes, MaxRecords and MaxWaitMs are all 0. A batch
-Kafka's KafkaApis finds malformed (``share_common.batches_invalid``) is that partition's
-AcknowledgeErrorCode INVALID_REQUEST.
+MaxRecords records; any other is UNKNOWN_SERVER_ERROR once the session has moved on and the
+acknowledgements are taken, as Kafka 4.4.0 answers it (measured). IsRenewAck true marks a
+request of RENEW acknowledgements (type 4, which keep records acquired and start their locks
+again): it acquires nothing, and Kafka 4.4.0 refuses it with INVALID_REQUEST unless MaxBytes,
+MinBytes, MaxRecords and MaxWaitMs are all 0. A batch Kafka's KafkaApis finds malformed
+(``share_common.batches_invalid``) is that partition's AcknowledgeErrorCode INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from reference_impl.roles import BrokerView
 
 MIN_VERSION = 1
 MAX_VERSION = 2
-#: ShareAcquireMode (v2)
+#: ShareAcquireMode (v2): 0 batch_optimized, 1 record_limit
 RECORD_LIMIT = 1
+ACQUIRE_MODES = (0, RECORD_LIMIT)
 POLL_SECONDS = 0.05
 
 
@@ -116,7 +118,13 @@ async def share_fetch(node: BrokerView, ctx: RequestContext, body: dict) -> dict
         except KafkaError as e:
             entry(tp)["AcknowledgeErrorCode"] = int(e.code)
     lock_ms = sc.lock_duration_ms(node, group)
-    whole = body.get("ShareAcquireMode", 0) != RECORD_LIMIT
+    mode = body.get("ShareAcquireMode", 0)
+    whole = mode != RECORD_LIMIT
+    if mode not in ACQUIRE_MODES and not renew_ack and epoch != -1:
+        # Kafka 4.4.0 (probe): UNKNOWN_SERVER_ERROR, no partitions, after the session moved on
+        # and the acknowledgements were taken (its ShareAcquireMode.forId throws on the fetch)
+        shared.save()
+        return _top(ErrorCode.UNKNOWN_SERVER_ERROR, 0, [])
     if epoch == -1:
         shared.close(group, member)
     elif not renew_ack:
