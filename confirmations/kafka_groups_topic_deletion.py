@@ -23,6 +23,7 @@ import uuid
 
 from confirmations.kafka_groups import coordinator, join_body, subscription_v0
 from confirmations.launch import connect, each_target
+from conformance.client.create_topics import create_body
 from conformance.client.wire import Connection
 from conformance.protocol.codec import Codec
 
@@ -47,19 +48,7 @@ async def on_some_broker(codec, target, api, version, body, key):
 
 async def made(codec, target, prefix: str) -> tuple[str, list[int]]:
     topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    body = {
-        "Topics": [
-            {
-                "Name": topic,
-                "NumPartitions": 1,
-                "ReplicationFactor": 1,
-                "Assignments": [],
-                "Configs": [],
-            }
-        ],
-        "TimeoutMs": 30000,
-        "ValidateOnly": False,
-    }
+    body = create_body({topic: 1})
     got = await on_some_broker(codec, target, CREATE, 4, body, "Topics")
     await asyncio.sleep(1.0)  # every broker knows it
     return topic, [t["ErrorCode"] for t in got["Topics"]]

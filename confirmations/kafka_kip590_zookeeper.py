@@ -13,6 +13,7 @@ import asyncio
 import uuid
 
 from confirmations.launch import each_version
+from conformance.client.create_topics import create_body
 from conformance.client.wire import Connection, ConnectionClosed
 from conformance.protocol.codec import Codec
 from conformance.protocol.framing import encode_request
@@ -42,37 +43,25 @@ async def confirm(version: str, target: KafkaTarget) -> None:
     other = next(i for i in sorted(by_id) if i != controller)
     topic = f"kc-confirm-590-{uuid.uuid4().hex[:8]}"
 
-    def create_body(validate_only: bool) -> dict:
-        return {
-            "Topics": [
-                {
-                    "Name": topic,
-                    "NumPartitions": 1,
-                    "ReplicationFactor": 1,
-                    "Assignments": [],
-                    "Configs": [],
-                }
-            ],
-            "TimeoutMs": 15000,
-            "validateOnly": validate_only,
-        }
+    def one_topic(validate_only: bool) -> dict:
+        return create_body({topic: 1}, timeout_ms=15000, validate_only=validate_only)
 
     for broker in sorted(by_id):
-        b = (await by_id[broker].request(CREATE, 7, create_body(True))).body
+        b = (await by_id[broker].request(CREATE, 7, one_topic(True))).body
         role = "the controller" if broker == controller else "not the controller"
         print(
             f"R1 CreateTopics v7 (validate-only) to broker {broker} ({role}) -> {error_name(b['Topics'][0]['ErrorCode'])}"
         )
-    b = (await by_id[other].request(CREATE, 7, create_body(False))).body
+    b = (await by_id[other].request(CREATE, 7, one_topic(False))).body
     print(
         f"R1 CreateTopics v7 {topic} to broker {other} (not the controller) -> {error_name(b['Topics'][0]['ErrorCode'])}"
     )
-    b = (await by_id[controller].request(CREATE, 7, create_body(False))).body
+    b = (await by_id[controller].request(CREATE, 7, one_topic(False))).body
     print(
         f"R1 CreateTopics v7 {topic} to broker {controller} (the controller) -> {error_name(b['Topics'][0]['ErrorCode'])}"
     )
     await asyncio.sleep(1.0)
-    b = (await by_id[other].request(CREATE, 7, create_body(False))).body
+    b = (await by_id[other].request(CREATE, 7, one_topic(False))).body
     print(
         f"R3 CreateTopics v7 of the existing {topic} to broker {other} (not the controller) -> {error_name(b['Topics'][0]['ErrorCode'])} (the controller would say TOPIC_ALREADY_EXISTS)"
     )
@@ -111,7 +100,7 @@ async def confirm(version: str, target: KafkaTarget) -> None:
     print(
         f"   DescribeConfigs at the controller broker {controller}: retention.ms = {b['Results'][0]['Configs'][0]['Value']}"
     )
-    inner = encode_request(codec, CREATE, 7, 1, "kc-confirm", create_body(True))
+    inner = encode_request(codec, CREATE, 7, 1, "kc-confirm", one_topic(True))
     envelope = {
         "RequestData": inner,
         "RequestPrincipal": b"",

@@ -16,6 +16,7 @@ import asyncio
 import uuid
 
 from confirmations.launch import connect, each_target
+from conformance.client.create_topics import create_body
 from conformance.protocol.codec import Codec
 
 CREATE, ALTER, INCREMENTAL, APIV, SHARE_HB, SHARE_DESCRIBE = 19, 33, 44, 18, 76, 77
@@ -25,19 +26,7 @@ UNKNOWN_TOPIC = 3
 
 async def configs(codec, c, advertised, target) -> None:
     topic = f"kc-lines-{uuid.uuid4().hex[:8]}"
-    body = {
-        "Topics": [
-            {
-                "Name": topic,
-                "NumPartitions": 1,
-                "ReplicationFactor": 1,
-                "Assignments": [],
-                "Configs": [],
-            }
-        ],
-        "TimeoutMs": 30000,
-        "ValidateOnly": False,
-    }
+    body = create_body({topic: 1})
     # ZooKeeper mode before KIP-590's forwarding: only the controller creates (others: 41)
     for ep in target.bootstrap:
         conn = await connect(ep.host, ep.port, codec)

@@ -16,6 +16,33 @@ from conformance.client.metadata import ClusterMetadata
 from conformance.protocol import ApiKey, ErrorCode
 
 
+def create_body(
+    topics: Mapping[str, int],
+    *,
+    replication_factor: int = 1,
+    timeout_ms: int = 30_000,
+    validate_only: bool = False,
+    configs: Mapping[str, str] | None = None,
+) -> dict:
+    """A CreateTopics body of ``{name: partitions}`` (no assignments), in the spec's own field
+    names: the codec gives a field it is not given its default, so ``TimeoutMs`` or
+    ``ValidateOnly`` (not the spec's spelling) would be sent as 60000 and false."""
+    return {
+        "Topics": [
+            {
+                "Name": name,
+                "NumPartitions": n,
+                "ReplicationFactor": replication_factor,
+                "Assignments": [],
+                "Configs": [{"Name": k, "Value": v} for k, v in (configs or {}).items()],
+            }
+            for name, n in topics.items()
+        ],
+        "timeoutMs": timeout_ms,
+        "validateOnly": validate_only,
+    }
+
+
 async def create_topics(
     cluster: ClusterMetadata,
     topics: Mapping[str, int],
@@ -32,20 +59,9 @@ async def create_topics(
 
     def body(version: int) -> dict:
         rf = replication_factor if replication_factor > 0 or version >= 4 else 1
-        return {
-            "Topics": [
-                {
-                    "Name": name,
-                    "NumPartitions": n,
-                    "ReplicationFactor": rf,
-                    "Assignments": [],
-                    "Configs": [{"Name": k, "Value": v} for k, v in (configs or {}).items()],
-                }
-                for name, n in pending.items()
-            ],
-            "timeoutMs": int(timeout * 1000),
-            "validateOnly": False,
-        }
+        return create_body(
+            pending, replication_factor=rf, timeout_ms=int(timeout * 1000), configs=configs
+        )
 
     while pending:
         if not cluster.brokers:

@@ -13,6 +13,7 @@ import uuid
 from functools import cache
 from typing import Any
 
+from conformance.client.create_topics import create_body
 from conformance.client.wire import ConnectionClosed
 from conformance.protocol import ApiKey, ConfigResourceType, ErrorCode
 from conformance.protocol.errors import DecodeError
@@ -90,14 +91,8 @@ def refuses_itself(harness: Harness, broker: cluster.Broker) -> bool:
     """Whether ``broker`` answers a validate-only CreateTopics of a fresh suite topic with
     NOT_CONTROLLER instead of passing it on (nothing is created either way)."""
     version = harness.pick_version(ApiKey.CREATE_TOPICS)
-    topic = {
-        "Name": f"kc-suite-590-probe-{uuid.uuid4().hex[:10]}",
-        "NumPartitions": 1,
-        "ReplicationFactor": 1,
-        "Assignments": [],
-        "Configs": [],
-    }
-    body = {"Topics": [topic], "timeoutMs": TIMEOUT_MS, "validateOnly": True}
+    topic = f"kc-suite-590-probe-{uuid.uuid4().hex[:10]}"
+    body = create_body({topic: 1}, timeout_ms=TIMEOUT_MS, validate_only=True)
     answer = harness.connect(broker.endpoint).request(ApiKey.CREATE_TOPICS, version, body).body
     return any(t.get("ErrorCode") == ErrorCode.NOT_CONTROLLER for t in answer.get("Topics") or [])
 

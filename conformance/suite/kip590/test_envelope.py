@@ -22,10 +22,9 @@ import time
 import uuid
 
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.protocol.framing import encode_request
 from conformance.protocol.spec import ZERO_UUID
 from conformance.results.verdicts import MissingPrecondition, NotExposed
-from conformance.suite.kip590.shared import principal
+from conformance.suite.kip590.shared import create_envelope
 from conformance.suite.kit import brokers as cluster
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
@@ -43,28 +42,9 @@ SETTLE = 0.5
 
 
 def envelope(harness: Harness, topic: str) -> dict:
-    version = harness.pick_version(ApiKey.CREATE_TOPICS)
-    inner = {
-        "Topics": [
-            {
-                "Name": topic,
-                "NumPartitions": 1,
-                "ReplicationFactor": 1,
-                "Assignments": [],
-                "Configs": [],
-            }
-        ],
-        "timeoutMs": 5000,
-        "validateOnly": False,
-    }
+    body, _ = create_envelope(harness, topic, validate_only=False)
     harness.note(ApiKey.ENVELOPE, 0)
-    return {
-        "RequestData": encode_request(
-            harness.codec, ApiKey.CREATE_TOPICS, version, 1, "kc-suite", inner
-        ),
-        "RequestPrincipal": principal("User:ANONYMOUS"),
-        "ClientHostAddress": bytes([127, 0, 0, 1]),
-    }
+    return body
 
 
 def client_connection(harness: Harness, where: str | Endpoint = "client") -> SyncConnection:

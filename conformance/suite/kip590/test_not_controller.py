@@ -16,10 +16,9 @@ import uuid
 
 from conformance.client.wire import ConnectionClosed
 from conformance.protocol import ApiKey, ErrorCode
-from conformance.protocol.framing import encode_request
 from conformance.protocol.kafka_errors import error_name
 from conformance.results.verdicts import MissingPrecondition
-from conformance.suite.kip590.shared import principal
+from conformance.suite.kip590.shared import create_envelope
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.meta import conformance
@@ -30,27 +29,7 @@ R5 = "KIP-590.R5"
 
 def validate_only_envelope(harness: Harness, topic: str) -> tuple[dict, str]:
     """The Envelope body, and what it carries in words (for failure messages)."""
-    version = harness.pick_version(ApiKey.CREATE_TOPICS)
-    inner = {
-        "Topics": [
-            {
-                "Name": topic,
-                "NumPartitions": 1,
-                "ReplicationFactor": 1,
-                "Assignments": [],
-                "Configs": [],
-            }
-        ],
-        "timeoutMs": 5000,
-        "validateOnly": True,
-    }
-    body = {
-        "RequestData": encode_request(
-            harness.codec, ApiKey.CREATE_TOPICS, version, 1, "kc-suite", inner
-        ),
-        "RequestPrincipal": principal("User:ANONYMOUS"),
-        "ClientHostAddress": bytes([127, 0, 0, 1]),
-    }
+    body, version = create_envelope(harness, topic, validate_only=True)
     return body, f"Envelope v0 carrying CreateTopics v{version} (validate-only, topic {topic})"
 
 
