@@ -1115,8 +1115,13 @@ class _Controller:
         config, state = session.config, session.config.stash[STATE]
         run, seed = config.stash[RUN], opt(config, "seed")
         # ``run``'s runs only (it gives the target): a pytest session's ``-p`` plugins (a
-        # project test's faulty target) would not be in the side runs
-        beside = run.target is not None and side_runs.beside(run.target, state.jobs)
+        # project test's faulty target) would not be in the side runs; nor with --junit-xml,
+        # which would not list the sides' tests
+        beside = (
+            run.target is not None
+            and not opt(config, "junit_xml")
+            and side_runs.beside(run.target, state.jobs)
+        )
         if beside and seed != "random":  # spawned first: their start overlaps the target's
             sides = side_runs.sides_for(state.jobs)
             state.sides = side_runs.start(_given_options(config), run_seed(seed), sides)
