@@ -54,7 +54,12 @@ def tansu_image(engine, tmp_path_factory):
     image.tag(TANSU_REPOSITORY, "latest")
     yield f"{TANSU_REPOSITORY}:{version}", version
     shutil.rmtree(context, ignore_errors=True)
-    engine.images.remove(image.id, force=True)
+    from docker.errors import ImageNotFound
+
+    try:
+        engine.images.remove(image.id, force=True)
+    except ImageNotFound:
+        pass  # another process on this engine built the same content (same id) and removed it
 
 
 def containers(engine) -> list:
