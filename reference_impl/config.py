@@ -211,6 +211,11 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
 GROUP_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("consumer.session.timeout.ms", INT, "45000", minimum=45000, maximum=60000),
     ConfigDef("consumer.heartbeat.interval.ms", INT, "5000", minimum=5000, maximum=15000),
+    # Kafka 4.4.0's GroupConfig: how often the group's target may be computed (bounds
+    # group.consumer.{min,max}.assignment.interval.ms) and whether off the request thread (the
+    # reference computes in the heartbeat either way: the answer is the same)
+    ConfigDef("consumer.assignment.interval.ms", INT, "1000", minimum=0, maximum=15000),
+    ConfigDef("consumer.assignor.offload.enable", BOOLEAN, "true"),
     # KIP-932 share groups: Kafka 4.4.0's defaults and bounds (group.share.* broker configs)
     ConfigDef("share.session.timeout.ms", INT, "45000", minimum=45000, maximum=60000),
     ConfigDef("share.heartbeat.interval.ms", INT, "5000", minimum=5000, maximum=15000),

@@ -296,12 +296,13 @@ class ModernGroups(Generic[G]):
 
     def _maybe_assign(self, group: G) -> None:
         """The target assignment again when the group epoch is past it, at most every
-        ``<name>.assignment.interval.ms`` (the first at once); meanwhile members reconcile to
-        the previous one."""
+        ``<name>.assignment.interval.ms`` (the group's config, else the broker's; the first at
+        once); meanwhile members reconcile to the previous one."""
         now = self.host.scheduler.now_ms()
         if group.group_epoch > group.assignment_epoch and (
             group.assignment_epoch == 0
-            or now - group.assigned_at_ms >= self._setting("assignment_interval_ms")
+            or now - group.assigned_at_ms
+            >= self._group_config(group.group_id, "assignment_interval_ms")
         ):
             self._assign(group)
             group.assigned_at_ms = now

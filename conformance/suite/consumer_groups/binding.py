@@ -18,7 +18,13 @@ import time
 from typing import Any
 
 from conformance.protocol import ErrorCode
-from conformance.suite.consumer_groups.shared import SETTLE, ConsumerGroup, Member, topic_ids
+from conformance.suite.consumer_groups.shared import (
+    SETTLE,
+    ConsumerGroup,
+    Member,
+    set_group_configs,
+    topic_ids,
+)
 from conformance.suite.kit.harness import Harness
 from conformance.suite.kit.models import Binding, ModelRunner
 from conformance.suite.kit.safety import fresh_name
@@ -36,6 +42,13 @@ class ConsumerGroupBinding(Binding):
         self.names = list(topics)
         self.ids = topic_ids(harness, self.names)
         self.group = ConsumerGroup(harness, self.names[:1], fresh_name("cg-model"))
+        # the group's target computed in the heartbeat that changes it, not at most every second
+        # (Kafka 4.4.0's group config; one it refuses keeps the interval): which heartbeat first
+        # sees a new target is then no matter of each target's speed (diff --models)
+        try:
+            set_group_configs(harness, self.group.name, {"consumer.assignment.interval.ms": "0"})
+        except Exception:  # no GROUP configs at all: the interval it has
+            pass
         self.members: list[Member] = []
         self.away: Member | None = None
         self.group_epoch = -1

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
 from conformance.protocol.spec import ZERO_UUID
 from conformance.results.verdicts import Unsupported
 from conformance.suite.groups.members import TRANSIENT, find_coordinator
@@ -116,6 +116,26 @@ class HeartbeatGroup:
             verify.expect_response(self.admin, ApiKey.DELETE_GROUPS, v, body)
         except Exception:
             pass
+
+
+def set_group_configs(harness: Harness, group: str, configs: dict[str, str]) -> dict:
+    """IncrementalAlterConfigs of the group's configs: the answer's entry."""
+    v = harness.pick_version(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+    body = {
+        "Resources": [
+            {
+                "ResourceType": ConfigResourceType.GROUP,
+                "ResourceName": group,
+                "Configs": [
+                    {"Name": k, "ConfigOperation": ConfigOperation.SET, "Value": value}
+                    for k, value in configs.items()
+                ],
+            }
+        ],
+        "ValidateOnly": False,
+    }
+    got = verify.expect_response(harness.connect(), ApiKey.INCREMENTAL_ALTER_CONFIGS, v, body)
+    return got.body["Responses"][0]
 
 
 #: the run's seed -> the member ids drawn from it, one stream per process: a run against two

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from conformance.protocol import ApiKey, ConfigOperation, ConfigResourceType, ErrorCode
+from conformance.protocol import ApiKey, ErrorCode
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.consumer_groups.shared import (
     SETTLE,
@@ -15,6 +15,7 @@ from conformance.suite.consumer_groups.shared import (
     converge,
     joined,
     removed,
+    set_group_configs,
     topic_ids,
 )
 from conformance.suite.kit import verify
@@ -71,25 +72,6 @@ SESSION_REQ = "CONSUMER-GROUPS.R19"
 #: of a target run with group.consumer.min.session.timeout.ms and ...heartbeat.interval.ms lowered
 #: (the kafka and reference targets do), out of Kafka's default bounds (45 s and 5 s)
 SESSION_MS, INTERVAL_MS = 1500, 500
-
-
-def set_group_configs(harness: Harness, group: str, configs: dict[str, str]) -> dict:
-    v = harness.pick_version(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    body = {
-        "Resources": [
-            {
-                "ResourceType": ConfigResourceType.GROUP,
-                "ResourceName": group,
-                "Configs": [
-                    {"Name": k, "ConfigOperation": ConfigOperation.SET, "Value": value}
-                    for k, value in configs.items()
-                ],
-            }
-        ],
-        "ValidateOnly": False,
-    }
-    got = verify.expect_response(harness.connect(), ApiKey.INCREMENTAL_ALTER_CONFIGS, v, body)
-    return got.body["Responses"][0]
 
 
 @conformance(

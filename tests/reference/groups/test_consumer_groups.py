@@ -369,3 +369,24 @@ def test_the_last_member_gone_the_next_is_assigned_at_once(monkeypatch) -> None:
         lambda self, group, member: ModernGroups._fence(self, group, member),
     )
     assert joined_after_the_last_left(World(interval=500)).assignment == {}
+
+
+def test_a_group_assignment_interval_config_applies(monkeypatch) -> None:
+    """Kafka 4.4.0's group config consumer.assignment.interval.ms (seen on the wire: at 0, a
+    member joining is given the new epoch in its join's answer): the group's value, not the
+    broker's, decides whether the target is computed now. The fault (the broker's setting
+    alone) keeps the newcomer waiting out the broker's interval."""
+    from reference_impl.groups.modern import ModernGroups
+
+    def joined(w: World) -> HeartbeatResult:
+        w.c.consumer.group_configs = lambda gid: {"consumer.assignment.interval.ms": "0"}
+        w.hb("a", 0)
+        return w.hb("b", 0)
+
+    assert joined(World(interval=5000)).member_epoch == 3
+    monkeypatch.setattr(
+        ModernGroups,
+        "_group_config",
+        lambda self, group_id, what: self._setting(what),
+    )
+    assert joined(World(interval=5000)).member_epoch == 2  # the target of epoch 2 still

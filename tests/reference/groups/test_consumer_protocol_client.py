@@ -226,6 +226,8 @@ def test_group_configs_bound_and_apply(cluster: Cluster) -> None:
     assert {n: v for n, v in values.items() if n.startswith("consumer.")} == {
         "consumer.heartbeat.interval.ms": "6000",
         "consumer.session.timeout.ms": "45000",
+        "consumer.assignment.interval.ms": "1000",  # Kafka 4.4.0's GroupConfig has both
+        "consumer.assignor.offload.enable": "true",
     }
     assert values["share.auto.offset.reset"] == "latest"
     joined = ask(
