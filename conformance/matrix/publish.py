@@ -317,6 +317,11 @@ def _defects(new: list[dict], old: list[dict], rerun: set[str]) -> list[dict]:
 # --- running ----------------------------------------------------------------------------------
 
 
+#: ``run``'s exit codes for a run that did not complete: 2 could not start, 130 interrupted (a
+#: SIGTERM'd run still writes the manifest of the tests it ran: session 13 nearly published one)
+INCOMPLETE = (2, 130)
+
+
 def suite_runner(echo: bool = True) -> Runner:
     """Runs ``kafka-conformance run`` (this interpreter, ``-m conformance``) into a folder and
     returns the run folder it made (None when it made none). A failing MUST makes ``run`` exit
@@ -336,8 +341,12 @@ def suite_runner(echo: bool = True) -> Runner:
             cmd += ["--client", client]
         if select:
             cmd += ["--select", select]
-        subprocess.run(cmd, check=False, stdout=None if echo else subprocess.DEVNULL)
+        done = subprocess.run(cmd, check=False, stdout=None if echo else subprocess.DEVNULL)
         made = {p.parent for p in into.rglob(MANIFEST_FILE)} - before
+        if done.returncode in INCOMPLETE:  # a manifest of what ran, not a whole run
+            for folder in made:
+                shutil.rmtree(folder, ignore_errors=True)
+            return None
         return made.pop() if made else None
 
     return run
@@ -392,7 +401,9 @@ def execute(
             else:
                 made = runner(step.target, clients[step.target], select, staging)
             if made is None:
-                raise PublishError(f"publish: {step.target}: the run recorded no {MANIFEST_FILE}")
+                raise PublishError(
+                    f"publish: {step.target}: the run did not complete (no whole {MANIFEST_FILE})"
+                )
             if step.action == "partial":
                 assert step.previous is not None
                 merge(made, step.previous, step.features, the_plan.keys[step.target])
