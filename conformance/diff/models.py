@@ -34,6 +34,7 @@ from conformance.suite.kit.safety import PREFIX
 MODEL_TESTS = (
     "broker-registration/lifecycle/state-machine",
     "configs/topic/state-machine",
+    "consumer-groups/members/state-machine",
     "groups/membership/state-machine",
     "kip-590/routing/state-machine",
     "kip-78/metadata/cluster-id/state-machine",

@@ -474,8 +474,8 @@ def test_model_topic_ids_are_aliased_through_their_names(tmp_path) -> None:
 
 
 def test_diff_model_option_names_the_model_tests(monkeypatch) -> None:
-    """``diff --model TEST`` (repeatable) runs the models with just those tests: the share-group
-    and consumer-group models are run so (they are not among MODEL_TESTS' defaults)."""
+    """``diff --model TEST`` (repeatable) runs the models with just those tests (e.g. the
+    share-group or consumer-group model alone; both are among MODEL_TESTS' defaults)."""
     from conformance import cli
     from conformance.diff import runner
     from conformance.diff.mask import MaskError
@@ -492,3 +492,7 @@ def test_diff_model_option_names_the_model_tests(monkeypatch) -> None:
     assert cli.main(argv) == 2
     assert seen[0].models is True
     assert seen[0].model_tests == ("share-groups/consumers/state-machine", "x/y")
+    from conformance.diff.models import MODEL_TESTS
+
+    defaults = {"share-groups/consumers/state-machine", "consumer-groups/members/state-machine"}
+    assert defaults <= set(MODEL_TESTS)
