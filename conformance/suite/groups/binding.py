@@ -6,15 +6,28 @@ the model's ``join-member`` / ``leave-member`` expect, fills the member id ``<me
 group's oldest member, flattens OffsetFetch and DeleteGroups to one partition / one group, and
 observes DescribeGroups (each group's coordinator) and ListGroups (every broker). At the end its
 members leave and its groups and topic are deleted.
+
+Between steps its members stay alive as a client's would: at every step and view, a group not
+contacted for a heartbeat interval (a third of its members' session, as Kafka's clients
+advise) has each member heartbeat first. The model assumes sessions never end; without this, a
+slow step of one group (a machine under load) let the other group's member expire, and its
+stale commit was answered UNKNOWN_MEMBER_ID, rightly. The keep-alive's answers judge nothing.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from conformance.protocol import ApiKey, ErrorCode
 from conformance.suite.groups.commits import fetch_body
-from conformance.suite.groups.members import Group, Round, coordinator_request, list_groups
+from conformance.suite.groups.members import (
+    SESSION_MS,
+    Group,
+    Round,
+    coordinator_request,
+    list_groups,
+)
 from conformance.suite.kit import verify
 from conformance.suite.kit.harness import Harness, SyncConnection
 from conformance.suite.kit.models import Binding, ModelRunner
@@ -25,6 +38,11 @@ from conformance.targets.base import Endpoint
 MEMBER = "<member>"
 #: how long DescribeGroups / ListGroups may take to show what an answered request did
 SETTLE = 3.0
+#: a member heartbeats when so long has passed since its group was last contacted (Kafka's
+#: clients: heartbeat.interval.ms no more than a third of session.timeout.ms)
+HEARTBEAT_INTERVAL = SESSION_MS / 1000 / 3
+#: the requests after which every member of the group has been heard from
+ROUNDS = frozenset({"join-member", "leave-member", "heartbeat"})
 
 
 class GroupsBinding(Binding):
@@ -33,6 +51,8 @@ class GroupsBinding(Binding):
         self.names = [fresh_name("model") for _ in range(count)]
         self.groups: dict[int, Group] = {}
         self.conns: dict[Endpoint, SyncConnection] = {}
+        #: group index -> when (monotonic, before sending) every member was last contacted
+        self.contacted: dict[int, float] = {}
         self.fetch_version = harness.pick_version(ApiKey.OFFSET_FETCH, "1+")
         self.commit_version = harness.pick_version(ApiKey.OFFSET_COMMIT, "1+")
 
@@ -55,15 +75,32 @@ class GroupsBinding(Binding):
             self.groups[index] = Group(self.harness, name)
         return self.groups[index]
 
+    def keep_alive(self, now: float) -> None:
+        """Every member of a group not contacted for HEARTBEAT_INTERVAL heartbeats (its answer
+        unjudged: the steps judge heartbeats). ``now``: the time before the step's first
+        request (a session restarts no earlier)."""
+        for index, g in self.groups.items():
+            if now - self.contacted.setdefault(index, now) >= HEARTBEAT_INTERVAL:
+                for m in g.members:
+                    g.heartbeat(m)
+                self.contacted[index] = now
+
     # --- requests ---------------------------------------------------------------------------
 
     def send(self, name: str, request: dict[str, Any], body: dict[str, Any], to: Any) -> dict:
+        g = self.group(body["GroupsNames"][0] if name == "delete" else body["GroupId"])
+        now = time.monotonic()
+        self.keep_alive(now)
+        got = self._send(name, body, g)
+        if name in ROUNDS:  # every member of the group was sent a request
+            self.contacted[self.names.index(g.name)] = now
+        return got
+
+    def _send(self, name: str, body: dict[str, Any], g: Group) -> dict:
         if name == "delete":
-            g = self.group(body["GroupsNames"][0])
             v = self.harness.pick_version(ApiKey.DELETE_GROUPS)
             got = coordinator_request(self.harness, g.admin, ApiKey.DELETE_GROUPS, v, body).body
             return {"ErrorCode": got["Results"][0]["ErrorCode"]}
-        g = self.group(body["GroupId"])
         if name == "join-member":
             return self._summary(g, g.rebalance(joining=[g.new_member()]))
         if name == "leave-member":
@@ -138,6 +175,7 @@ class GroupsBinding(Binding):
     # --- views ------------------------------------------------------------------------------
 
     def observe(self, name: str) -> dict[str, Any]:
+        self.keep_alive(time.monotonic())
         if name == "describe":
             records: dict[int, Any] = {}
             for conn, names in self._by_coordinator().items():
