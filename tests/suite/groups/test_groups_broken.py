@@ -105,6 +105,12 @@ CASES = {
         (MACHINE,),
         {(MACHINE, "GROUPS.R13")},
     ),
+    "stale-commit-accepted": (
+        (replace_code({ApiKey.OFFSET_COMMIT}, ErrorCode.ILLEGAL_GENERATION, ErrorCode.NONE),),
+        (),
+        (MACHINE,),
+        {(MACHINE, "GROUPS.R20")},
+    ),
     "generation-not-bumped": (
         (
             generation_not_bumped,
