@@ -86,6 +86,28 @@ def consumer(bootstrap: str, group: str = GROUP, protocol: str = "consumer"):
     )
 
 
+def filled_topic(bootstrap: str, topic: str, partitions: int, records: int) -> None:
+    """A new topic of one replica, once it has leaders, given ``records`` (values "0", "1", ...
+    spread round-robin over the partitions)."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = NewTopic(topic, partitions, 1)
+    admin.create_topics([new], operation_timeout=10)[topic].result(15)
+    wait_until(
+        "the topic has leaders",
+        lambda: all(
+            p.leader >= 0
+            for p in admin.list_topics(topic, timeout=5).topics[topic].partitions.values()
+        ),
+    )
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(records):
+        producer.produce(topic, value=str(i).encode(), partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
 @pytest.fixture(scope="module")
 def zookeeper_cluster(
     tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
@@ -110,27 +132,14 @@ CASES = [
 def test_members_joining_and_leaving_consume_every_record_once(
     request: pytest.FixtureRequest, first_protocol: str, store: str
 ) -> None:
-    from confluent_kafka import Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka import TopicPartition
 
     cluster: Cluster = request.getfixturevalue(
         "zookeeper_cluster" if store == "zookeeper" else "cluster"
     )
     topic, group = f"kip848-{first_protocol}", f"kip848-group-{first_protocol}"
     bootstrap = cluster.bootstrap_servers
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 3, 1)], operation_timeout=10)[topic].result(15)
-    wait_until(
-        "the topic has leaders",
-        lambda: all(
-            p.leader >= 0
-            for p in admin.list_topics(topic, timeout=5).topics[topic].partitions.values()
-        ),
-    )
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for i in range(RECORDS):
-        producer.produce(topic, value=str(i).encode(), partition=i % 3)
-    assert producer.flush(30) == 0
+    filled_topic(bootstrap, topic, 3, RECORDS)
     seen: list[tuple[str, int, str]] = []
     errors: list[str] = []
     stop: dict[str, bool] = {}
