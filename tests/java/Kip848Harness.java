@@ -40,6 +40,7 @@ public class Kip848Harness {
                 if (!records.isEmpty()) {
                     try {
                         consumer.commitSync();
+                        System.out.println("{\"member\":\"" + name + "\",\"committed\":true}");
                     } catch (org.apache.kafka.common.KafkaException e) {
                         // a classic member's commit refused by a rebalance: said, not hidden
                         System.out.println("{\"member\":\"" + name + "\",\"commitFailed\":\""

@@ -41,6 +41,19 @@ def zookeeper_cluster(
     yield from started(tmp_path_factory.mktemp("kip848-zk") / "cluster", "zookeeper", zookeeper)
 
 
+def harness_classpath() -> str:
+    """Kip848Harness compiled against kafka-clients VERSION, with its jars (skips without a
+    JDK or the jar)."""
+    from conformance.targets.java_client import fetch_client, harness_classes
+
+    try:
+        classes = harness_classes(VERSION, SOURCE)
+        libs = fetch_client(VERSION)
+    except Exception as e:  # no JDK, no network for the jar
+        pytest.skip(f"kafka-clients {VERSION} harness unavailable: {e}")
+    return f"{classes}:{libs}/*"
+
+
 PUBLICATION = pytest.mark.publication
 
 
@@ -69,13 +82,7 @@ def test_java_members_joining_and_leaving_consume_every_record_once(
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from conformance.targets.java_client import fetch_client, harness_classes
-
-    try:
-        classes = harness_classes(VERSION, SOURCE)
-        libs = fetch_client(VERSION)
-    except Exception as e:  # no JDK, no network for the jar
-        pytest.skip(f"kafka-clients {VERSION} harness unavailable: {e}")
+    classpath = harness_classpath()
     bootstrap = target.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 3, 1)], operation_timeout=10)[topic].result(15)
@@ -86,7 +93,7 @@ def test_java_members_joining_and_leaving_consume_every_record_once(
 
     def start(name: str, protocol: str = "consumer") -> tuple[subprocess.Popen, Path, Path]:
         out, stop = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.stop"
-        cmd = ["java", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", f"{classes}:{libs}/*"]
+        cmd = ["java", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", classpath]
         cmd += ["Kip848Harness", bootstrap, topic, group, name, str(stop), "60", protocol]
         log = open(tmp_path / f"{name}.log", "w")
         with open(out, "w") as sink:

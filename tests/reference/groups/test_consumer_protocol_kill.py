@@ -1,6 +1,6 @@
 """A KIP-848 consumer KILLED mid-stream (kill -9 of its process) against the reference (both
-metadata stores): confluent-kafka with ``group.protocol=consumer``, each member a process of
-its own.
+metadata stores): confluent-kafka, and Kafka's Java consumer 4.4.0, with
+``group.protocol=consumer``, each member a process of its own.
 
 The first member consumes a 3-partition topic, committing every few records (and what it has
 read of a partition when the partition is revoked); a second joins; the first is then killed
@@ -9,7 +9,8 @@ which resumes from the killed member's last commits. Counted: every record consu
 once; the records the killed member read after its last commit of their partition and the
 survivor read again are the allowed duplicates (counted apart); any other record read twice
 (by one member, or by both) is a failure; a third member reads the committed offsets back.
-Publication (about 15 s a store): CI's real-consumer loop is test_consumer_protocol_client's.
+Publication (about 15 s a client and store): CI's real-consumer loop is
+test_consumer_protocol_client's.
 
 Run as ``python -m tests.reference.groups.test_consumer_protocol_kill BOOTSTRAP GROUP TOPIC
 OUT STOP PACE`` it is one member: it writes ``C partition offset`` per record consumed and ``K
@@ -18,6 +19,7 @@ partition offset`` per commit (the next offset to read) to OUT, until the file S
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -102,8 +104,28 @@ def lines(path: Path) -> list[tuple[str, int, int]]:
     return rows
 
 
-def consumed(path: Path) -> list[tuple[int, int]]:
-    return [(p, o) for kind, p, o in lines(path) if kind == "C"]
+def java_lines(path: Path) -> list[tuple[str, int, int]]:
+    """``lines`` of a Kip848Harness member: its records, and after each commitSync (which
+    commits every record read so far) a commit of each partition read."""
+    rows: list[tuple[str, int, int]] = []
+    read: dict[int, int] = {}
+    text = path.read_text() if path.exists() else ""
+    for line in text.splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the kill
+        if "offset" in r:
+            rows.append(("C", r["partition"], r["offset"]))
+            read[r["partition"]] = r["offset"]
+        elif r.get("committed"):
+            rows += [("K", p, o + 1) for p, o in sorted(read.items())]
+    return rows
+
+
+Reader = Callable[[Path], list[tuple[str, int, int]]]
+#: starts a member (name, out file, stop file) writing what ``Reader`` reads
+Spawn = Callable[[str, Path, Path], subprocess.Popen]
 
 
 @pytest.mark.publication
@@ -119,11 +141,14 @@ def killed_loop(
     tmp_path: Path,
     session_s: float,
     pace: float,
+    spawn: Spawn | None = None,
+    read: Reader = lines,
 ) -> None:
     """The loop on any target (``members``: how many members a group has; ``session_s``: the
     target's consumer session timeout, after which the killed member's partitions move;
     ``pace``: seconds a member takes per record, slow enough that the first is mid-stream when
-    the second is given partitions)."""
+    the second is given partitions; ``spawn``/``read``: another client's members, by default
+    this module's confluent-kafka one)."""
     from confluent_kafka import TopicPartition
 
     topic, group = "kip848-kill", "kip848-group-kill"
@@ -131,8 +156,14 @@ def killed_loop(
 
     procs: dict[str, subprocess.Popen] = {}
 
+    def consumed(path: Path) -> list[tuple[int, int]]:
+        return [(p, o) for kind, p, o in read(path) if kind == "C"]
+
     def start(name: str) -> Path:
         out, stop = tmp_path / f"{name}.out", tmp_path / f"{name}.stop"
+        if spawn is not None:
+            procs[name] = spawn(name, out, stop)
+            return out
         cmd = [
             sys.executable,
             "-m",
@@ -155,11 +186,13 @@ def killed_loop(
         wait_until("the second member consumes", lambda: len(consumed(second)) > 0, 60)
         at_join = len(consumed(first))
         wait_until("the first reads on", lambda: len(consumed(first)) >= at_join + 20, 30)
-        # killed between commits, most likely: its last line read is a record, not a commit
-        wait_until("the first has read past a commit", lambda: lines(first)[-1][0] == "C", 10)
+        # killed between commits if caught so within 10 s: its last line a record, not a commit
+        past = time.monotonic() + 10
+        while read(first)[-1][0] != "C" and time.monotonic() < past:
+            time.sleep(0.005)
         os.kill(procs["first"].pid, signal.SIGKILL)
         procs["first"].wait(10)
-        killed = lines(first)
+        killed = read(first)
         wait_until(
             "every record is consumed",
             lambda: len(set(consumed(first)) | set(consumed(second))) >= RECORDS,
@@ -203,3 +236,28 @@ def killed_loop(
 if __name__ == "__main__":
     args = sys.argv[1:]
     member_main(args[0], args[1], args[2], Path(args[3]), Path(args[4]), float(args[5]))
+
+
+@pytest.mark.java
+@pytest.mark.publication
+def test_a_killed_java_member_loses_no_record_and_rereads_only_its_uncommitted_ones(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The loop with Kafka's Java consumer 4.4.0 (``tests/java/Kip848Harness.java``, commitSync
+    after each poll of at most 10 records, 200 ms apart): the first JVM is kill -9'd."""
+    from tests.reference.groups.test_consumer_protocol_java import harness_classpath
+
+    classpath = harness_classpath()
+    bootstrap = cluster.bootstrap_servers
+
+    def spawn(name: str, out: Path, stop: Path) -> subprocess.Popen:
+        cmd = ["java", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", classpath]
+        cmd += ["Kip848Harness", bootstrap, "kip848-kill", "kip848-group-kill", name, str(stop)]
+        cmd += ["120", "consumer"]
+        with open(out, "w") as sink, open(out.with_suffix(".log"), "w") as log:
+            return subprocess.Popen(cmd, stdout=sink, stderr=log, stdin=subprocess.DEVNULL)
+
+    def count(group: str) -> int:
+        return members(cluster, group)
+
+    killed_loop(bootstrap, count, tmp_path, 3, 0.02, spawn, java_lines)
