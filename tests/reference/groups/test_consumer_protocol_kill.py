@@ -143,16 +143,17 @@ def killed_loop(
     pace: float,
     spawn: Spawn | None = None,
     read: Reader = lines,
+    records: int = RECORDS,
 ) -> None:
     """The loop on any target (``members``: how many members a group has; ``session_s``: the
     target's consumer session timeout, after which the killed member's partitions move;
     ``pace``: seconds a member takes per record, slow enough that the first is mid-stream when
     the second is given partitions; ``spawn``/``read``: another client's members, by default
-    this module's confluent-kafka one)."""
+    this module's confluent-kafka one; ``records``: how many, a multiple of PARTITIONS)."""
     from confluent_kafka import TopicPartition
 
     topic, group = "kip848-kill", "kip848-group-kill"
-    filled_topic(bootstrap, topic, PARTITIONS, RECORDS)
+    filled_topic(bootstrap, topic, PARTITIONS, records)
 
     procs: dict[str, subprocess.Popen] = {}
 
@@ -195,8 +196,8 @@ def killed_loop(
         killed = read(first)
         wait_until(
             "every record is consumed",
-            lambda: len(set(consumed(first)) | set(consumed(second))) >= RECORDS,
-            session_s + RECORDS * pace + 30,
+            lambda: len(set(consumed(first)) | set(consumed(second))) >= records,
+            session_s + records * pace + 30,
         )
         (tmp_path / "second.stop").touch()
         assert procs["second"].wait(30) == 0
@@ -207,7 +208,7 @@ def killed_loop(
                 p.wait(10)
 
     by_first, by_second = consumed(first), consumed(second)
-    assert len(by_first) < RECORDS - 50, "the first member was not killed mid-stream"
+    assert len(by_first) < records - 50, "the first member was not killed mid-stream"
     # the killed member's last commit per partition: the next offset a successor reads
     last_commit: dict[int, int] = {}
     for kind, p, o in killed:
@@ -215,11 +216,11 @@ def killed_loop(
             last_commit[p] = o
     both = set(by_first) & set(by_second)
     allowed = {(p, o) for p, o in both if o >= last_commit.get(p, 0)}
-    wanted = {(p, o) for p in range(PARTITIONS) for o in range(RECORDS // PARTITIONS)}
+    wanted = {(p, o) for p in range(PARTITIONS) for o in range(records // PARTITIONS)}
     print(
         f"killed member: {len(by_first)} read, last commits {dict(sorted(last_commit.items()))};"
         f" survivor: {len(by_second)} read; re-read after the kill (allowed): {len(allowed)};"
-        f" distinct {len(set(by_first) | set(by_second))} of {RECORDS}"
+        f" distinct {len(set(by_first) | set(by_second))} of {records}"
     )
     assert set(by_first) | set(by_second) == wanted, "a record was lost"
     assert len(by_first) == len(set(by_first)), "the killed member read a record twice"
@@ -228,7 +229,7 @@ def killed_loop(
     third = consumer(bootstrap, group)
     try:
         got = third.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
-        assert sorted(tp.offset for tp in got) == [RECORDS // PARTITIONS] * PARTITIONS
+        assert sorted(tp.offset for tp in got) == [records // PARTITIONS] * PARTITIONS
     finally:
         third.close()
 
@@ -253,7 +254,7 @@ def test_a_killed_java_member_loses_no_record_and_rereads_only_its_uncommitted_o
     def spawn(name: str, out: Path, stop: Path) -> subprocess.Popen:
         cmd = ["java", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", classpath]
         cmd += ["Kip848Harness", bootstrap, "kip848-kill", "kip848-group-kill", name, str(stop)]
-        cmd += ["120", "consumer"]
+        cmd += ["300", "consumer"]
         with open(out, "w") as sink, open(out.with_suffix(".log"), "w") as log:
             return subprocess.Popen(cmd, stdout=sink, stderr=log, stdin=subprocess.DEVNULL)
 
