@@ -10,6 +10,11 @@ digests of the files the run loaded, in three tiers:
   own modules, the hypothesis strategies), ``runner`` (the plugin, ``run``, the results package,
   the requirements loader) and ``targets``. A change in any of them redoes the whole run.
 - ``reference_impl``: the bundled cluster's files, for a reference target only.
+- ``release_table``: for a reference target made to speak an Apache Kafka release
+  (``reference?release=3.9.1``) only, that release's entry in the release table
+  (``conformance/matrix/kafka_releases.json``): no other run reads the table (a ``kafka:V`` run
+  talks to the release itself; the report's API support, which reads it, is rebuilt at every
+  publication), and a change to one release's entry redoes only the runs speaking that release.
 - ``features``: per feature the run exercised (a test id's first segment), its suite folder,
   the folders of the features it imports (``txn`` uses ``groups`` and ``log``), its
   requirement file and its models. A change here redoes only that feature's tests.
@@ -24,6 +29,7 @@ directory's digest is over its files' relative paths and contents, caches left o
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -32,6 +38,7 @@ from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 #: the key's layout; a key of another format is never equal to this one's
 KEY_FORMAT = 1
@@ -184,6 +191,33 @@ def is_reference(target: str) -> bool:
     return target == "reference" or target.startswith(("reference:", "reference?"))
 
 
+#: the release table's place in the ``conformance`` package
+RELEASE_TABLE = ("matrix", "kafka_releases.json")
+
+
+def release_entry(target: str, src: Sources) -> str | None:
+    """sha-256 of the release table's entry a ``reference?release=V`` target speaks (the line's
+    newest patch in the table stands for ``V``, as ``broker_settings`` takes it; ``absent`` when
+    the table has none); None for every other target, which never reads the table."""
+    from conformance.protocol.releases import release_of
+
+    if not is_reference(target) or "?" not in target:
+        return None
+    asked = parse_qs(target.split("?", 1)[1]).get("release")
+    if not asked:
+        return None
+    try:
+        table = json.loads(src.package.joinpath(*RELEASE_TABLE).read_text(encoding="utf-8"))
+    except OSError:
+        return "absent"
+    entries = {r["release"]: r for r in table["releases"]}
+    name = release_of(asked[-1], entries)
+    if name is None:
+        return "absent"
+    text = json.dumps(entries[name], sort_keys=True).encode()
+    return hashlib.sha256(text).hexdigest()
+
+
 def environment() -> dict[str, str]:
     """What draws a run's examples besides its seed: Python's and hypothesis's versions."""
     try:
@@ -216,6 +250,9 @@ def content_key(
         ),
         "features": feature_digests(src),
     }
+    entry = release_entry(target, src)
+    if entry is not None:  # only then: every other key is as before
+        key["release_table"] = entry
     return key if only is None else narrowed(key, only)
 
 
@@ -260,6 +297,8 @@ def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> tuple[
             whole.append(f"{part} changed")
     if old.get("reference_impl") != new["reference_impl"]:
         whole.append("reference_impl changed")
+    if old.get("release_table") != new.get("release_table"):
+        whole.append("release table entry changed")
     if whole:
         return whole, set(new["features"])
     before = old.get("features") or {}

@@ -37,6 +37,9 @@ FILES = {
     "specs/requirements/kip-78.json": "{}",
     "specs/models/txn-producers.json": "{}",
     "reference_impl/broker.py": "broker",
+    "conformance/matrix/kafka_releases.json": json.dumps(
+        {"releases": [{"release": r, "apis": [{"api_key": 3}]} for r in ("3.9.2", "4.0.2")]}
+    ),
 }
 #: each feature's tests in the stand-in runs, and the requirement they record
 TESTS = {"groups": "GROUPS.R1", "txn": "TXN.R2", "kip-78": "KIP-78.R1"}
@@ -281,3 +284,22 @@ def test_an_external_targets_run_is_kept(tree: Sources, tmp_path: Path) -> None:
         "publish: kept 1 run of external targets as they are (publication cannot start them "
         "again)" in the_plan.lines()
     )
+
+
+def test_a_release_table_entry_reruns_only_the_runs_speaking_it(
+    tree: Sources, tmp_path: Path
+) -> None:
+    """The release table is read by ``reference?release=V`` runs only: a change to 3.9.2's entry
+    redoes the run speaking 3.9 (3.9.1 stands for its line's 3.9.2), no other."""
+    speaks_39, speaks_40 = "reference?release=3.9.1", "reference?release=4.0.2"
+    wanted = [*WANTED, publish.Wanted(speaks_39, 1), publish.Wanted(speaks_40, 1)]
+    runs = tmp_path / "runs"
+    publish.execute(publish.plan(runs, wanted, tree), runs, Runner(tree), log=lambda line: None)
+    table = tree.package / "matrix" / "kafka_releases.json"
+    data = json.loads(table.read_text())
+    data["releases"][0]["apis"][0]["max"] = 13  # 3.9.2's Metadata
+    table.write_text(json.dumps(data))
+    the_plan = publish.plan(runs, wanted, tree)
+    rerun = {s.target: s.why for s in the_plan.steps if s.action == "rerun"}
+    assert rerun == {speaks_39: "release table entry changed"}
+    assert {s.target for s in the_plan.steps if s.action == "reuse"} == {REF, KAFKA, speaks_40}
