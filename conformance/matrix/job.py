@@ -25,6 +25,7 @@ from conformance.matrix.clients import FIELDS as CLIENT_FIELDS
 from conformance.matrix.clients import client_rows
 from conformance.matrix.ingest import ingest
 from conformance.matrix.model import CELL_KEY, Ingested, Timings, assemble, ranked_targets, setup
+from conformance.matrix.publish import read_skipped
 from conformance.matrix.session import rows
 from conformance.results.schema import RunError, find_runs, started
 
@@ -189,6 +190,7 @@ def run_matrix(
     finally:
         if own:
             session.stop()
+    model["skipped"] = read_skipped(p for p in run_paths if Path(p).is_dir())
     with timings.stage("render"):
         files = render_all(model, out, title=title)
     model["timings"] = timings.stages

@@ -21,8 +21,10 @@ Runs of targets no longer asked for, and runs beyond the count, are removed; run
 targets (a broker started by hand, ``--bootstrap-server``) are kept as they are. One line per
 target says what was reused, what was rerun and why. The reruns run one after the other, or,
 with ``--spark-master``, all at once as the tasks of one Spark job on a standalone cluster
-(``conformance.matrix.publish_spark``). A run that records nothing stops the
-publication (exit 1), as in ``reports/publish.sh`` before.
+(``conformance.matrix.publish_spark``). A run that records nothing (a broker that exits at
+start under load) is tried once more; if it records nothing again it is skipped, said in its
+line and listed in ``skipped.json`` in the runs folder (the report's run list shows it), its
+earlier run, if any, left as it was, and the other targets' runs go on.
 """
 
 from __future__ import annotations
@@ -65,8 +67,8 @@ Runner = Callable[[str, tuple[str, ...], str | None, Path], Path | None]
 EXTERNAL = "external:"
 
 
-class PublishError(RuntimeError):
-    """Publication cannot go on (a run recorded nothing)."""
+#: the runs folder's list of the runs the last publication skipped (each recorded nothing twice)
+SKIPPED_FILE = "skipped.json"
 
 
 @dataclass(frozen=True)
@@ -381,6 +383,13 @@ def execute(
     staging.mkdir()
     clients = {w.target: w.clients for w in the_plan.wanted}
     reruns = the_plan.reruns()
+    skipped: list[dict[str, Any]] = []
+    (runs_dir / SKIPPED_FILE).unlink(missing_ok=True)
+
+    def say(line: str) -> None:
+        log(line)
+        lines.append(line)
+
     try:
         for step in the_plan.steps:
             if step.action == "remove" and step.previous is not None:
@@ -390,9 +399,16 @@ def execute(
             start = time.monotonic()
             tasks = [(s.target, clients[s.target], _select(s)) for s in reruns]
             made_together = batch(tasks, staging)
-            line = f"publish: {len(tasks)} runs together in {time.monotonic() - start:.0f} s"
-            log(line)
-            lines.append(line)
+            say(f"publish: {len(tasks)} runs together in {time.monotonic() - start:.0f} s")
+            again = [i for i, made in enumerate(made_together) if made is None]
+            if again:
+                start = time.monotonic()
+                for i in again:
+                    say(f"publish: {tasks[i][0]}: recorded nothing, tried once more")
+                retried = batch([tasks[i] for i in again], staging / "again")
+                for i, made in zip(again, retried, strict=True):
+                    made_together[i] = made
+                say(f"publish: {len(again)} runs again in {time.monotonic() - start:.0f} s")
         for i, step in enumerate(reruns):
             select = _select(step)
             start = time.monotonic()
@@ -400,10 +416,15 @@ def execute(
                 made = made_together[i]
             else:
                 made = runner(step.target, clients[step.target], select, staging)
+                if made is None:
+                    say(f"publish: {step.target}: recorded nothing, tried once more")
+                    made = runner(step.target, clients[step.target], select, staging)
             if made is None:
-                raise PublishError(
-                    f"publish: {step.target}: the run did not complete (no whole {MANIFEST_FILE})"
-                )
+                kept = f"; its earlier run {step.previous.name} stays" if step.previous else ""
+                why = f"recorded nothing twice (no whole {MANIFEST_FILE}){kept}"
+                say(f"publish: {step.target}: skipped: {why}")
+                skipped.append({"target": step.target, "select": select, "why": why})
+                continue
             if step.action == "partial":
                 assert step.previous is not None
                 merge(made, step.previous, step.features, the_plan.keys[step.target])
@@ -412,12 +433,23 @@ def execute(
                 shutil.rmtree(step.previous, ignore_errors=True)
             if batch is None:
                 what = f"{select} only" if select else "whole"
-                line = f"publish: {step.target}: {what} in {time.monotonic() - start:.0f} s"
-                log(line)
-                lines.append(line)
+                say(f"publish: {step.target}: {what} in {time.monotonic() - start:.0f} s")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    if skipped:
+        text = json.dumps(skipped, indent=2) + "\n"
+        (runs_dir / SKIPPED_FILE).write_text(text, encoding="utf-8")
     return lines
+
+
+def read_skipped(runs_dirs: Iterable[Path | str]) -> list[dict[str, Any]]:
+    """The runs the last publication into these folders skipped (the report's run list)."""
+    out: list[dict[str, Any]] = []
+    for d in runs_dirs:
+        f = Path(d) / SKIPPED_FILE
+        if f.is_file():
+            out += json.loads(f.read_text(encoding="utf-8"))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -463,11 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         from conformance.matrix.publish_spark import spark_batch
 
         batch = spark_batch(args.spark_master)
-    try:
-        execute(the_plan, args.runs_dir, suite_runner(), batch=batch)
-    except PublishError as e:
-        print(e, file=sys.stderr)
-        return 1
+    execute(the_plan, args.runs_dir, suite_runner(), batch=batch)
     return 0
 
 

@@ -470,6 +470,9 @@ def _runs(model: dict[str, Any]) -> str:
             "seed",
         ],
         rows,
+    ) + "".join(
+        f'<p class="skipped">Skipped: {_e(k["target"])}: {_e(k["why"])}</p>'
+        for k in model.get("skipped", [])
     )
 
 

@@ -184,6 +184,9 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
                     for c in d["changes"]
                 ],
             )
+    if model.get("skipped"):
+        out += ["## Skipped runs", ""]
+        out += [f"- `{k['target']}`: {k['why']}" for k in model["skipped"]] + [""]
     if model["problems"]:
         out += ["## Input problems", ""]
         out += [f"- `{p['file']}:{p['line']}`: {p['message']}" for p in model["problems"]] + [""]

@@ -303,3 +303,40 @@ def test_a_release_table_entry_reruns_only_the_runs_speaking_it(
     rerun = {s.target: s.why for s in the_plan.steps if s.action == "rerun"}
     assert rerun == {speaks_39: "release table entry changed"}
     assert {s.target for s in the_plan.steps if s.action == "reuse"} == {REF, KAFKA, speaks_40}
+
+
+class Failing(Runner):
+    """Records nothing for ``target`` the first ``times`` times it is run (a broker that exits at
+    start under load), then as Runner."""
+
+    def __init__(self, src: Sources, target: str, times: int) -> None:
+        super().__init__(src)
+        self.target, self.times = target, times
+
+    def __call__(self, target, clients, select, into: Path) -> Path | None:
+        if target == self.target and self.times > 0:
+            self.times -= 1
+            self.calls.append((target, select))
+            return None
+        return super().__call__(target, clients, select, into)
+
+
+def test_a_run_that_records_nothing_is_tried_again_then_skipped(
+    tree: Sources, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    once = Failing(tree, REF, 1)
+    lines = publish.execute(publish.plan(runs, WANTED, tree), runs, once, log=lambda line: None)
+    assert once.calls.count((REF, None)) == 2 and not (runs / publish.SKIPPED_FILE).exists()
+    assert f"publish: {REF}: recorded nothing, tried once more" in lines
+    touch(tree, "conformance/plugin.py")  # every run redone; the Kafka target never starts
+    never = Failing(tree, KAFKA, 99)
+    never.n = 100
+    lines = publish.execute(publish.plan(runs, WANTED, tree), runs, never, log=lambda line: None)
+    assert never.calls.count((KAFKA, None)) == 4  # two runs, each tried twice
+    skipped = [line for line in lines if line.startswith(f"publish: {KAFKA}: skipped: ")]
+    assert len(skipped) == 2 and "recorded nothing twice" in skipped[0]
+    assert "its earlier run run-" in skipped[0]  # left as it was, and said
+    listed = publish.read_skipped([runs])
+    assert [k["target"] for k in listed] == [KAFKA, KAFKA]
+    assert len(list(runs.glob("*/manifest.json"))) == 3  # the reference's new run, Kafka's two old

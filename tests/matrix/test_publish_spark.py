@@ -17,7 +17,7 @@ from conformance.matrix import publish
 from conformance.matrix.publish_spark import pack, spark_batch, unpack
 from conformance.results.content_key import Sources
 from conformance.results.schema import load_run
-from tests.matrix.test_publish import WANTED, Runner, touch, tree  # noqa: F401 - the fixture
+from tests.matrix.test_publish import KAFKA, WANTED, Failing, Runner, touch, tree  # noqa: F401
 
 
 def batched(runner: Runner):
@@ -29,7 +29,7 @@ def batched(runner: Runner):
         for i, (target, clients, select) in enumerate(tasks):
             with tempfile.TemporaryDirectory() as tmp:
                 made = runner(target, clients, select, Path(tmp))
-                out.append(unpack(pack(made), staging / f"task-{i}"))
+                out.append(unpack(pack(made) if made else None, staging / f"task-{i}"))
         return out
 
     return run_all
@@ -63,6 +63,18 @@ def test_batched_runs_leave_the_runs_one_by_one_runs_leave(tree: Sources, tmp_pa
         assert not (cmp.diff_files or cmp.left_only or cmp.right_only), (run.name, cmp.diff_files)
     assert "publish: 3 runs together in 0 s" in lines
     assert not (tmp_path / ".together-staging").exists()
+
+
+def test_a_batched_run_that_records_nothing_is_run_again_in_a_second_batch(
+    tree: Sources,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    runs, runner = tmp_path / "runs", Failing(tree, KAFKA, 1)
+    the_plan = publish.plan(runs, WANTED, tree)
+    lines = publish.execute(the_plan, runs, runner, log=lambda line: None, batch=batched(runner))
+    assert f"publish: {KAFKA}: recorded nothing, tried once more" in lines
+    assert "publish: 1 runs again in 0 s" in lines
+    assert len(list(runs.glob("*/manifest.json"))) == 3 and publish.read_skipped([runs]) == []
 
 
 def verdicts(run_dir: Path) -> list[tuple[str, str, str]]:

@@ -11,6 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.report import model_json
+from conformance.report.html import render_html
+from conformance.report.markdown import render_markdown
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -105,3 +107,17 @@ def test_plot_scales_to_the_page_instead_of_being_cut_off(fixture_output):
     root = ET.fromstring(svg)
     assert root.get("width") == "100%" and root.get("height") is None
     assert "max-width:100%" in root.get("style") and len(root.get("viewBox").split()) == 4
+
+
+def test_a_skipped_run_is_in_the_run_list(model):
+    """A run publication skipped (it recorded nothing twice) is said where the runs are listed."""
+    why = "recorded nothing twice (no whole manifest.json)"
+    skipped = {
+        **model,
+        "skipped": [{"target": "kafka:3.3.2?store=zookeeper", "select": None, "why": why}],
+    }
+    html = render_html(skipped, title="t", plot_svg=None, badges={})
+    assert f"Skipped: kafka:3.3.2?store=zookeeper: {why}" in html
+    text = render_markdown(skipped, title="t")
+    assert f"## Skipped runs\n\n- `kafka:3.3.2?store=zookeeper`: {why}" in text
+    assert "Skipped" not in render_markdown(model, title="t")
