@@ -19,8 +19,9 @@ NOT_EVALUATED are skips whose reason starts with the verdict.
 Concurrency (``--jobs N``, ``run``'s default 'auto'): the tests run in N pytest-xdist workers
 against the one target this process (xdist's controller) started; the ``disruptive`` ones run
 after them in this process, one at a time, so verdicts are those of a one-process run at the same
-seed (see the section "concurrency" below). ``run`` against the bundled reference runs them
-instead beside the workers, in side runs with clusters of their own (``conformance.side_runs``).
+seed (see the section "concurrency" below). ``run`` against a cluster it starts (the bundled
+reference, Apache Kafka) runs them instead beside the workers, in side runs with clusters of their
+own, and in this process once the workers are done (``conformance.side_runs``).
 
 A target that goes down: tests marked ``disruptive`` (malformed input, DURABILITY's faults,
 restarts) run after all the others. After a test that failed, or a disruptive one, the target is
@@ -1184,8 +1185,11 @@ def _given_options(config: pytest.Config) -> dict[str, Any]:
 
 def _the_rest(session: pytest.Session) -> None:
     """In the controller, after the workers: the target restarted if a worker saw it down, the
-    side runs' records taken, then the deferred tests and the disruptive ones no side run
-    recorded, one by one, in their collected order."""
+    deferred tests, then, with side runs, the disruptive tests this process claims before a side
+    does (on its own target, now free), the side runs' records taken, and the disruptive tests
+    nobody recorded, one by one, in their collected order."""
+    from conformance.side_runs import claimed, in_turn
+
     config = session.config
     state = config.stash[STATE]
     if state.worker_outage is not None:
@@ -1194,24 +1198,23 @@ def _the_rest(session: pytest.Session) -> None:
         state.outage_flag.unlink(missing_ok=True)
         state.outage_flag.parent.rmdir()
     started = time.monotonic()
-    sided = _sides_done(session, state)
-    if sided is not None and sided[1] and not state.deferred:
-        return
-    recorded = sided[0] if sided is not None else set()
     items = session.perform_collect()
-    rest = [
-        i
-        for i in items
-        if (ti := info(i)) is not None
-        and ((ti.disruptive and ti.test_id not in recorded) or i.nodeid in state.deferred)
-    ]
-    for n, item in enumerate(rest):
-        nextitem = rest[n + 1] if n + 1 < len(rest) else None
-        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-        if session.shouldfail or session.shouldstop:
-            break
-    took = time.monotonic() - started
-    state.phases_timed.append(("this process, one at a time", len(rest), took))
+    ran = in_turn(session, [i for i in items if i.nodeid in state.deferred])
+    disruptive = [i for i in items if (ti := info(i)) is not None and ti.disruptive]
+    if state.sides is not None and disruptive:
+        ran += in_turn(
+            session,
+            claimed(state.sides.claims, disruptive, lambda: state.unreachable_since is None),
+        )
+        took = time.monotonic() - started
+        state.phases_timed.append(("this process beside the side runs", len(ran), took))
+    sided = _sides_done(session, state)
+    done = {info(i).test_id for i in ran} | (sided[0] if sided is not None else set())
+    here = time.monotonic() if sided is not None else started
+    rest = in_turn(session, [i for i in disruptive if info(i).test_id not in done])
+    if sided is None or rest:
+        count = len(rest) + (len(ran) if sided is None else 0)
+        state.phases_timed.append(("this process, one at a time", count, time.monotonic() - here))
 
 
 def _sides_done(session: pytest.Session, state: State) -> tuple[set[str], bool] | None:

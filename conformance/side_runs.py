@@ -1,19 +1,20 @@
-"""Disruptive tests beside the workers: a concurrent run against the bundled reference (issue 36).
+"""Disruptive tests beside the workers: concurrent runs against a cluster the run starts (issue 36).
 
 A concurrent run's disruptive tests (faults, restarts, malformed input) may bring the target down,
 so they cannot share it with the workers; the controller ran them after the workers, one at a
-time, and their waits (node restarts, failure detection) were most of the run's wall time. The
-reference is cheap to start (a few Python processes on free ports), so for it the controller
-starts one-process runs (``python -m conformance.side_runs``, one per two workers) as the workers
-start. Each starts a reference cluster of its own with the run's options and seed, selects the
-disruptive tests only, and runs each one it claims first (a file created exclusively in a folder
-the sides share), in the collected order, recovering its own cluster as a one-process run does.
-When the workers are done the controller takes the sides' records into the run in the collected
-order (the claims' order), with their outages and set-up defects; a disruptive test no side
-recorded (a side that could not start or did not finish) the controller runs itself, as before.
-The verdicts are those of a one-process run at the same seed (``tests/suite/runs/
-test_side_runs.py``; whole runs in benchmarks/README.md). Other targets (a JVM cluster each, an
-external one) keep the controller's way.
+time, and their waits (node restarts, failure detection) were most of the run's wall time. A
+target the run starts itself on loopback (``SIDE_KINDS``: the bundled reference, a few Python
+processes; Apache Kafka, four JVMs of about 1.5 CPU-s and 0.3 GB each) can be started again, so
+the controller starts one-process runs (``python -m conformance.side_runs``, one per two workers)
+as the workers start. Each starts a cluster of its own with the run's options and seed, selects
+the disruptive tests only, and runs each one it claims first (a file created exclusively in a
+folder the sides share), in the collected order, recovering its own cluster as a one-process run
+does. When the workers are done the controller joins in on its own cluster, claiming in the
+same way, then takes the sides' records into the run in the collected order (the claims'
+order), with their outages and set-up defects; a disruptive test nobody recorded (a side that
+could not start or did not finish) the controller runs itself, as before. The verdicts are those
+of a one-process run at the same seed (``tests/suite/runs/test_side_runs.py``; whole runs in
+benchmarks/README.md). Other targets (an external one, a container) keep the controller's way.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,13 +47,18 @@ INPUT = "side.json"
 NOTHING = 4
 
 
+#: the target kinds a side run starts a cluster of its own of (``--target KIND[:...][?...]``):
+#: clusters the run starts on loopback, cheap enough to start again beside the workers
+SIDE_KINDS = ("reference", "kafka")
+
+
 class RunTarget(Protocol):
     kind: str
 
 
 def beside(target: RunTarget, jobs: int) -> bool:
-    """Whether a concurrent run's disruptive tests run in side runs: the bundled reference only."""
-    return jobs > 1 and target.kind.partition("?")[0].partition(":")[0] == "reference"
+    """Whether a concurrent run's disruptive tests run in side runs (``SIDE_KINDS``)."""
+    return jobs > 1 and target.kind.partition("?")[0].partition(":")[0] in SIDE_KINDS
 
 
 @dataclass
@@ -200,27 +207,45 @@ def log_tail(side: Side, lines: int = 20) -> str:
 
 class Share:
     """A side run's plugin (its run keeps the disruptive tests only, ``SuiteRun.disruptive_only``):
-    it runs each one this side claims first (``claim``), so the sides share the tests out as they
-    go and the long ones do not pile up in one side."""
+    it runs each one this side claims first (``claimed``), so the sides share the tests out as
+    they go and the long ones do not pile up in one side."""
 
     def __init__(self, claims: Path) -> None:
         self.claims = claims
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
-        """pytest's loop over the tests this side claims, one claimed ahead (its next test is
-        known when the current one tears down, as in pytest's own loop)."""
-        from conformance.plugin import info
-
-        items = session.items
-        ids = [info(i).test_id for i in items]
-        now = claim(self.claims, ids, 0)
-        while now is not None and not (session.shouldfail or session.shouldstop):
-            after = claim(self.claims, ids, now + 1)
-            nextitem = items[after] if after is not None else None
-            items[now].config.hook.pytest_runtest_protocol(item=items[now], nextitem=nextitem)
-            now = after
+        in_turn(session, claimed(self.claims, session.items))
         return True
+
+
+def claimed(
+    claims: Path, items: list[pytest.Item], go: Callable[[], bool] = lambda: True
+) -> Iterator[pytest.Item]:
+    """The tests of ``items`` (a run's disruptive tests, in the collected order: every side's
+    list and the controller's are the same) this process claims first, each claimed when asked
+    for; none more once ``go()`` is false (the controller's target is down for good)."""
+    from conformance.plugin import info
+
+    ids = [info(i).test_id for i in items]
+    now = claim(claims, ids, 0) if go() else None
+    while now is not None:
+        yield items[now]
+        now = claim(claims, ids, now + 1) if go() else None
+
+
+def in_turn(session: pytest.Session, items: Iterable[pytest.Item]) -> list[pytest.Item]:
+    """pytest's loop over ``items``, one taken ahead (its next test is known when the current one
+    tears down, as in pytest's own loop); the tests run."""
+    ran: list[pytest.Item] = []
+    it = iter(items)
+    now = next(it, None)
+    while now is not None and not (session.shouldfail or session.shouldstop):
+        after = next(it, None)
+        now.config.hook.pytest_runtest_protocol(item=now, nextitem=after)
+        ran.append(now)
+        now = after
+    return ran
 
 
 def claim(claims: Path, ids: list[str], start: int) -> int | None:
@@ -242,7 +267,7 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """One side run: the controller's options, a reference cluster of its own, its share."""
+    """One side run: the controller's options, a cluster of its own, its share."""
     from conformance.plugin import SuiteRun, args_for_pytest, make_run_target
     from conformance.targets import TargetError
 

@@ -1,11 +1,14 @@
-"""``conformance.side_runs``: a concurrent run against the bundled reference runs its disruptive
-tests in side runs beside the workers, each with a cluster of its own (issue 36).
+"""``conformance.side_runs``: a concurrent run against a cluster it starts (the bundled reference,
+Apache Kafka) runs its disruptive tests in side runs beside the workers, each with a cluster of
+its own, the controller joining in on its own cluster once the workers are done (issue 36).
 
 * The sides share the tests out by claims: each test is claimed by one side only, each side's
   tests come in the collected order, and none is left unclaimed.
 * The controller takes the sides' records in the collected order (the claims'), whichever side
   ran each test, without the side's run id; a test no side recorded is left to the controller.
-* Only the reference (in any of its set-ups) is run so, and only with more than one process.
+* The controller claims as a side does, and no more once its target is down for good.
+* Only the reference and Apache Kafka (in any of their set-ups) are run so, and only with more
+  than one process.
 
 The whole suite's verdicts with side runs against a one-process run's at the same seed are
 compared in benchmarks/README.md; the shared reference run (test_against_reference) goes through
@@ -19,7 +22,7 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
-from conformance.side_runs import Side, Sides, beside, claim, sides_for
+from conformance.side_runs import Side, Sides, beside, claim, claimed, sides_for
 
 
 def test_each_test_is_claimed_once_in_order(tmp_path: Path) -> None:
@@ -74,10 +77,30 @@ def test_a_side_that_did_not_finish_is_not_read(tmp_path: Path) -> None:
     assert ok.records == [_record("a", "R1")] and bad.records is None
 
 
-def test_only_the_reference_in_a_concurrent_run() -> None:
-    for kind in ("reference", "reference:zookeeper?controllers=3", "reference?security=sasl"):
+def test_the_controller_claims_as_a_side_until_its_target_is_down(tmp_path: Path) -> None:
+    from conformance.plugin import INFO, TestInfo
+
+    items = [SimpleNamespace(stash={INFO: TestInfo(f"t{n}", (), None, True)}) for n in range(5)]
+    claim(tmp_path, [f"t{n}" for n in range(5)], 1)  # a side took t1
+    up = [True]
+    got = []
+    for item in claimed(tmp_path, items, lambda: up[0]):  # type: ignore[arg-type]
+        got.append(item.stash[INFO].test_id)
+        up[0] = len(got) < 2  # down for good after its second test
+    assert got == ["t0", "t2"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["00000", "00001", "00002"]
+
+
+def test_only_clusters_the_run_starts_in_a_concurrent_run() -> None:
+    for kind in (
+        "reference",
+        "reference:zookeeper?controllers=3",
+        "reference?security=sasl",
+        "kafka:4.4.0",
+        "kafka:3.9.1?store=zookeeper",
+    ):
         assert beside(SimpleNamespace(kind=kind), 4), kind
         assert not beside(SimpleNamespace(kind=kind), 1), kind
-    for kind in ("kafka:4.4.0", "external", "tansu", "docker:reference"):
+    for kind in ("external", "tansu", "docker:reference"):
         assert not beside(SimpleNamespace(kind=kind), 4), kind
     assert [sides_for(j) for j in (2, 3, 4)] == [1, 1, 2]
