@@ -33,8 +33,14 @@ CLIENTS=${CLIENTS:-"python java:2.8.2 java:3.0.2 java:3.9.1 java:4.0.2 java:4.4.
 KC=.venv/bin/kafka-conformance
 [ -x "$KC" ] || ./dev.sh setup
 # the project's heavy tests CI leaves out (marked publication: a Spark standalone cluster, Kafka
-# in a built image, ... ; `grep -rn mark.publication tests`), first: a red one stops publication
-.venv/bin/python -m pytest -n 3 --dist loadfile -m publication -q
+# in a built image, ... ; `grep -rn mark.publication tests`), first: a red one stops publication.
+# PUBLICATION_TESTS=0 leaves them out (run them apart at the same commit: a publication timed
+# for its runs alone, as in session 14's)
+if [ "${PUBLICATION_TESTS:-1}" != 0 ]; then
+    .venv/bin/python -m pytest -n 3 --dist loadfile -m publication -q
+else
+    echo "publish: the publication-marked tests are left out (PUBLICATION_TESTS=0)" >&2
+fi
 rm -rf reports/latest
 # Each target's runs: those in reports/runs whose content key (the manifest's) is unchanged are
 # kept, a feature whose files changed is rerun alone and merged with the earlier run's other
