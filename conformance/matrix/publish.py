@@ -442,6 +442,15 @@ def execute(
     return lines
 
 
+def remove_all_but_external(runs_dir: Path) -> None:
+    """``--fresh``: every run goes but external targets' (publication cannot start them again)."""
+    for folder, manifest in _recorded(runs_dir):
+        key = manifest.get("content_key")
+        if not (isinstance(key, dict) and str(key.get("target", "")).startswith(EXTERNAL)):
+            shutil.rmtree(folder, ignore_errors=True)
+    (runs_dir / SKIPPED_FILE).unlink(missing_ok=True)
+
+
 def read_skipped(runs_dirs: Iterable[Path | str]) -> list[dict[str, Any]]:
     """The runs the last publication into these folders skipped (the report's run list)."""
     out: list[dict[str, Any]] = []
@@ -466,7 +475,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--clients-on", default="reference", metavar="TARGET", help="the target run with them"
     )
-    p.add_argument("--fresh", action="store_true", help="remove every run first")
+    p.add_argument(
+        "--fresh", action="store_true", help="remove every run first but external targets'"
+    )
     p.add_argument("--dry-run", action="store_true", help="say what would be done, do nothing")
     p.add_argument(
         "--spark-master",
@@ -476,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     if args.fresh and not args.dry_run:
-        shutil.rmtree(args.runs_dir, ignore_errors=True)
+        remove_all_but_external(args.runs_dir)
     wanted = [
         Wanted(
             t,

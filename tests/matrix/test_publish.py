@@ -284,6 +284,8 @@ def test_an_external_targets_run_is_kept(tree: Sources, tmp_path: Path) -> None:
         "publish: kept 1 run of external targets as they are (publication cannot start them "
         "again)" in the_plan.lines()
     )
+    publish.remove_all_but_external(runs)  # --fresh
+    assert [d.name for d in runs.iterdir()] == [moved.name]
 
 
 def test_a_release_table_entry_reruns_only_the_runs_speaking_it(
