@@ -9,7 +9,10 @@ arrays' counts (:class:`FusedStructs`), and nothing on the hot path looks at the
 Each unit is generated twice from the same walk:
 - *fast*: no bookkeeping; any exception just means "malformed".
 - *checked*: bounds-checks every field and tracks the field path and byte offset. It runs
-  only after the fast code failed, to turn the failure into a precise DecodeError/EncodeError.
+  only after the fast code failed, to turn the failure into a precise DecodeError/EncodeError,
+  so it is generated and compiled on that first failure: its source is nearly twice the fast
+  one's, and ``compile`` of it was about 60 % of a process's codec start-up (every reference
+  node and suite process compiles the units it uses; well-formed traffic never needs it).
 """
 
 from __future__ import annotations
@@ -170,15 +173,35 @@ _RUNTIME: dict[str, Any] = {
 
 @dataclass
 class Compiled:
-    """The four functions of one (message, version), and the source they came from."""
+    """The functions of one (message, version): the fast pair at once, the checked pair (and
+    its source) on first use, from the same spec and the same constants."""
 
     message: MessageSpec
     version: int
     decode_fast: Callable[[bytes, int], tuple[dict, int]]
-    decode_checked: Callable[[bytes, int, Trace], tuple[dict, int]]
     encode_fast: Callable[[dict, Callable], None]
-    encode_checked: Callable[[dict, Callable, Trace], None]
-    source: str
+    fast_source: str
+    consts: dict[str, Any]
+
+    @functools.cached_property
+    def _checked(self) -> tuple[Callable, Callable, str]:
+        source = _Unit(self.message, self.version, True, self.consts).generate()
+        ns = _exec(source, self.message, self.version, self.consts)
+        top = self.message.struct.name
+        return ns[f"dec_checked_{top}"], ns[f"enc_checked_{top}"], source
+
+    @property
+    def decode_checked(self) -> Callable[[bytes, int, Trace], tuple[dict, int]]:
+        return self._checked[0]
+
+    @property
+    def encode_checked(self) -> Callable[[dict, Callable, Trace], None]:
+        return self._checked[1]
+
+    @property
+    def source(self) -> str:
+        """The generated text of both modes, for reading."""
+        return self.fast_source + "\n" + self._checked[2]
 
     def decode(self, raw: bytes) -> dict:
         """The whole of ``raw`` as this message; trailing bytes are an error."""
@@ -921,24 +944,25 @@ class _maybe_indent:
             self.src.depth -= 1
 
 
+def _exec(source: str, msg: MessageSpec, version: int, consts: dict[str, Any]) -> dict[str, Any]:
+    ns: dict[str, Any] = dict(_RUNTIME, _UUID=uuid.UUID, **consts)
+    exec(compile(source, f"<codec {msg.name} v{version}>", "exec"), ns)
+    return ns
+
+
 def compile_message(msg: MessageSpec, version: int) -> Compiled:
-    """Generate, compile and return the encode/decode functions of one (message, version)."""
+    """Generate, compile and return the fast encode/decode functions of one (message,
+    version); the checked ones follow on first use (:class:`Compiled`)."""
     msg.check_version(version)
     consts: dict[str, Any] = {}
-    parts = []
-    for checked in (False, True):
-        parts.append(_Unit(msg, version, checked, consts).generate())
-    source = "\n".join(parts)
-    ns: dict[str, Any] = dict(_RUNTIME, _UUID=uuid.UUID, **consts)
-    code = compile(source, f"<codec {msg.name} v{version}>", "exec")
-    exec(code, ns)
+    source = _Unit(msg, version, False, consts).generate()
+    ns = _exec(source, msg, version, consts)
     top = msg.struct.name
     return Compiled(
         message=msg,
         version=version,
         decode_fast=ns[f"dec_fast_{top}"],
-        decode_checked=ns[f"dec_checked_{top}"],
         encode_fast=ns[f"enc_fast_{top}"],
-        encode_checked=ns[f"enc_checked_{top}"],
-        source=source,
+        fast_source=source,
+        consts=consts,
     )
