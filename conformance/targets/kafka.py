@@ -18,6 +18,8 @@ looked for every second (10 s); internal topics are sized to the cluster. The ta
 soon it notices a failure (``failure_detection_s``: the broker or ZooKeeper session). Every
 process is stopped by its pid when the run ends, and dies with the process that started it
 (``PR_SET_PDEATHSIG``) if that one is killed. A broker can be restarted (KIP-78.R6, OFFSETS.R7).
+Every JVM maps the release's class archive where there is one (``class_archive``: about half a
+node's start-up CPU); the first broker started while there is none writes it when it stops.
 
 ``security=sasl`` (KRaft 3.5 and later: SCRAM credentials at format time, KIP-900; or ZooKeeper
 mode: SCRAM credentials written into ZooKeeper before the brokers start) makes the brokers'
@@ -65,6 +67,7 @@ from conformance.targets.base import (
     stop_process,
     wait_listening,
 )
+from conformance.targets.class_archive import ClassArchive, class_archive
 from conformance.targets.maven import broker_classpath, check_version
 from conformance.targets.zookeeper import ZooKeeperServer
 
@@ -171,6 +174,8 @@ class Node:
     config: Path
     log: Path
     proc: subprocess.Popen | None = None
+    #: where this node's JVM writes the release's class archive when it stops (None: it does not)
+    dump: Path | None = None
 
 
 @dataclass
@@ -191,6 +196,7 @@ class KafkaTarget(Target):
     security: str = "none"
     #: ``security=sasl``: user -> password, drawn at each start
     passwords: dict[str, str] = field(default_factory=dict, repr=False)
+    _archive: ClassArchive | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.failure_detection_s is None:  # the session that ends a dead broker's place
@@ -427,6 +433,7 @@ class KafkaTarget(Target):
             raise TargetError("the kafka target needs Java 17 (java on the PATH)")
         self._java = java
         self._classpath = broker_classpath(self.version)
+        self._archive = class_archive(self._classpath, java)
 
     def start(self) -> None:
         self.prepare()
@@ -449,6 +456,8 @@ class KafkaTarget(Target):
                 zookeeper = f"{self._zk.connect}/kafka"
                 self.zookeeper = self.zookeeper or zookeeper
             self._nodes = self._plan()
+            first = next(n for n in self._nodes if n.role == "broker")
+            first.dump = self._archive.writer(f"broker{first.node_id}") if self._archive else None
             controllers = [n for n in self._nodes if n.role == "controller"]
             voters = ",".join(f"{n.node_id}@{self.host}:{n.port}" for n in controllers)
             for node in self._nodes:
@@ -506,11 +515,16 @@ class KafkaTarget(Target):
             base.with_suffix(".log"),
         )
 
-    def _java_command(self, main: str, *args: str) -> list[str]:
+    def _java_command(self, main: str, *args: str, dump: Path | None = None) -> list[str]:
         level = os.environ.get("KC_KAFKA_LOG_LEVEL", "warn")
+        if dump is not None:  # the class archive written at exit (``class_archive``)
+            sharing: tuple[str, ...] = (f"-XX:ArchiveClassesAtExit={dump}",)
+        else:
+            sharing = self._archive.options() if self._archive is not None else ()
         return [
             self._java,
             *self.jvm_options,
+            *sharing,
             f"-Dorg.slf4j.simpleLogger.defaultLogLevel={level}",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-cp",
@@ -548,9 +562,12 @@ class KafkaTarget(Target):
             )
 
     def _spawn(self, node: Node) -> None:
+        if node.dump is not None and node.proc is not None and self._archive is not None:
+            self._archive.keep(node.dump, node.proc)  # what its last process wrote, if it did
+            node.dump = self._archive.writer(f"{node.role}{node.node_id}")
         with node.log.open("ab") as out:
             node.proc = subprocess.Popen(
-                self._java_command("kafka.Kafka", str(node.config)),
+                self._java_command("kafka.Kafka", str(node.config), dump=node.dump),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -711,6 +728,9 @@ class KafkaTarget(Target):
                     os.kill(node.proc.pid, signal.SIGTERM)
             for node in group:
                 stop_process(node.proc, 20)
+                if node.dump is not None and self._archive is not None:
+                    self._archive.keep(node.dump, node.proc)
+                    node.dump = None
                 node.proc = None
         if self._zk is not None:
             self._zk.stop()

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from conformance.targets import TargetError, TargetOptions, make_target
+from conformance.targets import TargetError, TargetOptions, kafka, make_target
 from conformance.targets.base import metadata_brokers
+from conformance.targets.class_archive import ClassArchive
 from conformance.targets.kafka import KafkaTarget
 from conformance.targets.maven import cached_broker
 
@@ -74,8 +75,11 @@ def test_fetch_of_a_cached_release_says_so() -> None:
     assert proc.returncode == 0 and proc.stdout.strip().endswith("(cached)"), proc.stderr
 
 
-def test_a_broker_restarts_and_every_process_stops_by_pid(tmp_path) -> None:
-    """One broker and one controller: the restarted broker serves again; stop ends both pids."""
+def test_a_broker_restarts_and_every_process_stops_by_pid(tmp_path, monkeypatch) -> None:
+    """One broker and one controller: the restarted broker serves again; stop ends both pids.
+    With no class archive yet, the broker writes one when it stops, and its next JVM maps it."""
+    archive = ClassArchive(tmp_path / "classes-test.jsa")
+    monkeypatch.setattr(kafka, "class_archive", lambda classpath, java: archive)
     target = KafkaTarget.from_spec(f"{CI_RELEASE}?brokers=1")
     target.logs_dir = tmp_path
     target.start()
@@ -87,10 +91,14 @@ def test_a_broker_restarts_and_every_process_stops_by_pid(tmp_path) -> None:
         target.restart_broker(node_id)
         assert target.started[node_id][0] > before[1]
         assert metadata_brokers(target.bootstrap[0], 10.0) == 1
-        assert len(set(target.pids) - set(pids)) == 1  # the broker has a new pid
+        (new,) = set(target.pids) - set(pids)  # the broker has a new pid
+        assert archive.path.stat().st_size > 0
+        with open(f"/proc/{new}/cmdline", "rb") as f:
+            assert f"-XX:SharedArchiveFile={archive.path}".encode() in f.read().split(b"\0")
         pids = target.pids
     finally:
         target.stop()
+    assert [p.name for p in tmp_path.glob("*.tmp")] == []
     for pid in pids:
         assert (
             not os.path.exists(f"/proc/{pid}")
@@ -194,3 +202,23 @@ def test_security_sasl_settings_in_zookeeper_mode(tmp_path) -> None:
     assert 'user_alice="b-pw"' in b["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
     assert b["authorizer.class.name"] == "kafka.security.authorizer.AclAuthorizer"
     assert b["super.users"] == "User:admin"
+
+
+def test_a_class_archive_is_kept_only_from_a_jvm_that_exited_of_itself(tmp_path) -> None:
+    archive = ClassArchive(tmp_path / "classes-x.jsa")
+    killed = subprocess.Popen(["sleep", "30"])
+    killed.kill()
+    killed.wait()
+    written = archive.writer("broker1")
+    assert written is not None
+    written.write_bytes(b"half")
+    archive.keep(written, killed)
+    assert not archive.path.exists() and not written.exists()
+    assert archive.options() == ()
+    done = subprocess.Popen(["true"])
+    done.wait()
+    written.write_bytes(b"whole")
+    archive.keep(written, done)
+    assert archive.path.read_bytes() == b"whole" and not written.exists()
+    assert archive.options() == (f"-XX:SharedArchiveFile={archive.path}",)
+    assert archive.writer("broker1") is None
