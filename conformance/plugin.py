@@ -861,8 +861,9 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State, report: pytest.T
     if outage is not None:
         found = _blamed(ti, state, found, outage)
     for rid, verdict, message in found:
-        api_key = notes.api_key if notes and notes.api_key is not None else ti.api
-        version = notes.api_version if notes and notes.api_key is not None else None
+        api_key, version, listener = (
+            notes.judged(ti.api, {a.key for a in reqs[rid].apis}) if notes else (ti.api, None, None)
+        )
         name = harness.api_name(api_key) if api_key is not None and harness else None
         records.append(
             {
@@ -877,7 +878,7 @@ def _finish_test(item: pytest.Item, ti: TestInfo, state: State, report: pytest.T
                 "message": message or None,
                 "duration_ms": duration_ms,
                 "seed": state.seed if uses_hypothesis else None,
-                "listener": (notes.listener if notes and notes.listener else reqs[rid].listener),
+                "listener": listener or reqs[rid].listener,
                 "observed": (ledger.observed[rid].record() if rid in ledger.observed else None),
                 **({"subject": subject} if (subject := _subject(item, ti)) else {}),
             }

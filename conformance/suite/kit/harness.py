@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -66,9 +66,32 @@ class TestNotes:
     unanswered: set[tuple[int, int]] = field(default_factory=set)
     #: the running test's id (set by the plugin; cited when a later test relies on what it saw)
     test_id: str | None = None
+    #: every (api key, version, listener) the test noted, in order: its set-up steps' APIs
+    #: too, so a record names the one its requirement judges (:meth:`judged`), not the last
+    exercised: list[tuple[int, int | None, str | None]] = field(default_factory=list)
 
     def fail_soft(self, req_id: str, message: str) -> None:
         self.soft.setdefault(req_id, message)
+
+    def judged(
+        self, declared: int | None, apis: Collection[int]
+    ) -> tuple[int | None, int | None, str | None]:
+        """The API, version and listener the record of a requirement judging ``apis`` (none:
+        any) names: the test's declared API as last noted, if the requirement judges it; else
+        the last noted API it judges; else the declared API (no version, no listener) if it
+        judges that; else the last noted (a requirement's APIs need not list what a test
+        exercises it through)."""
+
+        def judges(key: int | None) -> bool:
+            return key is not None and (not apis or key in apis)
+
+        for wanted in ((lambda k: k == declared and judges(k)), judges):
+            for entry in reversed(self.exercised):
+                if wanted(entry[0]):
+                    return entry
+        if judges(declared) or not self.exercised:
+            return declared, None, None
+        return self.exercised[-1]
 
 
 class Unanswered(TimeoutError):
@@ -420,10 +443,16 @@ class Harness:
                 )
 
     def pick_version(
-        self, api_key: int, within: Versions | str | None = None, listener: str = "client"
+        self,
+        api_key: int,
+        within: Versions | str | None = None,
+        listener: str = "client",
+        *,
+        note: bool = True,
     ) -> int:
         """The highest version the target advertises, our specs know, and ``within`` allows
-        (the suite's bodies are written for every version of the specs, issue 37)."""
+        (the suite's bodies are written for every version of the specs, issue 37); noted as
+        the test's unless ``note`` is false (a set-up or clean-up step)."""
         self.require(api_key, None, listener)
         lo, hi = self.advertised_on(listener)[api_key]
         ours = self.codec.message(api_key, "request").valid_versions
@@ -436,7 +465,8 @@ class Harness:
                 f"(advertised {lo}-{hi})",
                 api_key,
             )
-        self.note(api_key, rng.hi, listener)
+        if note:
+            self.note(api_key, rng.hi, listener)
         return rng.hi
 
     def can_check(
@@ -484,11 +514,7 @@ class Harness:
         answer ``usable`` refuses, ``judged_by``, e.g. GROUPS.R1 for FindCoordinator), and the
         next lower advertised version is tried; when none is usable, MissingPrecondition (SKIP
         naming the defect), never the tested requirements' FAIL. Does not note the API."""
-        kept = (self.notes.api_key, self.notes.api_version, self.notes.listener)
-        try:
-            top = self.pick_version(api_key, within)
-        finally:
-            self.notes.api_key, self.notes.api_version, self.notes.listener = kept
+        top = self.pick_version(api_key, within, note=False)
         lo = self.advertised_on("client")[api_key][0]
         if within is not None:
             lo = max(lo, (Versions.parse(within) if isinstance(within, str) else within).lo)
@@ -530,6 +556,7 @@ class Harness:
         self.notes.api_key, self.notes.api_version = api_key, version
         if listener is not None:
             self.notes.listener = listener
+        self.notes.exercised.append((api_key, version, self.notes.listener))
 
     def frame(
         self, api_key: int, version: int, cid: int, body: dict, client_id: str | None = "kc"

@@ -98,11 +98,7 @@ def skip_if_refused(harness: Harness, api_key: int, version: int, answer: dict) 
 def quiet_version(harness: Harness, api_key: int, within: str | None = None) -> int:
     """``pick_version`` without noting the API: set-up and clean-up requests must not become
     the API a test's results name."""
-    kept = (harness.notes.api_key, harness.notes.api_version, harness.notes.listener)
-    try:
-        return harness.pick_version(api_key, within)
-    finally:
-        harness.notes.api_key, harness.notes.api_version, harness.notes.listener = kept
+    return harness.pick_version(api_key, within, note=False)
 
 
 def known_everywhere(harness: Harness, topic: str, partitions: int, timeout: float = 15.0) -> None:

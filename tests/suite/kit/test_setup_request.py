@@ -37,7 +37,7 @@ def _harness(test: str, advertised: tuple[int, int] = (10, 12)):
     return SimpleNamespace(
         notes=notes,
         setup_defects={},
-        pick_version=lambda api_key, within: advertised[1],
+        pick_version=lambda api_key, within, note=True: advertised[1],
         advertised_on=lambda listener: {ApiKey.METADATA: advertised},
         api_name=lambda api_key: "Metadata",
         test_name=lambda: test,
