@@ -252,11 +252,8 @@ def joined(harness: Harness, g: ConsumerGroup, m: Member, what: str) -> dict:
             "UNSUPPORTED_VERSION: the target does not serve the consumer group protocol",
             ApiKey.CONSUMER_GROUP_HEARTBEAT,
         )
-    verify.check(
-        got["ErrorCode"] == ErrorCode.NONE,
-        f"{what}: ConsumerGroupHeartbeat v{g.version} epoch 0 answered {got['ErrorCode']} "
-        f"({got.get('ErrorMessage')})",
-        "CONSUMER-GROUPS.R1",
+    verify.answered_none(
+        got, f"{what}: ConsumerGroupHeartbeat v{g.version} epoch 0 answered", "CONSUMER-GROUPS.R1"
     )
     return got
 
@@ -278,12 +275,7 @@ def converge(
     while True:
         for m in members:
             got = g.heartbeat(m)
-            verify.check(
-                got["ErrorCode"] == ErrorCode.NONE,
-                f"{test}: heartbeat at epoch {m.epoch} answered {got['ErrorCode']} "
-                f"({got.get('ErrorMessage')})",
-                r2,
-            )
+            verify.answered_none(got, f"{test}: heartbeat at epoch {m.epoch} answered", r2)
             verify.check(
                 m.epochs == sorted(m.epochs),
                 f"{test}: a member's epochs went back: {m.epochs}",

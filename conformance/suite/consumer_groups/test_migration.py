@@ -136,10 +136,9 @@ def share(
     deadline = time.monotonic() + SETTLE
     while True:
         got = g.heartbeat(m)
-        verify.check(
-            got["ErrorCode"] == ErrorCode.NONE,
-            f"ConsumerGroupHeartbeat of the consumer-protocol member at epoch {m.epoch}: error "
-            f"{got['ErrorCode']} ({got.get('ErrorMessage')})",
+        verify.answered_none(
+            got,
+            f"ConsumerGroupHeartbeat of the consumer-protocol member at epoch {m.epoch}: error",
             req,
         )
         c.step()

@@ -61,6 +61,14 @@ def check(condition: object, message: str, *req_ids: str, saw: str | None = None
         raise Failed(message, *req_ids)
 
 
+def answered_none(answer: dict, what: str, *req_ids: str) -> dict:
+    """``answer``'s ErrorCode is NONE, else FAIL with "``what`` <code> (<ErrorMessage>)" (so
+    ``what`` ends in "answered" or ": error"); ``answer`` is returned."""
+    code = answer["ErrorCode"]
+    check(code == ErrorCode.NONE, f"{what} {code} ({answer.get('ErrorMessage')})", *req_ids)
+    return answer
+
+
 def soft(harness: Harness, condition: object, message: str, req_id: str) -> bool:
     """Record a failure of ``req_id`` without stopping the test; returns ``condition``."""
     credit.ran((req_id,), message, bool(condition))

@@ -90,11 +90,8 @@ class ShareGroup(HeartbeatGroup):
         """Heartbeat ``m`` from epoch 0 until its assignment covers ``want`` (bounded; only the
         join unless ``settle``): the first answer, checked NONE under ``req``."""
         first = self.heartbeat(m)
-        verify.check(
-            first["ErrorCode"] == ErrorCode.NONE,
-            f"ShareGroupHeartbeat v{self.version} join (epoch 0) answered {first['ErrorCode']} "
-            f"({first.get('ErrorMessage')})",
-            req,
+        verify.answered_none(
+            first, f"ShareGroupHeartbeat v{self.version} join (epoch 0) answered", req
         )
         if settle:
             self.settle([m], want, req)
@@ -108,12 +105,7 @@ class ShareGroup(HeartbeatGroup):
         while time.monotonic() < deadline:
             for m in members:
                 got = self.heartbeat(m)
-                verify.check(
-                    got["ErrorCode"] == ErrorCode.NONE,
-                    f"heartbeat at epoch {m.epoch} answered {got['ErrorCode']} "
-                    f"({got.get('ErrorMessage')})",
-                    req,
-                )
+                verify.answered_none(got, f"heartbeat at epoch {m.epoch} answered", req)
             if all(want <= m.pairs() for m in members):
                 return
             time.sleep(0.3)
@@ -121,12 +113,7 @@ class ShareGroup(HeartbeatGroup):
     def configured(self, configs: dict[str, str], req: str) -> None:
         """``configure`` that must be answered NONE (else ``req`` FAILs)."""
         got = self.configure(configs)
-        verify.check(
-            got["ErrorCode"] == ErrorCode.NONE,
-            f"IncrementalAlterConfigs of group configs {configs}: error {got['ErrorCode']} "
-            f"({got.get('ErrorMessage')})",
-            req,
-        )
+        verify.answered_none(got, f"IncrementalAlterConfigs of group configs {configs}: error", req)
 
     def leave(self, m: ShareMember) -> dict:
         return self.heartbeat(m, MemberEpoch=-1)
@@ -289,12 +276,7 @@ def members(
     sessions = [ShareSession(g, m, topic.name, tid) for m in ms]
     for s in sessions:
         opened = s.fetch(wait_ms=0)
-        verify.check(
-            opened["ErrorCode"] == ErrorCode.NONE,
-            f"ShareFetch at share session epoch 0: error {opened['ErrorCode']} "
-            f"({opened.get('ErrorMessage')})",
-            req,
-        )
+        verify.answered_none(opened, "ShareFetch at share session epoch 0: error", req)
     return g, ms, sessions, topic.name
 
 
