@@ -11,6 +11,7 @@ settings ``{"log": {"flush_on_acks_all": true}}``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields, replace
 
 _DAY_MS = 24 * 60 * 60 * 1000
@@ -51,19 +52,28 @@ class LogConfig:
 
     def with_topic_configs(self, configs: dict[str, str | None]) -> LogConfig:
         """This config overridden by a topic's configs (unknown names are ignored)."""
-        changes: dict[str, int | bool] = {}
-        policy = configs.get("cleanup.policy")
-        if policy is not None:
-            changes["delete_retention"] = "delete" in [x.strip() for x in policy.split(",")]
-        timestamp_type = configs.get("message.timestamp.type")
-        if timestamp_type is not None:
-            changes["log_append_time"] = timestamp_type == "LogAppendTime"
-        for name, value in configs.items():
-            attr = TOPIC_CONFIGS.get(name)
-            if attr is not None and value is not None:
-                changes[attr] = int(value)
-        return replace(self, **changes)
+        return _overridden(self, tuple(sorted(configs.items())))
 
     @classmethod
     def attribute_names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _overridden(base: LogConfig, configs: tuple[tuple[str, str | None], ...]) -> LogConfig:
+    """Memoised (both are immutable): every UpdateMetadata gives each hosted partition its
+    topic's config again, and most topics have the same few overrides (about 5 % of the main
+    cluster's broker CPU in a whole run went to building equal configs anew)."""
+    changes: dict[str, int | bool] = {}
+    named = dict(configs)
+    policy = named.get("cleanup.policy")
+    if policy is not None:
+        changes["delete_retention"] = "delete" in [x.strip() for x in policy.split(",")]
+    timestamp_type = named.get("message.timestamp.type")
+    if timestamp_type is not None:
+        changes["log_append_time"] = timestamp_type == "LogAppendTime"
+    for name, value in configs:
+        attr = TOPIC_CONFIGS.get(name)
+        if attr is not None and value is not None:
+            changes[attr] = int(value)
+    return replace(base, **changes)
