@@ -38,6 +38,9 @@ class Member:
     topics: list[str] | None = None
     #: the partitions its last heartbeat said it owned (topic id, partition)
     acked: set[tuple[Any, int]] = field(default_factory=set)
+    #: when its last heartbeat was sent (monotonic): a member falls silent from there, not from
+    #: when the answers to the heartbeats sent after it came back
+    sent: float = 0.0
 
     def owned_pairs(self) -> set[tuple[Any, int]]:
         return {(t, p) for t, ps in self.owned.items() for p in ps}
@@ -195,6 +198,7 @@ class ConsumerGroup(HeartbeatGroup):
         body.update(override)
         if body["TopicPartitions"] is not None:
             m.acked = {(t["TopicId"], p) for t in body["TopicPartitions"] for p in t["Partitions"]}
+        m.sent = time.monotonic()
         got = self.settled(m.conn, ApiKey.CONSUMER_GROUP_HEARTBEAT, m.version, body)
         if got["ErrorCode"] == ErrorCode.NONE and "MemberId" not in override:
             if got.get("MemberId"):

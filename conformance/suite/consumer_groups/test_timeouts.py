@@ -104,8 +104,9 @@ def test_session_timeout_removes_a_silent_member(harness: Harness) -> None:
     joined(harness, g, a, "member that falls silent")
     joined(harness, g, b, "member that keeps heartbeating")
     converge(harness, g, [a, b], want, "session-timeout", SESSION_REQ)
-    silent = time.monotonic()
-    # a falls silent; b heartbeats at the group's interval
+    # a falls silent from its last heartbeat's send, not from when converge returns (b's
+    # heartbeat and a describe came after it: on a loaded host, long enough to make a removal
+    # on time look early); b heartbeats at the group's interval
     what = f"a member of a group with session timeout {SESSION_MS} ms stopped heartbeating"
-    removed(harness, g, a, b, want, (silent, SESSION_MS, INTERVAL_MS / 1000), what, SESSION_REQ)
+    removed(harness, g, a, b, want, (a.sent, SESSION_MS, INTERVAL_MS / 1000), what, SESSION_REQ)
     g.heartbeat(b, MemberEpoch=-1)
