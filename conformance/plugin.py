@@ -1125,13 +1125,13 @@ class _Controller:
             and side_runs.beside(run.target, state.jobs)
         )
         if beside and seed != "random":  # spawned first: their start overlaps the target's
-            sides = side_runs.sides_for(state.jobs)
+            sides = side_runs.sides_for(state.jobs, run.target.kind)
             state.sides = side_runs.start(_given_options(config), run_seed(seed), sides)
         _open_run(config, state)
         flags = Path(tempfile.mkdtemp(prefix="kafka-conformance-"))
         state.outage_flag = flags / "target-down"
         if beside and state.sides is None and state.active:  # the seed drawn ('random')
-            sides = side_runs.sides_for(state.jobs)
+            sides = side_runs.sides_for(state.jobs, run.target.kind)
             state.sides = side_runs.start(_given_options(config), state.seed, sides)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -1208,7 +1208,8 @@ def _the_rest(session: pytest.Session) -> None:
             claimed(state.sides.claims, disruptive, lambda: state.unreachable_since is None),
         )
         took = time.monotonic() - started
-        state.phases_timed.append(("this process beside the side runs", len(ran), took))
+        if ran:  # none when the sides were done first
+            state.phases_timed.append(("this process beside the side runs", len(ran), took))
     sided = _sides_done(session, state)
     done = {info(i).test_id for i in ran} | (sided[0] if sided is not None else set())
     here = time.monotonic() if sided is not None else started

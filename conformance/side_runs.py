@@ -34,10 +34,10 @@ from typing import Any, Protocol
 
 import pytest
 
-#: side runs per two workers of a concurrent run (at least one): the disruptive tests mostly
-#: wait, so two side runs beside ``--jobs auto``'s four workers finish about when the workers do
-#: on two cores, and each side costs a process, a collection and a cluster
-SIDES_PER_TWO_JOBS = 1
+#: side runs per two workers of a concurrent run, by target kind (at least one): the reference's
+#: disruptive tests mostly wait, so two side runs beside ``--jobs auto``'s four workers finish
+#: about when the workers do on two cores; each side costs a process, a collection and a cluster
+SIDES_PER_TWO_JOBS = {"reference": 1.0, "kafka": 1.0}
 #: a side run is bounded by its tests' own bounds; this is the last resort (then it is stopped and
 #: the controller runs its share)
 SIDE_TIMEOUT_S = 1800.0
@@ -56,9 +56,13 @@ class RunTarget(Protocol):
     kind: str
 
 
+def _base(kind: str) -> str:
+    return kind.partition("?")[0].partition(":")[0]
+
+
 def beside(target: RunTarget, jobs: int) -> bool:
     """Whether a concurrent run's disruptive tests run in side runs (``SIDE_KINDS``)."""
-    return jobs > 1 and target.kind.partition("?")[0].partition(":")[0] in SIDE_KINDS
+    return jobs > 1 and _base(target.kind) in SIDE_KINDS
 
 
 @dataclass
@@ -132,8 +136,8 @@ class Sides:
         shutil.rmtree(self.claims, ignore_errors=True)
 
 
-def sides_for(jobs: int) -> int:
-    return max(1, jobs // 2 * SIDES_PER_TWO_JOBS)
+def sides_for(jobs: int, kind: str = "reference") -> int:
+    return max(1, int(jobs // 2 * SIDES_PER_TWO_JOBS[_base(kind)]))
 
 
 def start(options: dict[str, Any], seed: int, sides: int) -> Sides:

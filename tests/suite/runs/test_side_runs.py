@@ -104,3 +104,5 @@ def test_only_clusters_the_run_starts_in_a_concurrent_run() -> None:
     for kind in ("external", "tansu", "docker:reference"):
         assert not beside(SimpleNamespace(kind=kind), 4), kind
     assert [sides_for(j) for j in (2, 3, 4)] == [1, 1, 2]
+    assert [sides_for(j, "reference:zookeeper") for j in (2, 4)] == [1, 2]
+    assert all(sides_for(j, "kafka:4.4.0?brokers=3") >= 1 for j in (2, 3, 4))
