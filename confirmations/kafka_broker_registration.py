@@ -37,7 +37,7 @@ def top(versions, codec, key):
 
 
 async def confirm(version: str, target: KafkaTarget) -> None:
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     boot, ctl = target.bootstrap[0], target.controller
     client = await Connection.open(boot.host, boot.port, codec=codec)
     cluster_id = (

@@ -132,7 +132,7 @@ async def views(conn, group):
 
 
 async def probe(target):
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     ep = target.bootstrap[0]
     print(f"Apache Kafka {target.version} ({target.store}), bootstrap {ep.host}:{ep.port}")
     admin = await Connection.open(ep.host, ep.port, codec=codec)

@@ -65,7 +65,7 @@ async def partition(codec, target, topic):
 
 
 async def confirm(target) -> None:
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     print(f"Apache Kafka {target.version} ({target.store})")
     topic = f"confirm-{uuid.uuid4().hex[:8]}"
     ep = target.bootstrap[0]

@@ -93,7 +93,7 @@ async def one_round(codec, ep, metadata, label, *, first_answers=None):
 
 
 async def probe(target):
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     ep = target.bootstrap[0]
     print(f"Apache Kafka {target.version} ({target.store}), bootstrap {ep.host}:{ep.port}")
     answers: list[int] = []

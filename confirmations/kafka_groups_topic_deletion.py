@@ -141,7 +141,7 @@ async def emptied_group(codec, target, ep, commit: bool):
 
 
 async def probe(target):
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     ep = target.bootstrap[0]
     print(f"Apache Kafka {target.version} ({target.store}), bootstrap {ep.host}:{ep.port}")
     # 1. a pending member across the deletion

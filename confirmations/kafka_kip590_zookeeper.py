@@ -24,7 +24,7 @@ METADATA, CREATE, DELETE, PARTITIONS, INCREMENTAL, DESCRIBE, ENVELOPE = 3, 19, 2
 
 
 async def confirm(version: str, target: KafkaTarget) -> None:
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     conns = {}
     for ep in target.bootstrap:
         conns[ep] = await Connection.open(ep.host, ep.port, codec=codec)

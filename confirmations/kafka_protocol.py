@@ -36,7 +36,7 @@ def show(what, got):
 
 
 async def probe(target):
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     ep = target.bootstrap[0]
     conn = await Connection.open(ep.host, ep.port, codec=codec)
     advertised = await conn.api_versions()

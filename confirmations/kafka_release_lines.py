@@ -111,7 +111,7 @@ async def share_groups(codec, c, advertised) -> None:
 
 
 async def probe(target) -> None:
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     ep = target.bootstrap[0]
     c = await connect(ep.host, ep.port, codec)
     try:

@@ -47,7 +47,7 @@ def results(body: dict) -> str:
 
 
 async def confirm(target: KafkaTarget) -> None:
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     ep = target.bootstrap[0]
 
     async def login(user: str, password: str, mechanism: str = "PLAIN") -> Connection:
@@ -185,7 +185,7 @@ async def confirm(target: KafkaTarget) -> None:
             }
             for t in (topic, hidden)
         ],
-        "TimeoutMs": 15000,
+        "timeoutMs": 15000,
         "validateOnly": False,
     }
     print(

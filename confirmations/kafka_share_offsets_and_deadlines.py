@@ -32,7 +32,7 @@ async def ask(ep, codec, api, version, body):
 
 
 async def probe(target) -> None:
-    codec = Codec.from_specs(strict=False)
+    codec = Codec.from_specs(strict=False).strict()
     ep = target.bootstrap[0]
     print(f"Apache Kafka {target.version} ({target.store}), bootstrap {ep.host}:{ep.port}")
     null_config = {"Name": "x", "NumPartitions": 1, "ReplicationFactor": 1, "Assignments": []}

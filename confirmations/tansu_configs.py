@@ -10,7 +10,7 @@ from conformance.protocol.codec import Codec
 
 
 async def main(host: str, port: int) -> None:
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     c = await connect(host, port, codec)
     try:
         versions = await c.api_versions()

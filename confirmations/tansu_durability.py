@@ -121,7 +121,7 @@ async def after(codec, ep, topic, group):
 
 
 def main() -> None:
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
     target = TansuTarget()
     target.start()
     try:

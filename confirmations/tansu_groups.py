@@ -309,7 +309,7 @@ async def empty_group_and_listings(a, g, g3, g4):
 
 
 async def main(host: str, port: int) -> None:
-    codec = Codec.from_specs()
+    codec = Codec.from_specs().strict()
 
     opened = []  # every member's connection stays open until the end, as Kafka's members do
 

@@ -51,7 +51,7 @@ CAP = {
     JOIN: 9,
     SYNC: 5,
 }
-CODEC = Codec.from_specs()
+CODEC = Codec.from_specs().strict()
 
 
 def show(what, got) -> None:

@@ -109,7 +109,8 @@ class ClusterMetadata:
         listeners: ClusterResourceListeners | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
-        self.codec = codec or Codec.from_specs()
+        # the client's own bodies: a misspelt key is an error, not a field left at its default
+        self.codec = codec or Codec.from_specs().strict()
         self.client_id = client_id
         self.sasl = sasl
         self.request_timeout = request_timeout

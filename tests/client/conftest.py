@@ -22,7 +22,7 @@ BROKERS = ("tansu", "reference")
 
 @pytest.fixture(scope="session")
 def codec() -> Codec:
-    return Codec.from_specs()
+    return Codec.from_specs().strict()  # the client's bodies: a misspelt key fails the test
 
 
 def _started(target: Target) -> Iterator[Target]:

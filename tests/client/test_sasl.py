@@ -23,7 +23,7 @@ from reference_impl.handlers import sasl_authenticate, sasl_handshake
 from reference_impl.net.listener import Api, Listener
 from reference_impl.security.sasl import Credentials, SaslSecurity
 
-CODEC = Codec.from_specs()
+CODEC = Codec.from_specs().strict()
 
 
 class Recorder:

@@ -11,7 +11,7 @@ import pytest
 from conformance.client.wire import Connection, ConnectionClosed
 from conformance.protocol import ApiKey, Codec
 
-CODEC = Codec.from_specs()
+CODEC = Codec.from_specs().strict()
 UNASKED = 0x7FFF0000
 
 

@@ -68,3 +68,24 @@ def test_every_spec_derived_body_passes_strict(data) -> None:
     assert STRICT.encode(spec.api_key, version, spec.type, value) == LENIENT.encode(
         spec.api_key, version, spec.type, value
     )
+
+
+def test_the_projects_own_request_builders_encode_strictly() -> None:
+    """The client's default codec (its producer, consumer and group requests) and every codec
+    a hand confirmation makes are strict: d73ba00 found confirmations sending CreateTopics'
+    defaults for ``TimeoutMs``/``ValidateOnly`` (the spec spells them ``timeoutMs`` and
+    ``validateOnly``), and one more such body was left (kafka_scram_and_operations)."""
+    import re
+    from pathlib import Path
+
+    from conformance.client.metadata import ClusterMetadata
+
+    assert ClusterMetadata("127.0.0.1:9092").codec.strict_keys
+    root = Path(__file__).resolve().parents[2] / "confirmations"
+    made = {
+        p.name: re.findall(r"Codec\.from_specs\([^)]*\)(\.strict\(\))?", p.read_text())
+        for p in sorted(root.glob("*.py"))
+    }
+    assert sum(len(m) for m in made.values()) >= 10, made  # the scan sees them
+    lenient = sorted(name for name, found in made.items() if any(s == "" for s in found))
+    assert not lenient, f"confirmations making a lenient codec: {lenient}"
