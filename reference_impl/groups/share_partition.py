@@ -49,6 +49,12 @@ class SharePartition:
     #: offset -> its state, for records at or past the SPSO that were ever delivered
     records: dict[int, InFlight] = field(default_factory=dict)
 
+    def delivery_complete(self) -> int:
+        """How many records at or past the SPSO are acknowledged or archived (KIP-1226's
+        DeliveryCompleteCount: a share partition's lag is the high watermark less the SPSO
+        less this)."""
+        return sum(r.state in (ACKNOWLEDGED, ARCHIVED) for r in self.records.values())
+
     def _expire(self, now_ms: int) -> None:
         for r in self.records.values():
             if r.state == ACQUIRED and r.deadline_ms <= now_ms:

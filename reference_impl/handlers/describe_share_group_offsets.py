@@ -8,8 +8,10 @@ knows only AlterShareGroupOffsets' values: the share partitions live on their le
 leader is asked for the current start offset of those it has state for
 (ReadShareGroupStateSummary, ``read_share_group_state_summary.py``; a leader that does not
 answer in 5 s leaves the coordinator's value), as Kafka's coordinator asks its share
-coordinator. LeaderEpoch 0, as Kafka answers it; v1's Lag -1 (the coordinator does not know the
-partitions' high watermarks). Versions 0-1, as Kafka 4.4.0 advertises.
+coordinator. LeaderEpoch 0, as Kafka answers it. v1's Lag (KIP-1226) is the partition's high
+watermark less the start offset less the records past it acknowledged or archived (the leader's
+DeliveryCompleteCount; its high watermark from ListOffsets), -1 where the leader has no state or
+does not answer. Versions 0-1, as Kafka 4.4.0 advertises.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import uuid
 from conformance.protocol import ApiKey, ErrorCode
 from reference_impl import security_hooks
 from reference_impl.handlers.group_common import group_allowed, groups
-from reference_impl.handlers.read_share_group_state_summary import start_offsets
+from reference_impl.handlers.read_share_group_state_summary import delivery_state, start_offsets
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
 
@@ -30,17 +32,29 @@ LEADER_WAIT = 5.0
 Asked = dict[uuid.UUID, list[int]]
 
 
+#: ListOffsets' version for a leader's high watermark (latest, read_uncommitted)
+LIST_OFFSETS_VERSION = 7
+#: what a leader says of one share partition: (error, start offset, lag or -1)
+Said = tuple[int, int, int]
+
+
+def lag(start: int, complete: int, hwm: int) -> int:
+    """The records from ``start`` to the high watermark not yet acknowledged or archived."""
+    return hwm - start - complete if start >= 0 and complete >= 0 and hwm >= 0 else -1
+
+
 async def leader_starts(
     node: BrokerView, leader: int, group: str, asked: Asked
-) -> dict[tuple[uuid.UUID, int], tuple[int, int]]:
-    """(topic id, partition) -> (error, start offset) as ``leader`` has them ({} when it does
-    not answer)."""
+) -> dict[tuple[uuid.UUID, int], Said]:
+    """(topic id, partition) -> (error, start offset, lag) as ``leader`` has them ({} when it
+    does not answer)."""
     if leader == node.node_id:
-        return {
-            (tid, p): v
-            for tid, ps in asked.items()
-            for p, v in start_offsets(node, group, tid, ps).items()
-        }
+        out: dict[tuple[uuid.UUID, int], Said] = {}
+        for tid, ps in asked.items():
+            done = delivery_state(node, group, tid, ps)
+            for p, (error, start) in start_offsets(node, group, tid, ps).items():
+                out[(tid, p)] = (error, start, lag(start, *done.get(p, (-1, -1))))
+        return out
     listener = node.config.inter_broker_listener or node.config.listeners[0].name
     ep = node.metadata_cache.endpoint(leader, listener)
     if ep is None:
@@ -52,6 +66,21 @@ async def leader_starts(
             for tid, ps in asked.items()
         ],
     }
+    names = {tid: node.metadata_cache.topic_ids.get(tid) for tid in asked}
+    latest = {
+        "ReplicaId": -1,
+        "IsolationLevel": 0,
+        "Topics": [
+            {
+                "Name": names[tid],
+                "Partitions": [
+                    {"PartitionIndex": p, "CurrentLeaderEpoch": -1, "Timestamp": -1} for p in ps
+                ],
+            }
+            for tid, ps in asked.items()
+            if names[tid] is not None
+        ],
+    }
     try:
         async with asyncio.timeout(LEADER_WAIT):
             conn = await security_hooks.connect(
@@ -59,19 +88,37 @@ async def leader_starts(
             )
             async with conn:
                 got = await conn.request(
-                    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, body, timeout=LEADER_WAIT
+                    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 1, body, timeout=LEADER_WAIT
+                )
+                ends = await conn.request(
+                    ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, latest, timeout=LEADER_WAIT
                 )
     except (OSError, ConnectionError, TimeoutError):
         return {}
+    ids = {name: tid for tid, name in names.items()}
+    hwm = {
+        (ids[t["Name"]], p["PartitionIndex"]): p["Offset"] if p["ErrorCode"] == 0 else -1
+        for t in ends.body["Topics"]
+        for p in t["Partitions"]
+    }
     return {
-        (r["TopicId"], p["Partition"]): (p["ErrorCode"], p["StartOffset"])
+        (r["TopicId"], p["Partition"]): (
+            p["ErrorCode"],
+            p["StartOffset"],
+            lag(
+                p["StartOffset"],
+                p["DeliveryCompleteCount"],
+                hwm.get((r["TopicId"], p["Partition"]), -1),
+            ),
+        )
         for r in got.body["Results"]
         for p in r["Partitions"]
     }
 
 
 async def from_leaders(node: BrokerView, group: str, topics: list[dict]) -> None:
-    """Each answered partition's StartOffset made its leader's, where the leader has state."""
+    """Each answered partition's StartOffset and Lag made its leader's, where the leader has
+    state."""
     by_leader: dict[int, list[tuple[uuid.UUID, dict]]] = {}
     for t in topics:
         for p in t["Partitions"]:
@@ -84,9 +131,9 @@ async def from_leaders(node: BrokerView, group: str, topics: list[dict]) -> None
             asked.setdefault(tid, []).append(p["PartitionIndex"])
         got = await leader_starts(node, leader, group, asked)
         for tid, p in parts:
-            error, start = got.get((tid, p["PartitionIndex"]), (-1, -1))
+            error, start, behind = got.get((tid, p["PartitionIndex"]), (-1, -1, -1))
             if error == 0 and start >= 0:
-                p["StartOffset"] = start
+                p["StartOffset"], p["Lag"] = start, behind
 
 
 def api(node: BrokerView) -> Api:

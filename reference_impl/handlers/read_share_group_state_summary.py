@@ -1,22 +1,22 @@
 """ReadShareGroupStateSummary (87, KIP-932): a share partition's start offset, for the group
 coordinator's DescribeShareGroupOffsets.
 
-Kafka keeps share-partition state on a share coordinator (``__share_group_state``), which answers
-this broker-to-broker request. The reference keeps it where the partition is led
+Kafka keeps share-partition state on a share coordinator (``__share_group_state``), which
+answers this broker-to-broker request. The reference keeps it where the partition is led
 (``groups/share_sessions.py``), so here the partition's leader answers: StartOffset is the share
 partition's current start offset (the first offset not yet acknowledged or archived), -1 where
-the group has no state for it; NOT_LEADER_OR_FOLLOWER where this broker does not lead it,
-UNKNOWN_TOPIC_OR_PARTITION for a topic it does not know. CLUSTER_ACTION on the cluster, else
-every partition CLUSTER_AUTHORIZATION_FAILED (a broker's request, as Kafka's). Versions 0-1, as
-Kafka 4.4.0 advertises, on the ZooKeeper store's brokers too (their coordinators ask); v1's
-DeliveryCompleteCount -1 (not counted).
+the group has no state for it, and v1's DeliveryCompleteCount the records at or past it that are
+acknowledged or archived (-1 without state); NOT_LEADER_OR_FOLLOWER where this broker does not
+lead it, UNKNOWN_TOPIC_OR_PARTITION for a topic it does not know. CLUSTER_ACTION on the cluster,
+else every partition CLUSTER_AUTHORIZATION_FAILED (a broker's request, as Kafka's). Versions
+0-1, as Kafka 4.4.0 advertises, on the ZooKeeper store's brokers too (their coordinators ask).
 """
 
 from __future__ import annotations
 
 import uuid
 
-from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol import ApiKey, ErrorCode, KafkaError
 from reference_impl.handlers.share_common import sessions
 from reference_impl.net.listener import Api, RequestContext
 from reference_impl.roles import BrokerView
@@ -43,6 +43,26 @@ def start_offsets(
     return out
 
 
+def delivery_state(
+    node: BrokerView, group: str, topic_id: uuid.UUID, partitions: list[int]
+) -> dict[int, tuple[int, int]]:
+    """partition -> (delivery complete count, high watermark) of the group's share partitions
+    led here that have state (the others are left out)."""
+    name = node.metadata_cache.topic_ids.get(topic_id)
+    out: dict[int, tuple[int, int]] = {}
+    for p in partitions:
+        sp = sessions(node).partitions.get((group, topic_id, p))
+        led = None if name is None else node.metadata_cache.partition(name, p)
+        if sp is None or name is None or led is None or led.leader != node.node_id:
+            continue
+        try:
+            hwm = int(node.replica_manager.partition_or_error(name, p).high_watermark)
+        except KafkaError:
+            continue
+        out[p] = (sp.delivery_complete(), hwm)
+    return out
+
+
 def api(node: BrokerView) -> Api:
     async def handle(ctx: RequestContext, body: dict) -> dict:
         allowed = node.authorize(ctx.session, CLUSTER_ACTION, CLUSTER)
@@ -54,6 +74,7 @@ def api(node: BrokerView) -> Api:
                 if allowed
                 else dict.fromkeys(asked, (int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), -1))
             )
+            done = delivery_state(node, body["GroupId"], t["TopicId"], asked) if allowed else {}
             partitions = [
                 {
                     "Partition": p,
@@ -62,7 +83,7 @@ def api(node: BrokerView) -> Api:
                     "StateEpoch": 0,
                     "LeaderEpoch": 0,
                     "StartOffset": start,
-                    "DeliveryCompleteCount": -1,
+                    "DeliveryCompleteCount": done[p][0] if p in done else -1,
                 }
                 for p, (error, start) in found.items()
             ]

@@ -131,6 +131,15 @@ def start_offset_unsaid(api: int, version: int, body: dict) -> bool:
     return bool(hit)
 
 
+def lag_unsaid(api: int, version: int, body: dict) -> bool:
+    """SHARE-GROUPS.R26: DescribeShareGroupOffsets v1 answers Lag -1 for every partition (the
+    reference before it asked the leaders: a coordinator that does not know the lag)."""
+    hit = [p for p in described(api, body) if version >= 1 and p.get("Lag", -1) >= 0]
+    for p in hit:
+        p["Lag"] = -1
+    return bool(hit)
+
+
 def renew_lock_unsaid(api: int, version: int, body: dict) -> bool:
     """SHARE-GROUPS.R23: ShareAcknowledge v2 answers AcquisitionLockTimeoutMs 0 (a broker that
     took the field on with v2 but never fills it in)."""

@@ -41,3 +41,24 @@ def test_the_leader_answers_its_share_partitions_start_offset() -> None:
     assert start_offsets(leader, "other", TOPIC, [0]) == {0: (0, -1)}
     unknown = start_offsets(leader, "g", uuid.UUID(int=1), [0])
     assert unknown == {0: (int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), -1)}
+
+
+def test_the_leader_counts_the_records_done_past_the_start_offset() -> None:
+    """KIP-1226's DeliveryCompleteCount, from which the coordinator answers the Lag: records
+    0-5, 0-1 accepted (the start offset moves to 2), 3 rejected, 4 released: 1 done past 2."""
+    from reference_impl.handlers.describe_share_group_offsets import lag
+    from reference_impl.handlers.read_share_group_state_summary import delivery_state
+
+    shared = ShareSessions(lambda: 0)
+    sp = shared.partition("g", (TOPIC, 0), lambda: 0, 30000, 5)
+    sp.acquire("m", list(range(6)), 10, 0)
+    for first, last, kind in ((0, 1, ACCEPT), (3, 3, 3), (4, 4, 2)):
+        assert sp.acknowledge("m", first, last, [kind], 0) == 0
+    assert (sp.start_offset, sp.delivery_complete()) == (2, 1)
+    leader = broker(1, {0: 1, 1: 1}, shared)
+    leader.replica_manager = SimpleNamespace(
+        partition_or_error=lambda name, p: SimpleNamespace(high_watermark=6)
+    )
+    assert delivery_state(leader, "g", TOPIC, [0, 1]) == {0: (1, 6)}  # 1: no state there
+    assert lag(2, 1, 6) == 3  # 2, 4 and 5 not done
+    assert lag(-1, 0, 6) == -1 and lag(2, -1, 6) == -1

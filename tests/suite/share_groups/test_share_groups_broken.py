@@ -18,6 +18,7 @@ from tests.support.faults_groups import BodyFault, Faults, replace_code, run_thr
 from tests.support.faults_share_groups import (
     NeverShared,
     delivery_count_stuck,
+    lag_unsaid,
     leave_keeps_epoch,
     log_start_withheld,
     member_id_not_kept,
@@ -73,8 +74,9 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
                 {ApiKey.DELETE_SHARE_GROUP_OFFSETS}, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NONE
             ),
             replace_code(HEARTBEAT, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.NONE),
+            lag_unsaid,
         ),
-        (JOIN, ERRORS, SESSIONS, ACKS, LISTED, OFFSETS, SILENT),
+        (JOIN, ERRORS, SESSIONS, ACKS, LISTED, OFFSETS, SILENT, START),
         {
             (JOIN, "SHARE-GROUPS.R1"),
             (JOIN, "SHARE-GROUPS.R3"),
@@ -91,6 +93,7 @@ CASES: dict[str, tuple[Callable[[], tuple[BodyFault, ...]], tuple[str, ...], set
             (OFFSETS, "SHARE-GROUPS.R18"),
             (OFFSETS, "SHARE-GROUPS.R19"),
             (SILENT, "SHARE-GROUPS.R20"),
+            (START, "SHARE-GROUPS.R26"),
         },
     ),
     "counts-stuck-ranges-widened-renew-lock-start-offset-unsaid": (
