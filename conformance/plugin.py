@@ -258,7 +258,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--jobs",
         "tests run concurrently by N pytest-xdist workers against the one target, the disruptive "
-        "ones (malformed frames, DURABILITY's faults, restarts) after them one by one; "
+        "ones (malformed frames, DURABILITY's faults, restarts) after them one by one, or, "
+        "against the reference and kafka:V, beside them on clusters of their own; "
         "'auto' (run's default): min(4, 2 x CPUs); 1 (pytest's default): one process",
         "N|auto",
         type=jobs_option,
