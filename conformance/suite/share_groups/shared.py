@@ -262,13 +262,16 @@ def members(
     harness: Harness, n: int, req: str, configs: dict[str, str] | None = None
 ) -> tuple[ShareGroup, list[ShareMember], list[ShareSession], str]:
     """A fresh one-partition topic and share group (``configs`` set first), ``n`` members
-    assigned its partition, each with a share session opened (epoch 0)."""
+    assigned its partition, each with a share session opened (epoch 0).
+
+    The group reads from the earliest offset unless ``configs`` says otherwise: at Kafka's
+    default (latest) the first ShareFetch starts the partition's initialisation, which under
+    load can end after the test has produced, so the test's records would be skipped."""
     served(harness)
     topic = obtain(harness, "sgfetch", 1, exact=True)
     tid = topic_ids(harness, [topic.name])[topic.name]
     g = ShareGroup(harness, [topic.name])
-    if configs:
-        g.configured(configs, req)
+    g.configured({"share.auto.offset.reset": "earliest", **(configs or {})}, req)
     ms = [g.new_member() for _ in range(n)]
     for m in ms:
         g.join(m, {(tid, 0)}, req, settle=False)
