@@ -315,8 +315,13 @@ def options_of(config: pytest.Config) -> argparse.Namespace:
 
 
 def args_for_pytest(options: argparse.Namespace) -> list[str]:
-    """What ``run`` tells pytest as arguments: the suite, and pytest's own options."""
-    out = ["--pyargs", "conformance.suite", "-p", "no:cacheprovider", "-r", "fE"]
+    """What ``run`` tells pytest as arguments: the suite, and pytest's own options.
+
+    ``--assert=plain``: the suite judges through ``verify`` and its few bare asserts only narrow
+    types, so rewriting them buys nothing; it made every worker and side run re-parse and
+    rewrite the whole ``conformance`` package (an entry-point plugin) from source, where plain
+    imports read the bytecode ``./dev.sh setup`` writes."""
+    out = ["--pyargs", "conformance.suite", "-p", "no:cacheprovider", "-r", "fE", "--assert=plain"]
     for o in OPTIONS:
         if o.pytest_args is not None:
             out += o.pytest_args(getattr(options, o.dest))
