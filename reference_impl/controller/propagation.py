@@ -88,6 +88,37 @@ def partition_state(
     }
 
 
+def update_metadata_body(
+    image: MetadataImage, live: set[int], v: int, controller_id: int
+) -> dict[str, Any]:
+    """The full UpdateMetadata of ``image`` at version ``v``, but for its BrokerEpoch (-1)."""
+    states = {
+        name: [
+            partition_state(image, name, i, live, image.controller_epoch)
+            for i in sorted(topic.partitions)
+        ]
+        for name, topic in sorted(image.topics.items())
+    }
+    body: dict[str, Any] = {
+        "ControllerId": controller_id,
+        "ControllerEpoch": image.controller_epoch,
+        "BrokerEpoch": -1,
+        "Type": FULL,
+        "LiveBrokers": live_brokers(image, v),
+    }
+    if v >= 5:
+        body["TopicStates"] = [
+            {"TopicName": n, "TopicId": image.topics[n].topic_id, "PartitionStates": ps}
+            for n, ps in states.items()
+        ]
+    else:
+        body["UngroupedPartitionStates"] = [s for ps in states.values() for s in ps]
+    if v >= 6:
+        extensions.put_int64(body, extensions.METADATA_OFFSET_TAG, image.offset)
+        extensions.put_json(body, extensions.CONFIG_IMAGE_TAG, config_image(image))
+    return body
+
+
 class BrokerSender:
     def __init__(self, controller: ControllerView, broker_id: int) -> None:
         self.controller = controller
@@ -199,7 +230,7 @@ class BrokerSender:
             for key in gone:
                 self.known.pop(key, None)
         v = self._version(ApiKey.UPDATE_METADATA)
-        body = self._update_metadata(image, live, v, reg.epoch)
+        body = c.propagator.update_metadata(image, live, v, reg.epoch)
         resp = await conn.request(ApiKey.UPDATE_METADATA, v, body, timeout=timeout)
         if resp.body["ErrorCode"]:
             raise PropagationError(f"UpdateMetadata: error {resp.body['ErrorCode']}")
@@ -273,46 +304,36 @@ class BrokerSender:
             ]
         return body
 
-    def _update_metadata(
-        self, image: MetadataImage, live: set[int], v: int, epoch: int
-    ) -> dict[str, Any]:
-        states = {
-            name: [
-                partition_state(image, name, i, live, image.controller_epoch)
-                for i in sorted(topic.partitions)
-            ]
-            for name, topic in sorted(image.topics.items())
-        }
-        body: dict[str, Any] = {
-            "ControllerId": self.controller.node_id,
-            "ControllerEpoch": image.controller_epoch,
-            "BrokerEpoch": epoch,
-            "Type": FULL,
-            "LiveBrokers": live_brokers(image, v),
-        }
-        if v >= 5:
-            body["TopicStates"] = [
-                {"TopicName": n, "TopicId": image.topics[n].topic_id, "PartitionStates": ps}
-                for n, ps in states.items()
-            ]
-        else:
-            body["UngroupedPartitionStates"] = [s for ps in states.values() for s in ps]
-        if v >= 6:
-            extensions.put_int64(body, extensions.METADATA_OFFSET_TAG, image.offset)
-            extensions.put_json(body, extensions.CONFIG_IMAGE_TAG, config_image(image))
-        return body
-
 
 class Propagator:
     def __init__(self, controller: ControllerView) -> None:
         self.controller = controller
         self.senders: dict[int, BrokerSender] = {}
         self._event = asyncio.Event()
+        #: the image the bodies below were built from (a published image is never mutated)
+        self._built_from: MetadataImage | None = None
+        #: UpdateMetadata version -> its body for ``_built_from``, but for the BrokerEpoch
+        self._bodies: dict[int, dict[str, Any]] = {}
 
     def endpoint_of(self, reg: BrokerRegistration) -> dict[str, Any]:
         """The broker's inter-broker listener (by name; its first listener otherwise)."""
         name = self.controller.config.inter_broker_listener
         return next((lst for lst in reg.listeners if lst["name"] == name), reg.listeners[0])
+
+    def update_metadata(
+        self, image: MetadataImage, live: set[int], v: int, broker_epoch: int
+    ) -> dict[str, Any]:
+        """The broker's UpdateMetadata: the image's body, built once for every broker of a
+        round (only BrokerEpoch differs between brokers; the encoder only reads bodies)."""
+        if image is not self._built_from:
+            self._built_from = image
+            self._bodies = {}
+        shared = self._bodies.get(v)
+        if shared is None:
+            shared = self._bodies[v] = update_metadata_body(image, live, v, self.controller.node_id)
+        body = dict(shared)
+        body["BrokerEpoch"] = broker_epoch
+        return body
 
     def changed(self) -> None:
         """The image changed: every registered broker gets a new round."""
