@@ -398,6 +398,9 @@ class PythonWorker:
                         producer, consumer = self._fence(producer, consumer, label)
                         continue
                     if txn % self.plan.abort_every == 0:
+                        # sent first: an abort purges messages still queued, and an abort whose
+                        # records never reached the log would prove nothing
+                        producer.flush(OP_TIMEOUT)
                         _retry(deadline, producer.abort_transaction, OP_TIMEOUT)
                         self.log.aborted.append(label)
                         self._rewind(consumer, first)

@@ -183,6 +183,9 @@ public class TxnLoopHarness {
                     continue;
                 }
                 if (txn % abortEvery == 0) {
+                    // sent first: abortTransaction drops batches still in the accumulator, and an
+                    // abort whose records never reached the log would prove nothing
+                    producer.flush();
                     producer.abortTransaction();
                     rewind(first);
                     emit("{\"event\":\"abort\",\"label\":" + quote(label) + "}");
