@@ -45,7 +45,9 @@ rm -rf reports/latest
 # Each target's runs: those in reports/runs whose content key (the manifest's) is unchanged are
 # kept, a feature whose files changed is rerun alone and merged with the earlier run's other
 # features, anything else is rerun whole; one line per target says which and why
-# (conformance/matrix/publish.py, issue 41). FRESH=1 reruns everything.
+# (conformance/matrix/publish.py, issue 41). FRESH=1 reruns everything. Runs of targets not listed
+# here (a KAFKA_TARGETS narrower than the last publication's) are moved into
+# reports/runs-set-aside/<UTC time>/, not deleted: `mv` them back to publish them again.
 client_options=()
 for client in $CLIENTS; do
     client_options+=(--client "$client")

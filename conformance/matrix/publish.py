@@ -17,14 +17,17 @@ runs already in the folder are compared by their manifests' content keys
   reference target), or the target, seed, options or environment, or the earlier run had an
   outage or has no content key: the run is done again from the start.
 
-Runs of targets no longer asked for, and runs beyond the count, are removed; runs of external
-targets (a broker started by hand, ``--bootstrap-server``) are kept as they are. One line per
-target says what was reused, what was rerun and why. The reruns run one after the other, or,
-with ``--spark-master``, all at once as the tasks of one Spark job on a standalone cluster
-(``conformance.matrix.publish_spark``). A run that records nothing (a broker that exits at
-start under load) is tried once more; if it records nothing again it is skipped, said in its
-line and listed in ``skipped.json`` in the runs folder (the report's run list shows it), its
-earlier run, if any, left as it was, and the other targets' runs go on.
+Runs of targets not asked for, runs without a content key and runs beyond the count are never
+deleted unasked: they are moved aside into a dated folder beside the runs folder
+(``reports/runs-set-aside/<UTC time>/``, which no report reads), and a line says where, so a
+mistyped target list costs a ``mv``, not an hour of runs; ``--prune`` deletes them instead.
+Runs of external targets (a broker started by hand, ``--bootstrap-server``) are kept as they
+are. One line per target says what was reused, what was rerun and why. The reruns run one
+after the other, or, with ``--spark-master``, all at once as the tasks of one Spark job on a
+standalone cluster (``conformance.matrix.publish_spark``). A run that records nothing (a broker
+that exits at start under load) is tried once more; if it records nothing again it is skipped,
+said in its line and listed in ``skipped.json`` in the runs folder (the report's run list shows
+it), its earlier run, if any, left as it was, and the other targets' runs go on.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +74,17 @@ EXTERNAL = "external:"
 #: the runs folder's list of the runs the last publication skipped (each recorded nothing twice)
 SKIPPED_FILE = "skipped.json"
 
+#: the folder, beside the runs folder, that publication moves the runs it does not use into
+#: (one dated folder per publication); reports/runs-set-aside is not in git
+SET_ASIDE = "{}-set-aside"
+
+
+def set_aside_folder(runs_dir: Path, now: datetime | None = None) -> Path:
+    """Where this publication puts the runs it does not use: outside ``runs_dir``, so no report
+    made of ``runs_dir`` reads them, and dated, so publications never mix."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return runs_dir.parent / SET_ASIDE.format(runs_dir.name) / stamp
+
 
 @dataclass(frozen=True)
 class Wanted:
@@ -86,8 +101,9 @@ class Step:
 
     target: str
     #: "reuse", "partial" (rerun ``features``, reuse the others from ``previous``), "rerun"
-    #: (replaces ``previous``), "new", "remove", "keep" (an external target's run: a broker
-    #: publication does not start, run by hand and documented in reports/README.md)
+    #: (replaces ``previous``), "new", "remove" (not used: set aside, or deleted with --prune),
+    #: "keep" (an external target's run: a broker publication does not start, run by hand and
+    #: documented in reports/README.md)
     action: str
     previous: Path | None = None
     features: set[str] = field(default_factory=set)
@@ -99,9 +115,14 @@ class Plan:
     wanted: list[Wanted]
     keys: dict[str, dict[str, Any]]
     steps: list[Step]
+    #: where the runs it does not use go; None: they are deleted (--prune)
+    aside: Path | None = None
+
+    def _gone(self) -> str:
+        return "removed" if self.aside is None else "set aside"
 
     def lines(self) -> list[str]:
-        """One line per target (and one for what is removed)."""
+        """One line per target (and one for what is set aside or removed)."""
         out = []
         for w in self.wanted:
             steps = [s for s in self.steps if s.target == w.target and s.action != "remove"]
@@ -122,7 +143,7 @@ class Plan:
                 parts.append(text)
             dropped = [s for s in self.steps if s.target == w.target and s.action == "remove"]
             if dropped:
-                parts.append(f"removed {len(dropped)} ({dropped[0].why})")
+                parts.append(f"{self._gone()} {len(dropped)} ({dropped[0].why})")
             n = f"{w.count} run{'s' if w.count != 1 else ''}"
             out.append(f"publish: {w.target} ({n}): {', '.join(parts)}")
         kept = [s for s in self.steps if s.action == "keep"]
@@ -135,7 +156,13 @@ class Plan:
             s.why for s in self.steps if s.action == "remove" and s.target not in self.keys
         )
         for why, n in sorted(others.items()):
-            out.append(f"publish: removed {n} earlier run{'s' if n != 1 else ''} ({why})")
+            out.append(f"publish: {self._gone()} {n} earlier run{'s' if n != 1 else ''} ({why})")
+        if self.aside is not None and any(s.action == "remove" for s in self.steps):
+            out.append(
+                f"publish: the runs set aside are in {self.aside} (no report reads them): move "
+                "them back into the runs folder to publish them again, or delete them "
+                "(--prune deletes such runs at once)"
+            )
         return out
 
     def reruns(self) -> list[Step]:
@@ -173,8 +200,11 @@ def _features_changed(features: set[str], count: int) -> str:
     return f"{names}: files changed" if len(features) < count else "every feature changed"
 
 
-def plan(runs_dir: Path, wanted: list[Wanted], src: Sources | None = None) -> Plan:
-    """What to do about each run: nothing runs here."""
+def plan(
+    runs_dir: Path, wanted: list[Wanted], src: Sources | None = None, prune: bool = False
+) -> Plan:
+    """What to do about each run: nothing runs here. The runs it does not use are set aside
+    (``set_aside_folder``), or deleted with ``prune``."""
     src = src or Sources.installed()
     keys = {w.target: wanted_key(w, src) for w in wanted}
     by_target: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
@@ -208,7 +238,7 @@ def plan(runs_dir: Path, wanted: list[Wanted], src: Sources | None = None) -> Pl
             steps.append(Step(w.target, "remove", folder, why="more runs than asked for"))
         for _ in range(w.count - min(w.count, len(earlier))):
             steps.append(Step(w.target, "new", why="no earlier run"))
-    return Plan(wanted, keys, steps)
+    return Plan(wanted, keys, steps, None if prune else set_aside_folder(runs_dir))
 
 
 # --- putting a partial run together with the earlier run's other features ----------------------
@@ -371,7 +401,8 @@ def execute(
     the_plan: Plan, runs_dir: Path, runner: Runner, log=_say, batch: Batch | None = None
 ) -> list[str]:
     """Carry the plan out: each rerun in a staging folder beside ``runs_dir``, moved in once it
-    is whole (merged where partial); removed runs go. With ``batch`` (a Spark job,
+    is whole (merged where partial); the runs it does not use are moved into ``the_plan.aside``
+    (deleted where it is None). With ``batch`` (a Spark job,
     ``conformance.matrix.publish_spark``) the reruns run together first, else one after the
     other, each moved in as soon as it ends. Returns the lines it logged."""
     lines = the_plan.lines()
@@ -393,7 +424,7 @@ def execute(
     try:
         for step in the_plan.steps:
             if step.action == "remove" and step.previous is not None:
-                shutil.rmtree(step.previous, ignore_errors=True)
+                _put_away(step.previous, runs_dir, the_plan.aside)
         made_together: list[Path | None] = []
         if batch is not None and reruns:
             start = time.monotonic()
@@ -442,6 +473,16 @@ def execute(
     return lines
 
 
+def _put_away(folder: Path, runs_dir: Path, aside: Path | None) -> None:
+    """Move a run not used into ``aside`` (its path under ``runs_dir`` kept), or delete it."""
+    if aside is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    into = aside / folder.relative_to(runs_dir)
+    into.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(folder), str(into))
+
+
 def remove_all_but_external(runs_dir: Path) -> None:
     """``--fresh``: every run goes but external targets' (publication cannot start them again)."""
     for folder, manifest in _recorded(runs_dir):
@@ -465,10 +506,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m conformance.matrix.publish",
         description="Bring a folder of runs up to date with the suite: reuse the runs whose "
-        "content key is unchanged, rerun what changed (issue 41).",
+        "content key is unchanged, rerun what changed (issue 41). Runs of targets not named are "
+        "not deleted: they are moved into RUNS_DIR-set-aside/<UTC time>/ (no report reads it) "
+        "and said, unless --prune.",
     )
     p.add_argument("runs_dir", type=Path, metavar="RUNS_DIR")
-    p.add_argument("targets", nargs="+", metavar="TARGET")
+    p.add_argument(
+        "targets", nargs="+", metavar="TARGET", help="every target the report is made of"
+    )
     p.add_argument("--runs", type=int, default=3, help="runs per target (default 3)")
     p.add_argument("--kafka-runs", type=int, default=2, help="runs per kafka: target (default 2)")
     p.add_argument("--client", action="append", default=[], help="clients KIP-42.R1-R7 judge")
@@ -477,6 +522,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--fresh", action="store_true", help="remove every run first but external targets'"
+    )
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete the runs not used (of targets not asked for, without a content key, beyond "
+        "the count); without it they are moved into RUNS_DIR-set-aside/<UTC time>/ and said",
     )
     p.add_argument("--dry-run", action="store_true", help="say what would be done, do nothing")
     p.add_argument(
@@ -496,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for t in args.targets
     ]
-    the_plan = plan(args.runs_dir, wanted)
+    the_plan = plan(args.runs_dir, wanted, prune=args.prune)
     if args.dry_run:
         for line in the_plan.lines():
             _say(line)

@@ -342,3 +342,57 @@ def test_a_run_that_records_nothing_is_tried_again_then_skipped(
     listed = publish.read_skipped([runs])
     assert [k["target"] for k in listed] == [KAFKA, KAFKA]
     assert len(list(runs.glob("*/manifest.json"))) == 3  # the reference's new run, Kafka's two old
+
+
+def test_runs_not_used_are_set_aside_not_deleted(tree: Sources, tmp_path: Path) -> None:
+    """A target list missing a target (a mistyped command: it cost an hour of runs twice in
+    session 14) moves that target's runs aside, says where, and moving them back restores them
+    as they were: nothing is rerun."""
+    runs = first_publication(tree, tmp_path)
+    kafka_runs = sorted(
+        d.name for d in runs.iterdir() if read_manifest(d)["content_key"]["target"] == KAFKA
+    )
+    the_plan = publish.plan(runs, [publish.Wanted(REF, 1)], tree)
+    lines = publish.execute(the_plan, runs, Runner(tree), log=lambda line: None)
+    aside = the_plan.aside
+    assert aside is not None and aside.parent == tmp_path / "runs-set-aside"
+    assert "publish: set aside 2 earlier runs (target not asked for)" in lines
+    assert any(line.startswith(f"publish: the runs set aside are in {aside} ") for line in lines)
+    assert sorted(d.name for d in aside.iterdir()) == kafka_runs
+    assert [read_manifest(d)["content_key"]["target"] for d in runs.iterdir()] == [REF]
+    for name in kafka_runs:  # the user moves them back
+        (aside / name).rename(runs / name)
+    the_plan, runner = republish(tree, runs)
+    assert [s.action for s in the_plan.steps] == ["reuse"] * 3 and runner.calls == []
+
+
+def test_prune_deletes_the_runs_not_used(tree: Sources, tmp_path: Path) -> None:
+    runs = first_publication(tree, tmp_path)
+    keyless = runs / "old-run"
+    keyless.mkdir()
+    (keyless / "manifest.json").write_text(json.dumps({"run_id": "old-run"}))
+    the_plan = publish.plan(runs, [publish.Wanted(REF, 1), publish.Wanted(KAFKA, 1)], tree, True)
+    lines = publish.execute(the_plan, runs, Runner(tree), log=lambda line: None)
+    assert the_plan.aside is None and not (tmp_path / "runs-set-aside").exists()
+    assert "publish: removed 1 earlier run (no content key)" in lines
+    assert (
+        f"publish: {KAFKA} (1 run): reused 1 (key unchanged), removed 1 (more runs than asked for)"
+        in lines
+    )
+    assert len(list(runs.iterdir())) == 2
+
+
+@pytest.mark.parametrize("prune", [False, True])
+def test_the_command_says_what_it_would_do_with_runs_not_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], prune: bool
+) -> None:
+    runs = tmp_path / "runs"
+    keyless = runs / "old-run"
+    keyless.mkdir(parents=True)
+    (keyless / "manifest.json").write_text(json.dumps({"run_id": "old-run"}))
+    argv = [str(runs), "--runs", "0", "--dry-run", *(["--prune"] if prune else []), REF]
+    assert publish.main(argv) == 0
+    out = capsys.readouterr().out
+    gone = "removed" if prune else "set aside"
+    assert f"publish: {gone} 1 earlier run (no content key)" in out
+    assert ("runs-set-aside" in out) is not prune and keyless.is_dir()
