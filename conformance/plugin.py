@@ -1211,7 +1211,12 @@ def _the_rest(session: pytest.Session) -> None:
     if state.sides is not None and disruptive:
         ran += in_turn(
             session,
-            claimed(state.sides.claims, disruptive, lambda: state.unreachable_since is None),
+            claimed(
+                state.sides.claims,
+                disruptive,
+                lambda: state.unreachable_since is None,
+                state.target.kind,
+            ),
         )
         took = time.monotonic() - started
         if ran:  # none when the sides were done first

@@ -8,10 +8,11 @@ processes; Apache Kafka, four JVMs of about 1.5 CPU-s and 0.3 GB each) can be st
 the controller starts one-process runs (``python -m conformance.side_runs``, one per two workers)
 as the workers start. Each starts a cluster of its own with the run's options and seed, selects
 the disruptive tests only, and runs each one it claims first (a file created exclusively in a
-folder the sides share), in the collected order, recovering its own cluster as a one-process run
-does. When the workers are done the controller joins in on its own cluster, claiming in the
-same way, then takes the sides' records into the run in the collected order (the claims'
-order), with their outages and set-up defects; a disruptive test nobody recorded (a side that
+folder the sides share), the longest first (``EXPECTED_S``: the last claims are short, so the
+sides and the controller end together), recovering its own cluster as a one-process run does.
+When the workers are done the controller joins in on its own cluster, claiming in the same way,
+then takes the sides' records into the run in the collected order (the claims are named by it),
+with their outages and set-up defects; a disruptive test nobody recorded (a side that
 could not start or did not finish) the controller runs itself, as before. The verdicts are those
 of a one-process run at the same seed (``tests/suite/runs/test_side_runs.py``; whole runs in
 benchmarks/README.md). Other targets (an external one, a container) keep the controller's way.
@@ -45,6 +46,32 @@ SIDE_TIMEOUT_S = 1800.0
 INPUT = "side.json"
 #: a side's exit code when the run selected no disruptive test
 NOTHING = 4
+
+
+#: seconds a disruptive test took on the reference and on ``kafka:4.4.0`` in whole ``--jobs auto``
+#: runs (the lead's, session 15 at d655ab9, /tmp/lead15/res-*): tests are claimed the longest
+#: first on the run's target kind (longest processing time first: what is left when the workers
+#: end is short, so the sides and the controller end together); a test not listed counts 0 and
+#: keeps its collected place. A guess, not a bound: a wrong one costs time, never a verdict
+EXPECTED_S: dict[str, tuple[float, float]] = {
+    "durability/unclean-election/off-by-default": (13.9, 19.0),
+    "durability/leader-pause/sigstop": (9.0, 9.3),
+    "durability/controller-kill/failover-after": (5.5, 14.1),
+    "durability/leader-kill/idempotent-producer": (5.3, 13.3),
+    "durability/follower-kill/isr-shrinks-and-grows": (5.0, 13.5),
+    "share-groups/restart/acknowledged-stay-done": (4.6, 7.0),
+    "durability/state-machine": (4.3, 10.1),
+    "durability/min-isr/not-enough-replicas": (3.7, 5.6),
+    "broker-registration/lifecycle/fenced-on-missed-heartbeats": (3.3, 3.6),
+    "durability/cluster-kill/restart": (2.3, 12.9),
+    "broker-registration/lifecycle/state-machine": (2.2, 4.6),
+    "offsets/commit-fetch/survive-restart": (1.2, 4.7),
+    "kip-536/restart/later": (1.1, 0.0),
+    "kip-78/metadata/v2+/cluster-id/survives-restart": (0.5, 3.3),
+    "broker-registration/lifecycle/fenced-absent-from-client-metadata": (0.1, 1.1),
+}
+#: ``EXPECTED_S``'s column by target kind
+EXPECTED_COLUMN = {"reference": 0, "kafka": 1}
 
 
 #: the target kinds a side run starts a cluster of its own of (``--target KIND[:...][?...]``):
@@ -211,31 +238,45 @@ def log_tail(side: Side, lines: int = 20) -> str:
 
 class Share:
     """A side run's plugin (its run keeps the disruptive tests only, ``SuiteRun.disruptive_only``):
-    it runs each one this side claims first (``claimed``), so the sides share the tests out as
-    they go and the long ones do not pile up in one side."""
+    it runs each one this side claims first (``claimed``, the longest first), so the sides share
+    the tests out as they go and the long ones do not pile up in one side."""
 
-    def __init__(self, claims: Path) -> None:
+    def __init__(self, claims: Path, kind: str = "reference") -> None:
         self.claims = claims
+        self.kind = kind
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
-        in_turn(session, claimed(self.claims, session.items))
+        in_turn(session, claimed(self.claims, session.items, kind=self.kind))
         return True
 
 
+def longest_first(ids: list[str], kind: str) -> list[int]:
+    """The positions of ``ids`` (collected order) in the order they are claimed: the longest
+    expected on the target kind first (``EXPECTED_S``), ties in the collected order."""
+    column = EXPECTED_COLUMN.get(_base(kind), 0)
+    return sorted(range(len(ids)), key=lambda n: -EXPECTED_S.get(ids[n], (0.0, 0.0))[column])
+
+
 def claimed(
-    claims: Path, items: list[pytest.Item], go: Callable[[], bool] = lambda: True
+    claims: Path,
+    items: list[pytest.Item],
+    go: Callable[[], bool] = lambda: True,
+    kind: str = "reference",
 ) -> Iterator[pytest.Item]:
     """The tests of ``items`` (a run's disruptive tests, in the collected order: every side's
-    list and the controller's are the same) this process claims first, each claimed when asked
-    for; none more once ``go()`` is false (the controller's target is down for good)."""
+    list and the controller's are the same) this process claims first, the longest first on
+    the target ``kind`` (``longest_first``), each claimed when asked for; none more once
+    ``go()`` is false (the controller's target is down for good)."""
     from conformance.plugin import info
 
     ids = [info(i).test_id for i in items]
-    now = claim(claims, ids, 0) if go() else None
+    order = longest_first(ids, kind)
+    ranked = [ids[n] for n in order]
+    now = claim(claims, ranked, 0, order) if go() else None
     while now is not None:
-        yield items[now]
-        now = claim(claims, ids, now + 1) if go() else None
+        yield items[order[now]]
+        now = claim(claims, ranked, now + 1, order) if go() else None
 
 
 def in_turn(session: pytest.Session, items: Iterable[pytest.Item]) -> list[pytest.Item]:
@@ -252,12 +293,14 @@ def in_turn(session: pytest.Session, items: Iterable[pytest.Item]) -> list[pytes
     return ran
 
 
-def claim(claims: Path, ids: list[str], start: int) -> int | None:
-    """The first test from ``start`` on that no side claimed yet, claimed (a file created
-    exclusively, holding its test id); None when none is left."""
+def claim(claims: Path, ids: list[str], start: int, names: list[int] | None = None) -> int | None:
+    """The first test of ``ids`` from ``start`` on that no side claimed yet, claimed (a file
+    created exclusively, holding its test id, named by its collected place, ``names[n]`` where
+    ``ids`` are in another order); its place in ``ids``, or None when none is left."""
     for n in range(start, len(ids)):
+        name = n if names is None else names[n]
         try:
-            fd = os.open(claims / f"{n:05d}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            fd = os.open(claims / f"{name:05d}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         except FileExistsError:
             continue
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -292,7 +335,8 @@ def main(argv: list[str]) -> int:
     _lifeline()
     run = SuiteRun(options, target=target)
     run.disruptive_only = True
-    code = pytest.main(args_for_pytest(options), plugins=[run, Share(Path(given["claims"]))])
+    share = Share(Path(given["claims"]), target.kind)
+    code = pytest.main(args_for_pytest(options), plugins=[run, share])
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         return NOTHING
     return 0 if code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) else int(code) + 10

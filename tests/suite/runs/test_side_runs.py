@@ -3,7 +3,9 @@ Apache Kafka) runs its disruptive tests in side runs beside the workers, each wi
 its own, the controller joining in on its own cluster once the workers are done (issue 36).
 
 * The sides share the tests out by claims: each test is claimed by one side only, each side's
-  tests come in the collected order, and none is left unclaimed.
+  tests come in the collected order, and none is left unclaimed; they are claimed the longest
+  expected first on the run's target kind (``EXPECTED_S``, whose tests are disruptive suite
+  tests), the claims still named by the collected order.
 * The controller takes the sides' records in the collected order (the claims'), whichever side
   ran each test, without the side's run id; a test no side recorded is left to the controller.
 * The controller claims as a side does, and no more once its target is down for good.
@@ -22,7 +24,16 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
-from conformance.side_runs import Side, Sides, beside, claim, claimed, sides_for
+from conformance.side_runs import (
+    EXPECTED_S,
+    Side,
+    Sides,
+    beside,
+    claim,
+    claimed,
+    longest_first,
+    sides_for,
+)
 
 
 def test_each_test_is_claimed_once_in_order(tmp_path: Path) -> None:
@@ -43,6 +54,46 @@ def test_each_test_is_claimed_once_in_order(tmp_path: Path) -> None:
     assert sorted(n for ns in got.values() for n in ns) == list(range(200))
     assert all(ns == sorted(ns) for ns in got.values()), got
     assert {p.read_text() for p in tmp_path.iterdir()} == set(ids)
+
+
+def _items(ids: list[str]) -> list[SimpleNamespace]:
+    from conformance.plugin import INFO, TestInfo
+
+    return [SimpleNamespace(stash={INFO: TestInfo(t, (), None, True)}) for t in ids]
+
+
+def test_the_longest_are_claimed_first_and_named_by_the_collected_order(tmp_path: Path) -> None:
+    long = sorted(EXPECTED_S, key=lambda t: -EXPECTED_S[t][0])[:3]
+    ids = ["a", long[2], "b", long[0], "c", long[1], "d"]
+    assert longest_first(ids, "reference") == [3, 5, 1, 0, 2, 4, 6]
+    assert longest_first(ids, "reference:zookeeper?controllers=3") == [3, 5, 1, 0, 2, 4, 6]
+    from conformance.plugin import INFO
+
+    items = _items(ids)
+    got: dict[int, list[str]] = {0: [], 1: []}
+
+    def side(k: int) -> None:
+        for item in claimed(tmp_path, items):  # type: ignore[arg-type]
+            got[k].append(item.stash[INFO].test_id)
+
+    threads = [threading.Thread(target=side, args=(k,)) for k in got]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    wanted = [ids[n] for n in longest_first(ids, "reference")]
+    assert sorted(got[0] + got[1]) == sorted(ids)
+    assert all(ts == [t for t in wanted if t in ts] for ts in got.values()), got
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {
+        f"{n:05d}": t for n, t in enumerate(ids)
+    }
+
+
+def test_the_expected_durations_name_disruptive_tests() -> None:
+    from conformance.suite.catalog import catalog
+
+    disruptive = {t.test_id for t in catalog().tests if t.disruptive}
+    assert set(EXPECTED_S) <= disruptive, set(EXPECTED_S) - disruptive
 
 
 def _record(test_id: str, rid: str) -> dict:
@@ -78,9 +129,9 @@ def test_a_side_that_did_not_finish_is_not_read(tmp_path: Path) -> None:
 
 
 def test_the_controller_claims_as_a_side_until_its_target_is_down(tmp_path: Path) -> None:
-    from conformance.plugin import INFO, TestInfo
+    from conformance.plugin import INFO
 
-    items = [SimpleNamespace(stash={INFO: TestInfo(f"t{n}", (), None, True)}) for n in range(5)]
+    items = _items([f"t{n}" for n in range(5)])
     claim(tmp_path, [f"t{n}" for n in range(5)], 1)  # a side took t1
     up = [True]
     got = []
