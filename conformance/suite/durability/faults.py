@@ -143,23 +143,28 @@ class Faults:
         live = [ep for i, ep in sorted(eps.items()) if i not in down]
         return live or list(self.target.bootstrap)
 
-    def metadata(self, topic: str | None, wire: Wire | None = None) -> dict[str, Any] | None:
-        """Metadata from the first live broker that answers (None: none did), on ``wire``
-        (another thread's connections) or the test's."""
+    def metadata(
+        self, topic: str | None, wire: Wire | None = None, at: Endpoint | None = None
+    ) -> dict[str, Any] | None:
+        """Metadata from the first live broker that answers (None: none did), ``at`` first
+        where given, on ``wire`` (another thread's connections) or the test's."""
         wire = wire or self.wire
         version = quiet_version(self.harness, ApiKey.METADATA, "1-12")
         topics = [{"Name": topic}] if topic else []
         body = {"Topics": topics, "AllowAutoTopicCreation": False}
-        for ep in self.live_endpoints():
+        for ep in [at] * (at is not None) + self.live_endpoints():
             try:
                 return wire.request(ep, ApiKey.METADATA, version, body)
             except (OSError, TimeoutError, ConnectionError):
                 continue
         return None
 
-    def partition(self, topic: str, wire: Wire | None = None) -> PartitionView | None:
-        """Partition 0 of ``topic`` as a live broker's Metadata gives it."""
-        md = self.metadata(topic, wire)
+    def partition(
+        self, topic: str, wire: Wire | None = None, at: Endpoint | None = None
+    ) -> PartitionView | None:
+        """Partition 0 of ``topic`` as a live broker's Metadata gives it (``at``'s where it
+        answers)."""
+        md = self.metadata(topic, wire, at)
         if md is None:
             return None
         brokers = {b["NodeId"]: Endpoint(b["Host"], b["Port"]) for b in md["Brokers"]}
@@ -176,13 +181,16 @@ class Faults:
                     )
         return None
 
-    def wait_partition(self, topic: str, ok: Any, what: str, timeout: float) -> PartitionView:
-        """Until ``ok(view)`` holds for the partition; Failed naming ``what`` past the timeout
-        (the caller names the requirements through ``verify``)."""
+    def wait_partition(
+        self, topic: str, ok: Any, what: str, timeout: float, at: Endpoint | None = None
+    ) -> PartitionView:
+        """Until ``ok(view)`` holds for the partition (as ``at`` sees it, where given);
+        TimeoutError naming ``what`` past the timeout (the caller names the requirements
+        through ``verify``)."""
         deadline = time.monotonic() + timeout
         view = None
         while time.monotonic() < deadline:
-            view = self.partition(topic)
+            view = self.partition(topic, at=at)
             if view is not None and ok(view):
                 return view
             time.sleep(0.2)

@@ -2,7 +2,8 @@
 saw against the partition as it reads once the faults are undone (a Jepsen-style history).
 
 The producer (a thread of its own) takes a producer id from InitProducerId and sends one batch
-at a time to partition 0, sequences continuing; a batch that is not acknowledged is sent again
+at a time to partition 0, sequences continuing, quickly while the test waits for acknowledgements
+and at a trickle while it waits for the target; a batch that is not acknowledged is sent again
 unchanged (same producer id, epoch, sequence) to whichever broker Metadata names as leader,
 until it is acknowledged or RETRY_FOR is over (then the producer stops: its next sequence would
 be a guess). After each acknowledgement it reads on from its consumer position, keeping what
@@ -48,8 +49,18 @@ RETRIABLE = frozenset(
 )
 #: most batches sent again after leader changes, per history
 MAX_LATE = 3
-#: a pause between batches: a steady stream that leaves the two cores to the brokers
+#: a pause between batches while the test waits for acknowledgements (``wait_acks``), and
+#: otherwise (while it waits for the target: an ISR shrink, an election, a node's start): a
+#: stream that never stops, at a trickle that leaves the cores to the brokers (every batch is a
+#: round of replication on each replica and a Fetch of the consumer)
 PACE = 0.005
+IDLE_PACE = 0.05
+#: the producer's acks=all wait at the leader, and its own wait for the answer: a batch in
+#: flight to a leader paused or killed meanwhile is given up after that and sent again, to
+#: whichever broker Metadata names then (the reference answered it only after its 8 s, once
+#: resumed; the new leader is elected about one failure detection after the pause)
+PRODUCE_TIMEOUT_MS = 3000
+ANSWER_WITHIN = 4.0
 #: a high watermark that has not moved for this long will not reach what was acknowledged
 STILL = 5.0
 #: most batches one history sends
@@ -84,6 +95,9 @@ class History:
     late_retries: list[tuple[int, int | None]] = field(default_factory=list)
     _routed: tuple[int, Any] | None = None
     _acked_by: int = -1
+    #: acknowledgements the test waits for: the producer keeps PACE until there are as many
+    _wanted: int = 0
+    _hurry: threading.Event = field(default_factory=threading.Event)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _error: BaseException | None = None
@@ -164,9 +178,19 @@ class History:
                 previous = (batch, base, self._acked_by)
                 seq += BATCH
                 self._consume()
-                time.sleep(PACE)
+                self._pause()
         except BaseException as e:  # the main thread reports it
             self._error = e
+
+    def _pause(self) -> None:
+        """PACE while the test waits for acknowledgements, else IDLE_PACE (cut short when it
+        starts waiting)."""
+        if len(self.acked) < self._wanted:
+            time.sleep(PACE)
+            return
+        self._hurry.clear()
+        if len(self.acked) >= self._wanted and not self._stop.is_set():
+            self._hurry.wait(IDLE_PACE)
 
     def _late_retry(self, batch: bytes, base: int) -> None:
         """The batch acknowledged before the leader changed, sent again unchanged to the new
@@ -182,7 +206,7 @@ class History:
         body = {
             "TransactionalId": None,
             "Acks": -1,
-            "TimeoutMs": 5000,
+            "TimeoutMs": PRODUCE_TIMEOUT_MS,
             "TopicData": [{"Name": self.topic, "PartitionData": [{"Index": 0, "Records": batch}]}],
         }
         deadline = time.monotonic() + RETRY_FOR
@@ -195,7 +219,9 @@ class History:
                 time.sleep(0.1)
                 continue
             try:
-                answer = self.wire.request(ep, ApiKey.PRODUCE, self.produce_v, body, timeout=8)
+                answer = self.wire.request(
+                    ep, ApiKey.PRODUCE, self.produce_v, body, timeout=ANSWER_WITHIN
+                )
             except WIRE_ERRORS as e:
                 last = f"{ep}: {type(e).__name__} {e}"
                 time.sleep(0.1)
@@ -294,6 +320,8 @@ class History:
     def wait_acks(self, n: int, timeout: float, *reqs: str) -> None:
         """Until ``n`` values are acknowledged; Failed naming ``reqs`` when the producer stops
         or the time is over."""
+        self._wanted = max(self._wanted, n)
+        self._hurry.set()
         deadline = time.monotonic() + timeout
         while len(self.acked) < n:
             self.check_alive()
@@ -311,6 +339,7 @@ class History:
 
     def stop(self) -> None:
         self._stop.set()
+        self._hurry.set()
         if self._thread is not None:
             self._thread.join(RETRY_FOR + 15)
         self.wire.close()

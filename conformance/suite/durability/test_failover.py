@@ -37,8 +37,12 @@ STEP_WITHIN = 60.0
 ISR_SHRINK = 45.0
 ISR_BACK = 10.0
 #: acks=all batches sent while the leader has not yet applied the smaller ISR, and its answers
-#: to them: it waited for the dead follower, or appended and saw the ISR shrink after
-NOT_YET = 3
+#: to them: it waited for the dead follower, or appended and saw the ISR shrink after. Each
+#: such batch waits REFUSED_WAIT_MS at the leader (its Produce TimeoutMs: Kafka 4.4.0 answered
+#: the first batch after the shrink so, once per run), so NOT_YET of them cover at least
+#: NOT_YET seconds of a leader that has not applied the shrink
+NOT_YET = 12
+REFUSED_WAIT_MS = 1000
 NOT_YET_APPLIED = (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
 #: SIGSTOP of a leader: until its partition has another leader (its broker session ended)
 #: and a second more, at most this long where the target does not state its failure detection
@@ -234,19 +238,21 @@ def test_not_enough_replicas_appends_nothing(harness: Harness) -> None:
         assert before is not None
         follower = next(r for r in before.replicas if r != before.leader)
         faults.kill(follower)
-        try:
+        leader = before.brokers[before.leader]
+        try:  # as the leader sees it: it refuses acks=all batches once it applied the shrink
             faults.wait_partition(
                 topic,
                 lambda v: follower not in v.isr,
                 f"ISR without {follower}",
                 isr_shrink(faults),
+                at=leader,
             )
         except TimeoutError as e:
             raise verify.Failed(f"{topic}-0: {e}", "DURABILITY.R7") from None
         wire = faults.wire
-        # the leader may apply the smaller ISR a moment after Metadata shows it (Kafka 3.4-3.6
-        # under load: its AlterPartition answer arrives later; Partition.PendingShrinkIsr): a
-        # batch it appended before is answered REQUEST_TIMED_OUT, or
+        # the leader may apply the smaller ISR a moment after its Metadata shows it (Kafka
+        # 3.4-3.6 under load: its AlterPartition answer arrives later; Partition.PendingShrinkIsr):
+        # a batch it appended before is answered REQUEST_TIMED_OUT, or
         # NOT_ENOUGH_REPLICAS_AFTER_APPEND once the shrink lets the high watermark pass it, which
         # can also happen while the first batch refused NOT_ENOUGH_REPLICAS is in flight. Each
         # such batch is followed by another, as another record, at most NOT_YET times; the high
@@ -256,7 +262,7 @@ def test_not_enough_replicas_appends_nothing(harness: Harness) -> None:
         for attempt in range(NOT_YET + 1):
             hw_before = h.high_watermark(wire)
             sent.append(b"refused-%d" % attempt)
-            code = refused_produce(faults, topic, before.brokers[before.leader], sent[-1])
+            code = refused_produce(faults, topic, leader, sent[-1])
             answers.append(code)
             settled = attempt == 0 or answers[-2] == ErrorCode.NOT_ENOUGH_REPLICAS
             if code not in NOT_YET_APPLIED and (code != ErrorCode.NOT_ENOUGH_REPLICAS or settled):
@@ -298,7 +304,7 @@ def refused_produce(faults: Faults, topic: str, leader: Any, value: bytes = b"re
     body = {
         "TransactionalId": None,
         "Acks": -1,
-        "TimeoutMs": 5000,
+        "TimeoutMs": REFUSED_WAIT_MS,
         "TopicData": [{"Name": topic, "PartitionData": [{"Index": 0, "Records": batch}]}],
     }
     version = faults.harness.pick_version(ApiKey.PRODUCE, "3-12")
@@ -309,8 +315,12 @@ def refused_produce(faults: Faults, topic: str, leader: Any, value: bytes = b"re
 #: how long the suite watches a partition whose in-sync replicas are all down while replicas
 #: that left the ISR are back: a clean controller elects none of them. Where the target states
 #: its failure detection, the watch ends that long after every such replica is listed among the
-#: brokers again (registered: an unclean controller would elect it then), within this bound
+#: brokers again (registered: an unclean controller would elect it then), within this bound,
+#: and UNCLEAN_SETTLED after Metadata shows both the partition leaderless (its last in-sync
+#: replica noticed dead) and every such replica listed: an unclean controller elects one as
+#: soon as both hold, in the same metadata change (the reference) or the next
 UNCLEAN_WATCH = 8.0
+UNCLEAN_SETTLED = 1.0
 
 
 @conformance(
@@ -330,18 +340,18 @@ def test_no_unclean_leader_election(harness: Harness) -> None:
         assert first is not None
         leader = first.leader
         gone = [r for r in first.replicas if r != leader]
-        for follower in gone:
+        for follower in gone:  # together: one failure detection for both
             faults.kill(follower)
-            try:
-                faults.wait_partition(
-                    topic,
-                    lambda v, f=follower: f not in v.isr,
-                    f"ISR without {follower}",
-                    isr_shrink(faults),
-                )
-            except TimeoutError as e:
-                raise verify.Failed(f"{topic}-0: {e}", "DURABILITY.R8") from None
-            h.more(STEP // 2, STEP_WITHIN, *reqs)  # acknowledged by fewer replicas each time
+        try:
+            faults.wait_partition(
+                topic,
+                lambda v: not set(gone) & set(v.isr),
+                f"ISR without {gone}",
+                isr_shrink(faults),
+            )
+        except TimeoutError as e:
+            raise verify.Failed(f"{topic}-0: {e}", "DURABILITY.R8") from None
+        h.more(STEP // 2, STEP_WITHIN, *reqs)  # acknowledged by the leader alone
         h.stop()
         faults.kill(leader)  # the last in-sync replica
         killed = time.monotonic()
@@ -349,17 +359,22 @@ def test_no_unclean_leader_election(harness: Harness) -> None:
         faults.note(f"only {gone} (out of sync) running")
         deadline = time.monotonic() + UNCLEAN_WATCH
         known = faults.target.failure_detection_s
+        listed = leaderless = False
         elected: list[int] = []
         while time.monotonic() < deadline and not elected:
             view = faults.partition(topic)
             if view is not None and view.leader in gone:
                 elected.append(view.leader)
-            elif known is not None and view is not None and set(gone) <= set(view.brokers):
-                # the out-of-sync replicas are registered again: an unclean controller elects
-                # one once it notices the leader dead (one detection after the kill); watched
-                # one detection past both
-                deadline = min(deadline, max(killed + 2 * known, time.monotonic() + known))
-                known = None
+            elif known is not None and view is not None:
+                leaderless = leaderless or view.leader == -1
+                if not listed and set(gone) <= set(view.brokers):
+                    # the out-of-sync replicas are registered again: an unclean controller
+                    # elects one once it notices the leader dead (one detection after the
+                    # kill); watched one detection past both
+                    listed = True
+                    deadline = min(deadline, max(killed + 2 * known, time.monotonic() + known))
+                if listed and leaderless:
+                    deadline = min(deadline, time.monotonic() + UNCLEAN_SETTLED)
             time.sleep(0.2)
         faults.restore()
         log = read_partition(h, reqs)
