@@ -38,6 +38,7 @@ import argparse
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1298,6 +1299,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash[STATE]
     if not state.active:
         return
+    stopping: Callable[[], None] | None = None
     try:
         if state.recorder is not None and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             # a concurrent run's controller opened the run before the workers' selection came
@@ -1315,10 +1317,39 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             if report_dir is not None:  # the one place a run's report is rendered
                 from conformance.matrix.one_run import render_run_report
 
+                stopping = _close_beside(state)  # the report needs the records only
                 run.report = render_run_report(state.recorder.dir, report_dir)
     finally:
-        _close_run(state)
+        if stopping is None:
+            _close_run(state)
+        else:
+            stopping()
         state.active = False
+
+
+def _close_beside(state: State) -> Callable[[], None]:
+    """``_close_run`` in a thread of its own (a cluster's stop mostly waits for its processes:
+    its brokers' controlled shutdown), so that the report renders meanwhile; the function
+    returned waits for it and raises what it raised."""
+    import threading
+
+    raised: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            _close_run(state)
+        except BaseException as e:  # raised again in the caller's thread
+            raised.append(e)
+
+    thread = threading.Thread(target=close, name="kafka-conformance-stop")
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if raised:
+            raise raised[0]
+
+    return wait
 
 
 def _write_manifest(config: pytest.Config, state: State) -> None:
