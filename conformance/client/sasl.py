@@ -12,8 +12,6 @@ import hashlib
 import os
 from dataclasses import dataclass
 
-from scramp import ScramClient, ScramException
-
 from conformance.client.wire import Connection, pick_version
 from conformance.protocol import ApiKey, Codec
 
@@ -106,6 +104,10 @@ async def authenticate(
     if mechanism == PLAIN:
         _, lifetime = await round_trip(b"\0" + username.encode() + b"\0" + password.encode())
         return Authenticated(mechanism, enabled, lifetime)
+    # imported here: scramp (and its asn1crypto) is ~12 ms of every node's and worker's start,
+    # and most connections never authenticate with SCRAM
+    from scramp import ScramClient, ScramException
+
     client = ScramClient([mechanism], username, password)
     try:
         server_first, _ = await round_trip(client.get_client_first().encode())

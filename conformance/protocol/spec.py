@@ -7,6 +7,7 @@ Everything the codec, the strategies and the suite know about a message comes fr
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -47,36 +48,26 @@ MESSAGE_TYPES = ("request", "response", "header", "data")
 SPEC_DIR = specs.MESSAGES
 
 
+#: a JSON string (to keep, even unterminated), a line comment, or a block comment (to the end
+#: of the text when unterminated): one ``re.sub`` is ~3x faster than walking the characters.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|//[^\n]*|/\*.*?(?:\*/|\Z)', re.S)
+
+
+def _strip_token(m: re.Match[str]) -> str:
+    t = m.group()
+    if t[0] == '"':
+        return t
+    return "" if t[1] == "/" else "\n" * t.count("\n")
+
+
 def strip_comments(text: str) -> str:
-    """Remove ``//`` and ``/* */`` comments outside strings, keeping line numbers."""
-    out: list[str] = []
-    i, n, in_string = 0, len(text), False
-    while i < n:
-        c = text[i]
-        if in_string:
-            if c == "\\":
-                out.append(text[i : i + 2])
-                i += 2
-                continue
-            in_string = c != '"'
-            out.append(c)
-            i += 1
-        elif c == '"':
-            in_string = True
-            out.append(c)
-            i += 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            chunk = text[i : n if j < 0 else j + 2]
-            out.append("\n" * chunk.count("\n"))
-            i = n if j < 0 else j + 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    """Remove ``//`` and ``/* */`` comments outside strings, keeping line numbers.
+
+    Every node and suite process loads all 192 specs of the project, which have no comments
+    (Kafka's upstream files do): a text without ``//`` or ``/*`` is returned as it is."""
+    if "//" not in text and "/*" not in text:
+        return text
+    return _TOKEN.sub(_strip_token, text)
 
 
 def read_spec_json(path: Path, *, strict: bool = True) -> dict[str, Any]:
