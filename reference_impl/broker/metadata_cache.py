@@ -16,6 +16,7 @@ from typing import Any
 from conformance.protocol.spec import ZERO_UUID
 from reference_impl import extensions
 
+INCREMENTAL = 1
 FULL = 2
 #: Kafka's "leader during delete" marker in incremental UpdateMetadata
 LEADER_DURING_DELETE = -2
@@ -86,7 +87,11 @@ class MetadataCache:
         self.controller_epoch = body["ControllerEpoch"]
         self.brokers = {b["Id"]: _broker(b, version) for b in body["LiveBrokers"]}
         offset = extensions.get_int64(body, extensions.METADATA_OFFSET_TAG, -1)
-        full = body.get("Type") == FULL or offset >= 0
+        # the reference's controller sends the offset with every body: below v8 (no Type) all
+        # are full, from v8 it says which (Kafka's ZooKeeper-mode controller: incremental ones
+        # carry the changed partitions only, deleted ones with leader -2)
+        kind = body.get("Type")
+        full = kind == FULL or (offset >= 0 and kind != INCREMENTAL)
         topics = self.topics if not full else {}
         for name, topic_id, state in _partition_states(body, version):
             existing = self.topics.get(name)

@@ -2,11 +2,18 @@
 
 One sender per registered broker (Kafka's ControllerChannelManager): after every change it
 sends the broker LeaderAndIsr for the partitions it hosts whose state changed since the broker
-last acknowledged them, StopReplica for partitions it no longer hosts, then a full
-UpdateMetadata (live brokers with endpoints, rack and KIP-536 start time; every partition; the
-metadata offset and dynamic configs as the reference's tagged fields). Rounds coalesce: a
-broker that is slow or unreachable gets the latest state when it answers again, and never holds
-up the others. A broker has *acknowledged* an offset when its UpdateMetadata for it succeeded.
+last acknowledged them, StopReplica for partitions it no longer hosts, then UpdateMetadata (live
+brokers with endpoints, rack and KIP-536 start time; partition states; the metadata offset and
+dynamic configs as the reference's tagged fields). Rounds coalesce: a broker that is slow or
+unreachable gets the latest state when it answers again, and never holds up the others. A broker
+has *acknowledged* an offset when its UpdateMetadata for it succeeded.
+
+As Kafka's ZooKeeper-mode controller does, UpdateMetadata is a full one (every partition) only
+for a broker that has acknowledged nothing yet (a new registration, a new controller, a failed
+round); otherwise it is incremental (v8+ Type): the partitions whose state changed since the image
+the broker acknowledged, deleted ones with leader -2, the config image only when it changed.
+Encoding every partition every round, and decoding it in every broker, grew with the suite's
+topics.
 """
 
 from __future__ import annotations
@@ -29,7 +36,12 @@ from reference_impl.roles import ControllerView
 
 log = logging.getLogger(__name__)
 
+INCREMENTAL = 1
 FULL = 2
+#: the first UpdateMetadata version with a Type field: below it every body is a full one
+TYPED_VERSION = 8
+#: Kafka's "leader during delete": the partition state of a deleted partition
+LEADER_DURING_DELETE = -2
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
@@ -119,6 +131,66 @@ def update_metadata_body(
     return body
 
 
+def update_metadata_delta(
+    since: MetadataImage, image: MetadataImage, v: int, controller_id: int
+) -> dict[str, Any] | None:
+    """The incremental UpdateMetadata from ``since`` (what the broker acknowledged) to
+    ``image``, but for its BrokerEpoch; None where only a full body will do."""
+    if v < TYPED_VERSION or since.controller_epoch != image.controller_epoch:
+        return None
+    epoch = image.controller_epoch
+    live = {r.broker_id for r in image.visible_brokers()}
+    live_before = {r.broker_id for r in since.visible_brokers()}
+    moved = live ^ live_before  # their replicas' OfflineReplicas may have changed
+    topic_states = []
+    for name, old in sorted(since.topics.items()):
+        new = image.topics.get(name)
+        kept = new.partitions if new is not None and new.topic_id == old.topic_id else {}
+        gone = [i for i in sorted(old.partitions) if i not in kept]
+        if gone:  # deletions first: a topic made anew under the same name follows
+            states = [partition_state(since, name, i, live_before, epoch) for i in gone]
+            for state in states:
+                state["Leader"] = LEADER_DURING_DELETE
+            topic_states.append(
+                {"TopicName": name, "TopicId": old.topic_id, "PartitionStates": states}
+            )
+    for name, topic in sorted(image.topics.items()):
+        old = since.topics.get(name)
+        before = old.partitions if old is not None and old.topic_id == topic.topic_id else {}
+        changed = [
+            i
+            for i, p in sorted(topic.partitions.items())
+            if before.get(i) != p or (moved and not moved.isdisjoint(p.replicas))
+        ]
+        if changed:
+            topic_states.append(
+                {
+                    "TopicName": name,
+                    "TopicId": topic.topic_id,
+                    "PartitionStates": [
+                        partition_state(image, name, i, live, epoch) for i in changed
+                    ],
+                }
+            )
+    body: dict[str, Any] = {
+        "ControllerId": controller_id,
+        "ControllerEpoch": epoch,
+        "BrokerEpoch": -1,
+        "Type": INCREMENTAL,
+        "LiveBrokers": live_brokers(image, v),
+        "TopicStates": topic_states,
+    }
+    extensions.put_int64(body, extensions.METADATA_OFFSET_TAG, image.offset)
+    if (since.configs, since.quotas, since.acls, since.scram) != (
+        image.configs,
+        image.quotas,
+        image.acls,
+        image.scram,
+    ):
+        extensions.put_json(body, extensions.CONFIG_IMAGE_TAG, config_image(image))
+    return body
+
+
 class BrokerSender:
     def __init__(self, controller: ControllerView, broker_id: int) -> None:
         self.controller = controller
@@ -129,6 +201,8 @@ class BrokerSender:
         self.acked_at = 0.0
         #: partition -> (leader epoch, partition epoch) the broker has acknowledged
         self.known: dict[tuple[str, int], tuple[int, int]] = {}
+        #: the image of the broker's last acknowledged UpdateMetadata (None: it gets a full one)
+        self.acked_image: MetadataImage | None = None
         self.epoch = -1
         self.conn: Connection | None = None
         self.versions: dict[int, tuple[int, int]] = {}
@@ -138,6 +212,7 @@ class BrokerSender:
         """The broker registered anew: it remembers nothing we told its previous incarnation."""
         self.known.clear()
         self.acked_offset = -1
+        self.acked_image = None
         self.dirty.set()
 
     async def run(self) -> None:
@@ -152,6 +227,8 @@ class BrokerSender:
                 raise
             except Exception as e:
                 log.debug("broker %d: propagation failed: %r", self.broker_id, e)
+                # it may have applied what it did not acknowledge: a full body puts that right
+                self.acked_image = None
                 await self.disconnect()
                 self.dirty.set()
                 await asyncio.sleep(backoff)
@@ -192,6 +269,7 @@ class BrokerSender:
         if reg.epoch != self.epoch:
             self.epoch = reg.epoch
             self.known.clear()
+            self.acked_image = None
         endpoint = c.propagator.endpoint_of(reg)
         conn = await self._connect(endpoint["host"], endpoint["port"])
         timeout = 5.0
@@ -230,10 +308,11 @@ class BrokerSender:
             for key in gone:
                 self.known.pop(key, None)
         v = self._version(ApiKey.UPDATE_METADATA)
-        body = c.propagator.update_metadata(image, live, v, reg.epoch)
+        body = c.propagator.update_metadata(image, live, v, reg.epoch, self.acked_image)
         resp = await conn.request(ApiKey.UPDATE_METADATA, v, body, timeout=timeout)
         if resp.body["ErrorCode"]:
             raise PropagationError(f"UpdateMetadata: error {resp.body['ErrorCode']}")
+        self.acked_image = image
         self.acked_offset = image.offset
         self.acked_at = time.monotonic()
         c.propagator.acked()
@@ -314,6 +393,8 @@ class Propagator:
         self._built_from: MetadataImage | None = None
         #: UpdateMetadata version -> its body for ``_built_from``, but for the BrokerEpoch
         self._bodies: dict[int, dict[str, Any]] = {}
+        #: (id of the acknowledged image, version) -> (that image, the incremental body)
+        self._deltas: dict[tuple[int, int], tuple[MetadataImage, dict[str, Any] | None]] = {}
 
     def endpoint_of(self, reg: BrokerRegistration) -> dict[str, Any]:
         """The broker's inter-broker listener (by name; its first listener otherwise)."""
@@ -321,14 +402,29 @@ class Propagator:
         return next((lst for lst in reg.listeners if lst["name"] == name), reg.listeners[0])
 
     def update_metadata(
-        self, image: MetadataImage, live: set[int], v: int, broker_epoch: int
+        self,
+        image: MetadataImage,
+        live: set[int],
+        v: int,
+        broker_epoch: int,
+        since: MetadataImage | None = None,
     ) -> dict[str, Any]:
-        """The broker's UpdateMetadata: the image's body, built once for every broker of a
-        round (only BrokerEpoch differs between brokers; the encoder only reads bodies)."""
+        """The broker's UpdateMetadata: incremental from ``since``, the image it acknowledged
+        last, else full; each built once for every broker of a round that acknowledged the same
+        image (only BrokerEpoch differs between brokers; the encoder only reads bodies)."""
         if image is not self._built_from:
             self._built_from = image
             self._bodies = {}
-        shared = self._bodies.get(v)
+            self._deltas = {}
+        shared = None
+        if since is not None:
+            built = self._deltas.get((id(since), v))
+            if built is None or built[0] is not since:
+                delta = update_metadata_delta(since, image, v, self.controller.node_id)
+                built = self._deltas[(id(since), v)] = (since, delta)
+            shared = built[1]
+        if shared is None:
+            shared = self._bodies.get(v)
         if shared is None:
             shared = self._bodies[v] = update_metadata_body(image, live, v, self.controller.node_id)
         body = dict(shared)
