@@ -12,6 +12,7 @@ from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.consumer_groups.shared import (
     SETTLE,
     ConsumerGroup,
+    applied,
     converge,
     joined,
     removed,
@@ -85,28 +86,30 @@ def test_session_timeout_removes_a_silent_member(harness: Harness) -> None:
     tid = topic_ids(harness, [topic.name])[topic.name]
     want = {(tid, p) for p in range(topic.partitions)}
     g = ConsumerGroup(harness, [topic.name])
-    probe = g.new_member()
-    joined(harness, g, probe, "probe member")  # the consumer protocol is served at all
-    g.heartbeat(probe, MemberEpoch=-1)
+    a, b = g.new_member(), g.new_member()
+    joined(harness, g, a, "member that falls silent")
+    joined(harness, g, b, "member that keeps heartbeating")
+    # the members settle under the target's default session (45 s): a round of two heartbeats
+    # and a describe on a loaded host can outlast 1.5 s, which expired a member here before
+    converge(harness, g, [a, b], want, "session-timeout", SESSION_REQ)
     configs = {
         "consumer.heartbeat.interval.ms": str(INTERVAL_MS),
         "consumer.session.timeout.ms": str(SESSION_MS),
     }
     got = set_group_configs(harness, g.name, configs)
     if got["ErrorCode"] == ErrorCode.INVALID_CONFIG:
+        for m in (a, b):
+            g.heartbeat(m, MemberEpoch=-1)
         raise MissingPrecondition(
             f"a group session timeout of {SESSION_MS} ms (the target's bounds refuse it: "
             f"{got.get('ErrorMessage')}; lower group.consumer.min.session.timeout.ms and "
             "group.consumer.min.heartbeat.interval.ms)"
         )
     verify.answered_none(got, f"IncrementalAlterConfigs GROUP {configs}: error", SESSION_REQ)
-    a, b = g.new_member(), g.new_member()
-    joined(harness, g, a, "member that falls silent")
-    joined(harness, g, b, "member that keeps heartbeating")
-    converge(harness, g, [a, b], want, "session-timeout", SESSION_REQ)
-    # a falls silent from its last heartbeat's send, not from when converge returns (b's
-    # heartbeat and a describe came after it: on a loaded host, long enough to make a removal
-    # on time look early); b heartbeats at the group's interval
+    # a falls silent from its last heartbeat's send, the first the coordinator answered with
+    # the short session's configs (not from when b's heartbeat after it came back: on a loaded
+    # host, long enough to make a removal on time look early); b heartbeats twice an interval
+    applied(g, a, INTERVAL_MS)
     what = f"a member of a group with session timeout {SESSION_MS} ms stopped heartbeating"
-    removed(harness, g, a, b, want, (a.sent, SESSION_MS, INTERVAL_MS / 1000), what, SESSION_REQ)
+    removed(harness, g, a, b, want, (a.sent, SESSION_MS, INTERVAL_MS / 2000), what, SESSION_REQ)
     g.heartbeat(b, MemberEpoch=-1)

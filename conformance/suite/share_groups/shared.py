@@ -36,6 +36,8 @@ class ShareMember:
     #: the share session's next epoch on the leader (0: none open)
     session: int = 0
     fetcher: SyncConnection | None = None
+    #: when its last heartbeat was sent (monotonic): a member falls silent from there
+    sent: float = 0.0
 
     def pairs(self) -> set[tuple[Any, int]]:
         return {(t, p) for t, ps in self.assigned.items() for p in ps}
@@ -74,6 +76,7 @@ class ShareGroup(HeartbeatGroup):
             "SubscribedTopicNames": list(self.topics) if epoch == 0 else None,
         }
         body.update(override)
+        m.sent = time.monotonic()
         got = self.settled(m.conn, ApiKey.SHARE_GROUP_HEARTBEAT, self.version, body)
         if got["ErrorCode"] == ErrorCode.NONE and "MemberId" not in override and epoch >= 0:
             m.epoch = got["MemberEpoch"]
