@@ -160,9 +160,13 @@ class Node:
         inner = guarded(self.codec, self.wrap_handler(api))
         name = self.codec.message(api.key, "request").name.removesuffix("Request")
         counter = self.metrics.requests
+        by_version: dict[int, Any] = {}  # the counter's child per version (labels() each time: 5x)
 
         async def counted(ctx: RequestContext, body: dict) -> dict | None:
-            counter.labels(name, str(ctx.version)).inc()
+            child = by_version.get(ctx.version)
+            if child is None:
+                child = by_version[ctx.version] = counter.labels(name, str(ctx.version))
+            child.inc()
             return await inner(ctx, body)
 
         return counted

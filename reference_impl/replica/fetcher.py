@@ -179,6 +179,7 @@ class ReplicaFetcher:
 
     def _request(self, ready: list[Partition]) -> dict[str, Any]:
         cfg = self.manager.replication
+        ids = self._topic_ids()
         topics: dict[str, list[dict[str, Any]]] = {}
         for p in ready:
             topics.setdefault(p.topic, []).append(
@@ -201,18 +202,20 @@ class ReplicaFetcher:
             "SessionId": 0,
             "SessionEpoch": -1,
             "Topics": [
-                {"Topic": t, "TopicId": self._topic_id(t), "Partitions": parts}
+                {"Topic": t, "TopicId": ids.get(t), "Partitions": parts}
                 for t, parts in topics.items()
             ],
             "ForgottenTopicsData": [],
             "RackId": "",
         }
 
-    def _topic_id(self, topic: str):
+    def _topic_ids(self) -> dict[str, Any]:
+        """Each topic's id, as its first partition here has it (one pass: a scan per topic of
+        every partition made each fetch quadratic in the partitions a broker follows)."""
+        ids: dict[str, Any] = {}
         for p in self.partitions.values():
-            if p.topic == topic:
-                return p.topic_id
-        return None
+            ids.setdefault(p.topic, p.topic_id)
+        return ids
 
     async def _handle(self, asked: list[Partition], body: dict[str, Any]) -> None:
         by_key = {p.key: (p, p.leader_epoch) for p in asked}
