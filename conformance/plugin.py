@@ -368,6 +368,9 @@ class SuiteRun:
         self.report: Path | None = None
         #: a side run of a concurrent run: its disruptive tests only (``conformance.side_runs``)
         self.disruptive_only = False
+        #: called with the session's exit status once the records and the manifest are written,
+        #: before the target stops (a side run tells its controller so: ``side_runs.RECORDED``)
+        self.recorded: Callable[[int], None] | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -1313,6 +1316,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if state.recorder is not None:
             _write_manifest(session.config, state)
             run = session.config.stash[RUN]
+            if run.recorded is not None:
+                run.recorded(int(exitstatus))
             report_dir = run.report_dir()
             if report_dir is not None:  # the one place a run's report is rendered
                 from conformance.matrix.one_run import render_run_report

@@ -46,6 +46,11 @@ SIDE_TIMEOUT_S = 1800.0
 INPUT = "side.json"
 #: a side's exit code when the run selected no disruptive test
 NOTHING = 4
+#: the file in a side's folder saying its records and manifest are written (its pytest exit
+#: status): the controller takes them while the side stops its cluster
+RECORDED = "recorded"
+#: how long a side that said it recorded may take to stop its cluster and exit
+EXIT_WITHIN_S = 30.0
 
 
 #: seconds a disruptive test took on the reference and on ``kafka:4.4.0`` in whole ``--jobs auto``
@@ -122,19 +127,22 @@ class Sides:
     claims: Path
 
     def finish(self, timeout: float = SIDE_TIMEOUT_S) -> None:
-        """Wait for every side (bounded), then read what each recorded."""
+        """Wait for every side (bounded) to exit or say it recorded (``RECORDED``: its cluster
+        may still be stopping), then read what each recorded."""
         deadline = time.monotonic() + timeout
         for side in self.runs:
             assert side.proc is not None
-            try:
-                side.exit_code = side.proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                stop(side)
-                continue
+            while (code := side.proc.poll()) is None and recorded(side) is None:
+                if time.monotonic() > deadline:
+                    stop(side)
+                    break
+                time.sleep(0.05)
+            else:
+                side.exit_code = code
             runs = sorted((side.folder / "results").glob("*/manifest.json"))
             if side.exit_code == NOTHING:  # no disruptive test selected: no cluster started
                 side.records = []
-            elif side.exit_code == 0 and len(runs) == 1:
+            elif recorded(side) in DONE and len(runs) == 1:
                 side.manifest = json.loads(runs[0].read_text(encoding="utf-8"))
                 text = (runs[0].parent / "results.jsonl").read_text(encoding="utf-8")
                 side.records = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -153,14 +161,39 @@ class Sides:
         return out
 
     def close(self) -> None:
-        """Stop the sides still running; remove their folders but those kept (``Side.keep``)."""
+        """Stop the sides still running (those that recorded are given ``EXIT_WITHIN_S`` to stop
+        their clusters first); remove their folders but those kept (``Side.keep``)."""
         import shutil
 
         for side in self.runs:
+            if side.proc is not None and recorded(side) is not None:
+                try:
+                    side.exit_code = side.proc.wait(EXIT_WITHIN_S)
+                except subprocess.TimeoutExpired:
+                    pass
             stop(side)
             if not side.keep:
                 shutil.rmtree(side.folder, ignore_errors=True)
         shutil.rmtree(self.claims, ignore_errors=True)
+
+
+#: the pytest exit statuses of a side that ran its share (some tests may have failed)
+DONE = (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED))
+
+
+def recorded(side: Side) -> int | None:
+    """The exit status a side said it recorded with (``RECORDED``), or None: not yet."""
+    try:
+        return int((side.folder / RECORDED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _say_recorded(folder: Path, status: int) -> None:
+    """Written whole or not at all (renamed into place)."""
+    part = folder / f"{RECORDED}.part"
+    part.write_text(str(status), encoding="utf-8")
+    os.replace(part, folder / RECORDED)
 
 
 def sides_for(jobs: int, kind: str = "reference") -> int:
@@ -335,6 +368,7 @@ def main(argv: list[str]) -> int:
     _lifeline()
     run = SuiteRun(options, target=target)
     run.disruptive_only = True
+    run.recorded = lambda status: _say_recorded(Path(argv[0]).parent, status)
     share = Share(Path(given["claims"]), target.kind)
     code = pytest.main(args_for_pytest(options), plugins=[run, share])
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:

@@ -25,7 +25,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from conformance.side_runs import (
+    EXIT_WITHIN_S,
     EXPECTED_S,
+    RECORDED,
     Side,
     Sides,
     beside,
@@ -115,17 +117,39 @@ def test_records_are_merged_in_the_collected_order(tmp_path: Path) -> None:
     assert not any("run_id" in r for r in merged)
 
 
-def test_a_side_that_did_not_finish_is_not_read(tmp_path: Path) -> None:
-    """Only a side that exited 0 with one recorded run gives records."""
-    runs = tmp_path / "results" / "reference-x"
+def _recorded_run(folder: Path, said: str | None) -> Path:
+    runs = folder / "results" / "reference-x"
     runs.mkdir(parents=True)
     (runs / "manifest.json").write_text(json.dumps({"outages": []}))
     (runs / "results.jsonl").write_text(json.dumps(_record("a", "R1")) + "\n")
+    if said is not None:
+        (folder / RECORDED).write_text(said)
+    return folder
+
+
+def test_a_side_that_did_not_finish_is_not_read(tmp_path: Path) -> None:
+    """Only a side that said it recorded its share (``RECORDED``) gives records."""
     done = SimpleNamespace(wait=lambda timeout: 0, poll=lambda: 0)
     broke = SimpleNamespace(wait=lambda timeout: 2, poll=lambda: 2)
-    ok, bad = Side(0, tmp_path, proc=done), Side(1, tmp_path, proc=broke)  # type: ignore[arg-type]
-    Sides([ok, bad], tmp_path).finish(timeout=5)
-    assert ok.records == [_record("a", "R1")] and bad.records is None
+    ok = Side(0, _recorded_run(tmp_path / "ok", "1"), proc=done)  # type: ignore[arg-type]
+    bad = Side(1, _recorded_run(tmp_path / "bad", None), proc=broke)  # type: ignore[arg-type]
+    broken = Side(2, _recorded_run(tmp_path / "broken", "3"), proc=broke)  # type: ignore[arg-type]
+    Sides([ok, bad, broken], tmp_path).finish(timeout=5)
+    assert ok.records == [_record("a", "R1")] and bad.records is None and broken.records is None
+
+
+def test_a_side_is_read_once_recorded_and_waited_for_at_the_end(tmp_path: Path) -> None:
+    """A side that said it recorded is read while it still stops its cluster; closing the sides
+    waits for its exit before stopping it."""
+    waited: list[float] = []
+    stopping = SimpleNamespace(poll=lambda: None, wait=lambda timeout: waited.append(timeout))
+    side = Side(0, _recorded_run(tmp_path / "s", "0"), proc=stopping)  # type: ignore[arg-type]
+    sides = Sides([side], tmp_path / "claims")
+    sides.finish(timeout=5)
+    assert side.records == [_record("a", "R1")] and side.exit_code is None and not waited
+    stopping.poll, stopping.stdin = (lambda: 0), None  # it exits while waited for
+    sides.close()
+    assert waited == [EXIT_WITHIN_S]
 
 
 def test_the_controller_claims_as_a_side_until_its_target_is_down(tmp_path: Path) -> None:
