@@ -1030,6 +1030,8 @@ def _distribute(config: pytest.Config, jobs: int) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         raise pytest.UsageError("--jobs N needs pytest-xdist (pip install pytest-xdist)")
     config.option.dist = "load"
+    # one test at a time to the first worker free, in the workers' ``durations.dispatch_order``
+    config.option.maxschedchunk = 1
     config.option.numprocesses = jobs
     config.option.tx = ["popen"] * jobs
     config.stash[STATE].jobs = jobs
@@ -1087,7 +1089,8 @@ def attached_target(facts: dict[str, Any]) -> Any:
 
 
 def _worker_items(config: pytest.Config, state: State, items: list) -> None:
-    """A worker runs the suite's tests that cannot disturb the others; the controller the rest."""
+    """A worker runs the suite's tests that cannot disturb the others, the controller the rest;
+    xdist hands them out one at a time in ``durations.dispatch_order`` (long ones early)."""
     if not state.worker:
         raise pytest.UsageError(
             "run the conformance suite concurrently with --jobs N (its controller starts the "
@@ -1097,6 +1100,12 @@ def _worker_items(config: pytest.Config, state: State, items: list) -> None:
     if drop:
         chosen = set(map(id, drop))
         items[:] = [i for i in items if id(i) not in chosen]
+    if state.worker.get("jobs"):  # the same order in every worker: xdist hands out positions
+        from conformance.durations import dispatch_order
+
+        ids = [ti.test_id if (ti := info(i)) is not None else i.nodeid for i in items]
+        order = dispatch_order(ids, state.worker["target"]["kind"], state.worker["jobs"])
+        items[:] = [items[n] for n in order]
 
 
 def _defer_the_rest(state: State, test_id: str) -> None:
@@ -1156,6 +1165,7 @@ class _Controller:
             "target": target_facts(state.target),
             "seed": state.seed,
             "flag": str(state.outage_flag),
+            "jobs": state.jobs,
         }
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -8,8 +8,9 @@ processes; Apache Kafka, four JVMs of about 1.5 CPU-s and 0.3 GB each) can be st
 the controller starts one-process runs (``python -m conformance.side_runs``, one per two workers)
 as the workers start. Each starts a cluster of its own with the run's options and seed, selects
 the disruptive tests only, and runs each one it claims first (a file created exclusively in a
-folder the sides share), the longest first (``EXPECTED_S``: the last claims are short, so the
-sides and the controller end together), recovering its own cluster as a one-process run does.
+folder the sides share), the longest first (``conformance.durations``: the last claims are
+short, so the sides and the controller end together), recovering its own cluster as a
+one-process run does.
 When the workers are done the controller joins in on its own cluster, claiming in the same way,
 then takes the sides' records into the run in the collected order (the claims are named by it),
 with their outages and set-up defects; a disruptive test nobody recorded (a side that
@@ -51,32 +52,6 @@ NOTHING = 4
 RECORDED = "recorded"
 #: how long a side that said it recorded may take to stop its cluster and exit
 EXIT_WITHIN_S = 30.0
-
-
-#: seconds a disruptive test took on the reference and on ``kafka:4.4.0`` in whole ``--jobs auto``
-#: runs (the lead's, session 15 at d655ab9, /tmp/lead15/res-*): tests are claimed the longest
-#: first on the run's target kind (longest processing time first: what is left when the workers
-#: end is short, so the sides and the controller end together); a test not listed counts 0 and
-#: keeps its collected place. A guess, not a bound: a wrong one costs time, never a verdict
-EXPECTED_S: dict[str, tuple[float, float]] = {
-    "durability/unclean-election/off-by-default": (13.9, 19.0),
-    "durability/leader-pause/sigstop": (9.0, 9.3),
-    "durability/controller-kill/failover-after": (5.5, 14.1),
-    "durability/leader-kill/idempotent-producer": (5.3, 13.3),
-    "durability/follower-kill/isr-shrinks-and-grows": (5.0, 13.5),
-    "share-groups/restart/acknowledged-stay-done": (4.6, 7.0),
-    "durability/state-machine": (4.3, 10.1),
-    "durability/min-isr/not-enough-replicas": (3.7, 5.6),
-    "broker-registration/lifecycle/fenced-on-missed-heartbeats": (3.3, 3.6),
-    "durability/cluster-kill/restart": (2.3, 12.9),
-    "broker-registration/lifecycle/state-machine": (2.2, 4.6),
-    "offsets/commit-fetch/survive-restart": (1.2, 4.7),
-    "kip-536/restart/later": (1.1, 0.0),
-    "kip-78/metadata/v2+/cluster-id/survives-restart": (0.5, 3.3),
-    "broker-registration/lifecycle/fenced-absent-from-client-metadata": (0.1, 1.1),
-}
-#: ``EXPECTED_S``'s column by target kind
-EXPECTED_COLUMN = {"reference": 0, "kafka": 1}
 
 
 #: the target kinds a side run starts a cluster of its own of (``--target KIND[:...][?...]``):
@@ -284,13 +259,6 @@ class Share:
         return True
 
 
-def longest_first(ids: list[str], kind: str) -> list[int]:
-    """The positions of ``ids`` (collected order) in the order they are claimed: the longest
-    expected on the target kind first (``EXPECTED_S``), ties in the collected order."""
-    column = EXPECTED_COLUMN.get(_base(kind), 0)
-    return sorted(range(len(ids)), key=lambda n: -EXPECTED_S.get(ids[n], (0.0, 0.0))[column])
-
-
 def claimed(
     claims: Path,
     items: list[pytest.Item],
@@ -301,6 +269,7 @@ def claimed(
     list and the controller's are the same) this process claims first, the longest first on
     the target ``kind`` (``longest_first``), each claimed when asked for; none more once
     ``go()`` is false (the controller's target is down for good)."""
+    from conformance.durations import longest_first
     from conformance.plugin import info
 
     ids = [info(i).test_id for i in items]

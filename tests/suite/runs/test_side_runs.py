@@ -2,10 +2,10 @@
 Apache Kafka) runs its disruptive tests in side runs beside the workers, each with a cluster of
 its own, the controller joining in on its own cluster once the workers are done (issue 36).
 
-* The sides share the tests out by claims: each test is claimed by one side only, each side's
-  tests come in the collected order, and none is left unclaimed; they are claimed the longest
-  expected first on the run's target kind (``EXPECTED_S``, whose tests are disruptive suite
-  tests), the claims still named by the collected order.
+* The sides share the tests out by claims: each test is claimed by one side only, and none is
+  left unclaimed; they are claimed the longest expected first on the run's target kind
+  (``conformance.durations``), the others in the collected order, the claims named by the
+  collected order.
 * The controller takes the sides' records in the collected order (the claims'), whichever side
   ran each test, without the side's run id; a test no side recorded is left to the controller.
 * The controller claims as a side does, and no more once its target is down for good.
@@ -24,16 +24,15 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
+from conformance.durations import EXPECTED_S, longest_first
 from conformance.side_runs import (
     EXIT_WITHIN_S,
-    EXPECTED_S,
     RECORDED,
     Side,
     Sides,
     beside,
     claim,
     claimed,
-    longest_first,
     sides_for,
 )
 
@@ -65,7 +64,7 @@ def _items(ids: list[str]) -> list[SimpleNamespace]:
 
 
 def test_the_longest_are_claimed_first_and_named_by_the_collected_order(tmp_path: Path) -> None:
-    long = sorted(EXPECTED_S, key=lambda t: -EXPECTED_S[t][0])[:3]
+    long = sorted(EXPECTED_S, key=lambda t: -EXPECTED_S[t][0])[:3]  # disruptive ones
     ids = ["a", long[2], "b", long[0], "c", long[1], "d"]
     assert longest_first(ids, "reference") == [3, 5, 1, 0, 2, 4, 6]
     assert longest_first(ids, "reference:zookeeper?controllers=3") == [3, 5, 1, 0, 2, 4, 6]
@@ -89,13 +88,6 @@ def test_the_longest_are_claimed_first_and_named_by_the_collected_order(tmp_path
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {
         f"{n:05d}": t for n, t in enumerate(ids)
     }
-
-
-def test_the_expected_durations_name_disruptive_tests() -> None:
-    from conformance.suite.catalog import catalog
-
-    disruptive = {t.test_id for t in catalog().tests if t.disruptive}
-    assert set(EXPECTED_S) <= disruptive, set(EXPECTED_S) - disruptive
 
 
 def _record(test_id: str, rid: str) -> dict:
