@@ -9,15 +9,18 @@ Kafka's own controller).
 The jars come from Maven Central through :mod:`conformance.targets.maven`. Each node's
 settings and log are written into the run's results folder (``<run>/kafka/``). The settings suit
 a test run, shortened as Kafka's own integration tests shorten them, so that a dead or frozen
-node is noticed in seconds (README, "Targets"): KRaft brokers heartbeat every 250 ms and are
+node is noticed in seconds (README, "Targets"): KRaft brokers heartbeat every 500 ms and are
 fenced 3 s after the last (Kafka: 2 s and 9 s); in ZooKeeper mode a broker's session lasts 6 s
 (Kafka's default before 2.5; 18 s since); a follower leaves the ISR after 10 s without catching
 up (``replica.lag.time.max.ms``, Kafka's default before 2.5; 30 s since); no initial rebalance
 delay and a 1 s minimum member session for groups (3 s and 6 s); timed-out transactions are
-looked for every second (10 s); internal topics are sized to the cluster. The target states how
-soon it notices a failure (``failure_detection_s``: the broker or ZooKeeper session). Every
-process is stopped by its pid when the run ends, and dies with the process that started it
-(``PR_SET_PDEATHSIG``) if that one is killed. A broker can be restarted (KIP-78.R6, OFFSETS.R7).
+looked for every second (10 s); internal topics are sized to the cluster (their replicas) and
+to a test run (one partition each: Kafka's 50 cost each cluster start and broker restart CPU on
+the two cores the suite shares with it); an idle metadata log gets a no-op record every 5 s
+(500 ms). The target states how soon it notices a failure (``failure_detection_s``: the broker
+or ZooKeeper session). Every process is stopped by its pid when the run ends, and dies with the
+process that started it (``PR_SET_PDEATHSIG``) if that one is killed. A broker can be restarted
+(KIP-78.R6, OFFSETS.R7).
 Every JVM maps the release's class archive where there is one (``class_archive``: about half a
 node's start-up CPU); the first broker started while there is none writes it when it stops.
 
@@ -92,7 +95,27 @@ FAST_FAILURES = {
     "replica.lag.time.max.ms": "10000",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 }
-KRAFT_SETTINGS = {"broker.heartbeat.interval.ms": "250", "broker.session.timeout.ms": "3000"}
+#: KRaft: a broker heartbeats every 500 ms, six times a session, and is fenced 3 s after its last
+#: heartbeat (Kafka: 2 s and 9 s, four and a half); at 250 ms (twelve) an idle 4.4.0 cluster
+#: used about 0.01 CPU-s/s more, and a broker's restart took as long (benchmarks/README.md,
+#: session 15, K)
+KRAFT_SETTINGS = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
+#: KRaft controllers (3.3 and later; older ones ignore it): the active controller appends a no-op
+#: record to an idle metadata log every 5 s (Kafka: 500 ms), which every node replicates and
+#: every broker loads; each change the suite makes is a record of its own and reaches the brokers
+#: as soon as before
+KRAFT_CONTROLLER_SETTINGS = {"metadata.max.idle.interval.ms": "5000"}
+#: Kafka's internal topics at one partition each (Kafka: 50; its own integration tests often set
+#: 1): a 4.4.0 cluster created the offsets and transaction topics on 3.3-4.3 CPU-s, on 0.9-1.0
+#: at one partition, and a broker started again loads one partition of each, not 50 (its JVM
+#: 1.2-1.3 CPU-s to 8 s after listening, 1.7-1.9 at 50), while an idle cluster's followers fetch
+#: 100-150 fewer partitions (benchmarks/README.md, session 15, K). Every group's, transaction's
+#: and share group's coordinator is then the leader of that one partition
+INTERNAL_TOPIC_PARTITIONS = {
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.num.partitions": "1",
+    "share.coordinator.state.topic.num.partitions": "1",  # KIP-932 (4.x; 3.x ignores it)
+}
 #: KIP-848 groups (4.x; older releases ignore them): a group's consumer.session.timeout.ms may
 #: be set as low as 1 s and its consumer.heartbeat.interval.ms to 0.5 s (Kafka: 45 s and 5 s);
 #: the controllers check a group's configs against their own, the brokers apply them
@@ -293,7 +316,12 @@ class KafkaTarget(Target):
         if self.security == "sasl":
             out |= self._security_settings(listen, node.role)
         if node.role == "controller":
-            return {**out, "process.roles": "controller", "listeners": f"CONTROLLER://{listen}"}
+            return {
+                **out,
+                **KRAFT_CONTROLLER_SETTINGS,
+                "process.roles": "controller",
+                "listeners": f"CONTROLLER://{listen}",
+            }
         if self.security == "sasl":
             return {
                 **out,
@@ -422,6 +450,7 @@ class KafkaTarget(Target):
             "share.coordinator.state.topic.min.isr": "1",
             "default.replication.factor": "1",
             "min.insync.replicas": "1",
+            **INTERNAL_TOPIC_PARTITIONS,
         }
 
     # --- running -------------------------------------------------------------------------------

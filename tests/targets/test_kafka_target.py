@@ -152,6 +152,35 @@ def test_test_run_settings_notice_failures_in_seconds(tmp_path, spec, session, d
     assert t.failure_detection_s == detection
 
 
+def test_test_run_settings_spare_the_clusters_cpu(tmp_path) -> None:
+    """Internal topics of one partition on every broker (KRaft and ZooKeeper mode), a no-op
+    metadata record every 5 s on KRaft controllers, a heartbeat every 500 ms in a 3 s session
+    (benchmarks/README.md, session 15, K)."""
+    from conformance.targets.kafka import Node
+
+    internal = (
+        "offsets.topic.num.partitions",
+        "transaction.state.log.num.partitions",
+        "share.coordinator.state.topic.num.partitions",
+    )
+    broker = Node(1, "broker", 9092, tmp_path / "b.properties", tmp_path / "b.log")
+    controller = Node(1000, "controller", 9093, tmp_path / "c.properties", tmp_path / "c.log")
+    for spec in ("3.9.1", "3.9.1?store=zookeeper", f"{CI_RELEASE}?security=sasl"):
+        t = KafkaTarget.from_spec(spec)
+        t._dir = tmp_path
+        t.passwords = {"admin": "a-pw", "alice": "b-pw"}
+        b = t._settings(broker, "1000@127.0.0.1:9093", "127.0.0.1:2181/kafka")
+        assert [b[k] for k in internal] == ["1", "1", "1"], spec
+        if t.store == "kraft":
+            c = t._settings(controller, "1000@127.0.0.1:9093", None)
+            assert c["metadata.max.idle.interval.ms"] == "5000"
+            assert "metadata.max.idle.interval.ms" not in b
+            assert (b["broker.heartbeat.interval.ms"], b["broker.session.timeout.ms"]) == (
+                "500",
+                "3000",
+            )
+
+
 def test_reference_test_run_settings() -> None:
     from conformance.targets.reference import ReferenceTarget
 
