@@ -185,9 +185,9 @@ def test_reference_test_run_settings() -> None:
     from conformance.targets.reference import ReferenceTarget
 
     t = ReferenceTarget()
-    assert t.overrides["session_timeout_ms"] == 3000
+    assert t.overrides["session_timeout_ms"] == 2000
     assert t.broker_overrides["settings"]["replication"] == {"replica_lag_time_max_ms": 10_000}
-    assert t.failure_detection_s == 3.0
+    assert t.failure_detection_s == 2.0
     assert ReferenceTarget.from_spec("reference:zookeeper").failure_detection_s == 4.0
 
 
