@@ -27,8 +27,9 @@ from conformance.suite.kit import verify
 from conformance.suite.kit.partitions import FETCH_BYTES, PRODUCE_VERSIONS, records_of
 from conformance.suite.kit.records_io import quiet_version
 
-#: records per batch
-BATCH = 5
+#: records per batch (a STEP of 200 acknowledgements is 20 batches: each batch, not each
+#: record, costs a round of replication)
+BATCH = 10
 #: how long one batch is sent again before the producer gives up
 RETRY_FOR = 45.0
 #: answers after which the same batch is sent again (to the leader Metadata names then)
