@@ -58,8 +58,8 @@ PACE = 0.005
 IDLE_PACE = 0.05
 #: the producer's acks=all wait at the leader, and its own wait for the answer: a batch in
 #: flight to a leader paused or killed meanwhile is given up after that and sent again, to
-#: whichever broker Metadata names then (the reference answered it only after its 8 s, once
-#: resumed; the new leader is elected about one failure detection after the pause)
+#: whichever broker Metadata names then (with 8 s, leader-pause on the reference waited 4 s
+#: past the new leader's election, about one failure detection after the pause)
 PRODUCE_TIMEOUT_MS = 3000
 ANSWER_WITHIN = 4.0
 #: a high watermark that has not moved for this long will not reach what was acknowledged

@@ -40,7 +40,7 @@ ISR_BACK = 10.0
 #: to them: it waited for the dead follower, or appended and saw the ISR shrink after. Each
 #: such batch waits REFUSED_WAIT_MS at the leader (its Produce TimeoutMs: Kafka 4.4.0 answered
 #: the first batch after the shrink so, once per run), so NOT_YET of them cover at least
-#: NOT_YET seconds of a leader that has not applied the shrink (as 3 of 5 s did before)
+#: NOT_YET seconds of a leader that has not applied the shrink (as 3 more batches of 5 s did)
 NOT_YET = 20
 REFUSED_WAIT_MS = 1000
 NOT_YET_APPLIED = (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
