@@ -71,6 +71,7 @@ from conformance.targets.base import (
     wait_listening,
 )
 from conformance.targets.class_archive import ClassArchive, class_archive
+from conformance.targets.format_nodes import MAIN, NEXT, exit_codes, helper_classes
 from conformance.targets.maven import broker_classpath, check_version
 from conformance.targets.zookeeper import ZooKeeperServer
 
@@ -544,7 +545,9 @@ class KafkaTarget(Target):
             base.with_suffix(".log"),
         )
 
-    def _java_command(self, main: str, *args: str, dump: Path | None = None) -> list[str]:
+    def _java_command(
+        self, main: str, *args: str, dump: Path | None = None, classpath_tail: str = ""
+    ) -> list[str]:
         level = os.environ.get("KC_KAFKA_LOG_LEVEL", "warn")
         if dump is not None:  # the class archive written at exit (``class_archive``)
             sharing: tuple[str, ...] = (f"-XX:ArchiveClassesAtExit={dump}",)
@@ -557,22 +560,30 @@ class KafkaTarget(Target):
             f"-Dorg.slf4j.simpleLogger.defaultLogLevel={level}",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-cp",
-            self._classpath,
+            f"{self._classpath}:{classpath_tail}" if classpath_tail else self._classpath,
             main,
             *args,
         ]
 
+    def _format_args(self, node: Node, cluster_id: str) -> list[str]:
+        args = ["format", "-t", cluster_id, "-c", str(node.config)]
+        for user, password in self.passwords.items():  # security=sasl: SCRAM users
+            for mech in SASL_MECHANISMS_ENABLED[1:]:
+                args += ["--add-scram", f"{mech}=[name={user},password={password}]"]
+        return args
+
     def _format(self, cluster_id: str) -> None:
-        """Format every node's storage for KRaft (what ``kafka-storage.sh format`` does), all
-        nodes at once: each is a short JVM of its own."""
+        """Format every node's storage for KRaft (what ``kafka-storage.sh format`` does): all
+        nodes in one JVM (``format_nodes``), or where that cannot be, each in a short JVM of its
+        own, all at once."""
+        helper = helper_classes()
+        if helper is not None and self._format_in_one(helper, cluster_id):
+            return
         procs = []
         for node in self._nodes:
             cmd = self._java_command(
-                "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(node.config)
+                "kafka.tools.StorageTool", *self._format_args(node, cluster_id)
             )
-            for user, password in self.passwords.items():  # security=sasl: SCRAM users
-                for mech in SASL_MECHANISMS_ENABLED[1:]:
-                    cmd += ["--add-scram", f"{mech}=[name={user},password={password}]"]
             procs.append((node, _tool(cmd)))
         failed = None
         for node, proc in procs:
@@ -589,6 +600,32 @@ class KafkaTarget(Target):
                 f"kafka {self.version}: formatting the storage of {node.role} "
                 f"{node.node_id} failed: {why}"
             )
+
+    def _format_in_one(self, helper: Path, cluster_id: str) -> bool:
+        """False where the helper formatted nothing (it could not run Kafka's tool)."""
+        args: list[str] = []
+        for node in self._nodes:
+            args += ([NEXT] if args else []) + self._format_args(node, cluster_id)
+        # after the release's jars: the class archive maps only with its classpath first
+        cmd = self._java_command(MAIN, *args, classpath_tail=str(helper))
+        proc = _tool(cmd)
+        try:
+            out, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        if proc.returncode == 0:
+            return True
+        codes = exit_codes(out or "")
+        if not codes:
+            return False
+        node = next((n for i, n in enumerate(self._nodes) if codes.get(i, 1) != 0), self._nodes[0])
+        for password in self.passwords.values():
+            out = (out or "").replace(password, "[hidden]")
+        raise TargetError(
+            f"kafka {self.version}: formatting the storage of {node.role} {node.node_id} "
+            f"failed: {' '.join((out or '').split())[-300:]}"
+        )
 
     def _spawn(self, node: Node) -> None:
         if node.dump is not None and node.proc is not None and self._archive is not None:

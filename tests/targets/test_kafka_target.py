@@ -251,3 +251,20 @@ def test_a_class_archive_is_kept_only_from_a_jvm_that_exited_of_itself(tmp_path)
     assert archive.path.read_bytes() == b"whole" and not written.exists()
     assert archive.options() == (f"-XX:SharedArchiveFile={archive.path}",)
     assert archive.writer("broker1") is None
+
+
+def test_the_format_helper_reports_each_nodes_exit_code() -> None:
+    from conformance.targets.format_nodes import exit_codes
+
+    out = "Formatting ...\nFORMAT-EXIT 0 0\nstack trace\nFORMAT-EXIT 1 1\nFORMAT-EXIT x 0\n"
+    assert exit_codes(out) == {0: 0, 1: 1}
+    assert exit_codes("Exception in thread main") == {}
+
+
+def test_without_javac_nodes_are_formatted_one_jvm_each(tmp_path, monkeypatch) -> None:
+    """No JDK and no helper in the cache: no helper, so the target formats node by node."""
+    from conformance.targets import format_nodes
+
+    monkeypatch.setenv("KC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(format_nodes.shutil, "which", lambda name: None)
+    assert format_nodes.helper_classes() is None
