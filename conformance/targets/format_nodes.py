@@ -12,6 +12,7 @@ turned into an exception between them: 0.4-0.55 CPU-s for four nodes, 1.5-1.8 as
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -37,7 +38,7 @@ def helper_classes() -> Path | None:
         return folder
     if javac is None:
         return None
-    work = folder.with_name(f"{folder.name}.tmp")
+    work = folder.with_name(f"{folder.name}.{os.getpid()}.tmp")  # runs compiling at once
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
@@ -52,11 +53,13 @@ def helper_classes() -> Path | None:
     if done is None or done.returncode != 0:
         shutil.rmtree(work, ignore_errors=True)
         return None
-    shutil.rmtree(folder, ignore_errors=True)
-    try:
-        work.rename(folder)
-    except OSError:  # another process put its build there first: the same classes
-        shutil.rmtree(work, ignore_errors=True)
+    if not (folder / f"{MAIN}.class").is_file():
+        shutil.rmtree(folder, ignore_errors=True)  # a leftover without the class
+        try:
+            work.rename(folder)
+        except OSError:  # another process put its build there first: the same classes
+            pass
+    shutil.rmtree(work, ignore_errors=True)
     return folder if (folder / f"{MAIN}.class").is_file() else None
 
 
