@@ -104,10 +104,14 @@ class DiffResult:
 
 
 def _configure(target: Target, brokers: int, logs: Path) -> Target:
-    """The same broker count on both sides, whatever kind of target each is."""
+    """The same broker count on both sides, whatever kind of target each is, and Apache Kafka's
+    internal topics at Kafka's own partition counts, as the reference sizes them (a suite run's
+    Kafka has one partition each: Metadata of every topic would differ by 49 partitions)."""
     for name in ("brokers", "broker_count"):
         if hasattr(target, name):
             setattr(target, name, brokers)
+    if hasattr(target, "internal_topic_partitions"):
+        target.internal_topic_partitions = {}
     target.logs_dir = logs
     return target
 

@@ -212,6 +212,11 @@ class KafkaTarget(Target):
     host: str = "127.0.0.1"
     startup_timeout: float = 120.0
     jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS
+    #: the internal topics' partition counts (empty: Kafka's own, 50, as the differential mode
+    #: sets them to meet the reference's Kafka-sized offsets topic)
+    internal_topic_partitions: dict[str, str] = field(
+        default_factory=lambda: dict(INTERNAL_TOPIC_PARTITIONS)
+    )
     _nodes: list[Node] = field(default_factory=list, repr=False)
     _classpath: str = field(default="", repr=False)
     _dir: Path | None = field(default=None, repr=False)
@@ -451,7 +456,7 @@ class KafkaTarget(Target):
             "share.coordinator.state.topic.min.isr": "1",
             "default.replication.factor": "1",
             "min.insync.replicas": "1",
-            **INTERNAL_TOPIC_PARTITIONS,
+            **self.internal_topic_partitions,
         }
 
     # --- running -------------------------------------------------------------------------------
