@@ -10,7 +10,10 @@
   WantShutDown makes it Stopping, its leaderships move to other Online ISR members, and once the
   Online brokers have acknowledged that move the answer is ShouldShutDown and the broker is
   Offline; an Online broker that leads nothing is Offline at once (as in Kafka's controller).
-- A broker whose heartbeats stop for the session timeout is Fenced (and loses leaderships).
+- A broker whose heartbeats stop for the session timeout is Fenced (and loses leaderships). A
+  heartbeat counts from its arrival, before it waits for the lifecycle lock (as Kafka's
+  controller tracks contact times before its event queue), and a session does not run while
+  this controller's own loop is stalled (see ``_forgive``).
 """
 
 from __future__ import annotations
@@ -141,6 +144,7 @@ class Lifecycle:
     async def heartbeat(
         self, broker_id: int, epoch: int, offset: int, want_fence: bool, want_shutdown: bool
     ) -> dict[str, Any]:
+        self._contact(broker_id, epoch)
         async with self.lock():
             image = self.c.require_active()
             reg = image.brokers.get(broker_id)
@@ -226,10 +230,39 @@ class Lifecycle:
 
     # --- sessions ----------------------------------------------------------------------
 
+    def _contact(self, broker_id: int, epoch: int) -> None:
+        """A heartbeat of the registered epoch keeps the session from its arrival, not from
+        when the lock is free: a commit under way (or a queue of heartbeats) must not make a
+        live broker miss its session. Kafka 4.x's controller alike records contact times as
+        requests arrive (``BrokerHeartbeatTracker.updateContactTime`` from
+        ``QuorumController.processBrokerHeartbeat``, before the write event is queued)."""
+        image = self.c.image
+        reg = image.brokers.get(broker_id) if image is not None else None
+        if reg is not None and reg.epoch == epoch:
+            self.last_heartbeat[broker_id] = time.monotonic()
+
+    def _forgive(self, stall: float) -> None:
+        """Extend every session by ``stall``, the time this controller's loop did not run.
+
+        A sweep that wakes late means the whole process was descheduled (a loaded machine) or
+        its loop was blocked: heartbeats that arrived meanwhile wait unread in its sockets, and
+        are read only after this sweep. Counting that time against the brokers would fence live
+        ones for the controller's own lag; a broker that really stopped is still fenced after
+        one session of time in which this controller could have heard it."""
+        if stall <= 0:
+            return
+        if stall >= self.session_timeout / 4:
+            log.info("this controller did not run for %.2f s: broker sessions extended", stall)
+        now = time.monotonic()
+        for b, seen in self.last_heartbeat.items():
+            self.last_heartbeat[b] = min(seen + stall, now)
+
     async def _sweep(self) -> None:
         interval = min(max(self.session_timeout / 10, 0.02), 0.25)
         while True:
+            asleep = time.monotonic()
             await asyncio.sleep(interval)
+            self._forgive(time.monotonic() - asleep - interval)
             image = self.c.image
             if image is None:
                 continue
