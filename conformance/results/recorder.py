@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from conformance.results.advertised import judged_key
-from conformance.results.schema import MANIFEST_FILE, RESULTS_FILE, manifest_errors, record_errors
+from conformance.results.schema import (
+    MANIFEST_FILE,
+    RESULTS_FILE,
+    manifest_errors,
+    record_errors,
+    written,
+)
 
 FORMAT_VERSION = 1
 
@@ -94,4 +100,5 @@ class Recorder:
         if errors:
             raise RecordError(f"manifest: {errors[0]}")
         (self.dir / MANIFEST_FILE).write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+        written(self.dir / RESULTS_FILE)  # every record was checked in ``add``
         return obj

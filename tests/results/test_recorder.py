@@ -100,3 +100,27 @@ def test_exit_codes(tmp_path: Path, verdicts: list[str], code: int) -> None:
     summary = summarise(write_run(tmp_path, verdicts))
     assert summary.exit_code() == code
     assert summary.total == len(verdicts)
+
+
+def test_a_file_this_process_recorded_is_not_checked_again_unless_changed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The run's report and summary read the records the recorder checked as it wrote them
+    (issue 36: the schema twice more on the run's tail); a byte changed since is checked."""
+    from conformance.results import schema
+
+    run_dir = write_run(tmp_path, ["PASS", "FAIL"])
+    checked: list[object] = []
+    real = schema._schema_errors
+
+    def counted(name: str, obj: object) -> list[str]:
+        if name == "result":
+            checked.append(obj)
+        return real(name, obj)
+
+    monkeypatch.setattr(schema, "_schema_errors", counted)
+    assert not load_run(run_dir).problems and checked == []
+    results = run_dir / "results.jsonl"
+    results.write_text(results.read_text().replace('"verdict": "FAIL"', '"verdict": "FAUL"'))
+    run = load_run(run_dir)
+    assert len(checked) == 2 and len(run.problems) == 1 and "FAUL" in run.problems[0].message
