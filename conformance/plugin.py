@@ -506,6 +506,8 @@ class State:
     content_key: dict[str, Any] | None = None
     #: a concurrent run's side runs of the disruptive tests (``conformance.side_runs.Sides``)
     sides: Any = None
+    #: a concurrent run's controller: its target starting in a thread of its own (``_Opening``)
+    opening: Any = None
 
 
 STATE = pytest.StashKey[State]()
@@ -634,8 +636,8 @@ def _select_and_open(config: pytest.Config, items: list) -> None:
         if not keep:
             return
     _disruptive_last(items)
-    if config.option.collectonly or state.active:  # the controller opened it at its start
-        return
+    if config.option.collectonly or state.active or state.opening is not None:
+        return  # a concurrent run's controller opens it at its start (``_Opening``)
     _open_run(config, state)
 
 
@@ -702,7 +704,8 @@ def _open_run(config: pytest.Config, state: State) -> None:
         seed = opt(config, "seed")
         if state.worker:  # the controller's seed, drawn once ('random')
             seed = state.worker["seed"]
-        state.seed = run_seed(None if seed is None else parse_seed(str(seed)))
+        if state.seed is None:  # a concurrent run's controller drew it at its start
+            state.seed = run_seed(None if seed is None else parse_seed(str(seed)))
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
     state.strict = bool(opt(config, "strict"))
@@ -711,7 +714,9 @@ def _open_run(config: pytest.Config, state: State) -> None:
     run_id = None
     try:
         if state.worker:
-            target = attached_target(state.worker["target"])
+            target = attached_target(_published(state.worker))
+        elif state.target is not None:  # a concurrent run's controller made it at its start
+            target = state.target
         else:
             target = run.target if run.target is not None else make_run_target(run.options)
         if results_dir:
@@ -744,9 +749,14 @@ def _open_run(config: pytest.Config, state: State) -> None:
         state.recorder = Recorder(Path(results_dir) / run_id, run_id)
         run.run_dir = state.recorder.dir
         state.content_key = _content_key(config, state)
+    if state.opening is None:  # else said by the controller's thread once it joins it
+        _say_opened(config, state)
+
+
+def _say_opened(config: pytest.Config, state: State) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and not state.worker:
-        jobs = state.jobs
+        jobs, target = state.jobs, state.target
         reporter.write_line(
             f"kafka-conformance: {target.describe()}; seed {state.seed}"
             f"{f'; {jobs} processes' if jobs > 1 else ''}"
@@ -1008,8 +1018,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # --- concurrency (``--jobs N``): pytest-xdist workers against the controller's target ----------
 #
 # The controller (the process ``run`` or pytest runs in) starts the target once, at the session's
-# start, and passes its endpoints, the run's options and seed to N xdist workers
-# (``pytest_configure_node``). Each worker collects the suite, leaves the disruptive tests out,
+# start, in a thread of its own while xdist spawns N workers (``_Opening``); it passes them the
+# run's options and seed (``pytest_configure_node``), and the target's endpoints once it is up
+# (``_published``). Each worker collects the suite meanwhile, leaves the disruptive tests out,
 # opens its own harness on those endpoints and runs what xdist's load scheduler gives it; a
 # test's result records travel back on its teardown report and the controller records them,
 # so one results.jsonl and one manifest hold the run. When xdist is done, the controller runs the
@@ -1104,7 +1115,7 @@ def _worker_items(config: pytest.Config, state: State, items: list) -> None:
         from conformance.durations import dispatch_order
 
         ids = [ti.test_id if (ti := info(i)) is not None else i.nodeid for i in items]
-        order = dispatch_order(ids, state.worker["target"]["kind"], state.worker["jobs"])
+        order = dispatch_order(ids, state.worker["kind"], state.worker["jobs"])
         items[:] = [items[n] for n in order]
 
 
@@ -1128,33 +1139,48 @@ class _Controller:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """The target, started before xdist starts its workers (they need its endpoints)."""
+        """The side runs spawned, then the target started in a thread of its own
+        (``_Opening``) while xdist spawns the workers after this hook: they import and collect
+        the suite meanwhile, then wait for its endpoints (``_published``)."""
         import tempfile
 
         from conformance import side_runs
+        from conformance.targets import TargetError
 
         config, state = session.config, session.config.stash[STATE]
-        run, seed = config.stash[RUN], opt(config, "seed")
+        run = config.stash[RUN]
+        try:
+            state.seed = run_seed(opt(config, "seed"))  # drawn once ('random') for every process
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
         # ``run``'s runs only (it gives the target): a pytest session's ``-p`` plugins (a
         # project test's faulty target) would not be in the side runs; nor with --junit-xml,
         # which would not list the sides' tests
-        beside = (
+        if (
             run.target is not None
             and not opt(config, "junit_xml")
             and side_runs.beside(run.target, state.jobs)
-        )
-        if beside and seed != "random":  # spawned first: their start overlaps the target's
-            sides = side_runs.sides_for(state.jobs, run.target.kind)
-            state.sides = side_runs.start(_given_options(config), run_seed(seed), sides)
-        _open_run(config, state)
-        flags = Path(tempfile.mkdtemp(prefix="kafka-conformance-"))
-        state.outage_flag = flags / "target-down"
-        if beside and state.sides is None and state.active:  # the seed drawn ('random')
+        ):  # spawned first: their start overlaps the target's
             sides = side_runs.sides_for(state.jobs, run.target.kind)
             state.sides = side_runs.start(_given_options(config), state.seed, sides)
+        try:
+            state.target = run.target if run.target is not None else make_run_target(run.options)
+        except TargetError as e:
+            raise pytest.UsageError(str(e)) from None
+        flags = Path(tempfile.mkdtemp(prefix="kafka-conformance-"))
+        state.outage_flag = flags / "target-down"
+        state.opening = _Opening(config, state, flags)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if (sides := config.stash[STATE].sides) is not None:
+        import shutil
+
+        state = config.stash[STATE]
+        if state.opening is not None:  # a run that ended before it joined the thread
+            state.opening.settle()
+            state.opening.release()
+        if state.outage_flag is not None:
+            shutil.rmtree(state.outage_flag.parent, ignore_errors=True)
+        if (sides := state.sides) is not None:
             sides.close()
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -1169,10 +1195,11 @@ class _Controller:
         state = config.stash[STATE]
         node.workerinput[WORKER_INPUT] = {
             "options": _given_options(config),
-            "target": target_facts(state.target),
+            "kind": state.target.kind,  # its endpoints: ``_published`` once it is up
             "seed": state.seed,
             "flag": str(state.outage_flag),
             "jobs": state.jobs,
+            "controller": os.getpid(),
         }
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -1192,6 +1219,13 @@ class _Controller:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
+        state = self.config.stash[STATE]
+        try:
+            state.opening.wait()  # the target is up (or what stopped it is raised here)
+        except BaseException:
+            _stop_workers(self.config)
+            raise
+        _say_opened(self.config, state)
         started = time.monotonic()
         result = yield  # xdist's workers ran every test that cannot disturb the others
         state = self.config.stash[STATE]
@@ -1200,6 +1234,98 @@ class _Controller:
         )
         _the_rest(session)
         return result
+
+
+#: in the run's flags folder: the controller's target's facts (``target_facts``) once it is up,
+#: or the file saying it did not start; its workers wait for either (``_published``)
+TARGET_FACTS = "target.json"
+TARGET_FAILED = "target-failed"
+#: how long a worker waits for the controller's target at most (its start has bounds of its
+#: own; this is the last resort)
+TARGET_WAIT_S = 900.0
+
+
+class _Opening:
+    """A concurrent run's target started in a thread of its own while xdist spawns the workers
+    (each ~0.4 s, one after another) and they import and collect the suite (~2 s on two
+    cores): on the reference the workers used to start only once the cluster listened, on
+    Kafka after its ~8 s start. Its facts are then published in the run's flags folder
+    (``TARGET_FACTS``, else ``TARGET_FAILED``), where the workers wait for them.
+    The thread lives until the target is closed (``release``): Kafka's JVMs die with the
+    thread that started them (``PR_SET_PDEATHSIG`` is per thread)."""
+
+    def __init__(self, config: pytest.Config, state: State, flags: Path) -> None:
+        import threading
+
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self.closed = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(config, state, flags), name="kafka-conformance-target"
+        )
+        self.thread.daemon = True
+        self.thread.start()
+
+    def _run(self, config: pytest.Config, state: State, flags: Path) -> None:
+        import json
+
+        try:
+            _open_run(config, state)
+            _publish(flags / TARGET_FACTS, json.dumps(target_facts(state.target)))
+        except BaseException as e:  # raised again in the controller's thread (``wait``)
+            self.error = e
+            _publish(flags / TARGET_FAILED, f"{type(e).__name__}: {e}")
+        finally:
+            self.done.set()
+        self.closed.wait()
+
+    def wait(self) -> None:
+        """Until the target is up; what stopped it is raised here."""
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+
+    def settle(self) -> None:
+        """Until the thread is done opening, whatever came of it (bounded by the target's
+        start)."""
+        self.done.wait()
+
+    def release(self) -> None:
+        self.closed.set()
+
+
+def _stop_workers(config: pytest.Config) -> None:
+    """The workers of a run whose target did not start have nothing to finish: stopped now
+    (xdist's session end gives each 10 s to exit; one still importing the suite takes seconds)."""
+    nodes = getattr(config.pluginmanager.getplugin("dsession"), "nodemanager", None)
+    if nodes is not None:
+        nodes.group.terminate(timeout=0.5)
+
+
+def _publish(path: Path, text: str) -> None:
+    """Written whole or not at all (renamed into place)."""
+    part = path.with_name(f"{path.name}.part")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, path)
+
+
+def _published(worker: dict[str, Any]) -> dict[str, Any]:
+    """In a worker: the controller's target's facts once it is up (it starts while the workers
+    import and collect); a usage error when it did not start or the controller is gone."""
+    import json
+
+    folder = Path(worker["flag"]).parent
+    deadline = time.monotonic() + TARGET_WAIT_S
+    while True:
+        try:
+            return json.loads((folder / TARGET_FACTS).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            pass
+        if (folder / TARGET_FAILED).exists():
+            raise pytest.UsageError("the run's target did not start (the controller says why)")
+        if os.getppid() != worker["controller"] or time.monotonic() > deadline:
+            raise pytest.UsageError("the run's controller is gone or its target never started")
+        time.sleep(0.02)
 
 
 def _given_options(config: pytest.Config) -> dict[str, Any]:
@@ -1223,10 +1349,11 @@ def _the_rest(session: pytest.Session) -> None:
     if state.worker_outage is not None:
         _recover(config, state.worker_outage["test_id"], state, state.worker_outage["reason"])
     if state.outage_flag is not None:
-        state.outage_flag.unlink(missing_ok=True)
-        state.outage_flag.parent.rmdir()
+        import shutil
+
+        shutil.rmtree(state.outage_flag.parent, ignore_errors=True)
     started = time.monotonic()
-    items = session.perform_collect()
+    items = _collect_the_rest(session, state)
     ran = in_turn(session, [i for i in items if i.nodeid in state.deferred])
     disruptive = [i for i in items if (ti := info(i)) is not None and ti.disruptive]
     if state.sides is not None and disruptive:
@@ -1249,6 +1376,25 @@ def _the_rest(session: pytest.Session) -> None:
     if sided is None or rest:
         count = len(rest) + (len(ran) if sided is None else 0)
         state.phases_timed.append(("this process, one at a time", count, time.monotonic() - here))
+
+
+def _collect_the_rest(session: pytest.Session, state: State) -> list[pytest.Item]:
+    """The controller's own collection, after the workers: the tests they deferred and the
+    disruptive ones. With side runs and nothing deferred, only the modules of the disruptive
+    tests, as a side collected them (``side_runs.noted``; the whole suite took 0.3 s quiet and
+    2-3 s loaded on the run's tail), when that gives the same disruptive tests in the same
+    order; else the whole suite."""
+    from conformance.side_runs import noted
+
+    workers = session.testscollected  # xdist's: what the workers collected
+    seen = noted(state.sides.claims) if state.sides is not None and not state.deferred else None
+    if seen is not None:
+        paths, ids = seen
+        items = list(session.perform_collect(paths)) if paths else []
+        if [ti.test_id for i in items if (ti := info(i)) is not None and ti.disruptive] == ids:
+            session.testscollected = workers + len(ids)  # as the whole suite's collection
+            return items
+    return list(session.perform_collect())
 
 
 def _sides_done(session: pytest.Session, state: State) -> tuple[set[str], bool] | None:
@@ -1317,6 +1463,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash[STATE]
+    if state.opening is not None:  # interrupted while the target started: it is stopped here
+        state.opening.settle()
     if not state.active:
         return
     stopping: Callable[[], None] | None = None
@@ -1347,6 +1495,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         else:
             stopping()
         state.active = False
+        if state.opening is not None:
+            state.opening.release()
 
 
 def _close_beside(state: State) -> Callable[[], None]:

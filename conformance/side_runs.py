@@ -52,6 +52,9 @@ NOTHING = 4
 RECORDED = "recorded"
 #: how long a side that said it recorded may take to stop its cluster and exit
 EXIT_WITHIN_S = 30.0
+#: in the claims folder: the disruptive tests' modules and ids as the sides collected them
+#: (``note``), so that the controller collects only those modules after its workers
+COLLECTED = "collected.json"
 
 
 #: the target kinds a side run starts a cluster of its own of (``--target KIND[:...][?...]``):
@@ -131,7 +134,7 @@ class Sides:
                     {k: v for k, v in r.items() if k != "run_id"}
                 )
         out: list[dict[str, Any]] = []
-        for path in sorted(self.claims.iterdir()):
+        for path in sorted(p for p in self.claims.iterdir() if p.name.isdigit()):
             out += by_test.pop(path.read_text(encoding="utf-8"), [])
         return out
 
@@ -255,8 +258,30 @@ class Share:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        note(self.claims, session.items)
         in_turn(session, claimed(self.claims, session.items, kind=self.kind))
         return True
+
+
+def note(claims: Path, items: list[pytest.Item]) -> None:
+    """The modules of a side's tests (the run's disruptive ones) and their ids, in the collected
+    order (``COLLECTED``; every side writes the same, renamed into place)."""
+    from conformance.plugin import info
+
+    paths = list(dict.fromkeys(str(i.path) for i in items))
+    text = json.dumps({"paths": paths, "ids": [info(i).test_id for i in items]})
+    part = claims / f"{COLLECTED}.{os.getpid()}.part"
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, claims / COLLECTED)
+
+
+def noted(claims: Path) -> tuple[list[str], list[str]] | None:
+    """What a side noted (``note``), or None: no side got that far."""
+    try:
+        seen = json.loads((claims / COLLECTED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return seen["paths"], seen["ids"]
 
 
 def claimed(

@@ -33,6 +33,8 @@ from conformance.side_runs import (
     beside,
     claim,
     claimed,
+    note,
+    noted,
     sides_for,
 )
 
@@ -102,6 +104,7 @@ def test_records_are_merged_in_the_collected_order(tmp_path: Path) -> None:
     one = Side(0, tmp_path, records=[_record("b", "R1"), _record("b", "R2"), _record("c", "R1")])
     two = Side(1, tmp_path, records=[_record("a", "R1"), _record("d", "R3")])
     gone = Side(2, tmp_path, records=None)  # did not finish: what it claimed is not recorded
+    note(claims, [])  # what the sides collected, beside the claims: not a claim
     merged = Sides([one, two, gone], claims).merged()
     assert [(r["test_id"], r["requirement_id"]) for r in merged] == [
         ("a", "R1"), ("b", "R1"), ("b", "R2"), ("c", "R1"), ("d", "R3"),
@@ -173,3 +176,18 @@ def test_only_clusters_the_run_starts_in_a_concurrent_run() -> None:
     assert [sides_for(j) for j in (2, 3, 4)] == [1, 1, 2]
     assert [sides_for(j, "reference:zookeeper") for j in (2, 4)] == [1, 2]
     assert all(sides_for(j, "kafka:4.4.0?brokers=3") >= 1 for j in (2, 3, 4))
+
+
+def test_the_sides_note_the_modules_of_their_tests_for_the_controller(tmp_path: Path) -> None:
+    """The controller collects only these modules after its workers, and checks that they give
+    the same disruptive tests in the same order (``plugin._collect_the_rest``)."""
+    from conformance.plugin import INFO, TestInfo
+
+    def item(path: str, test_id: str) -> SimpleNamespace:
+        info = TestInfo(test_id, ("R1",), None, disruptive=True)
+        return SimpleNamespace(path=Path(path), stash={INFO: info})
+
+    assert noted(tmp_path) is None  # no side got as far as its tests: the whole suite
+    note(tmp_path, [item("/s/a.py", "a/1"), item("/s/b.py", "b/1"), item("/s/a.py", "a/2")])
+    assert noted(tmp_path) == (["/s/a.py", "/s/b.py"], ["a/1", "b/1", "a/2"])
+    assert [p.name for p in tmp_path.iterdir()] == ["collected.json"]
