@@ -6,7 +6,11 @@ owns. The rules, applied to every generated value before it is sent:
 
 * **Names go into the suite's namespace.** Every string whose spec ``entityType`` is a topic name,
   group id or transactional id, and every config/ACL/quota resource or entity name, is replaced
-  by ``kc-suite-<hash of the generated text>`` (deterministic, so map keys stay unique).
+  by ``kc-suite-<hash of the generated text>`` (deterministic, so map keys stay unique). A test
+  that sends drawn requests salts the hash with its own id, so that tests running at once never
+  meet on one name (hypothesis draws ``''`` in every test: unsalted, every group test's ``''``
+  was one group, and a JoinGroup without protocols, which breaks that group on tansu 0.6, broke
+  the other tests' requests to it).
 * **Admin mutations only validate.** ``ValidateOnly`` is set wherever the version has it
   (CreateTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs, AlterClientQuotas); in
   versions without it only suite-named resources can be touched, with small partition counts.
@@ -112,10 +116,11 @@ CLUSTER_ACTION = {
 }
 
 
-def suite_name(text: str) -> str:
+def suite_name(text: str, salt: str = "") -> str:
     if text.startswith(PREFIX):
         return text
-    return PREFIX + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    salted = f"{salt}\x00{text}" if salt else text
+    return PREFIX + hashlib.sha1(salted.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def _clamp(v: Any, lo: int, hi: int) -> Any:
@@ -158,9 +163,10 @@ ACL_APIS = {ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS}
 NO_TOPIC = PREFIX + "no-such-topic"
 
 
-def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
-    """The generated request ``value`` with the rules above applied (a new dict)."""
-    out = _struct(spec.struct, version, value)
+def make_safe(spec: MessageSpec, version: int, value: dict, salt: str = "") -> dict:
+    """The generated request ``value`` with the rules above applied (a new dict); names hashed
+    with ``salt`` (the sending test's id) where given."""
+    out = _struct(spec.struct, version, value, salt)
     if spec.api_key == ApiKey.PRODUCE:  # Produce
         if out.get("Acks") not in (-1, 1):
             out["Acks"] = -1
@@ -182,7 +188,7 @@ def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
         out["FeatureUpdates"] = []  # v0 cannot validate only
     if spec.api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
         for change in (*(out.get("Deletions") or []), *(out.get("Upsertions") or [])):
-            change["Name"] = suite_name(change.get("Name") or "")
+            change["Name"] = suite_name(change.get("Name") or "", salt)
     if (
         spec.api_key == ApiKey.METADATA
     ):  # Metadata: never auto-create (where the version can say so)
@@ -190,7 +196,7 @@ def make_safe(spec: MessageSpec, version: int, value: dict) -> dict:
         if version < 12:  # null names are for topic-id lookups, which v10-11 must not use
             for i, topic in enumerate(out.get("Topics") or []):
                 if topic.get("Name") is None:
-                    topic["Name"] = suite_name(f"unnamed-{i}")
+                    topic["Name"] = suite_name(f"unnamed-{i}", salt)
     return out
 
 
@@ -207,25 +213,25 @@ def valid_records(produce_version: int, payload: bytes | None) -> bytes:
     return encode_message_set([LegacyMessage(0, None, value, magic=0)])
 
 
-def _struct(struct: StructSpec, version: int, value: dict) -> dict:
+def _struct(struct: StructSpec, version: int, value: dict, salt: str) -> dict:
     out: dict[str, Any] = {}
     for f in struct.fields:
         v = value.get(f.name)
         if f.is_struct and v is not None:
             v = (
-                [_struct(f.struct, version, x) for x in v]
+                [_struct(f.struct, version, x, salt) for x in v]
                 if f.is_array
-                else _struct(f.struct, version, v)
+                else _struct(f.struct, version, v, salt)
             )
         elif f.element_type == "string" and (
             f.entity_type in NAME_ENTITIES or f.name in NAME_FIELDS
         ):
             if f.is_array and v is not None:
-                v = list(dict.fromkeys(suite_name(x) for x in v))
+                v = list(dict.fromkeys(suite_name(x, salt) for x in v))
             elif isinstance(v, str):
-                v = suite_name(v)
+                v = suite_name(v, salt)
             elif v is None and f.name in NAME_FIELDS:
-                v = suite_name("")
+                v = suite_name("", salt)
         if f.name in _FIELD_RULES and version in f.versions:
             v = _FIELD_RULES[f.name](v)
         out[f.name] = v

@@ -104,3 +104,15 @@ def test_write_txn_markers_inert_request_names_only_a_missing_suite_topic() -> N
         assert [t["Name"] for t in marker["Topics"]] == [NO_TOPIC]
         assert NO_TOPIC.startswith(PREFIX)
         CODEC.encode(27, version, "request", body)
+
+
+def test_drawn_names_are_each_tests_own() -> None:
+    """Hypothesis draws '' in every test: salted by the test's id, the group ids of two tests
+    differ (on tansu one test's JoinGroup without protocols broke the other's group), while
+    within one test a name is still one name (map keys stay unique, a group is rejoined)."""
+    spec = CODEC.message(14, "request")  # SyncGroup
+    body = {"GroupId": "", "GenerationId": 1, "MemberId": "m", "Assignments": []}
+    a1, a2 = (make_safe(spec, 3, body, salt="sync-group/v3")["GroupId"] for _ in range(2))
+    b = make_safe(spec, 3, body, salt="join-group/v3")["GroupId"]
+    assert a1 == a2 and a1 != b and a1.startswith(PREFIX) and b.startswith(PREFIX)
+    assert make_safe(spec, 3, body)["GroupId"] == PREFIX + "da39a3ee5e6b"  # unsalted: sha1('')
