@@ -107,6 +107,17 @@ def metadata_brokers(ep: Endpoint, timeout: float, sasl: Sasl | None = None) -> 
         return 0
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (another user's counts), for files named after one."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def stop_process(proc: subprocess.Popen | None, timeout: float = 10.0) -> None:
     """SIGTERM ``proc`` by its pid, SIGKILL it if it has not exited within ``timeout``."""
     if proc is None or proc.poll() is not None:

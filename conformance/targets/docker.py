@@ -37,6 +37,7 @@ from conformance.targets.base import (
     Target,
     TargetError,
     metadata_brokers,
+    pid_alive,
     wait_listening,
 )
 from conformance.targets.profiles import Profile, load_profile, recognise
@@ -77,16 +78,6 @@ def free_block(size: int, host: str = "127.0.0.1") -> int:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
@@ -436,7 +427,7 @@ def remove_orphans(client: Any) -> list[str]:
     removed = []
     for c in client.containers.list(all=True, filters={"label": OWNER_LABEL}):
         owner_host, _, pid = c.labels.get(OWNER_LABEL, "").rpartition(":")
-        if owner_host == host and pid.isdigit() and not _alive(int(pid)):
+        if owner_host == host and pid.isdigit() and not pid_alive(int(pid)):
             c.remove(force=True)
             removed.append(c.name)
     return removed

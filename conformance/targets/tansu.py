@@ -2,15 +2,20 @@
 
 Started on a free loopback port with in-memory storage (ready in milliseconds) and stopped by
 its pid. Restarting it keeps the port; with memory storage the data does not survive, the
-cluster id (a command-line setting) does.
+cluster id (a command-line setting) does. Its output goes to ``kc-tansu-<pid>-*.log`` in the
+temporary folder (``pid``: the process that started it), removed when the target stops; a
+start removes the logs of processes that are gone (a run killed before it could stop).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import signal
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +24,7 @@ from conformance.targets.base import (
     Endpoint,
     Target,
     TargetError,
+    pid_alive,
     stop_process,
     wait_listening,
 )
@@ -27,6 +33,25 @@ from conformance.targets.base import (
 DEFAULT_CLUSTER_ID = "tansu_cluster"
 #: tansu's default node id (it has one broker).
 NODE_ID = 111
+#: a log's name: the starting process's pid (older logs carry none; those go after a day)
+LOG_PREFIX = "kc-tansu-"
+_LOG_OWNER = re.compile(rf"{LOG_PREFIX}(\d+)-")
+UNOWNED_LOG_DAYS = 1
+
+
+def prune_logs(folder: Path | None = None) -> int:
+    """Remove the tansu logs whose starting process is gone (and unowned ones a day old);
+    a live process's logs stay, whoever started them. Returns how many went."""
+    folder = Path(tempfile.gettempdir()) if folder is None else folder
+    cutoff = time.time() - UNOWNED_LOG_DAYS * 86400
+    gone = 0
+    for path in folder.glob(f"{LOG_PREFIX}*.log"):
+        owner = _LOG_OWNER.match(path.name)
+        with contextlib.suppress(OSError):
+            if not pid_alive(int(owner[1])) if owner else path.stat().st_mtime < cutoff:
+                path.unlink()
+                gone += 1
+    return gone
 
 
 def tansu_binary() -> tuple[str, str]:
@@ -85,7 +110,8 @@ class TansuTarget(Target):
         self._spawn()
 
     def _spawn(self) -> None:
-        fd, log = tempfile.mkstemp(prefix="kc-tansu-", suffix=".log")
+        prune_logs()
+        fd, log = tempfile.mkstemp(prefix=f"{LOG_PREFIX}{os.getpid()}-", suffix=".log")
         self._log = Path(log)
         env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
         with os.fdopen(fd, "wb") as out:

@@ -4,12 +4,14 @@ entry is compiled anew, and nothing is written where bytecode may not be."""
 from __future__ import annotations
 
 import marshal
+import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from conformance.protocol import ApiKey, Codec, compiler
+from conformance.protocol import ApiKey, Codec, code_cache, compiler
 from conformance.protocol.code_cache import load_or_compile
 
 SOURCE = "def f(x):\n    return x + 1\n"
@@ -70,3 +72,26 @@ def test_units_from_the_cache_encode_and_decode(tmp_path: Path, monkeypatch) -> 
         assert codec.encode(ApiKey.METADATA, 9, "request", body) == want
         assert codec.decode(ApiKey.METADATA, 9, "request", want)["Topics"][0]["Name"] == "t"
     assert list(tmp_path.iterdir())
+
+
+def test_prune_keeps_what_is_used_and_what_is_new(tmp_path: Path, monkeypatch) -> None:
+    """warm()'s pruning: entries the compiled units use stay; an unused entry or a writer's
+    leftover goes once an hour old; a new unused one (another version's process may have just
+    written it) stays; a missing entry is compiled again, so removing is safe beside it."""
+    monkeypatch.setattr("conformance.protocol.code_cache.CACHE_DIR", tmp_path)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(compiler, "_CODE", {})
+    Codec.from_specs().encode(ApiKey.METADATA, 9, "request", {"Topics": None})
+    used = code_cache.used_entries()
+    assert used and used <= set(tmp_path.iterdir())
+    old = time.time() - 2 * code_cache.PRUNE_AFTER_S
+    load_or_compile(SOURCE, "<codec T>", folder=tmp_path, write=True)
+    (stale,) = set(tmp_path.iterdir()) - used
+    leftover = tmp_path / "x.123.tmp"
+    leftover.write_bytes(b"")
+    new = tmp_path / "0f.code"
+    new.write_bytes(b"")
+    for path in (*used, stale, leftover):
+        os.utime(path, (old, old))
+    assert code_cache.prune(tmp_path, used) == 2
+    assert set(tmp_path.iterdir()) == {*used, new}

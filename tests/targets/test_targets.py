@@ -4,12 +4,14 @@ docker target: tests/targets)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 
 import pytest
 
 from conformance.targets import TargetError, TargetOptions, make_target
 from conformance.targets.base import Endpoint, parse_bootstrap, parse_endpoint, parse_zookeeper
-from conformance.targets.tansu import TansuTarget
+from conformance.targets.tansu import TansuTarget, prune_logs
 
 
 def test_endpoints_parse() -> None:
@@ -80,14 +82,37 @@ def test_tansu_starts_on_a_free_loopback_port_and_stops_by_pid() -> None:
     t = TansuTarget()
     t.start()
     try:
-        pid = t.pid
+        pid, log = t.pid, t._log
         assert pid and t.bootstrap[0].host == "127.0.0.1" and t.bootstrap[0].port > 0
         os.kill(pid, 0)  # running
+        assert log is not None and log.name.startswith(f"kc-tansu-{os.getpid()}-")
         t.restart_broker(111)
         assert t.pid != pid
-        pid = t.pid
+        assert not log.exists() and t._log is not None and t._log.exists()  # one log at a time
+        pid, log = t.pid, t._log
     finally:
         t.stop()
-    assert t.pid is None
+    assert t.pid is None and not log.exists()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_tansu_logs_of_gone_processes_are_removed(tmp_path) -> None:
+    """A run killed before it stopped tansu leaves its log; the next start removes the logs of
+    processes that are gone (and unowned ones a day old), never a live process's."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    day_ago = time.time() - 2 * 86400
+    names = {
+        "gone": f"kc-tansu-{dead.pid}-a.log",
+        "mine": f"kc-tansu-{os.getpid()}-b.log",
+        "parent": f"kc-tansu-{os.getppid()}-c.log",
+        "unowned-old": "kc-tansu-x1y2.log",
+        "unowned-new": "kc-tansu-z3w4.log",
+    }
+    for name in names.values():
+        (tmp_path / name).write_text("tansu broker 0.6.0\n")
+    os.utime(tmp_path / names["unowned-old"], (day_ago, day_ago))
+    assert prune_logs(tmp_path) == 2
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left == {names["mine"], names["parent"], names["unowned-new"]}
