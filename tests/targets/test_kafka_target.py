@@ -132,7 +132,7 @@ def test_cluster_ids_never_start_with_a_dash(monkeypatch) -> None:
 @pytest.mark.parametrize(
     ("spec", "session", "detection"),
     [
-        ("3.9.1", ("broker.session.timeout.ms", "3000"), 3.0),
+        ("3.9.1", ("broker.session.timeout.ms", "2000"), 2.0),
         ("3.9.1?store=zookeeper", ("zookeeper.session.timeout.ms", "6000"), 6.0),
     ],
 )
@@ -154,8 +154,8 @@ def test_test_run_settings_notice_failures_in_seconds(tmp_path, spec, session, d
 
 def test_test_run_settings_spare_the_clusters_cpu(tmp_path) -> None:
     """Internal topics of one partition on every broker (KRaft and ZooKeeper mode), a no-op
-    metadata record every 5 s on KRaft controllers, a heartbeat every 500 ms in a 3 s session
-    (benchmarks/README.md, session 15, K)."""
+    metadata record every 5 s on KRaft controllers, a heartbeat every 400 ms in a 2 s session
+    (benchmarks/README.md, sessions 15 and 16, K)."""
     from conformance.targets.kafka import Node
 
     internal = (
@@ -176,8 +176,8 @@ def test_test_run_settings_spare_the_clusters_cpu(tmp_path) -> None:
             assert c["metadata.max.idle.interval.ms"] == "5000"
             assert "metadata.max.idle.interval.ms" not in b
             assert (b["broker.heartbeat.interval.ms"], b["broker.session.timeout.ms"]) == (
-                "500",
-                "3000",
+                "400",
+                "2000",
             )
 
 
