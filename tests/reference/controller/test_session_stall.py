@@ -97,6 +97,5 @@ def test_a_stopped_broker_is_still_fenced_after_a_session(cluster: Cluster) -> N
         cluster.kill("broker-2", signal.SIGCONT)
     assert fenced
     assert any("broker 2 " in line for line in fences(cluster)[before:]), fences(cluster)
-    assert states(cluster)["1"] == "online"
     # resumed, it heartbeats again and is Online (the cluster is whole for the next test)
     wait_until(lambda: states(cluster) == {"1": "online", "2": "online"}, timeout=10)
