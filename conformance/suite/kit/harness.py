@@ -116,6 +116,12 @@ class Silence:
         return f"{', '.join(where)}{more}"
 
 
+#: what a process of a run learned of the target's unanswered requests, as JSON values
+#: (``Harness.knowledge``): "unanswered" [[api key, version]], "answered" [[host, port, api key]],
+#: "silent" {api key: [[host, port, version, test id]]}
+Knowledge = dict[str, Any]
+
+
 @dataclass
 class SetupDefect:
     """An API version whose answers a set-up step (a topic's leaders, a coordinator, ...) could
@@ -384,6 +390,38 @@ class Harness:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
         self.loop.close()
+
+    # --- what the run learned of unanswered requests, between its processes ------------------
+
+    def knowledge(self) -> Knowledge:
+        """What this process learned of the target's unanswered requests, as JSON values: a
+        concurrent run's worker hands it to the controller, which runs the disruptive tests
+        after the workers against the same nodes (``learn``), so a silence the workers waited
+        for is not waited for again at the run's end."""
+        return {
+            "unanswered": sorted([k, v] for k, v in self.unanswered),
+            "answered": sorted([n.host, n.port, k] for n, k in self.answered),
+            "silent": {
+                str(k): [[n.host, n.port, v, t] for n, v, t in s.seen]
+                for k, s in sorted(self.silent.items())
+            },
+        }
+
+    def learn(self, known: Knowledge) -> None:
+        """Take in what another process of the run learned (``knowledge``): a node that answered
+        an API anywhere has its silence of it dropped; the silences are kept in one order
+        (test, version, node), whichever process handed them first."""
+        self.unanswered |= {(k, v) for k, v in known.get("unanswered", [])}
+        self.answered |= {(Endpoint(h, p), k) for h, p, k in known.get("answered", [])}
+        for key, seen in known.get("silent", {}).items():
+            silence = self.silent.setdefault(int(key), Silence())
+            have = set(silence.seen)
+            silence.seen += [e for h, p, v, t in seen if (e := (Endpoint(h, p), v, t)) not in have]
+        for key, silence in self.silent.items():
+            silence.seen = sorted(
+                (s for s in silence.seen if (s[0], key) not in self.answered),
+                key=lambda s: (s[2] or "", s[1], str(s[0])),
+            )
 
     # --- capability -------------------------------------------------------------------------
 
