@@ -10,6 +10,7 @@ import time
 from hypothesis import strategies as st
 
 from conformance.protocol import ApiKey, ErrorCode
+from conformance.protocol.internal_topics import OFFSETS_TOPIC
 from conformance.results.verdicts import MissingPrecondition
 from conformance.suite.groups.commits import Offsets, commit, fetch
 from conformance.suite.groups.members import TRANSIENT, Group, find_coordinator
@@ -23,8 +24,6 @@ from conformance.suite.offsets.shared import every_partition, two_topics
 
 #: how long a restarted coordinator may take to serve the group's offsets again
 RELOAD = 30.0
-#: the topic where Apache Kafka keeps committed offsets (listed by name on Kafka only)
-OFFSETS_TOPIC = "__consumer_offsets"
 #: how long the suite waits for that topic to be whole again before it commits
 SETTLE = 30.0
 
