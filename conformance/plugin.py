@@ -1226,6 +1226,8 @@ class _Controller:
             _stop_workers(self.config)
             raise
         _say_opened(self.config, state)
+        if self.config.stash[RUN].report_dir() is not None:
+            _import_beside("conformance.matrix.one_run", "conformance.report.plots")
         started = time.monotonic()
         result = yield  # xdist's workers ran every test that cannot disturb the others
         state = self.config.stash[STATE]
@@ -1292,6 +1294,23 @@ class _Opening:
 
     def release(self) -> None:
         self.closed.set()
+
+
+def _import_beside(*modules: str) -> None:
+    """The report's modules imported in a thread while the workers run (matplotlib: ~0.35
+    CPU-s), not on the run's tail where the report renders; the controller's own thread imports
+    nothing meanwhile. A failure is left to the import the report makes."""
+    import importlib
+    import threading
+
+    def load() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:
+                return
+
+    threading.Thread(target=load, name="kafka-conformance-imports", daemon=True).start()
 
 
 def _stop_workers(config: pytest.Config) -> None:
