@@ -1186,7 +1186,13 @@ class _Controller:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """A worker that finished is let go at once: its process ends beside the disruptive
         tests and the side runs, not at the session's end, where xdist waits for every worker
-        to exit (0.8 s quiet, 2 s loaded, in the run's tail)."""
+        to exit (0.8 s quiet, 2 s loaded, in the run's tail). What it learned of the target's
+        unanswered requests becomes the controller's, which runs the disruptive tests after the
+        workers against the same nodes (``Harness.learn``): a silence is waited for once."""
+        known = (getattr(node, "workeroutput", None) or {}).get("harness")
+        state = self.config.stash[STATE]
+        if known and state.harness is not None:
+            state.harness.learn(known)
         if error is None:
             node.gateway.exit()
 
@@ -1486,6 +1492,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.opening.settle()
     if not state.active:
         return
+    if state.worker is not None and state.harness is not None:  # for the controller's harness
+        # (xdist's worker sends its output after every plain sessionfinish hook)
+        session.config.workeroutput["harness"] = state.harness.knowledge()
     stopping: Callable[[], None] | None = None
     try:
         if state.recorder is not None and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:

@@ -116,3 +116,29 @@ def test_an_api_a_node_never_answers_is_not_sent_after_two_waits(cli, reference)
         assert "v0 in protocol/spec/describe-groups/v0/well-formed" in message, message
         assert "v1 in protocol/spec/describe-groups/v1/well-formed" in message, message
     assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]
+
+
+def test_the_controller_does_not_wait_again_for_what_the_workers_saw_unanswered(
+    cli, reference
+) -> None:
+    """A concurrent run (two workers) against a node that never answers CreateTopics: the
+    workers' spec-derived tests wait for it; the disruptive test the controller runs after them
+    (``topics/create/illegal-name-refused``) learned that from them (``Harness.learn``), so its
+    CreateTopics is not sent, and its FAIL cites where the workers saw the silence."""
+    boot = reference.bootstrap[0]
+    silence = Swallow({ApiKey.CREATE_TOPICS: None})
+    select = "protocol/spec/create-topics or topics/create/illegal-name-refused"
+    with FaultyProxy((boot.host, boot.port), passthrough, silence.request) as proxy:
+        proc, run = cli("--bootstrap-server", proxy.address, "--select", select, "--jobs", "2")
+    assert run is not None, proc.stderr[-2000:]
+    failed = {
+        r["test_id"]: r["message"]
+        for r in run.records
+        if r["verdict"] == "FAIL" and r["requirement_id"] == "TOPICS.R1"
+    }
+    message = failed["topics/create/illegal-name-refused"]
+    assert "not sent: 127.0.0.1:" in message, message
+    assert " in protocol/spec/create-topics/v" in message, message
+    # each worker waited for at most two requests; the controller sent none
+    assert sum(silence.swallowed.values()) <= 4, dict(silence.swallowed)
+    assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]
