@@ -398,11 +398,13 @@ class Harness:
         concurrent run's worker hands it to the controller, which runs the disruptive tests
         after the workers against the same nodes (``learn``), so a silence the workers waited
         for is not waited for again at the run's end."""
+        # plain ints and strs: api keys reach here as ApiKey members, which xdist's channel
+        # (execnet) refuses to carry
         return {
-            "unanswered": sorted([k, v] for k, v in self.unanswered),
-            "answered": sorted([n.host, n.port, k] for n, k in self.answered),
+            "unanswered": sorted([int(k), int(v)] for k, v in self.unanswered),
+            "answered": sorted([n.host, int(n.port), int(k)] for n, k in self.answered),
             "silent": {
-                str(k): [[n.host, n.port, v, t] for n, v, t in s.seen]
+                str(int(k)): [[n.host, int(n.port), int(v), t and str(t)] for n, v, t in s.seen]
                 for k, s in sorted(self.silent.items())
             },
         }

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 
+import execnet
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.protocol import Codec
+from conformance.protocol import ApiKey, Codec
 from conformance.suite.kit.harness import SILENT_AFTER, Harness, Silence
 from conformance.targets.base import Endpoint, Target
 
@@ -90,3 +91,17 @@ def test_two_silences_learned_elsewhere_are_the_controllers_own(four) -> None:
     assert len(controller.silent[19].at(NODES[0])) == SILENT_AFTER
     assert controller.silent[19].cite(NODES[0]) == "v0 in w/0, v1 in w/1"
     assert (NODES[0], 19) not in controller.answered
+
+
+def test_the_knowledge_crosses_xdists_channel(four) -> None:
+    """The records hold the api keys callers pass, ApiKey members among them: what a worker
+    hands over must be plain values that execnet (xdist's channel) carries, or the worker dies
+    at its end with a DumpError (2ad8c75 did, in every concurrent run)."""
+    worker, controller = four[:2]
+    _fill(worker, [(NODES[0], ApiKey.CREATE_TOPICS, 7, "t/a")], [(NODES[1], ApiKey.METADATA)])
+    carried = execnet.loads(execnet.dumps(worker.knowledge()))
+    assert carried == json.loads(json.dumps(worker.knowledge()))
+    _fill(controller, [], [])
+    controller.learn(carried)
+    assert controller.unanswered == {(19, 7)} and (NODES[1], 3) in controller.answered
+    assert controller.silent[19].cite() == "v7 in t/a"
