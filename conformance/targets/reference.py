@@ -214,17 +214,37 @@ class ReferenceTarget(Target):
         except ClusterError as e:
             self.stop()
             raise TargetError(f"the reference cluster did not start: {e}") from None
-        ordered = [active, *(c for c in self._cluster.controller_nodes() if c is not active)]
-        self.controllers = [
-            Endpoint(*self._cluster.broker_address(c, "CONTROLLER")) for c in ordered
-        ]
+        given = self.controller
+        self._point_at(active)
         for ep in self.controllers:
             if not wait_listening(ep, self.startup_timeout):
                 self.stop()
                 raise TargetError(f"the reference controller at {ep} does not listen")
-        self.controller = self.controller or self.controllers[0]
+        self.controller = given or self.controllers[0]
+
+    def _point_at(self, active: Any) -> None:
+        """The controller endpoints with ``active``'s first (``controllers``, ``controller``,
+        ``controller_client``)."""
+        ordered = [active, *(c for c in self._cluster.controller_nodes() if c is not active)]
+        self.controllers = [
+            Endpoint(*self._cluster.broker_address(c, "CONTROLLER")) for c in ordered
+        ]
+        self.controller = self.controllers[0]
         external = active.config.listener("EXTERNAL")
         self.controller_client = Endpoint(external.host, external.port)
+
+    def _follow_the_active_controller(self) -> None:
+        """With standbys (the ZooKeeper store, ``controllers=N``), another controller may be
+        active once controllers were killed and started again: the suite's controller requests
+        go to the active one, as they did before (a standby answers them NOT_CONTROLLER)."""
+        from reference_impl.launcher import ClusterError
+
+        if self.controller_count < 2 or self._cluster is None:
+            return
+        try:
+            self._point_at(self._cluster.active_controller(self.startup_timeout))
+        except ClusterError as e:
+            raise TargetError(f"no reference controller became active again: {e}") from None
 
     def _secured(self) -> dict[str, Any]:
         """``security=sasl``: passwords (drawn at the first start, kept by a restart, which the
@@ -297,6 +317,8 @@ class ReferenceTarget(Target):
                 raise TargetError(f"{node.name} did not listen again: {node.last_words()}")
             if node.config.role == "broker":
                 self.started[node.config.node_id] = (spawned, _now_ms())
+        if any(node.config.role == "controller" for node in nodes):
+            self._follow_the_active_controller()
 
     def node_running(self, node_id: int) -> bool:
         return self._fault_node(node_id).running
@@ -321,6 +343,8 @@ class ReferenceTarget(Target):
         for node in dead:
             if node.config.role == "broker":
                 self.started[node.config.node_id] = (spawned, _now_ms())
+        if any(node.config.role == "controller" for node in dead):
+            self._follow_the_active_controller()
 
     def stop(self) -> None:
         cluster, self._cluster = self._cluster, None
