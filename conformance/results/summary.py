@@ -11,6 +11,7 @@ come first wherever the run is summed up. The run's report is rendered by the ma
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,6 +111,25 @@ def setup_defect_line(defect: dict) -> str:
         f"{defect['test_id'] or 'the run set-up'}); {defect['tests']} test(s) touched, their "
         "set-up used another version (or they are SKIP where none worked)"
     )
+
+
+#: a run's phase for ``phase_line``: what ran the tests, how many, its seconds, and whether it
+#: ran beside the phases before it from the run's start (a concurrent run's side runs, timed
+#: from their spawn) rather than after them
+RunPhase = tuple[str, int, float, bool]
+
+
+def phase_line(phases: Sequence[RunPhase]) -> str:
+    """``681 tests in 4 processes: 41.5 s; and 35 tests in 2 side runs beside them, …: 27.5 s;
+    then …``: the line after the verdicts, each phase joined to those before it by ``then``
+    when it came after them, by ``and`` when it ran beside them (with the Java clients' tests
+    the workers end after the side runs: a ``then`` there read as if they had run after)."""
+    out = ""
+    for i, (what, tests, seconds, beside) in enumerate(phases):
+        if i:
+            out += "; and " if beside else "; then "
+        out += f"{tests} tests in {what}: {seconds:.1f} s"
+    return out
 
 
 def summarise(run_dir: Path | str) -> Summary:
