@@ -499,8 +499,8 @@ class State:
     outage_flag: Path | None = None
     #: the processes running tests (``--jobs``)
     jobs: int = 1
-    #: a concurrent run's phases: (what, tests, seconds)
-    phases_timed: list[tuple[str, int, float]] = field(default_factory=list)
+    #: a concurrent run's phases: (what, tests, seconds, beside: ran from the run's start)
+    phases_timed: list[tuple[str, int, float, bool]] = field(default_factory=list)
     #: the run's content key over every feature, taken when the run opens (issue 41); the
     #: manifest keeps it narrowed to the features whose tests recorded
     content_key: dict[str, Any] | None = None
@@ -735,6 +735,8 @@ def _open_run(config: pytest.Config, state: State) -> None:
             strict=state.strict,
         )
         state.harness = harness
+        if state.worker and state.outage_flag is not None:  # a concurrent run's worker
+            harness.share(state.outage_flag.parent)  # what the workers learn, live
         harness.open()
         from conformance.suite.kit.provision import give
 
@@ -1029,8 +1031,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # after a test says so on its report and creates a flag file: from then on every worker defers
 # its tests (no verdict), and the controller restarts the target (or, for an external one, marks
 # it unreachable) and runs the deferred tests before the disruptive ones.
-# What a harness remembers for the run is its process's: a request the target leaves unanswered
-# is waited for once per worker (the verdicts are the same; a one-process run waits once).
+# What a worker's harness learns of requests the target leaves unanswered it shares with the other
+# workers while they run, through files in the run's flags folder (``Harness.share``): a silence
+# one worker waited for in full the others wait for briefly or not at all, as one process would.
 
 #: the key of the controller's input in each worker's ``workerinput``
 WORKER_INPUT = "kafka_conformance"
@@ -1238,7 +1241,7 @@ class _Controller:
         result = yield  # xdist's workers ran every test that cannot disturb the others
         state = self.config.stash[STATE]
         state.phases_timed.append(
-            (f"{state.jobs} processes", self.finished, time.monotonic() - started)
+            (f"{state.jobs} processes", self.finished, time.monotonic() - started, False)
         )
         _the_rest(session)
         return result
@@ -1393,14 +1396,16 @@ def _the_rest(session: pytest.Session) -> None:
         )
         took = time.monotonic() - started
         if ran:  # none when the sides were done first
-            state.phases_timed.append(("this process beside the side runs", len(ran), took))
+            state.phases_timed.append(("this process beside the side runs", len(ran), took, False))
     sided = _sides_done(session, state)
     done = {info(i).test_id for i in ran} | (sided[0] if sided is not None else set())
     here = time.monotonic() if sided is not None else started
     rest = in_turn(session, [i for i in disruptive if info(i).test_id not in done])
     if sided is None or rest:
         count = len(rest) + (len(ran) if sided is None else 0)
-        state.phases_timed.append(("this process, one at a time", count, time.monotonic() - here))
+        state.phases_timed.append(
+            ("this process, one at a time", count, time.monotonic() - here, False)
+        )
 
 
 def _collect_the_rest(session: pytest.Session, state: State) -> list[pytest.Item]:
@@ -1455,8 +1460,9 @@ def _sides_done(session: pytest.Session, state: State) -> tuple[set[str], bool] 
                 f"{'' if side.records is not None else ', what it claimed runs here'}; "
                 f"its folder: {side.folder}):\n" + log_tail(side)
             )
-    waited = f"{len(sides.runs)} side runs beside them, waited {time.monotonic() - started:.1f} s"
-    state.phases_timed.append((waited, len(done), max(s.took() for s in sides.runs)))
+    waited = f"waited for {time.monotonic() - started:.1f} s at the end"
+    what = f"{len(sides.runs)} side runs beside them, from their spawn ({waited})"
+    state.phases_timed.append((what, len(done), max(s.took() for s in sides.runs), True))
     return done, all(s.records is not None for s in sides.runs)
 
 
@@ -1471,7 +1477,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     parts = [f"{state.counts[v]} {v}" for v in order if state.counts.get(v)]
     # pytest's own line counts tests; these count result records (test x requirement)
     terminalreporter.write_sep("=", "conformance verdicts, one per test and requirement")
-    from conformance.results.summary import outage_line, setup_defect_line
+    from conformance.results.summary import outage_line, phase_line, setup_defect_line
 
     for outage in state.outages:  # first: it says how far the verdicts below can be trusted
         terminalreporter.write_line(outage_line(outage), red=True, bold=True)
@@ -1479,9 +1485,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(setup_defect_line(defect), red=True)
     terminalreporter.write_line(", ".join(parts))
     if state.phases_timed:
-        terminalreporter.write_line(
-            "; then ".join(f"{n} tests in {what}: {t:.1f} s" for what, n, t in state.phases_timed)
-        )
+        terminalreporter.write_line(phase_line(state.phases_timed))
     if state.recorder is not None:
         terminalreporter.write_line(f"results: {state.recorder.dir}")
 

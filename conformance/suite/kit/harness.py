@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from conformance.client.wire import Connection, ConnectionClosed, Response
@@ -27,6 +28,7 @@ from conformance.results.verdicts import (
     Unsupported,
 )
 from conformance.suite.kit import credit
+from conformance.suite.kit.shared_silences import SharedSilences
 from conformance.targets.base import Endpoint, Target, TargetError
 
 T = TypeVar("T")
@@ -172,14 +174,19 @@ class SyncConnection:
         an API a node has never answered and some node left unanswered. Once a node has left
         SILENT_AFTER requests of an API unanswered and answered none, later ones to it are not
         sent: :class:`Unanswered` at once, citing the tests that saw it (a broker that serves
-        no DescribeGroups costs two waits in a run, not one per test)."""
+        no DescribeGroups costs two waits in a run, not one per test). In a concurrent run
+        what the other workers saw counts as this one's (``Harness.share``): it is read before
+        a request of an API the node has not answered here yet, and at each test's end."""
         harness, node = self.harness, self.endpoint
         key = (api_key, version)
         name = f"{harness.api_name(api_key)} v{version}"
         if key in harness.notes.unanswered:
             raise TimeoutError(f"{name} was left unanswered earlier in this test; not sent again")
-        silence = harness.silent.get(api_key)
         never = (node, api_key) not in harness.answered
+        if never:
+            harness.catch_up()
+            never = (node, api_key) not in harness.answered
+        silence = harness.silent.get(api_key)
         if never and silence is not None and len(silence.at(node)) >= SILENT_AFTER:
             raise Unanswered(  # callers put the API and version in front
                 f"not sent: {node} left every {harness.api_name(api_key)} request of the run "
@@ -195,10 +202,12 @@ class SyncConnection:
         except TimeoutError:
             harness.notes.unanswered.add(key)
             harness.unanswered.add(key)
+            told: Knowledge = {"unanswered": [[int(api_key), int(version)]]}
             if never:
-                harness.silent.setdefault(api_key, Silence()).seen.append(
-                    (node, version, harness.test_name())
-                )
+                test = harness.test_name()
+                harness.silent.setdefault(api_key, Silence()).seen.append((node, version, test))
+                told["silent"] = {str(int(api_key)): [[node.host, node.port, version, test]]}
+            harness.tell(told)
             if before:
                 what = name if same else harness.api_name(api_key)
                 raise TimeoutError(
@@ -207,9 +216,13 @@ class SyncConnection:
                 ) from None
             raise
         if never:
+            harness.catch_up()  # a silence of it told meanwhile is dropped too
+            silence = harness.silent.get(api_key)
             harness.answered.add((node, api_key))
-            if silence is not None:
+            if silence is not None and silence.at(node):
                 silence.seen = [s for s in silence.seen if s[0] != node]
+                # the processes that learned of its silence drop it too
+                harness.tell({"answered": [[node.host, node.port, int(api_key)]]})
         return response
 
     def send_frame(self, frame: bytes, api_key: int, version: int, cid: int) -> asyncio.Future:
@@ -284,6 +297,8 @@ class Harness:
         #: (api key, version, node) whose answers set-up steps could not use (setup_request)
         self.setup_defects: dict[tuple[int, int, Endpoint], SetupDefect] = {}
         self.controller_advertised: dict[int, tuple[int, int]] | None = None
+        #: where the run's other processes share what they learn of unanswered requests (share)
+        self.shared: SharedSilences | None = None
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -355,6 +370,7 @@ class Harness:
                 pass
         self._open.clear()
         self.notes = TestNotes()
+        self.catch_up()
 
     def open(self) -> None:
         """Fetch what the target advertises; TargetError when it cannot be reached."""
@@ -408,6 +424,36 @@ class Harness:
                 for k, s in sorted(self.silent.items())
             },
         }
+
+    def share(self, folder: Path) -> None:
+        """Share what this process learns of unanswered requests, live, with the run's other
+        processes sharing ``folder`` (a concurrent run's workers: the run's flags folder), and
+        take in theirs (``catch_up``): a silence one worker waited for is not waited for in full
+        by the others, and SILENT_AFTER counts the run's requests, not one process's. The side
+        runs, each on a cluster of its own, do not share the workers'."""
+        self.shared = SharedSilences(folder)
+
+    def tell(self, known: Knowledge) -> None:
+        """Hand a fragment of this process's knowledge to the processes it shares with."""
+        if self.shared is not None:
+            self.shared.tell(known)
+
+    def catch_up(self) -> None:
+        """Learn what the processes this one shares with told since the last call. A silence
+        told of a node that answered the API here is answered in turn: the processes that
+        learned it drop it (``learn``), as this one does."""
+        if self.shared is None:
+            return
+        for known in self.shared.news():
+            answered = {
+                (h, int(p), int(k))
+                for k, seen in known.get("silent", {}).items()
+                for h, p, _, _ in seen
+                if (Endpoint(h, int(p)), int(k)) in self.answered
+            }
+            self.learn(known)
+            if answered:
+                self.tell({"answered": [list(a) for a in sorted(answered)]})
 
     def learn(self, known: Knowledge) -> None:
         """Take in what another process of the run learned (``knowledge``): a node that answered

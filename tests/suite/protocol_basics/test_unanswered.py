@@ -19,9 +19,9 @@ from conformance.protocol import ApiKey
 from tests.support.faults_silence import Swallow
 from tests.support.proxies import FaultyProxy, passthrough
 
-#: the run's memory of unanswered requests is its process's: in a concurrent run (``--jobs``)
-#: each worker waits once for what the target leaves unanswered; these tests count the waits and
-#: the requests of one process
+#: in a concurrent run (``--jobs``) the workers share what they learn of unanswered requests as
+#: they run (``Harness.share``), but which of them waits first varies: these tests count the
+#: waits and the requests of one process
 ONE_PROCESS = ("--jobs", "1")
 SELECT = (
     "protocol/spec/describe-groups/v0 or protocol/spec/create-topics/v7"
