@@ -1,6 +1,6 @@
 """What a target that leaves some requests unanswered costs a run: wall time against a clean run.
 
-    .venv/bin/python benchmarks/bench_unanswered.py [--swallow 15:0,19:3] [--select EXPR]
+    .venv/bin/python benchmarks/bench_unanswered.py [--swallow 15:0,19:3] [--select E] [--keep D]
 
 One reference cluster (embedded store) is started; ``kafka-conformance run`` then runs the suite
 twice against it, each time through a proxy on the client listener (``tests/support/proxies.py``):
@@ -8,12 +8,14 @@ a transparent one (the clean run), and one that never forwards, so never answers
 named by ``--swallow`` (``API[:VERSION]``, comma-separated; without a version every version of
 the API), leaving the connection open. Reported: each run's wall time, the ratio, how many
 requests the proxy swallowed, and the verdict counts. Both runs use the default (fixed) seed.
+``--keep D`` keeps both runs' results there (``D/clean``, ``D/silent``) to compare verdicts.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,6 +70,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--swallow", default="15:0,19:3", metavar="API[:V],...")
     ap.add_argument("--select", default=None, metavar="EXPR")
+    ap.add_argument("--keep", default=None, type=Path, metavar="DIR")
     args = ap.parse_args()
     swallow = Swallow(parse_swallow(args.swallow))
     target = ReferenceTarget()
@@ -79,6 +82,8 @@ def main() -> None:
                 clean_s, clean_v = run(clean.address, ctrl, args.select, Path(tmp) / "clean")
             with FaultyProxy((boot.host, boot.port), passthrough, swallow.request) as silent:
                 silent_s, silent_v = run(silent.address, ctrl, args.select, Path(tmp) / "silent")
+            if args.keep is not None:
+                shutil.copytree(tmp, args.keep, dirs_exist_ok=True)
     finally:
         target.stop()
     print(f"swallowed requests ({args.swallow}): {sum(swallow.swallowed.values())} "
