@@ -16,6 +16,27 @@
 # codec's benchmark is recorded in benchmarks/history.jsonl (benchmarks/record.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# SIGTERM or ^C stops the step under way and then publication: the step is SIGTERMed by its pid
+# and waited for (a run stops its target, Kafka's ZooKeeper included; the publication step stops
+# its run first). Bash runs a trap only once its foreground command has ended, so each long
+# step runs in the background and is waited for (`step`); session 16 left a run and a
+# ZooKeeper running when publish was stopped.
+step_pid=
+stopped() {
+    trap - TERM INT
+    if [ -n "$step_pid" ]; then
+        kill -TERM "$step_pid" 2>/dev/null || true
+        wait "$step_pid" 2>/dev/null || true
+    fi
+    echo "publish: stopped" >&2
+    exit 143
+}
+trap stopped TERM INT
+step() {
+    "$@" &
+    step_pid=$!
+    wait "$step_pid"
+}
 RUNS=${RUNS:-3}
 KAFKA_RUNS=${KAFKA_RUNS:-2}
 KAFKA_TARGETS=${KAFKA_TARGETS:-"kafka:3.9.1 kafka:3.9.1?store=zookeeper kafka:4.0.2 kafka:4.4.0"}
@@ -37,7 +58,7 @@ KC=.venv/bin/kafka-conformance
 # PUBLICATION_TESTS=0 leaves them out (run them apart at the same commit: a publication timed
 # for its runs alone, as in session 14's)
 if [ "${PUBLICATION_TESTS:-1}" != 0 ]; then
-    .venv/bin/python -m pytest -n 3 --dist loadfile -m publication -q
+    step .venv/bin/python -m pytest -n 3 --dist loadfile -m publication -q
 else
     echo "publish: the publication-marked tests are left out (PUBLICATION_TESTS=0)" >&2
 fi
@@ -57,12 +78,12 @@ kafka_targets=($KAFKA_TARGETS)
 set +f
 # SPARK_MASTER=spark://host:7077: the reruns are the tasks of one Spark job on that standalone
 # cluster, all at once (conformance/matrix/publish_spark.py; reports/README.md)
-.venv/bin/python -m conformance.matrix.publish reports/runs ${FRESH:+--fresh} \
+step .venv/bin/python -m conformance.matrix.publish reports/runs ${FRESH:+--fresh} \
     ${SPARK_MASTER:+--spark-master "$SPARK_MASTER"} \
     --runs "$RUNS" --kafka-runs "$KAFKA_RUNS" "${client_options[@]}" --clients-on reference \
     reference 'reference:zookeeper?controllers=3' tansu "${kafka_targets[@]}"
 find reports/runs -path '*/kafka/*.log' -delete
-"$KC" matrix reports/runs --out reports/latest ${SPARK_MASTER:+--spark-master "$SPARK_MASTER"} \
+step "$KC" matrix reports/runs --out reports/latest ${SPARK_MASTER:+--spark-master "$SPARK_MASTER"} \
     --title "Kafka protocol conformance: Apache Kafka releases, the reference cluster (embedded and ZooKeeper stores) and tansu"
 rm -rf reports/latest/results.parquet  # rebuilt from reports/runs by the command above
 .venv/bin/python -m conformance.matrix.explain_kafka reports/runs > reports/latest/kafka-truth-table.md ||

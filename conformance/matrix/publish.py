@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -61,6 +62,7 @@ from conformance.results.schema import (
     manifest_errors,
     record_errors,
 )
+from conformance.targets.base import stop_process
 
 #: runs a report is made of, per target: (target, clients) -> run folder, or None when it
 #: recorded nothing
@@ -352,6 +354,9 @@ def _defects(new: list[dict], old: list[dict], rerun: set[str]) -> list[dict]:
 #: ``run``'s exit codes for a run that did not complete: 2 could not start, 130 interrupted (a
 #: SIGTERM'd run still writes the manifest of the tests it ran: session 13 nearly published one)
 INCOMPLETE = (2, 130)
+#: how long a run stopped by publication's own stop may take to stop its target (a Kafka
+#: cluster's brokers and ZooKeeper, its side runs' clusters) before it is SIGKILLed
+RUN_STOPS_WITHIN = 120.0
 
 
 def suite_runner(echo: bool = True) -> Runner:
@@ -373,9 +378,18 @@ def suite_runner(echo: bool = True) -> Runner:
             cmd += ["--client", client]
         if select:
             cmd += ["--select", select]
-        done = subprocess.run(cmd, check=False, stdout=None if echo else subprocess.DEVNULL)
+        # a session of its own: a terminal's ^C reaches publication only, which stops the run
+        # once, by SIGTERM, as when publication itself is stopped so
+        proc = subprocess.Popen(
+            cmd, stdout=None if echo else subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            code = proc.wait()
+        except BaseException:  # publication stopped: the run stops its target, then we go
+            stop_process(proc, RUN_STOPS_WITHIN)
+            raise
         made = {p.parent for p in into.rglob(MANIFEST_FILE)} - before
-        if done.returncode in INCOMPLETE:  # a manifest of what ran, not a whole run
+        if code in INCOMPLETE:  # a manifest of what ran, not a whole run
             for folder in made:
                 shutil.rmtree(folder, ignore_errors=True)
             return None
@@ -502,6 +516,16 @@ def read_skipped(runs_dirs: Iterable[Path | str]) -> list[dict[str, Any]]:
     return out
 
 
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM (``publish.sh`` stopped) ends publication like ^C: the run under way is stopped
+    by its pid (``suite_runner``), not left running without it (session 16: orphaned)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m conformance.matrix.publish",
@@ -537,6 +561,7 @@ def main(argv: list[str] | None = None) -> int:
         "standalone cluster whose workers have the project installed), all at once",
     )
     args = p.parse_args(argv)
+    _interrupt_on_sigterm()
     if args.fresh and not args.dry_run:
         remove_all_but_external(args.runs_dir)
     wanted = [

@@ -19,14 +19,13 @@ from conformance.matrix import publish
 @pytest.mark.publication
 def test_a_run_stopped_by_sigterm_is_not_returned(tmp_path: Path, monkeypatch) -> None:
     started: list[subprocess.Popen] = []
-    real_run = subprocess.run
+    real_popen = subprocess.Popen
 
     def spawn(cmd, **kw):  # the run's own process, kept to be signalled
-        if "run" not in cmd:
-            return real_run(cmd, **kw)
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-        started.append(proc)
-        return subprocess.CompletedProcess(cmd, proc.wait())
+        proc = real_popen(cmd, **kw)
+        if "run" in cmd:
+            started.append(proc)
+        return proc
 
     def stop_when_testing() -> None:  # once its folder exists, the tests are under way
         deadline = time.monotonic() + 120
@@ -37,7 +36,7 @@ def test_a_run_stopped_by_sigterm_is_not_returned(tmp_path: Path, monkeypatch) -
                 return
             time.sleep(0.2)
 
-    monkeypatch.setattr(publish.subprocess, "run", spawn)
+    monkeypatch.setattr(publish.subprocess, "Popen", spawn)
     stopper = threading.Thread(target=stop_when_testing)
     stopper.start()
     made = publish.suite_runner(echo=False)("reference", (), None, tmp_path)
