@@ -118,6 +118,23 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+#: Linux's prctl option: the signal a process gets when the thread that forked it ends
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child before exec (``preexec_fn``): SIGKILL it when the thread that started it
+    ends, so that a run killed without stopping its target (SIGKILL, an OOM) leaves it no
+    process; the thread must live as long as the process (a run's target-starting thread
+    does, ``plugin._Opening``)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def stop_process(proc: subprocess.Popen | None, timeout: float = 10.0) -> None:
     """SIGTERM ``proc`` by its pid, SIGKILL it if it has not exited within ``timeout``."""
     if proc is None or proc.poll() is not None:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from conformance.client.ports import free_port
-from conformance.targets.base import TargetError, stop_process
+from conformance.targets.base import TargetError, die_with_parent, stop_process
 
 JARS = (
     "/usr/share/java/zookeeper.jar",
@@ -69,6 +69,9 @@ class ZooKeeperServer:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            # as Kafka's JVMs: a run SIGKILLed leaves no ZooKeeper behind (session 16's
+            # publication found one of a kafka:3.2.3?store=zookeeper run)
+            preexec_fn=die_with_parent,
         )
         log.close()
         deadline = time.monotonic() + timeout
