@@ -8,7 +8,7 @@ a transparent one (the clean run), and one that never forwards, so never answers
 named by ``--swallow`` (``API[:VERSION]``, comma-separated; without a version every version of
 the API), leaving the connection open. Reported: each run's wall time, the ratio, how many
 requests the proxy swallowed, and the verdict counts. Both runs use the default (fixed) seed.
-``--keep D`` keeps both runs' results there (``D/clean``, ``D/silent``) to compare verdicts.
+``--keep D`` keeps both runs' results there (``D/clean``, ``D/silent``, their output ``D/*.out``).
 """
 
 from __future__ import annotations
@@ -53,8 +53,9 @@ def run(proxy: str, controller: str, select: str | None, results: Path) -> tuple
     if select:
         cmd += ["--select", select]
     started = time.monotonic()
-    subprocess.run(cmd, cwd=results.parent, capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run(cmd, cwd=results.parent, capture_output=True, text=True, timeout=3600)
     wall = time.monotonic() - started
+    (results.parent / f"{results.name}.out").write_text(proc.stdout + proc.stderr)
     verdicts: Counter = Counter()
     for path in results.glob("*/results.jsonl"):
         for line in path.read_text().splitlines():
