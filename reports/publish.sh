@@ -12,7 +12,8 @@
 # report can be rebuilt and diffed later, and reused by the next publication while its content
 # key holds; a Kafka run keeps its brokers' settings, not their logs); the report goes to
 # reports/latest/, with Apache Kafka's truth table
-# (reports/latest/kafka-truth-table.md: every verdict that is not PASS, explained). Last, the
+# (reports/latest/kafka-truth-table.md: every verdict that is not PASS, explained, and the
+# report's regressions between releases read against it). Last, the
 # codec's benchmark is recorded in benchmarks/history.jsonl (benchmarks/record.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,7 +87,8 @@ find reports/runs -path '*/kafka/*.log' -delete
 step "$KC" matrix reports/runs --out reports/latest ${SPARK_MASTER:+--spark-master "$SPARK_MASTER"} \
     --title "Kafka protocol conformance: Apache Kafka releases, the reference cluster (embedded and ZooKeeper stores) and tansu"
 rm -rf reports/latest/results.parquet  # rebuilt from reports/runs by the command above
-.venv/bin/python -m conformance.matrix.explain_kafka reports/runs > reports/latest/kafka-truth-table.md ||
+.venv/bin/python -m conformance.matrix.explain_kafka reports/runs --matrix reports/latest/matrix.json \
+    > reports/latest/kafka-truth-table.md ||
     echo "publish: some of Apache Kafka's verdicts are not explained yet (reports/latest/kafka-truth-table.md)" >&2
 # the codec's speed as ratios to kio and kafka-python, appended to benchmarks/history.jsonl with
 # the date and commit; a round below a target, or a fall beyond the last record's noise, is said

@@ -78,7 +78,7 @@ def matrix_command(args: argparse.Namespace) -> int:
     print(
         f"{len(model['runs'])} runs, {records['counted']} result records counted, "
         f"{records['bad']} bad lines skipped; {len(model['cells'])} cells, "
-        f"{len(model['flakiness'])} flaky, {len(model['regressions'])} regressions"
+        f"{len(model['flakiness'])} flaky, {len(model['regressions'])} regressions across versions"
     )
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in model["timings"].items())
     print(f"stages: {stages}")

@@ -9,16 +9,19 @@ One line per (requirement, verdict, explanation) with the Kafka targets that got
 result records; the released Java clients judged by KIP-42's client tests
 (``kip-42/client/java:V/``, run with whichever broker) are subjects too, labelled ``java V``, as
 their rows name them; a verdict no row explains is listed first as UNEXPLAINED, and the exit
-code is 1.
+code is 1. With ``--matrix reports/latest/matrix.json`` (the report's model) the report's
+regressions of Apache Kafka follow, each read against the rows (``regression_lines``).
 The rows are read from ``reports/kafka-truth-table`` of the checkout (``KAFKA_TRUTH_TABLE`` names
 another folder).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -43,7 +46,60 @@ def client_label(test_id: str) -> str | None:
     return f"{kind} {version}" if kind == "java" and version else None
 
 
+#: (implementation, version, records) of each Kafka run read
+Seen = list[tuple[str, str, list]]
+
+
+def regression_lines(regressions: Sequence[Mapping], seen: Seen, rows: list) -> list[str]:
+    """The report's regressions of Apache Kafka (a release failing a requirement the release
+    before it passed), each read against the rows: one naming both releases explains a known
+    behaviour the failing release's run met and the other's did not (one run per release shows
+    a failure that varies from run to run so: session 16's publication listed 10 regressions,
+    8 of them the classic coordinator's), one naming the failing release only a change
+    between the two; a failing record no row explains leaves it UNEXPLAINED."""
+    out = [
+        "## Regressions across releases",
+        "",
+        "The report's regressions: a release failing a requirement that the release before it "
+        "(in version order) passed. A row naming both releases explains a known behaviour "
+        "that the failing release's run met and the other's did not (with one run per release, "
+        "a failure that varies from run to run shows as a regression); a row naming the failing "
+        "release only, a change between the two.",
+        "",
+        "| implementation | requirement | passed in | fails in | reading |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    kafka = [r for r in regressions if r["implementation"] in KAFKA]
+    for reg in kafka:
+        impl, req, verdict = reg["implementation"], reg["requirement_id"], reg["to_verdict"]
+        to, before = f"{impl} {reg['to_version']}", f"{impl} {reg['from_version']}"
+        failing = [
+            r
+            for i, v, records in seen
+            if (i, v) == (impl, reg["to_version"])
+            for r in records
+            if r["requirement_id"] == req and r["verdict"] == verdict
+        ]
+        matched = [next((row for row in rows if row.matches(r, to)), None) for r in failing]
+        if not failing or None in matched:
+            reading = "UNEXPLAINED: a failing record no row explains"
+        elif all(any(fnmatchcase(before, p) for p in row.targets) for row in matched):
+            reading = f"the same known behaviour: the rows explaining it name {before} too"
+        else:
+            reading = f"changed between the releases: a row explaining it does not name {before}"
+        where = f"{reg['from_version']} ({reg['from_verdict']})"
+        out.append(f"| {impl} | {req} | {where} | {reg['to_version']} ({verdict}) | {reading} |")
+    if not kafka:
+        out.append("| (none) | | | | |")
+    return out
+
+
 def main(argv: list[str]) -> int:
+    matrix = None
+    if "--matrix" in argv:
+        at = argv.index("--matrix")
+        matrix = Path(argv[at + 1])
+        argv = argv[:at] + argv[at + 2 :]
     rows = truth_table.load(TABLE)
     groups: dict[tuple[str, str, int | None], dict[str, int]] = defaultdict(dict)
     targets: set[tuple[str, str]] = set()
@@ -99,6 +155,9 @@ def main(argv: list[str]) -> int:
         print("\nRows that explained nothing in these runs (stale, or their target not run):\n")
         for row in stale:
             print(f"- {row.feature}: {row.requirement} {row.verdict} {row.tests} {row.targets}")
+    if matrix is not None:
+        regressions = json.loads(matrix.read_text(encoding="utf-8"))["regressions"]
+        print("\n" + "\n".join(regression_lines(regressions, seen_records, rows)))
     if missing:
         print(f"\n{missing} verdict groups have no explanation yet.")
     return 1 if missing else 0

@@ -14,6 +14,7 @@ from conformance.report.verdict_style import (
     COVERAGE_NOTE,
     NOT_JUDGED_TITLE,
     ORDER,
+    REGRESSIONS,
     UNITS,
     cell_text,
     coverage_counts,
@@ -396,6 +397,7 @@ def _flaky_cells(model: dict[str, Any], cell_ids) -> str:
 def _regressions(model: dict[str, Any], cell_ids) -> str:
     if not model["regressions"]:
         return "<p>No requirement that passed at one version fails at a later one.</p>"
+    said = f"<p>{_e(REGRESSIONS)}</p>"
     rows = [
         f"<tr><td>{_e(r['implementation'])}</td>"
         f"<td>{_cell_link(cell_ids, r['implementation'], r['to_version'], r['requirement_id'])}"
@@ -405,7 +407,7 @@ def _regressions(model: dict[str, Any], cell_ids) -> str:
         "</tr>"
         for r in model["regressions"]
     ]
-    return _table(
+    return said + _table(
         [
             "implementation",
             "requirement",

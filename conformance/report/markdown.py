@@ -9,6 +9,7 @@ from conformance.report.verdict_style import (
     ALL_JUDGED,
     COVERAGE_NOTE,
     NOT_JUDGED_TITLE,
+    REGRESSIONS,
     UNITS,
     cell_text,
     feature_rate_text,
@@ -144,7 +145,7 @@ def render_markdown(model: dict[str, Any], *, title: str) -> str:
                 for f in model["flaky_tests"]
             ],
         )
-    out += ["## Regressions", ""]
+    out += ["## Regressions", "", REGRESSIONS, ""]
     if model["regressions"]:
         out += _table(
             ["implementation", "requirement", "passed in", "fails in", "verdict"],

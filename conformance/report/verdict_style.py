@@ -12,6 +12,13 @@ NOT_JUDGED_TITLE = "Advertised, not judged"
 #: ... and what it says when every advertised API version was judged
 ALL_JUDGED = "every API version the targets advertise was judged in their runs"
 
+#: what the report's regressions are (read as "against earlier runs" in session 16)
+REGRESSIONS = (
+    "A requirement a version of an implementation fails that its previous version, in version "
+    "order, passed: the releases compared, not earlier runs. With one run per version, a "
+    "failure that varies from run to run shows here too."
+)
+
 #: verdict -> (background, text colour); the HTML legend and the badges use the same.
 COLOURS: dict[str, tuple[str, str]] = {
     "PASS": ("#c8e6c9", "#1b5e20"),
