@@ -17,8 +17,9 @@ delay and a 1 s minimum member session for groups (3 s and 6 s); timed-out trans
 looked for every second (10 s); internal topics are sized to the cluster (their replicas) and
 to a test run (one partition each: Kafka's 50 cost each cluster start and broker restart CPU on
 the two cores the suite shares with it); an idle metadata log gets a no-op record every 5 s
-(500 ms). The target states how soon it notices a failure (``failure_detection_s``: the broker
-or ZooKeeper session). Every process is stopped by its pid when the run ends, and dies with the
+(500 ms); nodes run fewer request, network and background threads (1-2, Kafka: 3-10). The
+target states how soon it notices a failure (``failure_detection_s``: the broker or ZooKeeper
+session). Every process is stopped by its pid when the run ends, and dies with the
 process that started it (``PR_SET_PDEATHSIG``) if that one is killed. A broker can be restarted
 (KIP-78.R6, OFFSETS.R7).
 Every JVM maps the release's class archive where there is one (``class_archive``: about half a
@@ -130,6 +131,20 @@ GROUP_CONFIG_BOUNDS = {
     "group.share.min.session.timeout.ms": "1000",
     "group.share.min.heartbeat.interval.ms": "500",
 }
+#: fewer of Kafka's own threads (Kafka: 3 network threads a listener, 8 request handlers, 10
+#: background threads, 4 group coordinator threads in 4.x), for a test run's few connections on
+#: two cores: the idle ones wake on their poll timeouts, and a restarted broker starts them all;
+#: every request is still served (delayed ones wait in Kafka's purgatories, not on a handler).
+#: About 3-6 CPU-s of a ~100 CPU-s whole run, the same verdicts on 4.4.0, 3.9.2 and 3.3.2 in
+#: ZooKeeper mode (benchmarks/README.md, session 17, K); releases without a setting ignore it
+BROKER_THREADS = {
+    "num.network.threads": "1",
+    "num.io.threads": "2",
+    "background.threads": "2",
+    "group.coordinator.threads": "1",  # KIP-848's coordinator (3.6 and later)
+}
+#: a KRaft controller's request threads likewise (its other threads are Kafka's fixed ones)
+CONTROLLER_THREADS = {"num.network.threads": "1", "num.io.threads": "2"}
 #: ZooKeeper mode: a broker's session (its /brokers/ids znode) ends 6 s after it stopped
 #: (Kafka's default before KIP-537; the suite's ZooKeeper allows 1-10 s: tickTime 500 ms)
 ZOOKEEPER_SETTINGS = {"zookeeper.session.timeout.ms": "6000"}
@@ -313,6 +328,7 @@ class KafkaTarget(Target):
                 **GROUP_CONFIG_BOUNDS,
                 **FAST_FAILURES,
                 **ZOOKEEPER_SETTINGS,
+                **BROKER_THREADS,
             }
         out |= {
             "node.id": str(node.node_id),
@@ -328,6 +344,7 @@ class KafkaTarget(Target):
             return {
                 **out,
                 **KRAFT_CONTROLLER_SETTINGS,
+                **CONTROLLER_THREADS,
                 "process.roles": "controller",
                 "listeners": f"CONTROLLER://{listen}",
             }
@@ -338,6 +355,7 @@ class KafkaTarget(Target):
                 **self._replication(),
                 **SUITE_SETTINGS,
                 **FAST_FAILURES,
+                **BROKER_THREADS,
             }
         return {
             **out,
@@ -348,6 +366,7 @@ class KafkaTarget(Target):
             **self._replication(),
             **SUITE_SETTINGS,
             **FAST_FAILURES,
+            **BROKER_THREADS,
         }
 
     def _plain_jaas(self) -> str:

@@ -154,8 +154,9 @@ def test_test_run_settings_notice_failures_in_seconds(tmp_path, spec, session, d
 
 def test_test_run_settings_spare_the_clusters_cpu(tmp_path) -> None:
     """Internal topics of one partition on every broker (KRaft and ZooKeeper mode), a no-op
-    metadata record every 5 s on KRaft controllers, a heartbeat every 400 ms in a 2 s session
-    (benchmarks/README.md, sessions 15 and 16, K)."""
+    metadata record every 5 s on KRaft controllers, a heartbeat every 400 ms in a 2 s session,
+    fewer request and background threads on every node (benchmarks/README.md, sessions 15-17,
+    K)."""
     from conformance.targets.kafka import Node
 
     internal = (
@@ -179,6 +180,10 @@ def test_test_run_settings_spare_the_clusters_cpu(tmp_path) -> None:
                 "400",
                 "2000",
             )
+            assert (c["num.network.threads"], c["num.io.threads"]) == ("1", "2")
+        threads = ("num.network.threads", "num.io.threads", "background.threads")
+        assert [b[k] for k in threads] == ["1", "2", "2"], spec
+        assert b["group.coordinator.threads"] == "1", spec
 
 
 def test_reference_test_run_settings() -> None:
