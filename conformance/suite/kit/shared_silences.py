@@ -4,9 +4,9 @@ A worker of a concurrent run that sees a node leave a request unanswered waits t
 timeout for it; without this, each of the other workers waited for the same silence on its own
 (a swallowed API cost ``--jobs`` full waits and ``--jobs`` times SILENT_AFTER requests). Each
 process now writes what it learned (a ``Harness.knowledge`` fragment: the API and version left
-unanswered, where, in which test; or that a node answered an API some process saw it leave
-unanswered) as a file of its own in a folder the run's processes share, the run's flags folder,
-and reads the others' files through ``Harness.learn``: the same rules as its own records.
+unanswered, where, in which test; at each test's end, the APIs nodes answered it for the first
+time) as a file of its own in a folder the run's processes share, the run's flags folder, and
+reads the others' files through ``Harness.learn``: the same rules as its own records.
 
 Reading is cheap: a ``stat`` of the folder, and a listing only when its mtime moved. A listing
 taken within ``RACY_NS`` of the folder's mtime is not trusted to be complete (a file created in

@@ -9,6 +9,8 @@ reference behind a proxy that swallows some DescribeGroups versions (about 7 s).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -53,6 +55,18 @@ class Workers:
             h.close()
 
 
+@contextmanager
+def behind(reference: Target, folder: Path, swallow: Swallow) -> Iterator[Workers]:
+    """Workers sharing ``folder`` on the reference's first broker behind a swallowing proxy."""
+    boot = reference.bootstrap[0]
+    with FaultyProxy((boot.host, boot.port), passthrough, swallow.request) as proxy:
+        workers = Workers(Endpoint("127.0.0.1", proxy.port), folder)
+        try:
+            yield workers
+        finally:
+            workers.close()
+
+
 def failure(kind: type[Exception], conn: kit_harness.SyncConnection, version: int) -> str:
     with pytest.raises(kind) as raised:
         conn.request(DESCRIBE, version, BODY, timeout=FIRST)
@@ -60,29 +74,24 @@ def failure(kind: type[Exception], conn: kit_harness.SyncConnection, version: in
 
 
 def test_a_silence_one_worker_waited_for_is_the_others(reference, tmp_path, short_repeat) -> None:
-    boot = reference.bootstrap[0]
     swallow = Swallow({DESCRIBE: None})
-    with FaultyProxy((boot.host, boot.port), passthrough, swallow.request) as proxy:
-        node = Endpoint("127.0.0.1", proxy.port)
-        workers = Workers(node, tmp_path)
-        try:
-            a, to_a = workers.new("t/a")
-            b, to_b = workers.new("t/b")
-            first = failure(TimeoutError, to_a, 0)
-            assert "earlier" not in first, first
-            # b never saw it: it waits the shorter bound, citing a's test
-            assert failure(TimeoutError, to_b, 1) == (
-                f"none within {REPEAT:.0f} s; the target left DescribeGroups unanswered "
-                "earlier in this run too (v0 in t/a)"
+    with behind(reference, tmp_path, swallow) as workers:
+        node = workers.node
+        a, to_a = workers.new("t/a")
+        b, to_b = workers.new("t/b")
+        first = failure(TimeoutError, to_a, 0)
+        assert "earlier" not in first, first
+        # b never saw it: it waits the shorter bound, citing a's test
+        assert failure(TimeoutError, to_b, 1) == (
+            f"none within {REPEAT:.0f} s; the target left DescribeGroups unanswered "
+            "earlier in this run too (v0 in t/a)"
+        )
+        # two requests of the run left unanswered: neither sends a third
+        for conn in (to_a, to_b):
+            assert failure(Unanswered, conn, 2) == (
+                f"not sent: {node} left every DescribeGroups request of the run unanswered "
+                "(v0 in t/a, v1 in t/b) and answered none"
             )
-            # two requests of the run left unanswered: neither sends a third
-            for conn in (to_a, to_b):
-                assert failure(Unanswered, conn, 2) == (
-                    f"not sent: {node} left every DescribeGroups request of the run unanswered "
-                    "(v0 in t/a, v1 in t/b) and answered none"
-                )
-        finally:
-            workers.close()
     assert dict(swallow.swallowed) == {(DESCRIBE, 0): 1, (DESCRIBE, 1): 1}
     assert a.knowledge() == b.knowledge()
 
@@ -93,30 +102,43 @@ def test_a_node_that_answered_is_never_silent_by_anothers_file(
     """b saw the node answer DescribeGroups before a saw it leave v0 and v1 unanswered: b still
     sends it, and tells the others at its test's end, so a fresh worker sends it too and a
     drops its own silence, as one process knowing both would."""
-    boot = reference.bootstrap[0]
     swallow = Swallow({DESCRIBE: {0, 1}})
-    with FaultyProxy((boot.host, boot.port), passthrough, swallow.request) as proxy:
-        node = Endpoint("127.0.0.1", proxy.port)
-        workers = Workers(node, tmp_path)
-        try:
-            b, to_b = workers.new("t/b")
-            to_b.request(DESCRIBE, 2, BODY, timeout=FIRST)
-            a, to_a = workers.new("t/a")
-            for version in (0, 1):
-                with pytest.raises(TimeoutError):
-                    to_a.request(DESCRIBE, version, BODY, timeout=FIRST)
-            assert len(a.silent[DESCRIBE].at(node)) == kit_harness.SILENT_AFTER
-            to_b.request(DESCRIBE, 3, BODY, timeout=FIRST)  # sent: b saw it answer
-            b.end_test()  # learns a's silences of a node it saw answer: says so
-            _, to_c = workers.new("t/c")
-            to_c.request(DESCRIBE, 4, BODY, timeout=FIRST)
-            a.end_test()
-            assert not a.silent[DESCRIBE].at(node)
-            to_a = a.connect(node)
-            to_a.request(DESCRIBE, 2, BODY, timeout=FIRST)
-        finally:
-            workers.close()
+    with behind(reference, tmp_path, swallow) as workers:
+        node = workers.node
+        b, to_b = workers.new("t/b")
+        to_b.request(DESCRIBE, 2, BODY, timeout=FIRST)
+        a, to_a = workers.new("t/a")
+        for version in (0, 1):
+            with pytest.raises(TimeoutError):
+                to_a.request(DESCRIBE, version, BODY, timeout=FIRST)
+        assert len(a.silent[DESCRIBE].at(node)) == kit_harness.SILENT_AFTER
+        to_b.request(DESCRIBE, 3, BODY, timeout=FIRST)  # sent: b saw it answer
+        b.end_test()  # tells what it saw answered
+        _, to_c = workers.new("t/c")
+        to_c.request(DESCRIBE, 4, BODY, timeout=FIRST)
+        a.end_test()
+        assert not a.silent[DESCRIBE].at(node)
+        to_a = a.connect(node)
+        to_a.request(DESCRIBE, 2, BODY, timeout=FIRST)
     assert dict(swallow.swallowed) == {(DESCRIBE, 0): 1, (DESCRIBE, 1): 1}
+
+
+def test_an_answer_told_first_keeps_a_silence_from_counting(
+    reference, tmp_path, short_repeat
+) -> None:
+    """b's test saw the node answer DescribeGroups and ended (it told the others): a's request
+    left unanswered after that is not a silence of the node (as in one process that saw both),
+    so it never adds up to SILENT_AFTER with another's."""
+    swallow = Swallow({DESCRIBE: {0}})
+    with behind(reference, tmp_path, swallow) as workers:
+        node = workers.node
+        b, to_b = workers.new("t/b")
+        to_b.request(DESCRIBE, 2, BODY, timeout=FIRST)
+        b.end_test()
+        a, to_a = workers.new("t/a")
+        assert "earlier" not in failure(TimeoutError, to_a, 0)
+        assert (DESCRIBE, 0) in a.unanswered and not a.silent.get(DESCRIBE)
+        assert a.knowledge()["answered"] == [[node.host, node.port, DESCRIBE]]
 
 
 @settings(max_examples=30, deadline=None)
