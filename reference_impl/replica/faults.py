@@ -14,6 +14,9 @@ configs, to show that each DURABILITY requirement fails against a broker that br
 * ``no_duplicate_check``: the leader forgets what it knows of a producer before each append,
   so a batch sent again is appended again;
 * ``ignore_min_insync_replicas``: an acks=all Produce is taken however small the ISR is;
+* ``append_refused``: an acks=all Produce refused NOT_ENOUGH_REPLICAS is appended all the same
+  (the answer says refused, the log keeps and replicates the batch: DURABILITY.R7's high
+  watermark and read-back checks);
 * ``never_expand_isr``: a follower that caught up is never proposed back into the ISR;
 * ``hide_first_batch``: a consumer's Fetch answer leaves out its first batch when it holds
   more than one (a hole in the offsets the consumer sees);
@@ -41,6 +44,7 @@ class BrokerFaults:
     forget_log_on_start: bool = False
     no_duplicate_check: bool = False
     ignore_min_insync_replicas: bool = False
+    append_refused: bool = False
     never_expand_isr: bool = False
     hide_first_batch: bool = False
     forget_share_state: bool = False

@@ -302,6 +302,10 @@ class ReplicaManager:
                     and len(p.isr) < cfg.min_insync_replicas
                     and not self.faults.ignore_min_insync_replicas
                 ):
+                    if self.faults.append_refused:
+                        p.log.append_as_leader(batch.data, batch.header, p.leader_epoch)
+                        p.wake()
+                        p.maybe_increment_high_watermark()
                     raise KafkaError(
                         ErrorCode.NOT_ENOUGH_REPLICAS,
                         f"ISR {list(p.isr)} is smaller than min.insync.replicas "

@@ -26,8 +26,9 @@ def appendable(answers: Sequence[int]) -> int:
 
 def within_appended(end: int | None, answers: Sequence[int], after: int | None) -> tuple[bool, str]:
     """Whether the high watermark ``after`` the attempts keeps DURABILITY.R7, given ``end``,
-    the log's end before them (the high watermark once every earlier batch was acknowledged),
-    and the check's message (as it reads when it fails)."""
+    the log's end before them (once every earlier batch was acknowledged: the high watermark,
+    or past the last acknowledged offset where that is further), and the check's message (as
+    it reads when it fails)."""
     if end is None or after is None:
         return False, f"no high watermark read (before the attempts {end}, after {after})"
     most = end + appendable(answers)

@@ -75,11 +75,14 @@ def test_a_leader_kill_keeps_every_acknowledged_record(tmp_path: Path) -> None:
                 (UNCLEAN, "R8"),
             },
         ),
+        # R7 again, answered 19 as it should be: its read-back (and high watermark) checks
+        (MIN_ISR, "append_refused", {(MIN_ISR, "R7")}),
     ],
     ids=[
         "ack-before-replication-share-state-forgotten-share-uncommitted",
         "duplicates-hole-min-isr",
         "isr-never-grows-log-forgotten-unclean-election",
+        "refused-batch-appended",
     ],
 )
 def test_each_requirement_fails_against_a_fault(
