@@ -119,7 +119,8 @@ class Silence:
 
 
 #: what a process of a run learned of the target's unanswered requests, as JSON values
-#: (``Harness.knowledge``): "unanswered" [[api key, version]], "answered" [[host, port, api key]],
+#: (``Harness.knowledge``; a worker tells the others fragments of it as it learns, ``tell``):
+#: "unanswered" [[api key, version]], "answered" [[host, port, api key]],
 #: "silent" {api key: [[host, port, version, test id]]}
 Knowledge = dict[str, Any]
 
@@ -206,7 +207,7 @@ class SyncConnection:
             if never:
                 test = harness.test_name()
                 harness.silent.setdefault(api_key, Silence()).seen.append((node, version, test))
-                told["silent"] = {str(int(api_key)): [[node.host, node.port, version, test]]}
+                told["silent"] = {str(int(api_key)): [[node.host, node.port, int(version), test]]}
             harness.tell(told)
             if before:
                 what = name if same else harness.api_name(api_key)
