@@ -122,9 +122,10 @@ def test_the_controller_does_not_wait_again_for_what_the_workers_saw_unanswered(
     cli, reference
 ) -> None:
     """A concurrent run (two workers) against a node that never answers CreateTopics: the
-    workers' spec-derived tests wait for it; the disruptive test the controller runs after them
-    (``topics/create/illegal-name-refused``) learned that from them (``Harness.learn``), so its
-    CreateTopics is not sent, and its FAIL cites where the workers saw the silence."""
+    workers' spec-derived tests wait for it, sharing what they saw; the disruptive test the
+    controller runs after them (``topics/create/illegal-name-refused``) learned that from them
+    (``Harness.learn``), so its CreateTopics is not sent, and its FAIL cites where the workers
+    saw the silence."""
     boot = reference.bootstrap[0]
     silence = Swallow({ApiKey.CREATE_TOPICS: None})
     select = "protocol/spec/create-topics or topics/create/illegal-name-refused"
@@ -139,6 +140,9 @@ def test_the_controller_does_not_wait_again_for_what_the_workers_saw_unanswered(
     message = failed["topics/create/illegal-name-refused"]
     assert "not sent: 127.0.0.1:" in message, message
     assert " in protocol/spec/create-topics/v" in message, message
-    # each worker waited for at most two requests; the controller sent none
-    assert sum(silence.swallowed.values()) <= 4, dict(silence.swallowed)
+    # the workers share what they saw as they run (``Harness.share``): a request is sent while
+    # fewer than two of the run's are known unanswered, so three at most (two sent together,
+    # and a second of the first to end while the other's wait goes on), not two per worker;
+    # the controller sent none
+    assert sum(silence.swallowed.values()) <= 3, dict(silence.swallowed)
     assert not [r for r in run.records if r["verdict"] == "ERROR"], proc.stdout[-3000:]
