@@ -45,7 +45,6 @@ brokers last ``REAUTH_MS`` and are re-authenticated (KIP-368: the listener's and
 from __future__ import annotations
 
 import base64
-import ctypes
 import json
 import os
 import secrets
@@ -67,6 +66,7 @@ from conformance.targets.base import (
     Sasl,
     Target,
     TargetError,
+    die_with_parent,
     metadata_brokers,
     stop_process,
     wait_listening,
@@ -170,7 +170,6 @@ SERVER_JVM_OPTIONS = (
     "-XX:+ExplicitGCInvokesConcurrent",
     "-Djava.awt.headless=true",
 )
-_PR_SET_PDEATHSIG = 1
 
 
 def _tool(cmd: list[str]) -> subprocess.Popen:
@@ -181,16 +180,8 @@ def _tool(cmd: list[str]) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        preexec_fn=_die_with_parent,
+        preexec_fn=die_with_parent,
     )
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL this process when its parent dies."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def _now_ms() -> int:
@@ -665,7 +656,7 @@ class KafkaTarget(Target):
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     def _wait_ready(self, timeout: float) -> None:
