@@ -17,6 +17,7 @@ another folder).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -95,16 +96,18 @@ def regression_lines(regressions: Sequence[Mapping], seen: Seen, rows: list) -> 
 
 
 def main(argv: list[str]) -> int:
-    matrix = None
-    if "--matrix" in argv:
-        at = argv.index("--matrix")
-        matrix = Path(argv[at + 1])
-        argv = argv[:at] + argv[at + 2 :]
+    p = argparse.ArgumentParser(prog="python -m conformance.matrix.explain_kafka")
+    p.add_argument("runs", nargs="*", default=["reports/runs"], help="run folders or their parents")
+    p.add_argument("--matrix", type=Path, help="the report's model (matrix.json): its regressions")
+    args = p.parse_args(argv)
+    matrix: Path | None = args.matrix
+    if matrix is not None and not matrix.is_file():
+        p.error(f"--matrix {matrix}: no such file")
     rows = truth_table.load(TABLE)
     groups: dict[tuple[str, str, int | None], dict[str, int]] = defaultdict(dict)
     targets: set[tuple[str, str]] = set()
-    seen_records: list[tuple[str, str, list]] = []
-    for run_dir in find_runs(argv or ["reports/runs"]):
+    seen_records: Seen = []
+    for run_dir in find_runs(args.runs):
         run = load_run(run_dir)
         impl, version = run.manifest["target_name"], run.manifest["target_version"]
         kafka = impl in KAFKA
